@@ -1,0 +1,15 @@
+// Sub-commands of `moesim`. Each registers its options on the app and returns its runner.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace moesim::cli {
+
+using Runner = std::function<int()>;
+
+Runner add_ledger_command(CLI::App& app);
+Runner add_inventory_command(CLI::App& app);
+
+}  // namespace moesim::cli

@@ -1,0 +1,43 @@
+// The `moesim` command: the one place that knows every other folder. Library code throws; here
+// errors become exit codes: 2 for bad input (file, JSON path, what is allowed), 1 for I/O.
+#include <exception>
+#include <iostream>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.hpp"
+#include "models/common/errors.hpp"
+#include "models/common/registry.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"moesim: discrete-event simulator and cost model for MoE and dense LLM training steps"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "moesim 0.1.0");
+  std::vector<moesim::cli::Runner> runners = {
+      moesim::cli::add_ledger_command(app),
+      moesim::cli::add_inventory_command(app),
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  try {
+    for (const auto& run : runners) {
+      const int rc = run();
+      if (rc >= 0) return rc;
+    }
+    return 0;
+  } catch (const moesim::InputError& e) {
+    std::cerr << "moesim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const moesim::UnknownNameError& e) {
+    std::cerr << "moesim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "moesim: error: " << e.what() << "\n";
+    return 1;
+  }
+}

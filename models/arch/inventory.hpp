@@ -1,0 +1,34 @@
+// Every parameter tensor of an architecture, in module (forward) order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/arch/architecture.hpp"
+
+namespace moesim {
+
+enum class TensorClass { embedding, attention, norm, dense_mlp, router, shared_expert, routed_expert, lm_head };
+
+std::string_view name_of(TensorClass c);
+
+struct TensorInfo {
+  std::string name;
+  std::vector<std::int64_t> shape;  // routed experts are stacked: [N, ...]
+  std::int64_t numel = 0;
+  TensorClass cls = TensorClass::attention;
+  std::int64_t layer = -1;  // -1: before the blocks (embedding), num_layers: after (final norm, head)
+  bool is_matmul() const;   // weight of a GEMM (counts towards 6N-style FLOPs)
+};
+
+struct Inventory {
+  std::vector<TensorInfo> tensors;
+  double params_total = 0;
+  double params_active = 0;  // routed experts count K/N of their parameters (Olmo-core report)
+};
+
+Inventory build_inventory(const Architecture& arch);
+
+}  // namespace moesim

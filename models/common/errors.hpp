@@ -1,0 +1,34 @@
+// Error types thrown by library code; only cli/main turns them into exit codes.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace moesim {
+
+// A user input is wrong: names the file, the JSON path, and what is allowed.
+class InputError : public std::runtime_error {
+ public:
+  InputError(std::string file, std::string path, const std::string& message)
+      : std::runtime_error(format(file, path, message)),
+        file_(std::move(file)),
+        path_(std::move(path)),
+        message_(message) {}
+
+  const std::string& file() const { return file_; }
+  const std::string& path() const { return path_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  static std::string format(const std::string& file, const std::string& path,
+                            const std::string& message) {
+    std::string where = file.empty() ? std::string("<input>") : file;
+    if (!path.empty()) where += ": " + path;
+    return where + ": " + message;
+  }
+  std::string file_;
+  std::string path_;
+  std::string message_;
+};
+
+}  // namespace moesim

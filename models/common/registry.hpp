@@ -1,0 +1,54 @@
+// Name -> implementation registry shared by every kind of model (FLOP conventions, cost models,
+// optimizer layouts). An unknown name is an error that lists the valid ones.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace moesim {
+
+class UnknownNameError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+template <class Interface>
+class Registry {
+ public:
+  explicit Registry(std::string kind) : kind_(std::move(kind)) {}
+
+  void add(std::unique_ptr<Interface> impl) {
+    const std::string key(impl->name());
+    items_[key] = std::move(impl);
+  }
+
+  const Interface& get(std::string_view name) const {
+    auto it = items_.find(std::string(name));
+    if (it == items_.end()) {
+      throw UnknownNameError("unknown " + kind_ + " \"" + std::string(name) + "\"; valid: " + list());
+    }
+    return *it->second;
+  }
+
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : items_) out.push_back(k);
+    return out;
+  }
+
+  std::string list() const {
+    std::string out;
+    for (const auto& k : names()) out += (out.empty() ? "" : ", ") + k;
+    return out;
+  }
+
+ private:
+  std::string kind_;
+  std::map<std::string, std::unique_ptr<Interface>, std::less<>> items_;
+};
+
+}  // namespace moesim

@@ -1,0 +1,37 @@
+// Unit constants and element sizes. Units live in key names and are converted once, at parse time.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace moesim {
+
+inline constexpr double kKiB = 1024.0;
+inline constexpr double kMiB = 1024.0 * 1024.0;
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+inline constexpr double kGB = 1e9;  // decimal, as in datasheets and nccl-tests' GB/s
+
+enum class DType { fp32, bf16, fp16, fp8 };
+
+// Bytes per element (IEEE 754 binary32 / bfloat16 / binary16 / OCP FP8 E4M3).
+constexpr double bytes_of(DType t) {
+  switch (t) {
+    case DType::fp32: return 4.0;
+    case DType::bf16: return 2.0;
+    case DType::fp16: return 2.0;
+    case DType::fp8: return 1.0;
+  }
+  return 0.0;
+}
+
+constexpr std::string_view name_of(DType t) {
+  switch (t) {
+    case DType::fp32: return "fp32";
+    case DType::bf16: return "bf16";
+    case DType::fp16: return "fp16";
+    case DType::fp8: return "fp8";
+  }
+  return "?";
+}
+
+}  // namespace moesim

@@ -1,0 +1,205 @@
+#include "models/input/json_reader.hpp"
+
+#include <cmath>
+#include <sstream>
+
+namespace moesim {
+
+namespace {
+std::string type_name(const nlohmann::json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+std::string join(std::initializer_list<std::string_view> items) {
+  std::string out;
+  for (auto s : items) {
+    if (!out.empty()) out += ", ";
+    out += '"';
+    out += s;
+    out += '"';
+  }
+  return out;
+}
+}  // namespace
+
+std::string brief(const nlohmann::json& value) {
+  std::string text = value.dump();
+  constexpr std::size_t kMax = 60;
+  if (text.size() > kMax) text = text.substr(0, kMax) + "...";
+  return text;
+}
+
+std::string Range::describe() const {
+  std::ostringstream os;
+  const bool has_lo = std::isfinite(min), has_hi = std::isfinite(max);
+  if (has_lo && has_hi) {
+    os << (min_exclusive ? "(" : "[") << min << ", " << max << "]";
+  } else if (has_lo) {
+    os << (min_exclusive ? "> " : ">= ") << min;
+  } else if (has_hi) {
+    os << "<= " << max;
+  } else {
+    os << "any finite number";
+  }
+  return os.str();
+}
+
+JsonReader::JsonReader(const nlohmann::json& node, std::string file, std::string path)
+    : node_(node), file_(std::move(file)), path_(std::move(path)) {
+  if (!node_.is_object()) {
+    throw InputError(file_, path_.empty() ? "(root)" : path_,
+                     "expected an object, got " + type_name(node_) + " " + brief(node_));
+  }
+}
+
+std::string JsonReader::child_path(std::string_view key) const {
+  return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+}
+
+bool JsonReader::has(std::string_view key) const { return find(key) != nullptr; }
+
+const nlohmann::json* JsonReader::find(std::string_view key) const {
+  // Every key asked for counts as known, present or not, so finish() can list them all.
+  consumed_.insert(std::string(key));
+  auto it = node_.find(std::string(key));
+  return it == node_.end() ? nullptr : &*it;
+}
+
+const nlohmann::json& JsonReader::require(std::string_view key) const {
+  const auto* v = find(key);
+  if (v == nullptr) fail(key, "required field is missing");
+  return *v;
+}
+
+void JsonReader::fail(std::string_view key, const std::string& message) const {
+  throw InputError(file_, child_path(key), message);
+}
+
+double JsonReader::as_number(const nlohmann::json& v, const std::string& path, Range range) const {
+  if (!v.is_number()) {
+    throw InputError(file_, path, "expected a number in " + range.describe() + ", got " +
+                                      type_name(v) + " " + brief(v));
+  }
+  const double x = v.get<double>();
+  if (!std::isfinite(x) || !range.contains(x)) {
+    throw InputError(file_, path, "value " + brief(v) + " is out of range; allowed: " +
+                                      range.describe());
+  }
+  return x;
+}
+
+std::int64_t JsonReader::as_integer(const nlohmann::json& v, const std::string& path,
+                                    Range range) const {
+  const bool integral_float = v.is_number_float() && std::floor(v.get<double>()) == v.get<double>();
+  if (!(v.is_number_integer() || v.is_number_unsigned() || integral_float)) {
+    throw InputError(file_, path, "expected an integer in " + range.describe() + ", got " +
+                                      type_name(v) + " " + brief(v));
+  }
+  const double x = v.get<double>();
+  constexpr double kMaxExact = 9.007199254740992e15;  // 2^53: larger counts are not exact
+  if (!range.contains(x) || std::fabs(x) > kMaxExact) {
+    throw InputError(file_, path, "value " + brief(v) + " is out of range; allowed: " +
+                                      range.describe());
+  }
+  return static_cast<std::int64_t>(x);
+}
+
+double JsonReader::number(std::string_view key, Range range) const {
+  return as_number(require(key), child_path(key), range);
+}
+
+double JsonReader::number_or(std::string_view key, double fallback, Range range) const {
+  const auto* v = find(key);
+  return v ? as_number(*v, child_path(key), range) : fallback;
+}
+
+std::int64_t JsonReader::integer(std::string_view key, Range range) const {
+  return as_integer(require(key), child_path(key), range);
+}
+
+std::int64_t JsonReader::integer_or(std::string_view key, std::int64_t fallback,
+                                    Range range) const {
+  const auto* v = find(key);
+  return v ? as_integer(*v, child_path(key), range) : fallback;
+}
+
+bool JsonReader::boolean(std::string_view key) const {
+  const auto& v = require(key);
+  if (!v.is_boolean()) fail(key, "expected true or false, got " + type_name(v) + " " + brief(v));
+  return v.get<bool>();
+}
+
+bool JsonReader::boolean_or(std::string_view key, bool fallback) const {
+  return has(key) ? boolean(key) : fallback;
+}
+
+std::string JsonReader::string(std::string_view key) const {
+  const auto& v = require(key);
+  if (!v.is_string()) fail(key, "expected a string, got " + type_name(v) + " " + brief(v));
+  return v.get<std::string>();
+}
+
+std::string JsonReader::string_or(std::string_view key, std::string fallback) const {
+  return has(key) ? string(key) : fallback;
+}
+
+std::string JsonReader::choice(std::string_view key,
+                               std::initializer_list<std::string_view> allowed) const {
+  const auto& v = require(key);
+  if (v.is_string()) {
+    const auto s = v.get<std::string>();
+    for (auto a : allowed) {
+      if (s == a) return s;
+    }
+  }
+  fail(key, "value " + brief(v) + " is not allowed; allowed: " + join(allowed));
+}
+
+std::string JsonReader::choice_or(std::string_view key, std::string fallback,
+                                  std::initializer_list<std::string_view> allowed) const {
+  return has(key) ? choice(key, allowed) : fallback;
+}
+
+std::vector<std::int64_t> JsonReader::integer_list(std::string_view key, Range range) const {
+  const auto& v = require(key);
+  if (!v.is_array()) fail(key, "expected an array of integers, got " + type_name(v));
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    out.push_back(as_integer(v[i], child_path(key) + "[" + std::to_string(i) + "]", range));
+  }
+  return out;
+}
+
+std::vector<std::int64_t> JsonReader::integer_list_or(std::string_view key, Range range) const {
+  return has(key) ? integer_list(key, range) : std::vector<std::int64_t>{};
+}
+
+JsonReader JsonReader::object(std::string_view key) const {
+  return JsonReader(require(key), file_, child_path(key));
+}
+
+std::optional<JsonReader> JsonReader::optional_object(std::string_view key) const {
+  const auto* v = find(key);
+  if (v == nullptr) return std::nullopt;
+  return JsonReader(*v, file_, child_path(key));
+}
+
+void JsonReader::finish() const {
+  for (const auto& [key, value] : node_.items()) {
+    if (consumed_.find(key) == consumed_.end()) {
+      std::string known;
+      // Listing the keys that were read tells the user what this object accepts.
+      for (const auto& k : consumed_) known += (known.empty() ? "" : ", ") + k;
+      throw InputError(file_, child_path(key),
+                       "unknown key" + (known.empty() ? std::string() : "; allowed keys here: " + known));
+    }
+  }
+}
+
+}  // namespace moesim

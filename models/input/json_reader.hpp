@@ -1,0 +1,81 @@
+// Strict, path-aware reading of one JSON object: every key must be known, every value typed and
+// in range, and every error names the file, the JSON path, the value and what is allowed.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/common/errors.hpp"
+
+namespace moesim {
+
+// Closed interval check for numbers; `min_exclusive` turns the lower bound into ">".
+struct Range {
+  double min = -std::numeric_limits<double>::infinity();
+  double max = std::numeric_limits<double>::infinity();
+  bool min_exclusive = false;
+
+  static Range positive() { return {0.0, std::numeric_limits<double>::infinity(), true}; }
+  static Range non_negative() { return {0.0, std::numeric_limits<double>::infinity(), false}; }
+  static Range at_least(double lo) { return {lo, std::numeric_limits<double>::infinity(), false}; }
+  static Range between(double lo, double hi) { return {lo, hi, false}; }
+  bool contains(double v) const { return (min_exclusive ? v > min : v >= min) && v <= max; }
+  std::string describe() const;
+};
+
+class JsonReader {
+ public:
+  // `path` is the JSON path of `node` inside `file` ("" for the document root).
+  JsonReader(const nlohmann::json& node, std::string file, std::string path);
+
+  const std::string& file() const { return file_; }
+  const std::string& path() const { return path_; }
+  std::string child_path(std::string_view key) const;
+  bool has(std::string_view key) const;
+
+  double number(std::string_view key, Range range) const;
+  double number_or(std::string_view key, double fallback, Range range) const;
+  std::int64_t integer(std::string_view key, Range range) const;
+  std::int64_t integer_or(std::string_view key, std::int64_t fallback, Range range) const;
+  bool boolean(std::string_view key) const;
+  bool boolean_or(std::string_view key, bool fallback) const;
+  std::string string(std::string_view key) const;
+  std::string string_or(std::string_view key, std::string fallback) const;
+  // One of `allowed`; the error lists them.
+  std::string choice(std::string_view key, std::initializer_list<std::string_view> allowed) const;
+  std::string choice_or(std::string_view key, std::string fallback,
+                        std::initializer_list<std::string_view> allowed) const;
+  std::vector<std::int64_t> integer_list(std::string_view key, Range range) const;
+  std::vector<std::int64_t> integer_list_or(std::string_view key, Range range) const;
+
+  JsonReader object(std::string_view key) const;
+  std::optional<JsonReader> optional_object(std::string_view key) const;
+
+  // Throws InputError naming the first key that no accessor asked for.
+  void finish() const;
+  [[noreturn]] void fail(std::string_view key, const std::string& message) const;
+
+ private:
+  const nlohmann::json& require(std::string_view key) const;
+  const nlohmann::json* find(std::string_view key) const;
+  std::int64_t as_integer(const nlohmann::json& v, const std::string& path, Range range) const;
+  double as_number(const nlohmann::json& v, const std::string& path, Range range) const;
+
+  const nlohmann::json& node_;
+  std::string file_;
+  std::string path_;
+  mutable std::set<std::string, std::less<>> consumed_;
+};
+
+// Short rendering of a JSON value for error messages.
+std::string brief(const nlohmann::json& value);
+
+}  // namespace moesim

@@ -1,0 +1,93 @@
+#include "models/input/overrides.hpp"
+
+#include <cctype>
+
+#include "models/common/errors.hpp"
+
+namespace moesim {
+
+std::string dotted_path(const std::vector<std::variant<std::string, std::size_t>>& path) {
+  std::string out;
+  for (const auto& p : path) {
+    if (const auto* key = std::get_if<std::string>(&p)) {
+      if (!out.empty()) out.push_back('.');
+      out.append(*key);
+    } else {
+      out.push_back('[');
+      out.append(std::to_string(std::get<std::size_t>(p)));
+      out.push_back(']');
+    }
+  }
+  return out;
+}
+
+Override parse_override(const std::string& expr, const std::string& origin) {
+  const auto eq = expr.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw InputError(origin, expr, "expected PATH=VALUE, e.g. plan.expert_parallel.degree=8");
+  }
+  Override o;
+  o.text = expr;
+  const std::string path = expr.substr(0, eq);
+  const std::string value = expr.substr(eq + 1);
+  std::size_t i = 0;
+  while (i < path.size()) {
+    if (path[i] == '[') {
+      const auto close = path.find(']', i);
+      const std::string digits = close == std::string::npos ? "" : path.substr(i + 1, close - i - 1);
+      if (digits.empty() || digits.size() > 9 ||
+          digits.find_first_not_of("0123456789") != std::string::npos) {
+        throw InputError(origin, expr, "bad array index in path; expected [N] with N a non-negative integer");
+      }
+      o.path.emplace_back(static_cast<std::size_t>(std::stoul(digits)));
+      i = close + 1;
+      if (i < path.size() && path[i] == '.') ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < path.size() && path[j] != '.' && path[j] != '[') ++j;
+    const std::string key = path.substr(i, j - i);
+    if (key.empty()) throw InputError(origin, expr, "empty key in path");
+    for (char c : key) {
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) {
+        throw InputError(origin, expr, "invalid character '" + std::string(1, c) + "' in path; keys use letters, digits, '_' and '-'");
+      }
+    }
+    o.path.emplace_back(key);
+    i = (j < path.size() && path[j] == '.') ? j + 1 : j;
+    if (i == path.size() && j < path.size() && path[j] == '.') throw InputError(origin, expr, "path ends with '.'");
+  }
+  if (o.path.empty() || !std::holds_alternative<std::string>(o.path.front())) {
+    throw InputError(origin, expr, "path must start with a key");
+  }
+  o.dotted = dotted_path(o.path);
+  o.value = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
+  if (o.value.is_discarded()) o.value = value;  // a bare word is a string
+  return o;
+}
+
+void apply_override(nlohmann::json& doc, const Override& o, const std::string& origin) {
+  nlohmann::json* node = &doc;
+  std::vector<std::variant<std::string, std::size_t>> walked;
+  for (std::size_t k = 0; k < o.path.size(); ++k) {
+    const bool last = k + 1 == o.path.size();
+    const auto& step = o.path[k];
+    walked.push_back(step);
+    if (const auto* key = std::get_if<std::string>(&step)) {
+      if (node->is_null()) *node = nlohmann::json::object();
+      if (!node->is_object()) {
+        throw InputError(origin, o.text, "cannot set key \"" + *key + "\": " + dotted_path({walked.begin(), walked.end() - 1}) + " is not an object");
+      }
+      node = &(*node)[*key];
+    } else {
+      const auto idx = std::get<std::size_t>(step);
+      if (!node->is_array() || idx >= node->size()) {
+        throw InputError(origin, o.text, dotted_path(walked) + " does not exist (not an array, or index out of range)");
+      }
+      node = &(*node)[idx];
+    }
+    if (last) *node = o.value;
+  }
+}
+
+}  // namespace moesim

@@ -1,0 +1,29 @@
+// `--set a.b.c=VALUE` overrides: parsed once, applied to a JSON document before strict parsing.
+#pragma once
+
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace moesim {
+
+struct Override {
+  std::string text;  // as the user wrote it, for error messages
+  std::vector<std::variant<std::string, std::size_t>> path;  // keys and [indices]
+  std::string dotted;  // canonical "a.b[2].c"
+  nlohmann::json value;
+};
+
+// VALUE is read as JSON when it parses (numbers, true/false, arrays, quoted strings), else as a
+// bare string. Throws InputError on a malformed expression.
+Override parse_override(const std::string& expr, const std::string& origin);
+
+// Sets the value, creating missing objects along the path. Throws InputError when the path runs
+// through a value that is not an object (or an array index out of range).
+void apply_override(nlohmann::json& doc, const Override& o, const std::string& origin);
+
+std::string dotted_path(const std::vector<std::variant<std::string, std::size_t>>& path);
+
+}  // namespace moesim

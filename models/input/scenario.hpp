@@ -1,0 +1,42 @@
+// A scenario names (or inlines) the three orthogonal inputs — architecture, parallel plan,
+// hardware profile — and may override any of their fields ("set" in the file, --set on the CLI).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/arch/architecture.hpp"
+#include "models/hw/hardware_profile.hpp"
+#include "models/plan/parallel_plan.hpp"
+
+namespace moesim {
+
+struct Scenario {
+  std::string name;
+  std::string file;
+  std::string flop_convention;
+  Architecture arch;
+  ParallelPlan plan;
+  HardwareProfile hardware;
+  nlohmann::json resolved;  // {architecture, plan, hardware} after every override
+};
+
+// Reads a JSON file; a missing file or malformed JSON is an InputError naming the file (and the
+// line and column of a syntax error).
+nlohmann::json read_json_file(const std::string& path);
+
+// `sets` are CLI --set expressions, applied after the scenario's own "set" block.
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets);
+
+// Builds a scenario from an already composed document {architecture, plan, hardware, ...};
+// `origin` names where each section came from for error messages.
+struct SectionOrigin {
+  std::string file;
+  std::string prefix;  // JSON path of the section inside `file` ("" when the file is the section)
+};
+Scenario parse_composed(const nlohmann::json& doc, const std::string& scenario_file,
+                        const SectionOrigin& arch, const SectionOrigin& plan, const SectionOrigin& hw);
+
+}  // namespace moesim

@@ -1,0 +1,72 @@
+#include "models/memory/activations.hpp"
+
+#include <algorithm>
+
+#include "models/common/units.hpp"
+
+namespace moesim {
+
+namespace {
+double dbl(std::int64_t v) { return static_cast<double>(v); }
+constexpr double kFp32 = 4.0;   // router logits and the attention log-sum-exp are FP32
+constexpr double kIndex = 8.0;  // int64 expert indices
+}  // namespace
+
+BlockActivations saved_per_token(const Architecture& a, std::int64_t layer, const ParallelPlan& plan) {
+  const double e = bytes_of(plan.precision.compute);
+  const double d = dbl(a.d_model), q = dbl(a.attn_dim()), kv = dbl(a.kv_dim());
+  BlockActivations b;
+  // Attention: norm input and output (QKV GEMM input), optional q/k before QK-norm, q/k/v after
+  // RoPE (flash-attention inputs), the attention output (also the out-projection input), LSE.
+  b.attention = e * d + e * d + (a.attention.qk_norm ? e * (q + kv) : 0.0) + e * (q + 2 * kv) + e * q +
+                kFp32 * dbl(a.attention.num_heads);
+  const bool recompute_swiglu = plan.recompute == Recompute::selective;
+  if (a.is_moe_layer(layer)) {
+    const MoeSpec& m = *a.moe;
+    const double K = dbl(m.top_k), h = dbl(m.expert_hidden), hs = dbl(m.shared_hidden);
+    const double rows = K * plan.capacity_factor;  // routed rows per token, padded to capacity
+    // Norm input/output, FP32 router logits, FP32 probs + int64 indices of the top-K.
+    b.mlp = e * d + e * d + kFp32 * dbl(m.num_experts) + K * (kFp32 + kIndex);
+    // Per routed row: permuted input, up/gate output, SwiGLU product (down input), expert
+    // output kept for the combine weights' gradient.
+    b.mlp += rows * (e * d + e * 2 * h + (recompute_swiglu ? 0.0 : e * h) + e * d);
+    b.mlp += dbl(m.shared_experts) * (e * 2 * hs + (recompute_swiglu ? 0.0 : e * hs));
+  } else {
+    const double h = dbl(a.dense_hidden);
+    b.mlp = e * d + e * d + e * 2 * h + (recompute_swiglu ? 0.0 : e * h);
+  }
+  return b;
+}
+
+double backward_working_per_token(const Architecture& a, std::int64_t layer, const ParallelPlan& plan) {
+  const double e = bytes_of(plan.precision.compute);
+  const double d = dbl(a.d_model);
+  // Residual-stream gradient in and out, plus the widest internal gradient of the block.
+  double widest = e * (dbl(a.attn_dim()) + 2 * dbl(a.kv_dim()));
+  if (a.is_moe_layer(layer)) {
+    widest = std::max(widest, dbl(a.moe->top_k) * plan.capacity_factor * e * 2 * dbl(a.moe->expert_hidden));
+  } else {
+    widest = std::max(widest, e * 2 * dbl(a.dense_hidden));
+  }
+  return 2 * e * d + widest;
+}
+
+LossBuffers loss_per_token(const Architecture& a, const ParallelPlan& plan) {
+  const double e = bytes_of(plan.precision.compute);
+  const double v = dbl(a.vocab_size), d = dbl(a.d_model);
+  LossBuffers l;
+  if (plan.loss == LossImpl::standard) {
+    // Logits in compute dtype, FP32 log-softmax saved by cross-entropy; backward adds the FP32
+    // logits gradient while both are alive (PyTorch's upcast cross-entropy).
+    l.forward = e * d + e * v + kFp32 * v;
+    l.backward = l.forward + kFp32 * v;
+  } else {
+    // Fused linear cross-entropy: logits never held whole; the gradient w.r.t. the final hidden
+    // state is the only full-size buffer.
+    l.forward = e * d;
+    l.backward = 2 * e * d;
+  }
+  return l;
+}
+
+}  // namespace moesim

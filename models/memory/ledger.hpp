@@ -1,0 +1,88 @@
+// Per-rank memory ledger: persistent training state by class, execution working memory by
+// phase, and the OOM verdict against the profile's usable capacity (seed Table 5).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/arch/architecture.hpp"
+#include "models/arch/inventory.hpp"
+#include "models/hw/hardware_profile.hpp"
+#include "models/plan/parallel_plan.hpp"
+
+namespace moesim {
+
+enum class MemClass {
+  compute_weights, grad_buffers, main_weights, optimizer_states,          // persistent
+  activations, activation_grads, logits_loss, weight_grad_transient,      // working
+  fsdp_materialized, fsdp_grad_unsharded, ep_comm_buffers, optimizer_transients,
+};
+enum class Phase { forward, backward, grad_sync, optimizer_step, weight_rebuild };
+
+std::string_view name_of(MemClass c);
+std::string_view name_of(Phase p);
+
+struct LedgerItem {
+  std::string name;
+  MemClass cls = MemClass::activations;
+  double bytes = 0;
+  std::string basis;  // the formula or rule that gave the number
+};
+
+struct PhaseSet {
+  Phase phase = Phase::forward;
+  std::vector<LedgerItem> items;
+  double bytes() const;
+};
+
+struct OptimizerShardReport {
+  std::string layout;
+  double largest_bytes = 0;     // main weights + states on the largest rank
+  double even_share_bytes = 0;  // the same, evenly divided
+  std::int64_t replicated_tensors = 0;
+  std::int64_t sharded_tensors = 0;
+};
+
+struct StageLedger {
+  std::int64_t stage = 0;
+  std::int64_t layers = 0;
+  double local_params = 0;
+  std::int64_t in_flight_microbatches = 0;
+  std::vector<LedgerItem> persistent;
+  std::vector<PhaseSet> phases;
+  OptimizerShardReport optimizer;
+  double persistent_bytes = 0;
+  Phase peak_phase = Phase::forward;
+  double peak_allocated = 0;    // persistent + largest phase working set
+  double peak_reserved = 0;     // allocator view: allocated / (1 - fragmentation)
+  double runtime_reserves = 0;  // CUDA context, NCCL, library workspaces (outside the allocator)
+  double device_total = 0;      // reserved + runtime reserves
+  double capacity = 0;
+  double headroom = 0;          // capacity - device_total (negative: OOM)
+  bool oom = false;
+  std::vector<LedgerItem> top_contributors;
+};
+
+struct MemoryLedger {
+  std::vector<StageLedger> stages;
+  std::size_t worst_stage = 0;  // the stage with the least headroom
+  bool oom = false;
+};
+
+MemoryLedger build_ledger(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
+                          const HardwareProfile& hw);
+
+// Pieces, exposed for tests and for the simulator.
+struct LocalTensor;
+std::vector<LedgerItem> persistent_state(const std::vector<LocalTensor>& tensors, const ParallelPlan& plan,
+                                         OptimizerShardReport& report);
+std::vector<PhaseSet> working_memory(const Architecture& arch, const ParallelPlan& plan,
+                                     const std::vector<LocalTensor>& tensors, std::int64_t stage,
+                                     std::int64_t in_flight);
+
+// Microbatches whose activations a stage holds at once under the plan's pipeline schedule.
+std::int64_t in_flight_microbatches(const ParallelPlan& plan, std::int64_t stage, std::int64_t microbatches);
+
+}  // namespace moesim

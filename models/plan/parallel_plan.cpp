@@ -1,0 +1,191 @@
+#include "models/plan/parallel_plan.hpp"
+
+#include "models/arch/architecture.hpp"
+#include "models/input/json_reader.hpp"
+
+namespace moesim {
+
+int OptimizerSpec::states() const {
+  switch (kind) {
+    case OptimizerKind::adamw: return 2;
+    case OptimizerKind::muon: return 1;
+    case OptimizerKind::sgd: return 0;
+  }
+  return 0;
+}
+
+std::string_view name_of(Design d) { return d == Design::fsdp ? "fsdp" : "ddp"; }
+std::string_view name_of(OptimizerKind k) {
+  return k == OptimizerKind::adamw ? "adamw" : k == OptimizerKind::muon ? "muon" : "sgd";
+}
+std::string_view name_of(ShardLayout l) {
+  return l == ShardLayout::per_tensor ? "per_tensor"
+         : l == ShardLayout::concat_then_shard ? "concat_then_shard" : "same_param_count";
+}
+std::string_view name_of(Recompute r) {
+  return r == Recompute::none ? "none" : r == Recompute::full ? "full" : "selective";
+}
+
+namespace {
+constexpr double kMaxCount = 1 << 24;
+
+DType parse_dtype(const JsonReader& in, std::string_view key, DType fallback) {
+  const std::string s = in.choice_or(key, std::string(name_of(fallback)), {"fp32", "bf16", "fp16", "fp8"});
+  if (s == "fp32") return DType::fp32;
+  if (s == "bf16") return DType::bf16;
+  if (s == "fp16") return DType::fp16;
+  return DType::fp8;
+}
+
+OptimizerSpec parse_optimizer(const JsonReader& in) {
+  OptimizerSpec o;
+  const auto kind = in.choice_or("type", "adamw", {"adamw", "muon", "sgd"});
+  o.kind = kind == "adamw" ? OptimizerKind::adamw : kind == "muon" ? OptimizerKind::muon : OptimizerKind::sgd;
+  o.main_weight_dtype = parse_dtype(in, "main_weight_dtype", DType::fp32);
+  o.state_dtype = parse_dtype(in, "state_dtype", DType::fp32);
+  const auto layout = in.choice_or("layout", "per_tensor", {"per_tensor", "concat_then_shard", "same_param_count"});
+  o.layout = layout == "per_tensor" ? ShardLayout::per_tensor
+             : layout == "concat_then_shard" ? ShardLayout::concat_then_shard : ShardLayout::same_param_count;
+  o.min_shard_numel = in.integer_or("min_shard_numel", o.min_shard_numel, Range::at_least(1));
+  o.foreach_chunk_numel = in.integer_or("foreach_chunk_numel", o.foreach_chunk_numel, Range::at_least(1));
+  in.finish();
+  return o;
+}
+
+PrecisionSpec parse_precision(const JsonReader& in) {
+  PrecisionSpec p;
+  p.compute = parse_dtype(in, "compute_dtype", DType::bf16);
+  p.grad_accum = parse_dtype(in, "grad_accum_dtype", DType::fp32);
+  p.reduce = parse_dtype(in, "reduce_dtype", DType::fp32);
+  in.finish();
+  return p;
+}
+}  // namespace
+
+ParallelPlan parse_plan(const JsonReader& in) {
+  ParallelPlan p;
+  in.string_or("name", "");
+  in.string_or("description", "");
+  p.design = in.choice("design", {"fsdp", "ddp"}) == "fsdp" ? Design::fsdp : Design::ddp;
+  p.nodes = in.integer("nodes", Range::between(1, kMaxCount));
+  p.gpus_per_node = in.integer("gpus_per_node", Range::between(1, 1024));
+  if (auto pp = in.optional_object("pipeline")) {
+    p.pp = pp->integer_or("degree", 1, Range::between(1, kMaxCount));
+    const auto sched = pp->choice_or("schedule", "1f1b", {"1f1b", "interleaved_1f1b"});
+    p.pp_schedule = sched == "1f1b" ? PipelineSchedule::one_f_one_b : PipelineSchedule::interleaved_1f1b;
+    p.pp_virtual = pp->integer_or("virtual_stages", 1, Range::between(1, 64));
+    p.pp_layer_split = pp->integer_list_or("layer_split", Range::between(1, 4096));
+    pp->finish();
+  }
+  if (auto ep = in.optional_object("expert_parallel")) {
+    p.ep = ep->integer_or("degree", 1, Range::between(1, kMaxCount));
+    ep->finish();
+  }
+  if (auto f = in.optional_object("fsdp")) {
+    p.fsdp_shard = f->integer_or("shard_degree", 0, Range::between(0, kMaxCount));
+    p.fsdp_prefetch = f->integer_or("prefetch_depth", 1, Range::between(0, 8));
+    f->finish();
+  }
+  if (auto d = in.optional_object("ddp")) {
+    p.distributed_optimizer = d->boolean_or("distributed_optimizer", true);
+    p.bucket_cap_bytes = d->number_or("bucket_cap_MiB", 250.0, Range::positive()) * kMiB;
+    p.grad_sync = d->choice_or("grad_sync", "all_reduce", {"all_reduce", "reduce_scatter"}) == "all_reduce"
+                      ? GradSync::all_reduce : GradSync::reduce_scatter;
+    d->finish();
+  }
+  if (auto o = in.optional_object("optimizer")) p.optimizer = parse_optimizer(*o);
+  if (auto pr = in.optional_object("precision")) p.precision = parse_precision(*pr);
+  const auto batch = in.object("batch");
+  p.microbatch_sequences = batch.integer("rank_microbatch_sequences", Range::between(1, kMaxCount));
+  p.global_batch_tokens = batch.integer("global_batch_tokens", Range::between(1, 1e15));
+  batch.finish();
+  if (auto act = in.optional_object("activations")) {
+    const auto rc = act->choice_or("recompute", "none", {"none", "full", "selective"});
+    p.recompute = rc == "none" ? Recompute::none : rc == "full" ? Recompute::full : Recompute::selective;
+    p.loss = act->choice_or("loss", "standard", {"standard", "fused"}) == "standard" ? LossImpl::standard : LossImpl::fused;
+    act->finish();
+  }
+  if (auto r = in.optional_object("routing")) {
+    p.capacity_factor = r->number_or("capacity_factor", 1.0, Range::between(0.01, 1024));
+    r->finish();
+  }
+  in.finish();
+  return p;
+}
+
+namespace {
+std::string s(std::int64_t v) { return std::to_string(v); }
+}  // namespace
+
+void validate_plan(const ParallelPlan& p, const Architecture& a, const std::string& file,
+                   const std::string& prefix) {
+  auto fail = [&](const std::string& path, const std::string& msg) {
+    throw InputError(file, prefix.empty() ? path : prefix + "." + path, msg);
+  };
+  if (p.world() % p.pp != 0) {
+    fail("pipeline.degree", "world size " + s(p.world()) + " (nodes x gpus_per_node) is not divisible by PP degree " + s(p.pp));
+  }
+  if (p.pp * p.pp_virtual > a.num_layers) {
+    fail("pipeline.degree", "PP stages x virtual stages = " + s(p.pp * p.pp_virtual) +
+                                      " exceeds the " + s(a.num_layers) + " layers of the model");
+  }
+  if (p.pp_virtual > 1 && p.pp_schedule != PipelineSchedule::interleaved_1f1b) {
+    fail("pipeline.virtual_stages", "virtual stages > 1 need schedule \"interleaved_1f1b\"");
+  }
+  if (!p.pp_layer_split.empty()) {
+    if (static_cast<std::int64_t>(p.pp_layer_split.size()) != p.pp) {
+      fail("pipeline.layer_split", "has " + s(static_cast<std::int64_t>(p.pp_layer_split.size())) +
+                                             " entries; allowed: one per stage (" + s(p.pp) + ")");
+    }
+    std::int64_t sum = 0;
+    for (auto v : p.pp_layer_split) sum += v;
+    if (sum != a.num_layers) fail("pipeline.layer_split", "sums to " + s(sum) + "; must equal num_layers " + s(a.num_layers));
+  }
+  if (p.ep > 1) {
+    if (!a.moe) fail("expert_parallel.degree", "EP degree " + s(p.ep) + " needs an MoE architecture");
+    if (a.moe->num_experts % p.ep != 0) {
+      fail("expert_parallel.degree", "EP-MP degree " + s(p.ep) + " does not divide the " +
+                                               s(a.moe->num_experts) + " routed experts");
+    }
+    if (p.dp() % p.ep != 0) {
+      fail("expert_parallel.degree", "EP-MP degree " + s(p.ep) + " does not divide the DP degree " + s(p.dp()));
+    }
+    if (p.design == Design::fsdp) fail("expert_parallel.degree", "EP with design \"fsdp\" is not modeled; use design \"ddp\"");
+  }
+  if (p.design == Design::fsdp && p.fsdp_shard != 0 && p.dp() % p.fsdp_shard != 0) {
+    fail("fsdp.shard_degree", "shard degree " + s(p.fsdp_shard) + " does not divide the DP degree " + s(p.dp()));
+  }
+  const std::int64_t mb_tokens = p.microbatch_sequences * a.sequence_length;
+  const std::int64_t step_tokens_per_mb = mb_tokens * p.dp();
+  if (p.global_batch_tokens < step_tokens_per_mb) {
+    fail("batch.global_batch_tokens", "global batch " + s(p.global_batch_tokens) + " tokens is smaller than one microbatch on every DP rank (" +
+                                                s(mb_tokens) + " x DP " + s(p.dp()) + " = " + s(step_tokens_per_mb) + ")");
+  }
+  if (p.global_batch_tokens % step_tokens_per_mb != 0) {
+    fail("batch.global_batch_tokens", "global batch " + s(p.global_batch_tokens) + " is not a multiple of microbatch tokens x DP = " + s(step_tokens_per_mb));
+  }
+}
+
+BatchShape batch_shape(const ParallelPlan& p, const Architecture& a) {
+  BatchShape b;
+  b.microbatch_tokens = p.microbatch_sequences * a.sequence_length;
+  b.microbatches = p.global_batch_tokens / (b.microbatch_tokens * p.dp());
+  return b;
+}
+
+std::vector<std::int64_t> stage_layer_counts(const ParallelPlan& p, const Architecture& a) {
+  if (!p.pp_layer_split.empty()) return p.pp_layer_split;
+  // ceil(L / P) layers per stage; the shortfall lands on the last stage, which also runs the
+  // LM head (an uneven last stage), while every stage keeps at least one layer.
+  std::vector<std::int64_t> out;
+  const std::int64_t per = (a.num_layers + p.pp - 1) / p.pp;
+  std::int64_t left = a.num_layers;
+  for (std::int64_t s = 0; s < p.pp; ++s) {
+    const std::int64_t n = std::min(per, left - (p.pp - 1 - s));
+    out.push_back(n);
+    left -= n;
+  }
+  return out;
+}
+
+}  // namespace moesim

@@ -1,0 +1,89 @@
+// The parallel design: how the world of GPUs is split (PP x DP, EP-MP inside DP), which data
+// parallel design runs (FSDP2 full reshard or Olmo-core DDP), optimizer, precision and batch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/common/units.hpp"
+
+namespace moesim {
+
+class JsonReader;
+struct Architecture;
+
+enum class Design { fsdp, ddp };
+enum class OptimizerKind { adamw, muon, sgd };
+enum class ShardLayout { per_tensor, concat_then_shard, same_param_count };
+enum class Recompute { none, full, selective };
+enum class LossImpl { standard, fused };
+enum class PipelineSchedule { one_f_one_b, interleaved_1f1b };
+enum class GradSync { all_reduce, reduce_scatter };
+
+struct OptimizerSpec {
+  OptimizerKind kind = OptimizerKind::adamw;
+  DType main_weight_dtype = DType::fp32;
+  DType state_dtype = DType::fp32;
+  ShardLayout layout = ShardLayout::per_tensor;
+  std::int64_t min_shard_numel = 4096;  // Olmo-core: smaller tensors stay replicated
+  std::int64_t foreach_chunk_numel = 600'000'000;  // Olmo-core foreach AdamW chunk (elements)
+  int states() const;  // AdamW 2 moments, Muon 1 momentum, SGD 0 (Section 4.1)
+};
+
+struct PrecisionSpec {
+  DType compute = DType::bf16;     // compute weights and activations
+  DType grad_accum = DType::fp32;  // DDP bucket storage / FSDP sharded grads
+  DType reduce = DType::fp32;      // communication dtype of gradient reductions
+};
+
+struct ParallelPlan {
+  Design design = Design::ddp;
+  std::int64_t nodes = 1;
+  std::int64_t gpus_per_node = 8;
+  std::int64_t pp = 1;          // pipeline stages
+  std::int64_t ep = 1;          // EP-MP degree M_E
+  std::int64_t fsdp_shard = 0;  // FSDP shard group F (0: the whole DP group; < DP: HSDP)
+  std::int64_t fsdp_prefetch = 1;
+  bool distributed_optimizer = true;
+  double bucket_cap_bytes = 250 * kMiB;  // DDP bucket cap in comm-dtype bytes (DESIGN.md)
+  GradSync grad_sync = GradSync::all_reduce;
+  PipelineSchedule pp_schedule = PipelineSchedule::one_f_one_b;
+  std::int64_t pp_virtual = 1;
+  std::vector<std::int64_t> pp_layer_split;  // layers per stage (empty: even, uneven last)
+  OptimizerSpec optimizer;
+  PrecisionSpec precision;
+  std::int64_t microbatch_sequences = 1;  // per rank
+  std::int64_t global_batch_tokens = 0;
+  Recompute recompute = Recompute::none;
+  LossImpl loss = LossImpl::standard;
+  double capacity_factor = 1.0;  // routed-token buffer size relative to a perfectly even split
+
+  std::int64_t world() const { return nodes * gpus_per_node; }
+  std::int64_t dp() const { return world() / pp; }
+  std::int64_t ep_dp() const { return dp() / ep; }
+  std::int64_t shard_group() const { return fsdp_shard == 0 ? dp() : fsdp_shard; }
+};
+
+std::string_view name_of(Design d);
+std::string_view name_of(OptimizerKind k);
+std::string_view name_of(ShardLayout l);
+std::string_view name_of(Recompute r);
+
+ParallelPlan parse_plan(const JsonReader& in);
+
+// Plan facts that depend on the model: divisibility, stage split, microbatch count. Throws
+// InputError naming `file` and the plan path at fault (under `prefix` when the plan is inlined).
+void validate_plan(const ParallelPlan& plan, const Architecture& arch, const std::string& file,
+                   const std::string& prefix);
+
+struct BatchShape {
+  std::int64_t microbatch_tokens = 0;  // per rank
+  std::int64_t microbatches = 0;       // m, per optimizer step
+};
+BatchShape batch_shape(const ParallelPlan& plan, const Architecture& arch);
+
+// Layers held by each pipeline stage.
+std::vector<std::int64_t> stage_layer_counts(const ParallelPlan& plan, const Architecture& arch);
+
+}  // namespace moesim
