@@ -1,0 +1,65 @@
+// The `moesim` command as a user runs it: exit codes, no partial output, deterministic JSON.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/support/fixtures.hpp"
+
+using namespace moesim;
+
+namespace {
+int run(const std::string& args) {
+  const std::string cmd = std::string(MOESIM_CLI) + " " + args + " >/dev/null 2>&1";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+}  // namespace
+
+TEST_CASE("moesim ledger writes the JSON report and it is byte-identical across runs", "[unit]") {
+  test::TempDir dir;
+  const std::string scenario = test::source_path("scenarios/fig8/moe-ddp.json");
+  REQUIRE(run("ledger " + scenario + " --set architecture.moe.num_experts=64 --json " + dir.path("a.json")) == 0);
+  REQUIRE(run("ledger " + scenario + " --set architecture.moe.num_experts=64 --json " + dir.path("b.json")) == 0);
+  const std::string a = slurp(dir.path("a.json"));
+  CHECK(a == slurp(dir.path("b.json")));
+  const auto j = nlohmann::json::parse(a);
+  CHECK(j["oom"] == true);
+  CHECK(j["design"] == "ddp");
+  CHECK(j["capacity_GiB"].get<double>() == Approx(268.6));
+  CHECK(j["model"]["flop_convention"] == "olmo-core");
+  CHECK(j["inputs"]["architecture"]["moe"]["num_experts"] == 64);
+}
+
+TEST_CASE("Bad input exits 2 and leaves no output file", "[unit]") {
+  test::TempDir dir;
+  const std::string scenario = test::source_path("scenarios/fig8/moe-ddp.json");
+  const std::string out = dir.path("out.json");
+  CHECK(run("ledger " + scenario + " --set plan.expert_parallel.degree=5 --json " + out) == 2);
+  CHECK_FALSE(std::filesystem::exists(out));
+  CHECK(run("ledger " + dir.path("missing.json") + " --json " + out) == 2);
+  CHECK(run("ledger") == 2);
+  CHECK(run("frobnicate") == 2);
+  CHECK_FALSE(std::filesystem::exists(out));
+  // Nothing but the requested file lands in the folder (no stray temporaries).
+  CHECK(std::filesystem::is_empty(dir.path("")));
+}
+
+TEST_CASE("Every bundled scenario loads and produces a ledger", "[unit]") {
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(test::source_path("scenarios"))) {
+    if (entry.path().extension() != ".json") continue;
+    const auto doc = read_json_file(entry.path().string());
+    if (!doc.contains("plan")) continue;  // architecture and plan files are parts, not scenarios
+    INFO(entry.path());
+    CHECK(run("ledger " + entry.path().string()) == 0);
+  }
+}

@@ -1,0 +1,52 @@
+#include "tests/support/fixtures.hpp"
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+namespace moesim::test {
+
+namespace fs = std::filesystem;
+
+std::string source_path(const std::string& relative) { return std::string(MOESIM_SOURCE_DIR) + "/" + relative; }
+
+TempDir::TempDir() {
+  static std::atomic<int> counter{0};
+  root_ = (fs::temp_directory_path() / ("moesim-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++))).string();
+  fs::create_directories(root_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(root_, ec);
+}
+
+std::string TempDir::path(const std::string& name) const { return root_ + "/" + name; }
+
+std::string TempDir::write(const std::string& name, const std::string& text) const {
+  const std::string p = path(name);
+  std::ofstream(p, std::ios::binary) << text;
+  return p;
+}
+
+Scenario fig8(const std::string& plan, int experts) {
+  return load_scenario(source_path("scenarios/fig8/moe-" + plan + ".json"),
+                       {"architecture.moe.num_experts=" + std::to_string(experts)});
+}
+
+nlohmann::json inline_fig8_document(const std::string& plan) {
+  return {{"name", "inline-fig8"},
+          {"architecture", read_json_file(source_path("scenarios/architectures/olmo-ddp-bench-moe.json"))},
+          {"plan", read_json_file(source_path("scenarios/plans/" + plan + "-1node.json"))},
+          {"hardware", read_json_file(source_path("hardware_profiles/b300-hgx.json"))}};
+}
+
+LedgerRun run_ledger(const Scenario& s) {
+  LedgerRun r{s, build_inventory(s.arch), {}};
+  r.ledger = build_ledger(r.scenario.arch, r.inventory, r.scenario.plan, r.scenario.hardware);
+  return r;
+}
+
+}  // namespace moesim::test

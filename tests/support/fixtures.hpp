@@ -1,0 +1,45 @@
+// Shared test helpers: paths to bundled inputs, temporary folders, scenario loading.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/arch/inventory.hpp"
+#include "models/common/errors.hpp"
+#include "models/input/scenario.hpp"
+#include "models/memory/ledger.hpp"
+
+namespace moesim::test {
+
+std::string source_path(const std::string& relative);
+
+// A fresh folder under the system temp dir, removed when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string path(const std::string& name) const;
+  std::string write(const std::string& name, const std::string& text) const;
+
+ private:
+  std::string root_;
+};
+
+// The bundled Figure 8 MoE scenario for `plan` (ddp, ddp-ep8, fsdp) with N routed experts.
+Scenario fig8(const std::string& plan, int experts);
+
+// A scenario document with every section inlined (architecture, plan, hardware), for mutation.
+nlohmann::json inline_fig8_document(const std::string& plan);
+
+struct LedgerRun {
+  Scenario scenario;
+  Inventory inventory;
+  MemoryLedger ledger;
+};
+LedgerRun run_ledger(const Scenario& s);
+
+}  // namespace moesim::test
