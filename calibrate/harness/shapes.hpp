@@ -1,0 +1,88 @@
+// Model shapes that drive the measurements: GEMM shapes, the routed-expert grouped GEMM, the DDP
+// bucket layout, the coalesced all-gather and FSDP unit sizes, all-to-all and interference
+// settings. Read from a --shapes JSON file (schema moesim-shapes/1, README.md) or built in.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "json.hpp"
+
+namespace moesim::cal {
+
+// Operand layouts, in row-major terms with C[m,n]:
+//   fwd:   C = X[m,k] * W[n,k]^T   (a linear layer's forward)
+//   dgrad: C = X[m,k] * W[k,n]     (input gradient: dY times W)
+//   wgrad: C = X[k,m]^T * W[k,n]   (weight gradient: dY^T times X, k = tokens)
+enum class Layout { Fwd, Dgrad, Wgrad };
+const char* layout_name(Layout l);
+
+struct GemmShape {
+    std::string name;
+    std::int64_t m = 0, n = 0, k = 0;
+    Layout layout = Layout::Fwd;
+    std::int64_t count = 1;  // occurrences per microbatch (informational)
+};
+
+// One GEMM per expert; the dimension named rows_dim ('m' or 'k') is that expert's routed rows.
+struct GroupedGemmShape {
+    std::string name;
+    Layout layout = Layout::Fwd;
+    std::int64_t m = 0, n = 0, k = 0;  // the rows dimension is 0 here
+    char rows_dim = 'm';
+};
+
+struct GroupedGemmConfig {
+    std::int64_t tokens = 0, experts = 0, top_k = 0;
+    std::uint64_t seed = 1;
+    std::vector<double> zipf_s;  // routing skews to measure; 0 = uniform random routing
+    std::vector<GroupedGemmShape> gemms;
+};
+
+struct BucketConfig {
+    std::int64_t cap_bytes = 0;               // informational: the cap the layout was built with
+    std::vector<std::int64_t> bucket_bytes;   // FP32 bytes per bucket, in launch order
+};
+
+struct FsdpUnit {
+    std::string name;
+    std::int64_t bytes = 0;  // BF16 parameter bytes of the whole (unsharded) unit
+};
+
+struct AllToAllConfig {
+    std::int64_t rows_per_rank = 0;  // routed rows each rank sends (tokens * top_k)
+    std::int64_t d = 0;              // row width in BF16 elements (row bytes = 2 d)
+    std::int64_t experts = 0, top_k = 0;
+    std::vector<double> zipf_s;      // skews of the routed (non-uniform) cases
+    std::uint64_t seed = 7;
+};
+
+struct InterferenceConfig {
+    GemmShape gemm;
+    std::int64_t allreduce_bytes = 0;
+    std::int64_t alltoall_rows_per_rank = 0;
+};
+
+struct Shapes {
+    std::string name, description;
+    json::Value model;  // free-form model description, copied to the output
+    std::vector<GemmShape> gemm;
+    GroupedGemmConfig grouped;
+    BucketConfig buckets;
+    std::int64_t allgather_flat_bytes = 0;  // total gathered BF16 bytes (all ranks' shards)
+    std::int64_t assumed_group_size = 8;    // group the sizes were derived for (informational)
+    std::vector<FsdpUnit> fsdp_units;
+    AllToAllConfig alltoall;
+    InterferenceConfig interference;
+};
+
+// The Figure 8 model with 48 experts (DESIGN.md), one rank microbatch of 16384 tokens.
+Shapes default_shapes();
+
+// Reads and strictly validates a shapes file; sections it omits keep the built-in defaults.
+Shapes load_shapes(const std::string& path);
+
+json::Value shapes_to_json(const Shapes& s);
+
+}  // namespace moesim::cal
