@@ -11,5 +11,8 @@ using Runner = std::function<int()>;
 
 Runner add_ledger_command(CLI::App& app);
 Runner add_inventory_command(CLI::App& app);
+Runner add_simulate_command(CLI::App& app);
+Runner add_bench_command(CLI::App& app);
+Runner add_cost_command(CLI::App& app);
 
 }  // namespace moesim::cli

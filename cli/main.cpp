@@ -17,6 +17,9 @@ int main(int argc, char** argv) {
   std::vector<moesim::cli::Runner> runners = {
       moesim::cli::add_ledger_command(app),
       moesim::cli::add_inventory_command(app),
+      moesim::cli::add_simulate_command(app),
+      moesim::cli::add_bench_command(app),
+      moesim::cli::add_cost_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -4,16 +4,12 @@
 #include <sstream>
 
 #include "models/common/units.hpp"
+#include "reports/text_format.hpp"
 
 namespace moesim {
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 std::string gib(double bytes) { return fmt("%9.2f GiB", bytes / kGiB); }
 
 nlohmann::json items_json(const std::vector<LedgerItem>& items) {

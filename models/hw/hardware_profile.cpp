@@ -1,5 +1,9 @@
 #include "models/hw/hardware_profile.hpp"
 
+#include <initializer_list>
+#include <limits>
+#include <sstream>
+
 #include "models/input/json_reader.hpp"
 
 namespace moesim {
@@ -15,20 +19,133 @@ std::string_view name_of(SourceKind k) {
 }
 
 namespace {
+// Provenance fields shared by a quantity and a table: "kind" and a non-empty "source".
+void provenance(const JsonReader& q, SourceKind& kind_out, std::string& source_out) {
+  const auto kind = q.choice("kind", {"datasheet", "published", "fitted", "assumption"});
+  kind_out = kind == "datasheet" ? SourceKind::datasheet
+             : kind == "published" ? SourceKind::published
+             : kind == "fitted" ? SourceKind::fitted : SourceKind::assumption;
+  source_out = q.string("source");
+  if (source_out.empty()) q.fail("source", "must say where the number comes from");
+}
+
 // A profile number is {"value": x, "kind": "...", "source": "..."}: no bare numbers, so that
 // every figure the tool prints can be traced.
 Quantity quantity(const JsonReader& parent, std::string_view key, Range range) {
   const JsonReader q = parent.object(key);
   Quantity out;
   out.value = q.number("value", range);
-  const auto kind = q.choice("kind", {"datasheet", "published", "fitted", "assumption"});
-  out.kind = kind == "datasheet" ? SourceKind::datasheet
-             : kind == "published" ? SourceKind::published
-             : kind == "fitted" ? SourceKind::fitted : SourceKind::assumption;
-  out.source = q.string("source");
-  if (out.source.empty()) q.fail("source", "must say where the number comes from");
+  provenance(q, out.kind, out.source);
   q.finish();
   return out;
+}
+
+std::optional<Quantity> optional_quantity(const JsonReader& parent, std::string_view key, Range range) {
+  if (!parent.has(key)) return std::nullopt;
+  return quantity(parent, key, range);
+}
+
+// A table is {"kind", "source", "points": [{x_key: .., y_key: ..}, ...]}: one provenance for the
+// whole curve; at least one point, x strictly increasing, y positive.
+ProfileTable table(const JsonReader& parent, std::string_view key, std::string_view x_key,
+                   std::string_view y_key, Range y_range) {
+  const JsonReader t = parent.object(key);
+  ProfileTable out;
+  provenance(t, out.kind, out.source);
+  const auto points = t.object_list("points");
+  if (points.empty()) t.fail("points", "a table needs at least one point");
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const JsonReader& p = points[i];
+    TablePoint pt;
+    pt.x = p.number(x_key, Range::positive());
+    pt.y = p.number(y_key, y_range);
+    if (i > 0 && pt.x <= out.points.back().x) {
+      std::ostringstream msg;
+      msg << "must be greater than the previous point's " << x_key << " (" << out.points.back().x
+          << "): table rows are strictly increasing";
+      p.fail(x_key, msg.str());
+    }
+    p.finish();
+    out.points.push_back(pt);
+  }
+  t.finish();
+  return out;
+}
+
+// busbw / link rate: above 1 only where the switch reduces in-network (NVLS), so cap at 2.
+const Range kEfficiency{0.0, 2.0, true};
+
+CollectiveEfficiencies efficiencies(const JsonReader& e,
+                                    std::initializer_list<std::string_view> required,
+                                    std::initializer_list<std::string_view> optional) {
+  CollectiveEfficiencies out;
+  auto slot = [&out](std::string_view k) -> std::optional<Quantity>& {
+    if (k == "all_reduce") return out.all_reduce;
+    if (k == "all_gather") return out.all_gather;
+    if (k == "reduce_scatter") return out.reduce_scatter;
+    if (k == "all_to_all") return out.all_to_all;
+    if (k == "broadcast") return out.broadcast;
+    return out.send_recv;
+  };
+  for (auto k : required) slot(k) = quantity(e, k, kEfficiency);
+  for (auto k : optional) slot(k) = optional_quantity(e, k, kEfficiency);
+  e.finish();
+  return out;
+}
+
+CollectiveAlgorithmSpec algorithm(const JsonReader& a,
+                                  std::initializer_list<std::string_view> required,
+                                  std::initializer_list<std::string_view> optional) {
+  CollectiveAlgorithmSpec out;
+  out.base_latency_us = quantity(a, "base_latency_us", Range::non_negative());
+  out.busbw_efficiency = efficiencies(a.object("busbw_efficiency"), required, optional);
+  a.finish();
+  return out;
+}
+
+ComputeSpec parse_compute(const JsonReader& c) {
+  ComputeSpec s;
+  s.gemm_bf16_TFLOPs_by_rows = table(c, "gemm_bf16_TFLOPs_by_rows", "rows", "TFLOPs", Range::positive());
+  // Published grouped/dense ratios are 0.59-0.96; up to 1.5 leaves room for a grouped kernel
+  // that beats a poorly tuned dense one, while catching percentages typed as fractions.
+  s.grouped_gemm_efficiency_by_rows_per_expert =
+      table(c, "grouped_gemm_efficiency_by_rows_per_expert", "rows_per_expert", "fraction_of_dense",
+            Range{0.0, 1.5, true});
+  s.attention_fwd_TFLOPs = quantity(c, "attention_fwd_TFLOPs", Range::positive());
+  s.attention_bwd_TFLOPs = quantity(c, "attention_bwd_TFLOPs", Range::positive());
+  s.hbm_sustained_GBps = quantity(c, "hbm_sustained_GBps", Range::positive());
+  // A per-kernel overhead of a millisecond or more would be a unit mistake (ms typed as us).
+  s.kernel_launch_us = quantity(c, "kernel_launch_us", Range::between(0.0, 1000.0));
+  c.finish();
+  return s;
+}
+
+InterconnectSpec parse_interconnect(const JsonReader& ic) {
+  InterconnectSpec s;
+  {
+    const auto in = ic.object("intra_node");
+    s.intra_node.domain_gpus = quantity(in, "domain_gpus", Range::between(1, 1024));
+    s.intra_node.hop_latency_us = quantity(in, "hop_latency_us", Range::non_negative());
+    // Which collectives each algorithm runs follows NCCL: ring the reductions, gathers and
+    // broadcast, tree only all_reduce, NVLS all_reduce (its all_gather/reduce_scatter are
+    // optional: no speedup, nccl issue 1506), point-to-point all_to_all and send/recv.
+    s.intra_node.ring = algorithm(in.object("ring"),
+                                  {"all_reduce", "all_gather", "reduce_scatter", "broadcast"}, {});
+    s.intra_node.tree = algorithm(in.object("tree"), {"all_reduce"}, {});
+    s.intra_node.p2p = algorithm(in.object("p2p"), {"all_to_all", "send_recv"}, {});
+    if (const auto nvls = in.optional_object("nvls")) {
+      s.intra_node.nvls = algorithm(*nvls, {"all_reduce"}, {"all_gather", "reduce_scatter"});
+    }
+    in.finish();
+  }
+  {
+    const auto out = ic.object("inter_node");
+    s.inter_node.hop_latency_us = quantity(out, "hop_latency_us", Range::non_negative());
+    s.inter_node.nic_efficiency = quantity(out, "nic_efficiency", Range{0.0, 1.0, true});
+    out.finish();
+  }
+  ic.finish();
+  return s;
 }
 }  // namespace
 
@@ -59,6 +176,20 @@ HardwareProfile parse_hardware_profile(const JsonReader& in) {
     h.node.nvlink_bw_GBps_per_direction = quantity(n, "nvlink_bw_GBps_per_direction", Range::positive());
     h.node.nic_bw_Gbps_per_gpu = quantity(n, "nic_bw_Gbps_per_gpu", Range::positive());
     n.finish();
+  }
+  h.compute = parse_compute(in.object("compute"));
+  h.interconnect = parse_interconnect(in.object("interconnect"));
+  if (h.interconnect.intra_node.domain_gpus.value < h.node.gpus_per_node.value) {
+    in.object("interconnect").object("intra_node").object("domain_gpus")
+        .fail("value", "an NVLink domain holds at least the node's " +
+                           std::to_string(static_cast<int>(h.node.gpus_per_node.value)) + " GPUs");
+  }
+  {
+    const auto f = in.object("interference");
+    // A fraction of GEMM time; B300 measures 0.23-0.27, so 0.95 only rejects nonsense.
+    h.interference.compute_slowdown_with_comm =
+        quantity(f, "compute_slowdown_with_comm", Range::between(0.0, 0.95));
+    f.finish();
   }
   in.finish();
   return h;

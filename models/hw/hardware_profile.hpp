@@ -1,8 +1,11 @@
 // A node type: GPU peaks and sustained rates, memory capacity and reserves, interconnect. Every
 // number carries its provenance (datasheet, published measurement, fitted, or assumption).
+// The schema is documented in hardware_profiles/README.md.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace moesim {
@@ -18,6 +21,17 @@ struct Quantity {
 };
 
 std::string_view name_of(SourceKind k);
+
+// A measured curve y(x) with one provenance for all its points: x strictly increasing, y > 0.
+struct TablePoint {
+  double x = 0;
+  double y = 0;
+};
+struct ProfileTable {
+  std::vector<TablePoint> points;
+  SourceKind kind = SourceKind::assumption;
+  std::string source;
+};
 
 struct GpuSpec {
   std::string model;
@@ -35,8 +49,57 @@ struct MemorySpec {
 
 struct NodeSpec {
   Quantity gpus_per_node;
-  Quantity nvlink_bw_GBps_per_direction;
-  Quantity nic_bw_Gbps_per_gpu;
+  Quantity nvlink_bw_GBps_per_direction;  // per GPU, each way: the intra-domain link rate
+  Quantity nic_bw_Gbps_per_gpu;           // one NIC rail per GPU: the inter-node link rate
+};
+
+// Sustained rates (what time is computed from), as opposed to the nominal peaks in GpuSpec.
+struct ComputeSpec {
+  ProfileTable gemm_bf16_TFLOPs_by_rows;                    // x: rows M, y: TFLOP/s, dense BF16
+  ProfileTable grouped_gemm_efficiency_by_rows_per_expert;  // x: rows per expert, y: fraction of dense
+  Quantity attention_fwd_TFLOPs;  // causal flash attention, forward
+  Quantity attention_bwd_TFLOPs;  // causal flash attention, backward
+  Quantity hbm_sustained_GBps;    // streaming kernels (copies, elementwise, optimizer)
+  Quantity kernel_launch_us;      // fixed per-kernel overhead
+};
+
+// Bus-bandwidth efficiency of one collective algorithm, by collective: achieved nccl-tests busbw
+// divided by the per-direction NVLink rate. nullopt: the algorithm does not run that collective.
+struct CollectiveEfficiencies {
+  std::optional<Quantity> all_reduce;
+  std::optional<Quantity> all_gather;
+  std::optional<Quantity> reduce_scatter;
+  std::optional<Quantity> all_to_all;
+  std::optional<Quantity> broadcast;
+  std::optional<Quantity> send_recv;
+};
+
+struct CollectiveAlgorithmSpec {
+  Quantity base_latency_us;  // fixed cost of one collective call with this algorithm
+  CollectiveEfficiencies busbw_efficiency;
+};
+
+struct IntraNodeSpec {
+  Quantity domain_gpus;     // GPUs sharing one NVLink domain (8 on HGX, 72 on NVL72)
+  Quantity hop_latency_us;  // per pipeline step over NVLink
+  CollectiveAlgorithmSpec ring;  // all_reduce, all_gather, reduce_scatter, broadcast
+  CollectiveAlgorithmSpec tree;  // all_reduce
+  CollectiveAlgorithmSpec p2p;   // all_to_all, send_recv
+  std::optional<CollectiveAlgorithmSpec> nvls;  // absent: no NVLink SHARP on this node type
+};
+
+struct InterNodeSpec {
+  Quantity hop_latency_us;  // per pipeline step over the network
+  Quantity nic_efficiency;  // achieved fraction of the NIC line rate for large transfers
+};
+
+struct InterconnectSpec {
+  IntraNodeSpec intra_node;
+  InterNodeSpec inter_node;
+};
+
+struct InterferenceSpec {
+  Quantity compute_slowdown_with_comm;  // fraction a GEMM slows while comm kernels share the SMs
 };
 
 struct HardwareProfile {
@@ -45,6 +108,9 @@ struct HardwareProfile {
   GpuSpec gpu;
   MemorySpec memory;
   NodeSpec node;
+  ComputeSpec compute;
+  InterconnectSpec interconnect;
+  InterferenceSpec interference;
 };
 
 HardwareProfile parse_hardware_profile(const JsonReader& in);

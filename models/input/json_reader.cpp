@@ -190,6 +190,17 @@ std::optional<JsonReader> JsonReader::optional_object(std::string_view key) cons
   return JsonReader(*v, file_, child_path(key));
 }
 
+std::vector<JsonReader> JsonReader::object_list(std::string_view key) const {
+  const auto& v = require(key);
+  if (!v.is_array()) fail(key, "expected an array of objects, got " + type_name(v) + " " + brief(v));
+  std::vector<JsonReader> out;
+  out.reserve(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    out.emplace_back(v[i], file_, child_path(key) + "[" + std::to_string(i) + "]");
+  }
+  return out;
+}
+
 void JsonReader::finish() const {
   for (const auto& [key, value] : node_.items()) {
     if (consumed_.find(key) == consumed_.end()) {

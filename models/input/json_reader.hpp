@@ -58,6 +58,8 @@ class JsonReader {
 
   JsonReader object(std::string_view key) const;
   std::optional<JsonReader> optional_object(std::string_view key) const;
+  // An array of objects: one reader per element, its path `key[i]`.
+  std::vector<JsonReader> object_list(std::string_view key) const;
 
   // Throws InputError naming the first key that no accessor asked for.
   void finish() const;

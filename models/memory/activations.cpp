@@ -24,7 +24,7 @@ BlockActivations saved_per_token(const Architecture& a, std::int64_t layer, cons
   if (a.is_moe_layer(layer)) {
     const MoeSpec& m = *a.moe;
     const double K = dbl(m.top_k), h = dbl(m.expert_hidden), hs = dbl(m.shared_hidden);
-    const double rows = K * plan.capacity_factor;  // routed rows per token, padded to capacity
+    const double rows = K * plan.routing.capacity_factor;  // routed rows per token, padded to capacity
     // Norm input/output, FP32 router logits, FP32 probs + int64 indices of the top-K.
     b.mlp = e * d + e * d + kFp32 * dbl(m.num_experts) + K * (kFp32 + kIndex);
     // Per routed row: permuted input, up/gate output, SwiGLU product (down input), expert
@@ -44,7 +44,7 @@ double backward_working_per_token(const Architecture& a, std::int64_t layer, con
   // Residual-stream gradient in and out, plus the widest internal gradient of the block.
   double widest = e * (dbl(a.attn_dim()) + 2 * dbl(a.kv_dim()));
   if (a.is_moe_layer(layer)) {
-    widest = std::max(widest, dbl(a.moe->top_k) * plan.capacity_factor * e * 2 * dbl(a.moe->expert_hidden));
+    widest = std::max(widest, dbl(a.moe->top_k) * plan.routing.capacity_factor * e * 2 * dbl(a.moe->expert_hidden));
   } else {
     widest = std::max(widest, e * 2 * dbl(a.dense_hidden));
   }

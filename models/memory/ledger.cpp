@@ -45,13 +45,13 @@ double sum_bytes(const std::vector<LedgerItem>& items) {
 }
 
 StageLedger stage_ledger(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
-                         const HardwareProfile& hw, std::int64_t stage, std::int64_t microbatches) {
+                         const HardwareProfile& hw, std::int64_t stage, std::int64_t in_flight) {
   StageLedger s;
   s.stage = stage;
   s.layers = stage_layer_counts(plan, arch)[static_cast<std::size_t>(stage)];
   const auto tensors = stage_tensors(inv, arch, plan, stage);
   for (const auto& lt : tensors) s.local_params += lt.local_numel;
-  s.in_flight_microbatches = in_flight_microbatches(plan, stage, microbatches);
+  s.in_flight_microbatches = in_flight;
   s.persistent = persistent_state(tensors, plan, s.optimizer);
   s.persistent_bytes = sum_bytes(s.persistent);
   s.phases = working_memory(arch, plan, tensors, stage, s.in_flight_microbatches);
@@ -83,11 +83,13 @@ StageLedger stage_ledger(const Architecture& arch, const Inventory& inv, const P
 }  // namespace
 
 MemoryLedger build_ledger(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
-                          const HardwareProfile& hw) {
+                          const HardwareProfile& hw, const std::vector<std::int64_t>& in_flight) {
   MemoryLedger ledger;
   const std::int64_t m = batch_shape(plan, arch).microbatches;
   for (std::int64_t stage = 0; stage < plan.pp; ++stage) {
-    ledger.stages.push_back(stage_ledger(arch, inv, plan, hw, stage, m));
+    const auto s = static_cast<std::size_t>(stage);
+    const std::int64_t held = s < in_flight.size() ? in_flight[s] : in_flight_microbatches(plan, stage, m);
+    ledger.stages.push_back(stage_ledger(arch, inv, plan, hw, stage, held));
   }
   for (std::size_t i = 0; i < ledger.stages.size(); ++i) {
     if (ledger.stages[i].headroom < ledger.stages[ledger.worst_stage].headroom) ledger.worst_stage = i;

@@ -71,8 +71,10 @@ struct MemoryLedger {
   bool oom = false;
 };
 
+// `in_flight`: microbatches each stage holds at once as measured by a replay; empty: the
+// pipeline schedule's warm-up counts.
 MemoryLedger build_ledger(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
-                          const HardwareProfile& hw);
+                          const HardwareProfile& hw, const std::vector<std::int64_t>& in_flight = {});
 
 // Pieces, exposed for tests and for the simulator.
 struct LocalTensor;

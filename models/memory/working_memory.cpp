@@ -24,11 +24,10 @@ struct StageView {
 StageView view_of(const Architecture& a, const ParallelPlan& plan, const std::vector<LocalTensor>& tensors,
                   std::int64_t stage) {
   StageView v;
-  const auto split = stage_layer_counts(plan, a);
   for (std::int64_t l = 0; l < a.num_layers; ++l) {
-    if (stage_of_layer(split, l, a.num_layers) == stage) v.layers.push_back(l);
+    if (place_of_layer(plan, a, l).stage == stage) v.layers.push_back(l);
   }
-  v.has_head = stage == static_cast<std::int64_t>(split.size()) - 1;
+  v.has_head = stage == plan.pp - 1;
   for (const auto& lt : tensors) {
     v.unit_numel[lt.tensor->layer] += dbl(lt.tensor->numel);
     auto& big = v.largest_local[lt.tensor->layer];
@@ -83,7 +82,7 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
   const double materialized = dbl(1 + plan.fsdp_prefetch) * fsdp_unit * e;
   const bool any_moe = std::any_of(v.layers.begin(), v.layers.end(), [&](auto l) { return a.is_moe_layer(l); });
   const double ep_buffers = (plan.ep > 1 && any_moe)
-      ? 2 * plan.capacity_factor * dbl(a.moe->top_k) * T * e * dbl(a.d_model) : 0.0;
+      ? 2 * plan.routing.capacity_factor * dbl(a.moe->top_k) * T * e * dbl(a.d_model) : 0.0;
   const std::string mb = std::to_string(in_flight) + " microbatch(es) x " + std::to_string(static_cast<long long>(T)) + " tokens";
 
   std::vector<PhaseSet> phases;

@@ -106,7 +106,12 @@ ParallelPlan parse_plan(const JsonReader& in) {
     act->finish();
   }
   if (auto r = in.optional_object("routing")) {
-    p.capacity_factor = r->number_or("capacity_factor", 1.0, Range::between(0.01, 1024));
+    const auto kind = r->choice_or("model", "uniform", {"uniform", "random", "zipf"});
+    p.routing.kind = kind == "uniform" ? RoutingKind::uniform : kind == "random" ? RoutingKind::random : RoutingKind::zipf;
+    p.routing.zipf_exponent = r->number_or("zipf_exponent", 1.0, Range::between(0.0, 8.0));
+    p.routing.seed = static_cast<std::uint64_t>(r->integer_or("seed", 0x5eed, Range::between(0, 9.007199254740992e15)));
+    p.routing.capacity_factor = r->number_or("capacity_factor", 1.0, Range::between(0.01, 1024));
+    p.routing.dropless = r->boolean_or("dropless", true);
     r->finish();
   }
   in.finish();
@@ -133,9 +138,10 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
     fail("pipeline.virtual_stages", "virtual stages > 1 need schedule \"interleaved_1f1b\"");
   }
   if (!p.pp_layer_split.empty()) {
-    if (static_cast<std::int64_t>(p.pp_layer_split.size()) != p.pp) {
+    if (static_cast<std::int64_t>(p.pp_layer_split.size()) != p.pp * p.pp_virtual) {
       fail("pipeline.layer_split", "has " + s(static_cast<std::int64_t>(p.pp_layer_split.size())) +
-                                             " entries; allowed: one per stage (" + s(p.pp) + ")");
+                                       " entries; allowed: one per virtual stage (PP x virtual_stages = " +
+                                       s(p.pp * p.pp_virtual) + ")");
     }
     std::int64_t sum = 0;
     for (auto v : p.pp_layer_split) sum += v;
@@ -161,6 +167,12 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
     fail("batch.global_batch_tokens", "global batch " + s(p.global_batch_tokens) + " tokens is smaller than one microbatch on every DP rank (" +
                                                 s(mb_tokens) + " x DP " + s(p.dp()) + " = " + s(step_tokens_per_mb) + ")");
   }
+  if (p.pp_schedule == PipelineSchedule::interleaved_1f1b && p.pp > 1 &&
+      (p.global_batch_tokens / step_tokens_per_mb) % p.pp != 0) {
+    fail("batch.global_batch_tokens", "interleaved 1F1B needs the microbatch count (" +
+                                          s(p.global_batch_tokens / step_tokens_per_mb) +
+                                          ") to be a multiple of the PP degree " + s(p.pp));
+  }
   if (p.global_batch_tokens % step_tokens_per_mb != 0) {
     fail("batch.global_batch_tokens", "global batch " + s(p.global_batch_tokens) + " is not a multiple of microbatch tokens x DP = " + s(step_tokens_per_mb));
   }
@@ -173,19 +185,43 @@ BatchShape batch_shape(const ParallelPlan& p, const Architecture& a) {
   return b;
 }
 
-std::vector<std::int64_t> stage_layer_counts(const ParallelPlan& p, const Architecture& a) {
+std::vector<std::int64_t> virtual_stage_layer_counts(const ParallelPlan& p, const Architecture& a) {
   if (!p.pp_layer_split.empty()) return p.pp_layer_split;
-  // ceil(L / P) layers per stage; the shortfall lands on the last stage, which also runs the
-  // LM head (an uneven last stage), while every stage keeps at least one layer.
+  // ceil(L / (P v)) layers per virtual stage; the shortfall lands on the last one, which also
+  // runs the LM head (an uneven last stage), while every virtual stage keeps at least one layer.
+  const std::int64_t parts = p.pp * p.pp_virtual;
   std::vector<std::int64_t> out;
-  const std::int64_t per = (a.num_layers + p.pp - 1) / p.pp;
+  const std::int64_t per = (a.num_layers + parts - 1) / parts;
   std::int64_t left = a.num_layers;
-  for (std::int64_t s = 0; s < p.pp; ++s) {
-    const std::int64_t n = std::min(per, left - (p.pp - 1 - s));
+  for (std::int64_t s = 0; s < parts; ++s) {
+    const std::int64_t n = std::min(per, left - (parts - 1 - s));
     out.push_back(n);
     left -= n;
   }
   return out;
+}
+
+std::vector<std::int64_t> stage_layer_counts(const ParallelPlan& p, const Architecture& a) {
+  const auto virt = virtual_stage_layer_counts(p, a);
+  std::vector<std::int64_t> out(static_cast<std::size_t>(p.pp), 0);
+  for (std::size_t j = 0; j < virt.size(); ++j) out[j % static_cast<std::size_t>(p.pp)] += virt[j];
+  return out;
+}
+
+LayerPlace place_of_layer(const ParallelPlan& p, const Architecture& a, std::int64_t layer) {
+  const auto virt = virtual_stage_layer_counts(p, a);
+  const auto parts = static_cast<std::int64_t>(virt.size());
+  std::int64_t j = parts - 1;
+  if (layer < 0) {
+    j = 0;
+  } else if (layer < a.num_layers) {
+    std::int64_t first = 0;
+    for (std::int64_t k = 0; k < parts; ++k) {
+      first += virt[static_cast<std::size_t>(k)];
+      if (layer < first) { j = k; break; }
+    }
+  }
+  return {j % p.pp, j / p.pp};
 }
 
 }  // namespace moesim

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/common/units.hpp"
+#include "models/moe/routing.hpp"
 
 namespace moesim {
 
@@ -57,7 +58,7 @@ struct ParallelPlan {
   std::int64_t global_batch_tokens = 0;
   Recompute recompute = Recompute::none;
   LossImpl loss = LossImpl::standard;
-  double capacity_factor = 1.0;  // routed-token buffer size relative to a perfectly even split
+  RoutingSpec routing;  // capacity_factor also sizes the routed-row buffers in the ledger
 
   std::int64_t world() const { return nodes * gpus_per_node; }
   std::int64_t dp() const { return world() / pp; }
@@ -83,7 +84,18 @@ struct BatchShape {
 };
 BatchShape batch_shape(const ParallelPlan& plan, const Architecture& arch);
 
-// Layers held by each pipeline stage.
+// Layers per virtual pipeline stage (P x v of them; virtual stage j runs on stage j % P as its
+// model chunk j / P, as in Megatron-LM's interleaved schedule).
+std::vector<std::int64_t> virtual_stage_layer_counts(const ParallelPlan& plan, const Architecture& arch);
+// Layers held by each pipeline stage (the sum of its chunks).
 std::vector<std::int64_t> stage_layer_counts(const ParallelPlan& plan, const Architecture& arch);
+
+struct LayerPlace {
+  std::int64_t stage = 0;
+  std::int64_t chunk = 0;
+};
+// Where a layer runs; layer -1 (embedding) is on the first virtual stage, layer num_layers
+// (final norm and LM head) on the last.
+LayerPlace place_of_layer(const ParallelPlan& plan, const Architecture& arch, std::int64_t layer);
 
 }  // namespace moesim

@@ -14,26 +14,12 @@ RankCoords coords_of(const ParallelPlan& plan, std::int64_t rank) {
   return c;
 }
 
-std::int64_t stage_of_layer(const std::vector<std::int64_t>& stage_layers, std::int64_t layer,
-                            std::int64_t num_layers) {
-  const auto stages = static_cast<std::int64_t>(stage_layers.size());
-  if (layer < 0) return 0;
-  if (layer >= num_layers) return stages - 1;
-  std::int64_t first = 0;
-  for (std::int64_t s = 0; s < stages; ++s) {
-    first += stage_layers[static_cast<std::size_t>(s)];
-    if (layer < first) return s;
-  }
-  return stages - 1;
-}
-
 std::vector<LocalTensor> stage_tensors(const Inventory& inv, const Architecture& arch,
                                        const ParallelPlan& plan, std::int64_t stage) {
-  const auto split = stage_layer_counts(plan, arch);
-  const std::int64_t last = static_cast<std::int64_t>(split.size()) - 1;
+  const std::int64_t last = plan.pp - 1;
   std::vector<LocalTensor> out;
   for (const auto& t : inv.tensors) {
-    const std::int64_t owner = stage_of_layer(split, t.layer, arch.num_layers);
+    const std::int64_t owner = place_of_layer(plan, arch, t.layer).stage;
     // A tied embedding is also the LM head: the last stage keeps its own copy under PP.
     const bool tied_copy = arch.tie_embeddings && t.cls == TensorClass::embedding && stage == last && last > 0;
     if (owner != stage && !tied_copy) continue;

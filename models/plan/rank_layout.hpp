@@ -25,10 +25,6 @@ struct LocalTensor {
   std::int64_t replica_group = 1;   // ranks holding identical copies (DP, or EP-DP for experts)
 };
 
-// Stage owning each layer index (-1 embedding -> stage 0; num_layers (head) -> last stage).
-std::int64_t stage_of_layer(const std::vector<std::int64_t>& stage_layers, std::int64_t layer,
-                            std::int64_t num_layers);
-
 // The tensors of one PP stage as one rank of that stage holds them under `plan`.
 std::vector<LocalTensor> stage_tensors(const Inventory& inv, const Architecture& arch,
                                        const ParallelPlan& plan, std::int64_t stage);

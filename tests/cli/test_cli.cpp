@@ -11,18 +11,9 @@
 using namespace moesim;
 
 namespace {
-int run(const std::string& args) {
-  const std::string cmd = std::string(MOESIM_CLI) + " " + args + " >/dev/null 2>&1";
-  const int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::run_cli;
+using test::slurp;
+int run(const std::string& args) { return run_cli(args); }
 }  // namespace
 
 TEST_CASE("moesim ledger writes the JSON report and it is byte-identical across runs", "[unit]") {

@@ -1,8 +1,12 @@
 #include "tests/support/fixtures.hpp"
 
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+
+#include <sys/wait.h>
 
 #include <unistd.h>
 
@@ -41,6 +45,19 @@ nlohmann::json inline_fig8_document(const std::string& plan) {
           {"architecture", read_json_file(source_path("scenarios/architectures/olmo-ddp-bench-moe.json"))},
           {"plan", read_json_file(source_path("scenarios/plans/" + plan + "-1node.json"))},
           {"hardware", read_json_file(source_path("hardware_profiles/b300-hgx.json"))}};
+}
+
+int run_cli(const std::string& args) {
+  const std::string cmd = std::string(MOESIM_CLI) + " " + args + " >/dev/null 2>&1";
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 LedgerRun run_ledger(const Scenario& s) {

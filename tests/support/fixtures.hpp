@@ -35,6 +35,10 @@ Scenario fig8(const std::string& plan, int experts);
 // A scenario document with every section inlined (architecture, plan, hardware), for mutation.
 nlohmann::json inline_fig8_document(const std::string& plan);
 
+// Runs the built `moesim` with `args` (output discarded) and returns its exit code.
+int run_cli(const std::string& args);
+std::string slurp(const std::string& path);
+
 struct LedgerRun {
   Scenario scenario;
   Inventory inventory;

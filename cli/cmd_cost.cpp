@@ -1,0 +1,296 @@
+// `moesim cost collective|gemm|grouped-gemm|attention|memory --profile P ... [--json FILE|-]`:
+// one kernel or collective priced by the cost models on a hardware profile.
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "models/common/errors.hpp"
+#include "models/common/units.hpp"
+#include "models/costs/collective_model.hpp"
+#include "models/costs/compute_costs.hpp"
+#include "models/input/json_reader.hpp"
+#include "models/input/scenario.hpp"
+#include "reports/atomic_file.hpp"
+
+namespace moesim::cli {
+
+namespace {
+// "4096", "256MiB", "1GiB", "1.5GB": a non-negative number and an optional binary (KiB..TiB) or
+// decimal (KB..TB) unit, nothing else.
+double parse_size(const std::string& text, const std::string& option) {
+  static const std::regex pattern(R"(^([0-9]+(\.[0-9]+)?)(B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)?$)");
+  std::smatch m;
+  if (!std::regex_match(text, m, pattern)) {
+    throw InputError("", option, "\"" + text + "\" is not a size; use bytes or a unit: 4096, 256MiB, 1GiB, 2GB");
+  }
+  const std::string unit = m[3].str();
+  const double scale = unit == "KiB" ? kKiB : unit == "MiB" ? kMiB : unit == "GiB" ? kGiB
+                       : unit == "TiB" ? kGiB * 1024 : unit == "KB" ? 1e3 : unit == "MB" ? 1e6
+                       : unit == "GB" ? 1e9 : unit == "TB" ? 1e12 : 1.0;
+  return std::stod(m[1].str()) * scale;
+}
+
+// Four significant digits, but whole numbers of 10^4 and more without an exponent.
+std::string fmt(double v) {
+  if (std::fabs(v) >= 1e4 && std::fabs(v) < 1e15) return std::to_string(std::llround(v));
+  std::ostringstream os;
+  os.precision(4);
+  os << v;
+  return os.str();
+}
+
+std::string fmt_time(double s) {
+  if (s == 0) return "0";
+  if (s < 1e-3) return fmt(s * 1e6) + " us";
+  if (s < 1) return fmt(s * 1e3) + " ms";
+  return fmt(s) + " s";
+}
+
+std::string fmt_bytes(double b) {
+  if (b >= kGiB) return fmt(b / kGiB) + " GiB";
+  if (b >= kMiB) return fmt(b / kMiB) + " MiB";
+  if (b >= kKiB) return fmt(b / kKiB) + " KiB";
+  return fmt(b) + " B";
+}
+
+struct Common {
+  std::string profile;
+  std::string model;
+  std::string json_out;
+};
+
+CLI::App* add_sub(CLI::App* cost, const std::string& name, const std::string& help, Common& c) {
+  auto* sub = cost->add_subcommand(name, help);
+  sub->add_option("--profile", c.profile, "hardware profile JSON (hardware_profiles/*.json)")->required();
+  sub->add_option("--model", c.model, "cost model name from the registry (default: the only one)");
+  sub->add_option("--json", c.json_out, "also write the result as JSON to FILE ('-' for standard output)");
+  return sub;
+}
+
+HardwareProfile load_profile(const std::string& path) {
+  const nlohmann::json doc = read_json_file(path);
+  return parse_hardware_profile(JsonReader(doc, path, ""));
+}
+
+void emit(const Common& c, const std::string& text, const nlohmann::json& j) {
+  if (c.json_out != "-") std::cout << text;
+  if (!c.json_out.empty()) write_atomic(c.json_out, j.dump(2) + "\n");
+}
+
+nlohmann::json kernel_json(const KernelTime& t) {
+  return {{"time_us", t.time_s * 1e6}, {"flops", t.flops}, {"hbm_bytes", t.hbm_bytes},
+          {"achieved_TFLOPs", t.achieved_TFLOPs}, {"rate_TFLOPs", t.rate_TFLOPs},
+          {"memory_bound", t.memory_bound}};
+}
+
+std::string kernel_line(const std::string& label, const KernelTime& t) {
+  std::string s = label + ": " + fmt_time(t.time_s);
+  if (t.flops > 0) s += ", " + fmt(t.achieved_TFLOPs) + " TFLOP/s achieved";
+  if (t.rate_TFLOPs > 0) s += " (sustained rate " + fmt(t.rate_TFLOPs) + ")";
+  if (t.memory_bound) s += ", HBM-bound (" + fmt_bytes(t.hbm_bytes) + ")";
+  return s + "\n";
+}
+
+std::string or_default(const std::string& name, std::string_view fallback) {
+  return name.empty() ? std::string(fallback) : name;
+}
+
+struct CollectiveArgs {
+  Common c;
+  std::string kind = "all_reduce", bytes, algorithm;
+  int ranks = 0, ranks_per_node = 0;
+};
+
+int run_collective(const CollectiveArgs& a) {
+  const HardwareProfile hw = load_profile(a.c.profile);
+  const CollectiveModel& model = collective_models().get(or_default(a.c.model, kDefaultCollectiveModel));
+  CollectiveRequest req;
+  req.kind = parse_collective_kind(a.kind);
+  req.bytes = parse_size(a.bytes, "--bytes");
+  req.ranks = a.ranks;
+  req.ranks_per_node = a.ranks_per_node;
+  req.algorithm = a.algorithm;
+  const CollectiveCost best = model.cost(hw, req);
+  std::ostringstream text;
+  text << name_of(req.kind) << " of " << fmt_bytes(req.bytes) << " over " << req.ranks << " ranks ("
+       << best.nodes << " NVLink domain" << (best.nodes > 1 ? "s" : "") << ") on " << hw.name << ", model "
+       << model.name() << "\n";
+  nlohmann::json alts = nlohmann::json::array();
+  for (const auto& alg : model.algorithms(hw, req)) {
+    CollectiveRequest forced = req;
+    forced.algorithm = alg;
+    const CollectiveCost c = model.cost(hw, forced);
+    text << (alg == best.algorithm ? "* " : "  ") << alg << ": time " << fmt_time(c.time_s) << " (latency "
+         << fmt_time(c.latency_s) << "), algbw " << fmt(c.algbw_GBps) << " GB/s, busbw " << fmt(c.busbw_GBps)
+         << " GB/s, per rank " << fmt_bytes(c.nvlink_bytes_per_rank) << " NVLink + "
+         << fmt_bytes(c.nic_bytes_per_rank) << " NIC\n";
+    alts.push_back({{"algorithm", alg}, {"time_us", c.time_s * 1e6}, {"busbw_GBps", c.busbw_GBps}});
+  }
+  if (req.ranks == 1) text << "  group of one: nothing to communicate, time 0\n";
+  const nlohmann::json j = {
+      {"profile", hw.name}, {"model", model.name()},
+      {"request", {{"kind", name_of(req.kind)}, {"bytes", req.bytes}, {"ranks", req.ranks},
+                   {"ranks_per_node", req.ranks_per_node}, {"algorithm", req.algorithm}}},
+      {"result", {{"algorithm", best.algorithm}, {"time_us", best.time_s * 1e6},
+                  {"latency_us", best.latency_s * 1e6}, {"algbw_GBps", best.algbw_GBps},
+                  {"busbw_GBps", best.busbw_GBps}, {"nodes", best.nodes},
+                  {"ranks_per_node", best.ranks_per_node},
+                  {"nvlink_bytes_per_rank", best.nvlink_bytes_per_rank},
+                  {"nic_bytes_per_rank", best.nic_bytes_per_rank}}},
+      {"algorithms", alts}};
+  emit(a.c, text.str(), j);
+  return 0;
+}
+
+struct GemmArgs {
+  Common c;
+  std::int64_t m = 0, n = 0, k = 0;
+};
+
+struct GroupedArgs {
+  Common c;
+  std::int64_t experts = 0, tokens = 0, top_k = 0, n = 0, k = 0;
+  std::vector<double> rows;
+};
+
+struct AttentionArgs {
+  Common c;
+  std::int64_t sequences = 1, seq_len = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  bool no_causal = false;
+};
+
+struct MemoryArgs {
+  Common c;
+  std::string bytes;
+};
+
+int run_gemm(const GemmArgs& a) {
+  const HardwareProfile hw = load_profile(a.c.profile);
+  const GemmCost& model = gemm_cost_models().get(or_default(a.c.model, kDefaultGemmCost));
+  const KernelTime t = model.time(hw, a.m, a.n, a.k);
+  const std::string head = "GEMM [" + std::to_string(a.m) + ", " + std::to_string(a.k) + "] x [" +
+                           std::to_string(a.k) + ", " + std::to_string(a.n) + "] BF16 on " + hw.name;
+  nlohmann::json j = {{"profile", hw.name}, {"model", model.name()},
+                      {"request", {{"m", a.m}, {"n", a.n}, {"k", a.k}}}, {"result", kernel_json(t)}};
+  emit(a.c, kernel_line(head, t), j);
+  return 0;
+}
+
+int run_grouped(const GroupedArgs& a) {
+  const HardwareProfile hw = load_profile(a.c.profile);
+  const GroupedGemmCost& model = grouped_gemm_cost_models().get(or_default(a.c.model, kDefaultGroupedGemmCost));
+  std::vector<double> rows = a.rows;
+  if (rows.empty()) {  // uniform routing: tokens x top-k rows spread evenly
+    if (a.experts <= 0 || a.tokens <= 0 || a.top_k <= 0) {
+      throw InputError("", "--experts/--tokens/--top-k", "give all three (uniform rows) or --rows");
+    }
+    if (a.top_k > a.experts) throw InputError("", "--top-k", "cannot exceed --experts");
+    rows.assign(static_cast<std::size_t>(a.experts), static_cast<double>(a.tokens * a.top_k) / a.experts);
+  }
+  const KernelTime t = model.time(hw, rows, a.n, a.k);
+  double total = 0;
+  for (double r : rows) total += r;
+  const std::string head = "grouped GEMM, " + std::to_string(rows.size()) + " experts, " + fmt(total) +
+                           " rows, [rows, " + std::to_string(a.k) + "] x [" + std::to_string(a.k) + ", " +
+                           std::to_string(a.n) + "] BF16 on " + hw.name;
+  nlohmann::json j = {{"profile", hw.name}, {"model", model.name()},
+                      {"request", {{"rows_per_expert", rows}, {"n", a.n}, {"k", a.k}}},
+                      {"result", kernel_json(t)}};
+  emit(a.c, kernel_line(head, t), j);
+  return 0;
+}
+
+int run_attention(const AttentionArgs& a) {
+  const HardwareProfile hw = load_profile(a.c.profile);
+  const AttentionCost& model = attention_cost_models().get(or_default(a.c.model, kDefaultAttentionCost));
+  AttentionShape s;
+  s.sequences = a.sequences;
+  s.seq_len = a.seq_len;
+  s.heads = a.heads;
+  s.kv_heads = a.kv_heads;
+  s.head_dim = a.head_dim;
+  s.causal = !a.no_causal;
+  const AttentionTime t = model.time(hw, s);
+  const std::string head = std::string(s.causal ? "causal" : "full") + " flash attention, " +
+                           std::to_string(a.sequences) + " x " + std::to_string(a.seq_len) + " tokens, " +
+                           std::to_string(a.heads) + " heads x " + std::to_string(a.head_dim) + " on " + hw.name;
+  nlohmann::json j = {{"profile", hw.name}, {"model", model.name()},
+                      {"request", {{"sequences", a.sequences}, {"seq_len", a.seq_len}, {"heads", a.heads},
+                                   {"kv_heads", a.kv_heads}, {"head_dim", a.head_dim}, {"causal", s.causal}}},
+                      {"result", {{"forward", kernel_json(t.forward)}, {"backward", kernel_json(t.backward)}}}};
+  emit(a.c, head + "\n" + kernel_line("  forward", t.forward) + kernel_line("  backward", t.backward), j);
+  return 0;
+}
+
+int run_memory(const MemoryArgs& a) {
+  const HardwareProfile hw = load_profile(a.c.profile);
+  const MemoryBoundCost& model = memory_bound_cost_models().get(or_default(a.c.model, kDefaultMemoryBoundCost));
+  const double bytes = parse_size(a.bytes, "--bytes");
+  const KernelTime t = model.time(hw, bytes);
+  nlohmann::json j = {{"profile", hw.name}, {"model", model.name()}, {"request", {{"bytes", bytes}}},
+                      {"result", kernel_json(t)}};
+  emit(a.c, kernel_line("memory-bound kernel moving " + fmt_bytes(bytes) + " on " + hw.name, t), j);
+  return 0;
+}
+}  // namespace
+
+Runner add_cost_command(CLI::App& app) {
+  auto* cost = app.add_subcommand("cost", "price one kernel or collective with the cost models");
+  cost->require_subcommand(1);
+
+  auto col = std::make_shared<CollectiveArgs>();
+  auto* c = add_sub(cost, "collective", "NCCL collective: time, algbw, busbw, algorithm", col->c);
+  c->add_option("--kind", col->kind, "all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast");
+  c->add_option("--bytes", col->bytes, "per-rank buffer, nccl-tests convention (4096, 256MiB, 1GiB)")->required();
+  c->add_option("--ranks", col->ranks, "group size")->required()->check(CLI::PositiveNumber);
+  c->add_option("--ranks-per-node", col->ranks_per_node, "group ranks per NVLink domain (default: fill domains)")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--algorithm", col->algorithm, "force ring, tree, nvls, nvls_tree, hierarchical or p2p");
+
+  auto gemm = std::make_shared<GemmArgs>();
+  auto* g = add_sub(cost, "gemm", "dense BF16 GEMM [M,K] x [K,N]", gemm->c);
+  g->add_option("--m", gemm->m, "rows")->required()->check(CLI::PositiveNumber);
+  g->add_option("--n", gemm->n, "output columns")->required()->check(CLI::PositiveNumber);
+  g->add_option("--k", gemm->k, "reduction dimension")->required()->check(CLI::PositiveNumber);
+
+  auto grp = std::make_shared<GroupedArgs>();
+  auto* gg = add_sub(cost, "grouped-gemm", "grouped BF16 GEMM over experts (uniform rows or --rows)", grp->c);
+  gg->add_option("--experts", grp->experts, "experts in the group")->check(CLI::PositiveNumber);
+  gg->add_option("--tokens", grp->tokens, "tokens routed (rows before top-k)")->check(CLI::PositiveNumber);
+  gg->add_option("--top-k", grp->top_k, "experts per token")->check(CLI::PositiveNumber);
+  gg->add_option("--rows", grp->rows, "explicit rows per expert, e.g. --rows 512,2048,0")->delimiter(',');
+  gg->add_option("--n", grp->n, "output columns")->required()->check(CLI::PositiveNumber);
+  gg->add_option("--k", grp->k, "reduction dimension")->required()->check(CLI::PositiveNumber);
+
+  auto att = std::make_shared<AttentionArgs>();
+  auto* at = add_sub(cost, "attention", "flash attention forward and backward", att->c);
+  at->add_option("--sequences", att->sequences, "sequences in the microbatch")->check(CLI::PositiveNumber);
+  at->add_option("--seq-len", att->seq_len, "tokens per sequence")->required()->check(CLI::PositiveNumber);
+  at->add_option("--heads", att->heads, "query heads")->required()->check(CLI::PositiveNumber);
+  at->add_option("--kv-heads", att->kv_heads, "key/value heads (default: = heads)")->check(CLI::PositiveNumber);
+  at->add_option("--head-dim", att->head_dim, "head dimension")->required()->check(CLI::PositiveNumber);
+  at->add_flag("--no-causal", att->no_causal, "full (non-causal) attention");
+
+  auto mem = std::make_shared<MemoryArgs>();
+  auto* me = add_sub(cost, "memory", "memory-bound kernel: bytes read + written", mem->c);
+  me->add_option("--bytes", mem->bytes, "bytes moved (4096, 256MiB, 1GiB)")->required();
+
+  return [=]() -> int {
+    if (!cost->parsed()) return -1;
+    if (c->parsed()) return run_collective(*col);
+    if (g->parsed()) return run_gemm(*gemm);
+    if (gg->parsed()) return run_grouped(*grp);
+    if (at->parsed()) return run_attention(*att);
+    if (me->parsed()) return run_memory(*mem);
+    return -1;
+  };
+}
+
+}  // namespace moesim::cli

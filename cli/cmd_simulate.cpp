@@ -1,0 +1,42 @@
+// `moesim simulate SCENARIO [--set K=V]... [--json FILE|-] [--trace FILE] [--all-ranks]`.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "models/input/scenario.hpp"
+#include "reports/atomic_file.hpp"
+#include "reports/step_report.hpp"
+#include "reports/trace_writer.hpp"
+#include "sim/profile_cost_book.hpp"
+#include "sim/step_simulation.hpp"
+
+namespace moesim::cli {
+
+Runner add_simulate_command(CLI::App& app) {
+  struct Args {
+    std::string scenario, json_out, trace_out;
+    std::vector<std::string> sets;
+    bool all_ranks = false;
+  };
+  auto args = std::make_shared<Args>();
+  auto* sub = app.add_subcommand("simulate", "replay one training step: step time, tokens/s/GPU, MFU, exposed phases, memory");
+  sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
+  sub->add_option("--set", args->sets, "override a scenario field: PATH=VALUE (repeatable)");
+  sub->add_option("--json", args->json_out, "write the result as JSON to FILE ('-' for standard output)");
+  sub->add_option("--trace", args->trace_out, "write a Chrome/Perfetto trace of the step to FILE");
+  sub->add_flag("--all-ranks", args->all_ranks, "simulate every rank instead of one per distinct role");
+  return [sub, args]() -> int {
+    if (!sub->parsed()) return -1;
+    const Scenario s = load_scenario(args->scenario, args->sets);
+    const ProfileCostBook costs(s.hardware);
+    SimOptions options;
+    options.all_ranks = args->all_ranks;
+    const Simulation sim = simulate(s, costs, options);
+    if (args->json_out != "-") std::cout << step_table(s, sim.result);
+    if (!args->trace_out.empty()) write_atomic(args->trace_out, trace_json(sim));
+    if (!args->json_out.empty()) write_atomic(args->json_out, step_json(s, sim.result).dump(2) + "\n");
+    return 0;
+  };
+}
+
+}  // namespace moesim::cli

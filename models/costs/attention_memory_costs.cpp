@@ -1,0 +1,107 @@
+// Flash attention (forward and backward) and memory-bound kernels over the profile's sustained
+// rates.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "models/common/errors.hpp"
+#include "models/common/units.hpp"
+#include "models/costs/compute_costs.hpp"
+
+namespace moesim {
+
+namespace {
+constexpr double kBf16 = bytes_of(DType::bf16);
+
+void require_positive(double v, const char* what) {
+  if (!(v > 0) || !std::isfinite(v)) {
+    throw InputError("", what, "must be a positive finite number, got " + std::to_string(v));
+  }
+}
+
+double launch_s(const HardwareProfile& hw) { return hw.compute.kernel_launch_us.value * 1e-6; }
+double hbm_Bps(const HardwareProfile& hw) { return hw.compute.hbm_sustained_GBps.value * kGB; }
+
+KernelTime roofline(const HardwareProfile& hw, double flops, double rate_TFLOPs, double bytes) {
+  KernelTime t;
+  t.flops = flops;
+  t.hbm_bytes = bytes;
+  t.rate_TFLOPs = rate_TFLOPs;
+  const double compute_s = flops / (rate_TFLOPs * 1e12);
+  const double memory_s = bytes / hbm_Bps(hw);
+  t.memory_bound = memory_s > compute_s;
+  t.time_s = std::max(compute_s, memory_s) + launch_s(hw);
+  t.achieved_TFLOPs = flops / t.time_s / 1e12;
+  return t;
+}
+
+// "flash": FlashAttention (Dao et al. 2022; Dao 2023) never writes the S x S score matrix, so it
+// is compute-bound at training lengths and its time is FLOPs over a sustained attention rate.
+class FlashAttentionCost final : public AttentionCost {
+ public:
+  std::string_view name() const override { return "flash"; }
+  AttentionTime time(const HardwareProfile& hw, const AttentionShape& s) const override {
+    require_positive(s.sequences, "sequences");
+    require_positive(s.seq_len, "seq_len");
+    require_positive(s.heads, "heads");
+    require_positive(s.head_dim, "head_dim");
+    if (s.kv_heads < 0 || s.kv_heads > s.heads) {
+      throw InputError("", "kv_heads", "must be between 1 and heads (0 means = heads)");
+    }
+    const double kv_heads = s.kv_heads > 0 ? s.kv_heads : s.heads;
+    // Forward: QK^T and PV are two S x S x d matmuls per head, 2 FLOPs per multiply-add:
+    // 4 S^2 d per head (FlashAttention-2 paper, benchmark section); a causal mask halves it.
+    const double causal = s.causal ? 0.5 : 1.0;
+    const double fwd_flops = 4.0 * s.seq_len * s.seq_len * causal * s.heads * s.head_dim * s.sequences;
+    // Backward: 2.5 x forward (five matmuls against two; the FlashAttention-2 convention).
+    const double bwd_flops = 2.5 * fwd_flops;
+    // HBM traffic (the scores stay on chip): forward reads Q, K, V and writes O (+ the
+    // logsumexp, negligible); backward reads Q, K, V, O, dO and writes dQ, dK, dV.
+    const double q = s.sequences * s.seq_len * s.heads * s.head_dim * kBf16;
+    const double kv = s.sequences * s.seq_len * kv_heads * s.head_dim * kBf16;
+    const double fwd_bytes = 2 * q + 2 * kv;
+    const double bwd_bytes = 4 * q + 4 * kv;
+    AttentionTime t;
+    t.forward = roofline(hw, fwd_flops, hw.compute.attention_fwd_TFLOPs.value, fwd_bytes);
+    t.backward = roofline(hw, bwd_flops, hw.compute.attention_bwd_TFLOPs.value, bwd_bytes);
+    return t;
+  }
+};
+
+// "hbm": bytes (reads + writes) over the sustained HBM bandwidth, plus the launch overhead.
+class HbmMemoryBoundCost final : public MemoryBoundCost {
+ public:
+  std::string_view name() const override { return "hbm"; }
+  KernelTime time(const HardwareProfile& hw, double bytes) const override {
+    if (!(bytes >= 0) || !std::isfinite(bytes)) {
+      throw InputError("", "bytes", "must be a finite number >= 0, got " + std::to_string(bytes));
+    }
+    KernelTime t;
+    t.hbm_bytes = bytes;
+    t.memory_bound = true;
+    t.time_s = bytes / hbm_Bps(hw) + launch_s(hw);
+    return t;
+  }
+};
+}  // namespace
+
+const Registry<AttentionCost>& attention_cost_models() {
+  static const Registry<AttentionCost> registry = [] {
+    Registry<AttentionCost> r("attention cost model");
+    r.add(std::make_unique<FlashAttentionCost>());
+    return r;
+  }();
+  return registry;
+}
+
+const Registry<MemoryBoundCost>& memory_bound_cost_models() {
+  static const Registry<MemoryBoundCost> registry = [] {
+    Registry<MemoryBoundCost> r("memory-bound cost model");
+    r.add(std::make_unique<HbmMemoryBoundCost>());
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace moesim

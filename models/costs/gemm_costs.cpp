@@ -1,0 +1,144 @@
+// Dense and grouped BF16 GEMM time from the profile's measured rate tables, with an HBM roofline
+// floor and a fixed launch overhead.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "models/common/errors.hpp"
+#include "models/common/units.hpp"
+#include "models/costs/compute_costs.hpp"
+
+namespace moesim {
+
+namespace {
+constexpr double kBf16 = bytes_of(DType::bf16);
+
+void require_positive(double v, const char* what) {
+  if (!(v > 0) || !std::isfinite(v)) {
+    throw InputError("", what, "must be a positive finite number, got " + std::to_string(v));
+  }
+}
+
+double launch_s(const HardwareProfile& hw) { return hw.compute.kernel_launch_us.value * 1e-6; }
+double hbm_Bps(const HardwareProfile& hw) { return hw.compute.hbm_sustained_GBps.value * kGB; }
+
+// Roofline (Williams et al., CACM 2009): a kernel takes at least max(compute, memory) time; the
+// launch overhead is paid on top.
+KernelTime finish(const HardwareProfile& hw, double flops, double compute_s, double bytes) {
+  KernelTime t;
+  t.flops = flops;
+  t.hbm_bytes = bytes;
+  const double memory_s = bytes / hbm_Bps(hw);
+  t.memory_bound = memory_s > compute_s;
+  t.time_s = std::max(compute_s, memory_s) + launch_s(hw);
+  t.achieved_TFLOPs = t.time_s > 0 ? flops / t.time_s / 1e12 : 0;
+  return t;
+}
+
+// "table": time(M,N,K) = 2MNK / rate(M), rate interpolated from the measured
+// [M, 8192] x [8192, 81920] sweep (report Table 44); bytes = BF16 A, B and C once each.
+class TableGemmCost final : public GemmCost {
+ public:
+  std::string_view name() const override { return "table"; }
+  KernelTime time(const HardwareProfile& hw, double m, double n, double k) const override {
+    require_positive(m, "m");
+    require_positive(n, "n");
+    require_positive(k, "k");
+    const double flops = 2.0 * m * n * k;  // one multiply-add = 2 FLOPs per output term
+    const double rate = dense_gemm_rate_TFLOPs(hw, m);
+    const double bytes = kBf16 * (m * k + k * n + m * n);
+    KernelTime t = finish(hw, flops, flops / (rate * 1e12), bytes);
+    t.rate_TFLOPs = rate;
+    return t;
+  }
+};
+
+// "table" grouped GEMM (one kernel over all experts, as torch._grouped_mm / CUTLASS grouped):
+//  - each expert's FLOPs run at efficiency(its rows) x dense rate(total rows): the report's
+//    grouped-over-dense ratios (same work split into experts; shared/calibration/
+//    published-kernel-data.md) measure exactly this ratio for uniform splits;
+//  - floor 1: the most-loaded expert: a grouped kernel cannot finish before that expert's GEMM
+//    alone would at the dense rate for its row count (imbalance makes the largest expert the
+//    critical path);
+//  - floor 2: HBM roofline over all experts' A, B and C.
+class TableGroupedGemmCost final : public GroupedGemmCost {
+ public:
+  std::string_view name() const override { return "table"; }
+  KernelTime time(const HardwareProfile& hw, const std::vector<double>& rows_per_expert, double n,
+                  double k) const override {
+    require_positive(n, "n");
+    require_positive(k, "k");
+    if (rows_per_expert.empty()) throw InputError("", "rows_per_expert", "needs at least one expert");
+    double total = 0, largest = 0, active = 0;
+    for (double r : rows_per_expert) {
+      if (!(r >= 0) || !std::isfinite(r)) {
+        throw InputError("", "rows_per_expert", "row counts must be finite and >= 0");
+      }
+      total += r;
+      largest = std::max(largest, r);
+      if (r > 0) active += 1;
+    }
+    if (total == 0) {  // nothing routed: the kernel still launches
+      KernelTime t;
+      t.time_s = launch_s(hw);
+      return t;
+    }
+    const double flops = 2.0 * total * n * k;
+    // Each expert's work runs at efficiency(its rows) x dense rate(total rows); for uniform
+    // routing this is efficiency(total / experts) x dense rate, and skew makes small experts
+    // (tile quantization) and very large ones (the measured drop past ~1k rows) cost more.
+    const double dense_Fps = dense_gemm_rate_TFLOPs(hw, total) * 1e12;
+    double grouped_s = 0;
+    for (double r : rows_per_expert) {
+      if (r > 0) {
+        grouped_s += 2.0 * r * n * k /
+                     (interpolate_log_x(hw.compute.grouped_gemm_efficiency_by_rows_per_expert, r) * dense_Fps);
+      }
+    }
+    const double rate = flops / grouped_s / 1e12;
+    const double largest_s = 2.0 * largest * n * k / (dense_gemm_rate_TFLOPs(hw, largest) * 1e12);
+    const double bytes = kBf16 * (total * k + active * k * n + total * n);
+    KernelTime t = finish(hw, flops, std::max(grouped_s, largest_s), bytes);
+    t.rate_TFLOPs = rate;
+    return t;
+  }
+};
+}  // namespace
+
+double interpolate_log_x(const ProfileTable& table, double x) {
+  const auto& p = table.points;
+  if (p.empty()) throw std::logic_error("interpolate_log_x: empty table (the parser forbids it)");
+  if (!(x > p.front().x)) return p.front().y;  // clamp below (also catches x <= 0 and NaN)
+  if (x >= p.back().x) return p.back().y;      // clamp above
+  const auto hi = std::upper_bound(p.begin(), p.end(), x,
+                                   [](double v, const TablePoint& pt) { return v < pt.x; });
+  const auto lo = hi - 1;
+  const double w = (std::log(x) - std::log(lo->x)) / (std::log(hi->x) - std::log(lo->x));
+  return lo->y + w * (hi->y - lo->y);
+}
+
+double dense_gemm_rate_TFLOPs(const HardwareProfile& hw, double rows) {
+  return interpolate_log_x(hw.compute.gemm_bf16_TFLOPs_by_rows, rows);
+}
+
+const Registry<GemmCost>& gemm_cost_models() {
+  static const Registry<GemmCost> registry = [] {
+    Registry<GemmCost> r("GEMM cost model");
+    r.add(std::make_unique<TableGemmCost>());
+    return r;
+  }();
+  return registry;
+}
+
+const Registry<GroupedGemmCost>& grouped_gemm_cost_models() {
+  static const Registry<GroupedGemmCost> registry = [] {
+    Registry<GroupedGemmCost> r("grouped GEMM cost model");
+    r.add(std::make_unique<TableGroupedGemmCost>());
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace moesim

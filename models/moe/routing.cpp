@@ -1,0 +1,72 @@
+#include "models/moe/routing.hpp"
+
+#include <cmath>
+#include <random>
+
+namespace moesim {
+
+std::string_view name_of(RoutingKind k) {
+  return k == RoutingKind::uniform ? "uniform" : k == RoutingKind::random ? "random" : "zipf";
+}
+
+namespace {
+
+// Expert choice probabilities: even, or Zipf (p_i ~ 1 / (i + 1)^s), the usual skew model.
+std::vector<double> probabilities(const RoutingSpec& spec, std::int64_t experts) {
+  std::vector<double> p(static_cast<std::size_t>(experts), 1.0);
+  if (spec.kind == RoutingKind::zipf) {
+    for (std::size_t i = 0; i < p.size(); ++i) p[i] = 1.0 / std::pow(static_cast<double>(i + 1), spec.zipf_exponent);
+  }
+  double sum = 0;
+  for (double x : p) sum += x;
+  for (double& x : p) x /= sum;
+  return p;
+}
+
+}  // namespace
+
+ExpertLoad route(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k, double tokens,
+                 std::uint64_t draw) {
+  const double total = tokens * static_cast<double>(top_k);
+  const auto p = probabilities(spec, experts);
+  ExpertLoad load;
+  load.rows.assign(p.size(), 0.0);
+  if (spec.kind == RoutingKind::uniform) {
+    for (auto& r : load.rows) r = total / static_cast<double>(experts);
+  } else {
+    // Multinomial(total, p) drawn as a chain of binomials (exact, O(experts)); a top-K choice
+    // is treated as K independent picks, which overstates collisions by at most K/N.
+    std::mt19937_64 rng(spec.seed ^ (0x9e3779b97f4a7c15ULL * (draw + 1)));
+    double left = total, mass = 1.0;
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      if (i + 1 == p.size() || left <= 0) {
+        load.rows[i] = left;
+        break;
+      }
+      const double q = std::min(1.0, p[i] / mass);
+      std::binomial_distribution<long long> bin(static_cast<long long>(left), q);
+      load.rows[i] = static_cast<double>(bin(rng));
+      left -= load.rows[i];
+      mass -= p[i];
+    }
+  }
+  if (!spec.dropless) {
+    const double cap = std::ceil(spec.capacity_factor * total / static_cast<double>(experts));
+    for (auto& r : load.rows) {
+      if (r > cap) {
+        load.dropped += r - cap;
+        r = cap;
+      }
+    }
+  }
+  return load;
+}
+
+std::vector<double> rows_per_rank(const ExpertLoad& load, std::int64_t ranks) {
+  std::vector<double> out(static_cast<std::size_t>(ranks), 0.0);
+  const std::size_t per = load.rows.size() / static_cast<std::size_t>(ranks);
+  for (std::size_t i = 0; i < load.rows.size(); ++i) out[i / per] += load.rows[i];
+  return out;
+}
+
+}  // namespace moesim

@@ -1,0 +1,92 @@
+#include "reports/step_report.hpp"
+
+#include <cstdio>
+#include <sstream>
+
+#include "models/common/units.hpp"
+#include "reports/text_format.hpp"
+
+namespace moesim {
+
+namespace {
+
+
+const char* coll_name(std::size_t k) { return name_of(static_cast<CollectiveKindTag>(k)); }
+
+nlohmann::json phase_map(const std::array<double, kPhases>& values) {
+  nlohmann::json out = nlohmann::json::object();
+  for (std::size_t p = 0; p < kPhases; ++p) out[name_of(static_cast<PhaseTag>(p))] = values[p];
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
+  const auto& worst = r.ledger.stages[r.ledger.worst_stage];
+  nlohmann::json bytes = nlohmann::json::object();
+  for (std::size_t k = 0; k < kCollKinds; ++k) {
+    if (r.bytes_per_rank[k][0] + r.bytes_per_rank[k][1] == 0) continue;
+    bytes[coll_name(k)] = {{"nvlink", r.bytes_per_rank[k][0]}, {"nic", r.bytes_per_rank[k][1]}};
+  }
+  return {{"schema", "moesim-step/1"},
+          {"scenario", sc.name},
+          {"design", r.design},
+          {"hardware", sc.hardware.name},
+          {"params_total", r.params_total},
+          {"params_active", r.params_active},
+          {"flops_per_token", r.flops.total},
+          {"flop_convention", r.flops.convention},
+          {"world", r.world},
+          {"microbatches", r.microbatches},
+          {"global_batch_tokens", r.global_tokens},
+          {"step_time_s", r.step_time_s},
+          {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+          {"mfu", r.mfu},
+          {"mfu_peak_TFLOPs", sc.hardware.gpu.peak_bf16_TFLOPs.value},
+          {"exposed_s", phase_map(r.exposed_s)},
+          {"idle_s", r.idle_s},
+          {"critical_path_s", phase_map(r.critical_path_s)},
+          {"bytes_per_rank", bytes},
+          {"in_flight_microbatches", r.in_flight},
+          {"dropped_fraction", r.dropped_fraction},
+          {"tasks", r.tasks},
+          {"simulated_ranks", r.simulated_ranks},
+          {"peak_allocated_GiB", worst.peak_allocated / kGiB},
+          {"peak_reserved_GiB", worst.peak_reserved / kGiB},
+          {"device_total_GiB", worst.device_total / kGiB},
+          {"capacity_GiB", worst.capacity / kGiB},
+          {"oom", r.ledger.oom},
+          {"breaking_phase", name_of(worst.peak_phase)},
+          {"inputs", sc.resolved}};
+}
+
+std::string step_table(const Scenario& sc, const StepResult& r) {
+  std::ostringstream os;
+  const auto& worst = r.ledger.stages[r.ledger.worst_stage];
+  os << "scenario " << sc.name << "  (design " << r.design << ", hardware " << sc.hardware.name << ", " << r.world << " GPUs)\n";
+  os << "model    " << fmt("%.2f", r.params_total / 1e9) << "B total, " << fmt("%.2f", r.params_active / 1e9) << "B active, "
+     << fmt("%.3f", r.flops.total / 1e9) << " GFLOP/token (" << r.flops.convention << ")\n";
+  os << "step     " << fmt("%.1f", r.step_time_s * 1e3) << " ms for " << fmt("%.0f", r.global_tokens) << " tokens (m=" << r.microbatches
+     << "), " << fmt("%.0f", r.tokens_per_s_per_gpu) << " tokens/s/GPU, MFU " << fmt("%.1f", 100 * r.mfu) << "% of "
+     << fmt("%.0f", sc.hardware.gpu.peak_bf16_TFLOPs.value) << " TFLOP/s\n";
+  os << "time split on the critical rank (compute first, then exposed communication, then idle):\n";
+  for (std::size_t p = 0; p < kPhases; ++p) {
+    if (r.exposed_s[p] <= 0) continue;
+    os << "  " << fmt("%10.2f ms", r.exposed_s[p] * 1e3) << "  " << fmt("%5.1f%%", 100 * r.exposed_s[p] / r.step_time_s) << "  "
+       << name_of(static_cast<PhaseTag>(p)) << "\n";
+  }
+  if (r.idle_s > 0) os << "  " << fmt("%10.2f ms", r.idle_s * 1e3) << "  " << fmt("%5.1f%%", 100 * r.idle_s / r.step_time_s) << "  idle / bubble\n";
+  os << "bytes sent per rank per step (NVLink / NIC):\n";
+  for (std::size_t k = 0; k < kCollKinds; ++k) {
+    if (r.bytes_per_rank[k][0] + r.bytes_per_rank[k][1] == 0) continue;
+    os << "  " << fmt("%10.2f GiB", r.bytes_per_rank[k][0] / kGiB) << " / " << fmt("%8.2f GiB", r.bytes_per_rank[k][1] / kGiB) << "  "
+       << coll_name(k) << "\n";
+  }
+  os << "memory   peak allocated " << fmt("%.1f", worst.peak_allocated / kGiB) << " GiB (" << name_of(worst.peak_phase)
+     << "), device " << fmt("%.1f", worst.device_total / kGiB) << " of " << fmt("%.1f", worst.capacity / kGiB) << " GiB: "
+     << (r.ledger.oom ? "OUT OF MEMORY" : "fits") << "\n";
+  os << "replay   " << r.tasks << " tasks on " << r.simulated_ranks << " simulated rank(s)\n";
+  return os.str();
+}
+
+}  // namespace moesim

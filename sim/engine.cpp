@@ -1,0 +1,196 @@
+#include "sim/engine.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <queue>
+#include <stdexcept>
+
+namespace moesim {
+
+namespace {
+
+struct Unit {  // one running thing: a task, or a collective's members moving together
+  std::vector<TaskId> members;
+  double remaining = 0;
+  double rate = 1;
+  double updated = 0;
+  std::uint32_t version = 0;
+  bool comm = false;
+  LinkClass link = LinkClass::nvlink;
+};
+
+struct Event {
+  double time;
+  std::uint64_t seq;
+  std::uint32_t unit;
+  std::uint32_t version;
+  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+class Engine {
+ public:
+  Engine(const TaskGraph& g, const EngineOptions& o) : g_(g), opt_(o) {
+    const std::size_t n = g.size();
+    r_.start.assign(n, 0);
+    r_.finish.assign(n, 0);
+    r_.cause.assign(n, kNoTask);
+    pending_.assign(n, 0);
+    stream_next_.assign(n, kNoTask);
+    const auto slots = static_cast<std::size_t>(g.ranks()) * static_cast<std::size_t>(StreamKind::count);
+    std::vector<TaskId> last(slots, kNoTask);
+    for (TaskId id = 0; id < n; ++id) {
+      const auto& t = g.task(id);
+      if (!stream_is_ordered(t.stream)) continue;
+      const auto slot = static_cast<std::size_t>(t.rank) * static_cast<std::size_t>(StreamKind::count) + static_cast<std::size_t>(t.stream);
+      if (last[slot] != kNoTask) {
+        stream_next_[last[slot]] = id;
+        ++pending_[id];
+      }
+      last[slot] = id;
+    }
+    for (TaskId id = 0; id < n; ++id) {
+      for (auto [e, end] = boost::out_edges(id, g.dag()); e != end; ++e) ++pending_[boost::target(*e, g.dag())];
+    }
+    group_members_.resize(g.groups());
+    group_ready_.assign(g.groups(), 0);
+    for (TaskId id = 0; id < n; ++id) {
+      if (g.task(id).group != 0xffffffffu) group_members_[g.task(id).group].push_back(id);
+    }
+    running_.resize(g.ranks());
+  }
+
+  ReplayResult run() {
+    for (TaskId id = 0; id < g_.size(); ++id) {
+      if (pending_[id] == 0) became_ready(id, kNoTask);
+    }
+    flush_starts();
+    std::size_t done = 0;
+    while (!heap_.empty()) {
+      const Event ev = heap_.top();
+      heap_.pop();
+      Unit& u = units_[ev.unit];
+      if (ev.version != u.version) continue;
+      now_ = ev.time;
+      finish_unit(ev.unit);
+      done += units_[ev.unit].members.size();
+      flush_starts();
+    }
+    if (done != g_.size()) throw std::logic_error("replay stalled: a dependency cycle or an incomplete collective group");
+    return std::move(r_);
+  }
+
+ private:
+  void became_ready(TaskId id, TaskId cause) {
+    r_.cause[id] = cause;
+    const auto group = g_.task(id).group;
+    if (group == 0xffffffffu) {
+      to_start_.push_back({id});
+      return;
+    }
+    if (++group_ready_[group] == group_members_[group].size()) to_start_.push_back(group_members_[group]);
+  }
+
+  void flush_starts() {
+    if (to_start_.empty()) return;
+    std::vector<std::uint32_t> touched;
+    for (auto& members : to_start_) {
+      const auto uid = static_cast<std::uint32_t>(units_.size());
+      Unit u;
+      u.members = std::move(members);
+      const Task& t0 = g_.task(u.members.front());
+      u.comm = is_communication(t0.kind);
+      u.link = t0.link_bytes[1] > 0 ? LinkClass::nic : LinkClass::nvlink;
+      for (TaskId m : u.members) {
+        u.remaining = std::max(u.remaining, g_.task(m).work_s);
+        r_.start[m] = now_;
+        running_[g_.task(m).rank].push_back(uid);
+        touched.push_back(g_.task(m).rank);
+      }
+      u.updated = now_;
+      u.rate = 0;  // set by rerate
+      units_.push_back(std::move(u));
+    }
+    to_start_.clear();
+    rerate(touched);
+  }
+
+  void finish_unit(std::uint32_t uid) {
+    Unit& u = units_[uid];
+    std::vector<std::uint32_t> touched;
+    for (TaskId m : u.members) {
+      r_.finish[m] = now_;
+      if (now_ >= r_.makespan) { r_.makespan = now_; r_.last = m; }
+      auto& list = running_[g_.task(m).rank];
+      list.erase(std::find(list.begin(), list.end(), uid));
+      touched.push_back(g_.task(m).rank);
+    }
+    u.version = std::numeric_limits<std::uint32_t>::max();
+    for (TaskId m : u.members) {
+      for (auto [e, end] = boost::out_edges(m, g_.dag()); e != end; ++e) release(static_cast<TaskId>(boost::target(*e, g_.dag())), m);
+      if (stream_next_[m] != kNoTask) release(stream_next_[m], m);
+    }
+    rerate(touched);
+  }
+
+  void release(TaskId id, TaskId cause) {
+    if (--pending_[id] == 0) became_ready(id, cause);
+  }
+
+  double share_on(std::uint32_t rank, const Unit& u) const {
+    int same = 0;
+    bool comm_here = false;
+    for (auto other : running_[rank]) {
+      const Unit& o = units_[other];
+      if (o.comm) comm_here = true;
+      if (o.comm == u.comm && (!u.comm || o.link == u.link)) ++same;
+    }
+    if (u.comm) return 1.0 / std::max(same, 1);
+    // Compute kernels on one GPU share its SMs; communication kernels take a share too.
+    return 1.0 / std::max(same, 1) / (comm_here ? 1.0 + opt_.compute_slowdown_with_comm : 1.0);
+  }
+
+  void rerate(std::vector<std::uint32_t>& ranks) {
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    std::vector<std::uint32_t> units;
+    for (auto rank : ranks) units.insert(units.end(), running_[rank].begin(), running_[rank].end());
+    std::sort(units.begin(), units.end());
+    units.erase(std::unique(units.begin(), units.end()), units.end());
+    for (auto uid : units) {
+      Unit& u = units_[uid];
+      double rate = std::numeric_limits<double>::infinity();
+      for (TaskId m : u.members) rate = std::min(rate, share_on(g_.task(m).rank, u));
+      if (u.rate > 0) u.remaining = std::max(0.0, u.remaining - (now_ - u.updated) * u.rate);
+      if (rate == u.rate && u.version != 0) {
+        u.updated = now_;
+        continue;  // unchanged: its event stands
+      }
+      u.rate = rate;
+      u.updated = now_;
+      ++u.version;
+      heap_.push({now_ + u.remaining / u.rate, seq_++, uid, u.version});
+    }
+  }
+
+  const TaskGraph& g_;
+  EngineOptions opt_;
+  ReplayResult r_;
+  std::vector<std::uint32_t> pending_;
+  std::vector<TaskId> stream_next_;
+  std::vector<std::vector<TaskId>> group_members_;
+  std::vector<std::size_t> group_ready_;
+  std::vector<std::vector<std::uint32_t>> running_;  // per rank: running unit ids
+  std::vector<Unit> units_;
+  std::vector<std::vector<TaskId>> to_start_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
+  std::uint64_t seq_ = 0;
+  double now_ = 0;
+};
+
+}  // namespace
+
+ReplayResult replay(const TaskGraph& graph, const EngineOptions& options) {
+  return Engine(graph, options).run();
+}
+
+}  // namespace moesim

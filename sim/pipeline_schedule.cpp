@@ -1,0 +1,49 @@
+#include "sim/pipeline_schedule.hpp"
+
+#include <algorithm>
+
+namespace moesim {
+
+namespace {
+
+// k-th forward (or backward) pass of a stage in Megatron-LM's interleaved order: microbatches go
+// in groups of P through chunk 0, then the same group through chunk 1, ...; backward walks the
+// chunks in reverse.
+PipeOp interleaved_op(std::int64_t k, std::int64_t P, std::int64_t v, bool forward) {
+  const std::int64_t in_group = k % (P * v);
+  std::int64_t chunk = in_group / P;
+  if (!forward) chunk = v - 1 - chunk;
+  const std::int64_t mb = (k / (P * v)) * P + k % P;
+  return {forward, static_cast<std::int32_t>(mb), static_cast<std::int32_t>(chunk)};
+}
+
+}  // namespace
+
+std::vector<PipeOp> stage_schedule(const ParallelPlan& plan, std::int64_t stage, std::int64_t m) {
+  std::vector<PipeOp> ops;
+  const std::int64_t P = plan.pp;
+  if (P == 1) {
+    for (std::int64_t i = 0; i < m; ++i) {
+      ops.push_back({true, static_cast<std::int32_t>(i), 0});
+      ops.push_back({false, static_cast<std::int32_t>(i), 0});
+    }
+    return ops;
+  }
+  const std::int64_t v = plan.pp_schedule == PipelineSchedule::interleaved_1f1b ? plan.pp_virtual : 1;
+  const std::int64_t total = m * v;
+  // Warm-up forwards before the first backward: P - s - 1 (1F1B); 2(P - s - 1) + (v - 1)P
+  // (interleaved).
+  const std::int64_t warmup = std::min(total, v == 1 ? P - stage - 1 : 2 * (P - stage - 1) + (v - 1) * P);
+  std::int64_t f = 0, b = 0;
+  auto fwd = [&] { ops.push_back(interleaved_op(f++, P, v, true)); };
+  auto bwd = [&] { ops.push_back(interleaved_op(b++, P, v, false)); };
+  for (std::int64_t i = 0; i < warmup; ++i) fwd();
+  while (f < total) {
+    fwd();
+    bwd();
+  }
+  while (b < total) bwd();
+  return ops;
+}
+
+}  // namespace moesim

@@ -1,0 +1,51 @@
+// Builds the task DAG of one optimizer step for a scenario: the pipeline schedule per stage,
+// every block's forward and backward per microbatch (with EP dispatch/combine and the shared
+// expert on a side stream), and the design's parameter traffic: FSDP2 gathers and
+// reduce-scatters per unit and microbatch, or Olmo-core DDP's per-microbatch FP32 accumulation,
+// bucketed all-reduce on the final microbatch, sharded update and weight rebuild.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/arch/inventory.hpp"
+#include "models/plan/parallel_plan.hpp"
+#include "sim/cost_book.hpp"
+#include "sim/pipeline_schedule.hpp"
+#include "sim/task_graph.hpp"
+
+namespace moesim {
+
+struct SimOptions {
+  // Simulate every rank of the world instead of one rank per distinct role (stage x expert
+  // shard when routing is uneven, else stage). For tests of the symmetry reduction.
+  bool all_ranks = false;
+};
+
+struct SimRank {
+  std::int64_t stage = 0;
+  std::int64_t dp = 0;
+  std::int64_t ep_mp = 0;
+  std::int64_t ep_dp = 0;
+  double represents = 1;  // real ranks this simulated rank stands for
+};
+
+struct OpSpan {
+  std::uint32_t rank = 0;
+  PipeOp op;
+  TaskId first = kNoTask;
+  TaskId last = kNoTask;
+};
+
+struct BuiltStep {
+  TaskGraph graph{0};
+  std::vector<SimRank> ranks;
+  std::vector<OpSpan> ops;
+  std::int64_t microbatches = 0;
+  double dropped_fraction = 0;  // routed rows dropped by the capacity cap
+};
+
+BuiltStep build_step(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
+                     const CostBook& costs, const SimOptions& options);
+
+}  // namespace moesim

@@ -1,0 +1,80 @@
+#include "sim/step_simulation.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "models/common/units.hpp"
+
+namespace moesim {
+
+namespace {
+
+// Microbatch-chunks whose activations a rank holds at once: from the start of a forward pass
+// to the end of the matching backward, counted on the replayed timeline.
+std::vector<std::int64_t> measure_in_flight(const BuiltStep& step, const ReplayResult& r, std::int64_t stages,
+                                            std::int64_t chunks_per_stage) {
+  std::vector<std::int64_t> out(static_cast<std::size_t>(stages), 0);
+  std::map<std::tuple<std::uint32_t, int, int>, std::pair<double, double>> spans;
+  for (const OpSpan& s : step.ops) {
+    if (s.first == kNoTask || s.last == kNoTask) continue;
+    auto& span = spans[{s.rank, s.op.microbatch, s.op.chunk}];
+    if (s.op.forward) span.first = r.start[s.first];
+    else span.second = r.finish[s.last];
+  }
+  std::map<std::uint32_t, std::vector<std::pair<double, int>>> edges;
+  for (const auto& [key, span] : spans) {
+    edges[std::get<0>(key)].push_back({span.first, +1});
+    edges[std::get<0>(key)].push_back({span.second, -1});
+  }
+  for (auto& [rank, e] : edges) {
+    std::sort(e.begin(), e.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first < b.first : a.second < b.second; });
+    int held = 0, peak = 0;
+    for (const auto& [t, d] : e) peak = std::max(peak, held += d);
+    auto& slot = out[static_cast<std::size_t>(step.ranks[rank].stage)];
+    slot = std::max<std::int64_t>(slot, (peak + chunks_per_stage - 1) / chunks_per_stage);
+  }
+  return out;
+}
+
+}  // namespace
+
+Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions& options) {
+  Simulation sim;
+  const Inventory inv = build_inventory(sc.arch);
+  sim.step = build_step(sc.arch, inv, sc.plan, costs, options);
+  EngineOptions eo;
+  eo.compute_slowdown_with_comm = costs.compute_slowdown_with_comm();
+  sim.replay = replay(sim.step.graph, eo);
+  const TimelineMetrics tm = measure(sim.step.graph, sim.replay);
+
+  StepResult& r = sim.result;
+  r.design = std::string(name_of(sc.plan.design));
+  r.params_total = inv.params_total;
+  r.params_active = inv.params_active;
+  r.flops = flop_conventions().get(sc.flop_convention).per_token(sc.arch, inv);
+  r.world = sc.plan.world();
+  r.microbatches = sim.step.microbatches;
+  r.global_tokens = static_cast<double>(sc.plan.global_batch_tokens);
+  r.step_time_s = tm.step_time;
+  r.tokens_per_s_per_gpu = r.global_tokens / r.step_time_s / static_cast<double>(r.world);
+  // MFU (Olmo-core report): useful FLOPs per step / (GPUs x step time x nominal dense peak).
+  r.mfu = r.flops.total * r.tokens_per_s_per_gpu / (sc.hardware.gpu.peak_bf16_TFLOPs.value * 1e12);
+  const RankTimeline& crit = tm.ranks[tm.critical_rank];
+  r.exposed_s = crit.exposed;
+  r.idle_s = crit.idle;
+  r.critical_path_s = tm.critical_path;
+  for (const auto& rt : tm.ranks) {
+    for (std::size_t k = 0; k < kCollKinds; ++k) {
+      for (std::size_t l = 0; l < 2; ++l) r.bytes_per_rank[k][l] = std::max(r.bytes_per_rank[k][l], rt.bytes[k][l]);
+    }
+  }
+  const std::int64_t chunks = sc.plan.pp_schedule == PipelineSchedule::interleaved_1f1b ? sc.plan.pp_virtual : 1;
+  r.in_flight = measure_in_flight(sim.step, sim.replay, sc.plan.pp, chunks);
+  r.dropped_fraction = sim.step.dropped_fraction;
+  r.tasks = sim.step.graph.size();
+  r.simulated_ranks = sim.step.ranks.size();
+  r.ledger = build_ledger(sc.arch, inv, sc.plan, sc.hardware, r.in_flight);
+  return sim;
+}
+
+}  // namespace moesim

@@ -1,0 +1,49 @@
+// One scenario, simulated: build the step's DAG, replay it, and turn the timeline into the
+// numbers users plan with (step time, tokens/s/GPU, MFU, exposed phases, bytes per rank) plus
+// the memory ledger fed with the in-flight microbatches the replay measured.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "models/arch/flops.hpp"
+#include "models/input/scenario.hpp"
+#include "models/memory/ledger.hpp"
+#include "sim/step_builder.hpp"
+#include "sim/timeline_metrics.hpp"
+
+namespace moesim {
+
+struct StepResult {
+  std::string design;
+  double params_total = 0;
+  double params_active = 0;
+  FlopsPerToken flops;
+  std::int64_t world = 0;
+  std::int64_t microbatches = 0;
+  double global_tokens = 0;
+  double step_time_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  double mfu = 0;  // useful model FLOPs / (GPUs x step x nominal peak), as a fraction
+  std::array<double, kPhases> exposed_s{};  // the critical rank's exclusive split by phase
+  double idle_s = 0;                        // pipeline bubble and waiting on the critical rank
+  std::array<double, kPhases> critical_path_s{};
+  std::array<std::array<double, 2>, kCollKinds> bytes_per_rank{};  // worst simulated rank
+  std::vector<std::int64_t> in_flight;  // per stage, measured from the replay
+  double dropped_fraction = 0;
+  std::size_t tasks = 0;
+  std::size_t simulated_ranks = 0;
+  MemoryLedger ledger;
+};
+
+struct Simulation {
+  BuiltStep step;
+  ReplayResult replay;
+  StepResult result;
+};
+
+// `keep_timeline`: keep the DAG and replay (for traces); otherwise only the result.
+Simulation simulate(const Scenario& scenario, const CostBook& costs, const SimOptions& options);
+
+}  // namespace moesim

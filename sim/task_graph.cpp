@@ -1,0 +1,73 @@
+#include "sim/task_graph.hpp"
+
+
+namespace moesim {
+
+const char* name_of(StreamKind s) {
+  switch (s) {
+    case StreamKind::compute: return "compute";
+    case StreamKind::side: return "side";
+    case StreamKind::comm_dp: return "comm_dp";
+    case StreamKind::comm_ep: return "comm_ep";
+    case StreamKind::comm_rs: return "comm_rs";
+    case StreamKind::comm_pp: return "comm_pp";
+    default: return "?";
+  }
+}
+
+const char* name_of(PhaseTag p) {
+  switch (p) {
+    case PhaseTag::forward: return "forward";
+    case PhaseTag::backward: return "backward";
+    case PhaseTag::recompute: return "recompute";
+    case PhaseTag::accumulate: return "grad_accumulate";
+    case PhaseTag::optimizer: return "optimizer";
+    case PhaseTag::fsdp_gather: return "fsdp_gather";
+    case PhaseTag::fsdp_reduce: return "fsdp_reduce_scatter";
+    case PhaseTag::grad_sync: return "grad_sync";
+    case PhaseTag::weight_rebuild: return "weight_rebuild";
+    case PhaseTag::ep_dispatch: return "ep_dispatch";
+    case PhaseTag::ep_combine: return "ep_combine";
+    case PhaseTag::pp_p2p: return "pp_p2p";
+    default: return "?";
+  }
+}
+
+const char* name_of(CollectiveKindTag k) {
+  switch (k) {
+    case CollectiveKindTag::all_reduce: return "all_reduce";
+    case CollectiveKindTag::all_gather: return "all_gather";
+    case CollectiveKindTag::reduce_scatter: return "reduce_scatter";
+    case CollectiveKindTag::all_to_all: return "all_to_all";
+    case CollectiveKindTag::send_recv: return "send_recv";
+    default: return "none";
+  }
+}
+
+bool is_communication(TaskKind k) { return k == TaskKind::collective || k == TaskKind::p2p; }
+
+TaskGraph::TaskGraph(std::uint32_t ranks) : ranks_(ranks) { labels_.emplace_back(""); }
+
+TaskId TaskGraph::add(Task t) {
+  const auto id = static_cast<TaskId>(tasks_.size());
+  tasks_.push_back(t);
+  boost::add_vertex(dag_);
+  return id;
+}
+
+void TaskGraph::depend(TaskId before, TaskId after) {
+  if (before == kNoTask || after == kNoTask) return;
+  boost::add_edge(before, after, dag_);
+}
+
+std::uint32_t TaskGraph::new_group() { return groups_++; }
+
+std::uint32_t TaskGraph::label(const std::string& text) {
+  auto [it, fresh] = label_ids_.try_emplace(text, static_cast<std::uint32_t>(labels_.size()));
+  if (fresh) labels_.push_back(text);
+  return it->second;
+}
+
+void TaskGraph::reserve(std::size_t tasks) { tasks_.reserve(tasks); }
+
+}  // namespace moesim

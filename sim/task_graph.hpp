@@ -1,0 +1,83 @@
+// The training step as a task DAG: compute kernels, memory-bound kernels, collectives and
+// point-to-point transfers placed on per-rank streams. Edges are data/control dependencies;
+// tasks on one (rank, stream) also run in insertion order, as on a CUDA stream.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/graph/adjacency_list.hpp>
+
+namespace moesim {
+
+// comm_pp carries point-to-point transfers, which NCCL batches per peer: they keep no stream
+// order (only their explicit dependencies), so sends and receives cannot deadlock.
+enum class StreamKind : std::uint8_t { compute, side, comm_dp, comm_ep, comm_rs, comm_pp, count };
+inline bool stream_is_ordered(StreamKind s) { return s != StreamKind::comm_pp; }
+enum class TaskKind : std::uint8_t { compute, memory, collective, p2p };
+// What a task is for: the replay attributes exposed time to these.
+enum class PhaseTag : std::uint8_t {
+  forward, backward, recompute, accumulate, optimizer,         // compute stream
+  fsdp_gather, fsdp_reduce, grad_sync, weight_rebuild,         // parameter-sized communication
+  ep_dispatch, ep_combine, pp_p2p, count
+};
+// Link classes for bandwidth sharing and per-rank byte ledgers.
+enum class LinkClass : std::uint8_t { nvlink, nic, count };
+enum class CollectiveKindTag : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, none };
+
+const char* name_of(StreamKind s);
+const char* name_of(PhaseTag p);
+const char* name_of(CollectiveKindTag k);
+bool is_communication(TaskKind k);
+
+using TaskId = std::uint32_t;
+inline constexpr TaskId kNoTask = 0xffffffffu;
+
+struct Task {
+  std::uint32_t rank = 0;  // simulated rank index
+  StreamKind stream = StreamKind::compute;
+  TaskKind kind = TaskKind::compute;
+  PhaseTag phase = PhaseTag::forward;
+  CollectiveKindTag coll = CollectiveKindTag::none;
+  double work_s = 0;                 // duration alone, at full rate
+  double link_bytes[2] = {0, 0};     // bytes this rank moves over nvlink / nic (for ledgers)
+  std::uint32_t group = 0xffffffffu; // collective instance: members start together, end together
+  std::uint32_t label = 0;           // index into TaskGraph::labels (trace names)
+  std::int32_t microbatch = -1;
+  std::int32_t layer = -1;
+};
+
+using DagStorage = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+
+class TaskGraph {
+ public:
+  explicit TaskGraph(std::uint32_t ranks);
+  void reserve(std::size_t tasks);
+
+  TaskId add(Task t);
+  void depend(TaskId before, TaskId after);  // `after` starts only once `before` finished
+  // A collective or transfer spanning several simulated ranks: the tasks start together once
+  // all are ready, and finish together when the slowest member finishes.
+  std::uint32_t new_group();
+  std::uint32_t label(const std::string& text);
+
+  std::uint32_t ranks() const { return ranks_; }
+  std::size_t size() const { return tasks_.size(); }
+  const Task& task(TaskId id) const { return tasks_[id]; }
+  const std::vector<Task>& tasks() const { return tasks_; }
+  const DagStorage& dag() const { return dag_; }
+  const std::string& label_text(std::uint32_t l) const { return labels_[l]; }
+  std::uint32_t groups() const { return groups_; }
+
+ private:
+  std::uint32_t ranks_;
+  std::vector<Task> tasks_;
+  DagStorage dag_;
+  std::vector<std::string> labels_;
+  std::unordered_map<std::string, std::uint32_t> label_ids_;  // labels are interned
+  std::uint32_t groups_ = 0;
+};
+
+}  // namespace moesim

@@ -1,0 +1,81 @@
+#include "sim/timeline_metrics.hpp"
+
+#include <algorithm>
+
+namespace moesim {
+
+namespace {
+
+bool is_compute_stream(StreamKind s) { return s == StreamKind::compute || s == StreamKind::side; }
+
+// Exclusive split of [0, step] for one rank: compute wins over communication, communication over
+// idle; among communications, the one that started first is charged.
+void split_rank(const TaskGraph& g, const ReplayResult& r, const std::vector<TaskId>& ids, double step, RankTimeline& out) {
+  struct Edge { double t; int delta; TaskId id; };
+  std::vector<Edge> edges;
+  edges.reserve(ids.size() * 2);
+  for (TaskId id : ids) {
+    if (r.finish[id] <= r.start[id]) continue;
+    edges.push_back({r.start[id], +1, id});
+    edges.push_back({r.finish[id], -1, id});
+  }
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
+    return a.t != b.t ? a.t < b.t : a.delta < b.delta;
+  });
+  std::vector<TaskId> active;
+  double t = 0;
+  auto charge = [&](double until) {
+    if (until <= t) return;
+    const double dt = until - t;
+    TaskId pick = kNoTask;
+    for (TaskId id : active) {
+      if (is_compute_stream(g.task(id).stream)) { pick = id; break; }
+    }
+    if (pick == kNoTask) {
+      for (TaskId id : active) {
+        if (pick == kNoTask || r.start[id] < r.start[pick]) pick = id;
+      }
+    }
+    if (pick == kNoTask) out.idle += dt;
+    else out.exposed[static_cast<std::size_t>(g.task(pick).phase)] += dt;
+    t = until;
+  };
+  for (const Edge& e : edges) {
+    charge(e.t);
+    if (e.delta > 0) active.push_back(e.id);
+    else active.erase(std::find(active.begin(), active.end(), e.id));
+  }
+  charge(step);
+}
+
+}  // namespace
+
+TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r) {
+  TimelineMetrics m;
+  m.step_time = r.makespan;
+  m.ranks.resize(g.ranks());
+  std::vector<std::vector<TaskId>> by_rank(g.ranks());
+  for (TaskId id = 0; id < g.size(); ++id) {
+    const Task& t = g.task(id);
+    by_rank[t.rank].push_back(id);
+    RankTimeline& rt = m.ranks[t.rank];
+    rt.busy[static_cast<std::size_t>(t.phase)] += r.finish[id] - r.start[id];
+    rt.finish = std::max(rt.finish, r.finish[id]);
+    if (t.coll != CollectiveKindTag::none) {
+      for (int l = 0; l < 2; ++l) rt.bytes[static_cast<std::size_t>(t.coll)][static_cast<std::size_t>(l)] += t.link_bytes[l];
+    }
+  }
+  for (std::uint32_t rank = 0; rank < g.ranks(); ++rank) split_rank(g, r, by_rank[rank], r.makespan, m.ranks[rank]);
+  if (r.last != kNoTask) m.critical_rank = g.task(r.last).rank;
+
+  // Critical path: follow each task back to the predecessor that released it.
+  for (TaskId id = r.last; id != kNoTask; id = r.cause[id]) {
+    const TaskId prev = r.cause[id];
+    const double ready = prev == kNoTask ? 0.0 : r.finish[prev];
+    m.critical_path[static_cast<std::size_t>(g.task(id).phase)] += r.finish[id] - r.start[id];
+    m.critical_path_wait += std::max(0.0, r.start[id] - ready);
+  }
+  return m;
+}
+
+}  // namespace moesim

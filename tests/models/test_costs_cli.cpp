@@ -1,0 +1,67 @@
+// `moesim cost ...` as a user runs it: strict sizes, exit code 2 for bad input, JSON output.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "tests/support/fixtures.hpp"
+
+using namespace moesim;
+
+namespace {
+using test::run_cli;
+using test::slurp;
+int run(const std::string& args) { return run_cli(args); }
+
+std::string profile() { return " --profile " + test::source_path("hardware_profiles/b300-hgx.json"); }
+}  // namespace
+
+TEST_CASE("moesim cost collective writes time, algbw, busbw and the algorithm as JSON", "[unit]") {
+  test::TempDir dir;
+  const std::string out = dir.path("c.json");
+  REQUIRE(run("cost collective" + profile() + " --kind all_reduce --bytes 1GiB --ranks 8 --json " + out) == 0);
+  const auto j = nlohmann::json::parse(slurp(out));
+  CHECK(j["result"]["algorithm"] == "nvls");
+  CHECK(j["request"]["bytes"].get<double>() == 1073741824.0);
+  CHECK(j["result"]["busbw_GBps"].get<double>() > 695);
+  CHECK(j["algorithms"].size() == 3);  // ring, tree, nvls
+  REQUIRE(run("cost collective" + profile() + " --kind all_reduce --bytes 1GiB --ranks 8 --json " + dir.path("d.json")) == 0);
+  CHECK(slurp(out) == slurp(dir.path("d.json")));
+  REQUIRE(run("cost collective" + profile() + " --kind all_gather --bytes 256MiB --ranks 16 --ranks-per-node 8 --algorithm ring --json " + out) == 0);
+  CHECK(nlohmann::json::parse(slurp(out))["result"]["nodes"] == 2);
+}
+
+TEST_CASE("moesim cost gemm, grouped-gemm, attention and memory run", "[unit]") {
+  test::TempDir dir;
+  const std::string out = dir.path("k.json");
+  REQUIRE(run("cost gemm" + profile() + " --m 16384 --n 8192 --k 4096 --json " + out) == 0);
+  CHECK(nlohmann::json::parse(slurp(out))["result"]["achieved_TFLOPs"].get<double>() > 1000);
+  REQUIRE(run("cost grouped-gemm" + profile() + " --experts 32 --tokens 16384 --top-k 4 --n 4096 --k 4096 --json " + out) == 0);
+  CHECK(nlohmann::json::parse(slurp(out))["request"]["rows_per_expert"][0] == 2048.0);
+  CHECK(run("cost grouped-gemm" + profile() + " --rows 512,2048,0 --n 4096 --k 4096") == 0);
+  CHECK(run("cost attention" + profile() + " --sequences 2 --seq-len 8192 --heads 32 --kv-heads 8 --head-dim 128") == 0);
+  CHECK(run("cost memory" + profile() + " --bytes 256MiB") == 0);
+}
+
+TEST_CASE("moesim cost rejects bad input with exit code 2", "[unit]") {
+  const std::string base = "cost collective" + profile() + " --ranks 8 --bytes ";
+  CHECK(run(base + "1GiB") == 0);
+  CHECK(run(base + "4096") == 0);
+  CHECK(run(base + "1gib") == 2);      // units are case-sensitive: GiB or GB
+  CHECK(run(base + "1 GiB") == 2);
+  CHECK(run(base + "-5") == 2);
+  CHECK(run(base + "GiB") == 2);
+  CHECK(run(base + "1GiBx") == 2);
+  CHECK(run(base + "1GiB --kind allreduce") == 2);
+  CHECK(run(base + "1GiB --algorithm butterfly") == 2);
+  CHECK(run(base + "1GiB --kind all_gather --algorithm nvls") == 2);
+  CHECK(run(base + "1GiB --ranks-per-node 16") == 2);
+  CHECK(run("cost collective --profile missing.json --ranks 8 --bytes 1GiB") == 2);
+  CHECK(run("cost gemm" + profile() + " --m 0 --n 1 --k 1") == 2);
+  CHECK(run("cost gemm" + profile() + " --m 1 --n 1") == 2);
+  CHECK(run("cost gemm" + profile() + " --m 1 --n 1 --k 1 --model roofline") == 2);
+  CHECK(run("cost grouped-gemm" + profile() + " --experts 4 --tokens 16 --top-k 8 --n 8 --k 8") == 2);
+  CHECK(run("cost grouped-gemm" + profile() + " --n 8 --k 8") == 2);
+  CHECK(run("cost") == 2);
+}
