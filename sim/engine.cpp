@@ -10,7 +10,8 @@ namespace moesim {
 namespace {
 
 struct Unit {  // one running thing: a task, or a collective's members moving together
-  std::vector<TaskId> members;
+  std::uint32_t first = 0;  // members are members_[first, first + count)
+  std::uint32_t count = 0;
   double remaining = 0;
   double rate = 1;
   double updated = 0;
@@ -57,6 +58,8 @@ class Engine {
       if (g.task(id).group != 0xffffffffu) group_members_[g.task(id).group].push_back(id);
     }
     running_.resize(g.ranks());
+    units_.reserve(n);
+    members_.reserve(n);
   }
 
   ReplayResult run() {
@@ -72,7 +75,7 @@ class Engine {
       if (ev.version != u.version) continue;
       now_ = ev.time;
       finish_unit(ev.unit);
-      done += units_[ev.unit].members.size();
+      done += units_[ev.unit].count;
       flush_starts();
     }
     if (done != g_.size()) throw std::logic_error("replay stalled: a dependency cycle or an incomplete collective group");
@@ -84,52 +87,63 @@ class Engine {
     r_.cause[id] = cause;
     const auto group = g_.task(id).group;
     if (group == 0xffffffffu) {
-      to_start_.push_back({id});
+      to_start_.push_back({id, false});
       return;
     }
-    if (++group_ready_[group] == group_members_[group].size()) to_start_.push_back(group_members_[group]);
+    if (++group_ready_[group] == group_members_[group].size()) to_start_.push_back({group, true});
   }
 
   void flush_starts() {
     if (to_start_.empty()) return;
-    std::vector<std::uint32_t> touched;
-    for (auto& members : to_start_) {
+    touched_.clear();
+    for (const auto& [what, is_group] : to_start_) {
       const auto uid = static_cast<std::uint32_t>(units_.size());
       Unit u;
-      u.members = std::move(members);
-      const Task& t0 = g_.task(u.members.front());
+      u.first = static_cast<std::uint32_t>(members_.size());
+      if (is_group) members_.insert(members_.end(), group_members_[what].begin(), group_members_[what].end());
+      else members_.push_back(what);
+      u.count = static_cast<std::uint32_t>(members_.size()) - u.first;
+      const Task& t0 = g_.task(members_[u.first]);
       u.comm = is_communication(t0.kind);
       u.link = t0.link_bytes[1] > 0 ? LinkClass::nic : LinkClass::nvlink;
-      for (TaskId m : u.members) {
+      for (TaskId m : members(u)) {
         u.remaining = std::max(u.remaining, g_.task(m).work_s);
         r_.start[m] = now_;
         running_[g_.task(m).rank].push_back(uid);
-        touched.push_back(g_.task(m).rank);
+        touched_.push_back(g_.task(m).rank);
       }
       u.updated = now_;
       u.rate = 0;  // set by rerate
-      units_.push_back(std::move(u));
+      units_.push_back(u);
     }
     to_start_.clear();
-    rerate(touched);
+    rerate(touched_);
   }
+
+  struct Range {
+    const TaskId* b;
+    const TaskId* e;
+    const TaskId* begin() const { return b; }
+    const TaskId* end() const { return e; }
+  };
+  Range members(const Unit& u) const { return {members_.data() + u.first, members_.data() + u.first + u.count}; }
 
   void finish_unit(std::uint32_t uid) {
     Unit& u = units_[uid];
-    std::vector<std::uint32_t> touched;
-    for (TaskId m : u.members) {
+    touched_.clear();
+    for (TaskId m : members(u)) {
       r_.finish[m] = now_;
       if (now_ >= r_.makespan) { r_.makespan = now_; r_.last = m; }
       auto& list = running_[g_.task(m).rank];
       list.erase(std::find(list.begin(), list.end(), uid));
-      touched.push_back(g_.task(m).rank);
+      touched_.push_back(g_.task(m).rank);
     }
     u.version = std::numeric_limits<std::uint32_t>::max();
-    for (TaskId m : u.members) {
+    for (TaskId m : members(u)) {
       for (auto [e, end] = boost::out_edges(m, g_.dag()); e != end; ++e) release(static_cast<TaskId>(boost::target(*e, g_.dag())), m);
       if (stream_next_[m] != kNoTask) release(stream_next_[m], m);
     }
-    rerate(touched);
+    rerate(touched_);
   }
 
   void release(TaskId id, TaskId cause) {
@@ -152,14 +166,15 @@ class Engine {
   void rerate(std::vector<std::uint32_t>& ranks) {
     std::sort(ranks.begin(), ranks.end());
     ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-    std::vector<std::uint32_t> units;
+    auto& units = rerate_units_;
+    units.clear();
     for (auto rank : ranks) units.insert(units.end(), running_[rank].begin(), running_[rank].end());
     std::sort(units.begin(), units.end());
     units.erase(std::unique(units.begin(), units.end()), units.end());
     for (auto uid : units) {
       Unit& u = units_[uid];
       double rate = std::numeric_limits<double>::infinity();
-      for (TaskId m : u.members) rate = std::min(rate, share_on(g_.task(m).rank, u));
+      for (TaskId m : members(u)) rate = std::min(rate, share_on(g_.task(m).rank, u));
       if (u.rate > 0) u.remaining = std::max(0.0, u.remaining - (now_ - u.updated) * u.rate);
       if (rate == u.rate && u.version != 0) {
         u.updated = now_;
@@ -181,7 +196,10 @@ class Engine {
   std::vector<std::size_t> group_ready_;
   std::vector<std::vector<std::uint32_t>> running_;  // per rank: running unit ids
   std::vector<Unit> units_;
-  std::vector<std::vector<TaskId>> to_start_;
+  std::vector<TaskId> members_;
+  std::vector<std::pair<std::uint32_t, bool>> to_start_;  // (task, false) or (group, true)
+  std::vector<std::uint32_t> touched_;
+  std::vector<std::uint32_t> rerate_units_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
   std::uint64_t seq_ = 0;
   double now_ = 0;

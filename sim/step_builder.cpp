@@ -310,6 +310,8 @@ BuiltStep StepBuilder::build() {
   out_.graph = TaskGraph(static_cast<std::uint32_t>(out_.ranks.size()));
   out_.microbatches = m_;
   st_.resize(out_.ranks.size());
+  // About a dozen tasks per block and microbatch pass; reserving avoids regrowth.
+  out_.graph.reserve(out_.ranks.size() * static_cast<std::size_t>(2 * m_ * (a_.num_layers / p_.pp + 2) * 12 + 64));
   for (std::uint32_t r = 0; r < out_.ranks.size(); ++r) prepare(r);
   for (std::uint32_t r = 0; r < out_.ranks.size(); ++r) {
     for (const PipeOp& op : stage_schedule(p_, out_.ranks[r].stage, m_)) {
@@ -320,6 +322,7 @@ BuiltStep StepBuilder::build() {
     }
     emit_optimizer(r);
   }
+  out_.graph.finalize();
   return std::move(out_);
 }
 

@@ -1,6 +1,7 @@
 #include "sim/task_graph.hpp"
 
 
+
 namespace moesim {
 
 const char* name_of(StreamKind s) {
@@ -51,13 +52,14 @@ TaskGraph::TaskGraph(std::uint32_t ranks) : ranks_(ranks) { labels_.emplace_back
 TaskId TaskGraph::add(Task t) {
   const auto id = static_cast<TaskId>(tasks_.size());
   tasks_.push_back(t);
-  boost::add_vertex(dag_);
+  dag_.reset();
   return id;
 }
 
 void TaskGraph::depend(TaskId before, TaskId after) {
   if (before == kNoTask || after == kNoTask) return;
-  boost::add_edge(before, after, dag_);
+  edges_.emplace_back(before, after);
+  dag_.reset();
 }
 
 std::uint32_t TaskGraph::new_group() { return groups_++; }
@@ -68,6 +70,18 @@ std::uint32_t TaskGraph::label(const std::string& text) {
   return it->second;
 }
 
-void TaskGraph::reserve(std::size_t tasks) { tasks_.reserve(tasks); }
+void TaskGraph::reserve(std::size_t tasks) {
+  tasks_.reserve(tasks);
+  edges_.reserve(tasks);
+}
+
+void TaskGraph::finalize() const {
+  if (!dag_) dag_ = std::make_unique<DagStorage>(edges_.begin(), edges_.end(), tasks_.size());
+}
+
+const DagStorage& TaskGraph::dag() const {
+  finalize();
+  return *dag_;
+}
 
 }  // namespace moesim

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -58,6 +59,9 @@ class TaskGraph {
 
   TaskId add(Task t);
   void depend(TaskId before, TaskId after);  // `after` starts only once `before` finished
+  // Builds the Boost.Graph adjacency list from the recorded edges in one pass (far cheaper
+  // than growing it edge by edge). dag() does it on first use too.
+  void finalize() const;
   // A collective or transfer spanning several simulated ranks: the tasks start together once
   // all are ready, and finish together when the slowest member finishes.
   std::uint32_t new_group();
@@ -67,14 +71,17 @@ class TaskGraph {
   std::size_t size() const { return tasks_.size(); }
   const Task& task(TaskId id) const { return tasks_[id]; }
   const std::vector<Task>& tasks() const { return tasks_; }
-  const DagStorage& dag() const { return dag_; }
+  const DagStorage& dag() const;
   const std::string& label_text(std::uint32_t l) const { return labels_[l]; }
   std::uint32_t groups() const { return groups_; }
 
  private:
   std::uint32_t ranks_;
   std::vector<Task> tasks_;
-  DagStorage dag_;
+  std::vector<std::pair<std::size_t, std::size_t>> edges_;
+  // Built from edges_ on first use (logically const); held by pointer because Boost's
+  // adjacency_list copies on move.
+  mutable std::unique_ptr<DagStorage> dag_;
   std::vector<std::string> labels_;
   std::unordered_map<std::string, std::uint32_t> label_ids_;  // labels are interned
   std::uint32_t groups_ = 0;
