@@ -11,6 +11,9 @@ jobs="${MOESIM_JOBS:-$(nproc)}"
 
 # Debian packages the build needs (see README "Dependencies").
 packages=(g++ cmake make libboost-graph-dev nlohmann-json3-dev libcli11-dev libeigen3-dev catch2)
+# Test mode only: headless Chromium (and a font for chart text) for the html_renders_in_chromium
+# test, which is skipped where no Chromium is installed.
+test_packages=(chromium fonts-liberation)
 
 install_missing() {
   local missing=()
@@ -46,6 +49,7 @@ case "$mode" in
     echo "build.sh: JSON reports in out/"
     ;;
   test)
+    packages+=("${test_packages[@]}")
     install_missing
     configure_and_build ON
     ctest --test-dir "$build_dir" --output-on-failure

@@ -38,7 +38,12 @@ int main(int argc, char** argv) {
       moesim::cli::add_inventory_command(app),
       moesim::cli::add_simulate_command(app),
       moesim::cli::add_bench_command(app),
+      moesim::cli::add_sweep_command(app),
+      moesim::cli::add_compare_command(app),
+      moesim::cli::add_validate_command(app),
       moesim::cli::add_cost_command(app),
+      moesim::cli::add_fit_command(app),
+      moesim::cli::add_import_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -19,6 +19,24 @@ nlohmann::json phase_map(const std::array<double, kPhases>& values) {
   return out;
 }
 
+// The worst stage's peak allocation by ledger class (persistent state plus the peak phase's
+// working set; the values sum to peak_allocated_GiB), for the stacked memory bars (seed Fig. 9).
+nlohmann::json memory_by_class(const StageLedger& worst) {
+  nlohmann::json out = nlohmann::json::object();
+  const auto add = [&](const std::vector<LedgerItem>& items, const char* kind) {
+    for (const auto& i : items) {
+      auto& entry = out[std::string(name_of(i.cls))];
+      if (entry.is_null()) entry = {{"kind", kind}, {"GiB", 0.0}};
+      entry["GiB"] = entry["GiB"].get<double>() + i.bytes / kGiB;
+    }
+  };
+  add(worst.persistent, "persistent");
+  for (const auto& ph : worst.phases) {
+    if (ph.phase == worst.peak_phase) add(ph.items, "working");
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
@@ -57,6 +75,7 @@ nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
           {"capacity_GiB", worst.capacity / kGiB},
           {"oom", r.ledger.oom},
           {"breaking_phase", name_of(worst.peak_phase)},
+          {"memory_by_class", memory_by_class(worst)},
           {"inputs", sc.resolved}};
 }
 

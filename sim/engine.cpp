@@ -50,7 +50,7 @@ class Engine {
       last[slot] = id;
     }
     for (TaskId id = 0; id < n; ++id) {
-      for (auto [e, end] = boost::out_edges(id, g.dag()); e != end; ++e) ++pending_[boost::target(*e, g.dag())];
+      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(id), g.dag()); e != end; ++e) ++pending_[boost::target(*e, g.dag())];
     }
     group_members_.resize(g.groups());
     group_ready_.assign(g.groups(), 0);
@@ -140,7 +140,7 @@ class Engine {
     }
     u.version = std::numeric_limits<std::uint32_t>::max();
     for (TaskId m : members(u)) {
-      for (auto [e, end] = boost::out_edges(m, g_.dag()); e != end; ++e) release(static_cast<TaskId>(boost::target(*e, g_.dag())), m);
+      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(m), g_.dag()); e != end; ++e) release(static_cast<TaskId>(boost::target(*e, g_.dag())), m);
       if (stream_next_[m] != kNoTask) release(stream_next_[m], m);
     }
     rerate(touched_);

@@ -59,7 +59,7 @@ void StepBuilder::after_layer_backward(std::uint32_t r, std::int64_t layer, int 
     if (bk.ready_layer != layer) continue;
     const auto kind = p_.grad_sync == GradSync::all_reduce ? CollectiveKindTag::all_reduce : CollectiveKindTag::reduce_scatter;
     st.sync_tasks.push_back(collective(r, bk.domain, kind, PhaseTag::grad_sync, StreamKind::comm_dp, bk.numel * bytes_of(p_.precision.reduce),
-                                       -1, static_cast<std::int64_t>(b), kBucketTag, acc));
+                                       mb, static_cast<std::int64_t>(b), kBucketTag, acc));
   }
 }
 

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "models/common/units.hpp"
+#include "models/plan/design_spec.hpp"
 
 namespace moesim {
 
@@ -48,7 +49,7 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
   const TimelineMetrics tm = measure(sim.step.graph, sim.replay);
 
   StepResult& r = sim.result;
-  r.design = std::string(name_of(sc.plan.design));
+  r.design = design_name(sc.plan);
   r.params_total = inv.params_total;
   r.params_active = inv.params_active;
   r.flops = flop_conventions().get(sc.flop_convention).per_token(sc.arch, inv);

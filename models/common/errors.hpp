@@ -9,15 +9,19 @@ namespace moesim {
 // A user input is wrong: names the file, the JSON path, and what is allowed.
 class InputError : public std::runtime_error {
  public:
-  InputError(std::string file, std::string path, const std::string& message)
+  // `infeasible`: the input is well-formed but describes an impossible plan (a sweep reports
+  // such a point and goes on, while a malformed input stops it before any point runs).
+  InputError(std::string file, std::string path, const std::string& message, bool infeasible = false)
       : std::runtime_error(format(file, path, message)),
         file_(std::move(file)),
         path_(std::move(path)),
-        message_(message) {}
+        message_(message),
+        infeasible_(infeasible) {}
 
   const std::string& file() const { return file_; }
   const std::string& path() const { return path_; }
   const std::string& message() const { return message_; }
+  bool infeasible() const { return infeasible_; }
 
  private:
   static std::string format(const std::string& file, const std::string& path,
@@ -29,6 +33,7 @@ class InputError : public std::runtime_error {
   std::string file_;
   std::string path_;
   std::string message_;
+  bool infeasible_ = false;
 };
 
 }  // namespace moesim

@@ -7,6 +7,7 @@
 #include "models/arch/flops.hpp"
 #include "models/input/json_reader.hpp"
 #include "models/input/overrides.hpp"
+#include "models/plan/design_spec.hpp"
 
 namespace moesim {
 
@@ -31,6 +32,9 @@ nlohmann::json read_json_file(const std::string& path) {
     if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
     throw InputError(path, "", "malformed JSON at line " + std::to_string(line) + ", column " +
                                    std::to_string(col) + ": " + what);
+  } catch (const nlohmann::json::exception& e) {
+    // e.g. a number too large for a double (1e999)
+    throw InputError(path, "", std::string("unreadable JSON: ") + e.what());
   }
 }
 
@@ -74,7 +78,7 @@ Scenario parse_composed(const nlohmann::json& doc, const std::string& scenario_f
     const std::string path = plan.prefix.empty() ? "gpus_per_node" : plan.prefix + ".gpus_per_node";
     throw InputError(plan.file, path, std::to_string(s.plan.gpus_per_node) + " GPUs per node exceeds the " +
                                           std::to_string(static_cast<long long>(node)) + " of hardware profile \"" +
-                                          s.hardware.name + "\"");
+                                          s.hardware.name + "\"", /*infeasible=*/true);
   }
   s.resolved = {{"architecture", doc.at("architecture")}, {"plan", doc.at("plan")}, {"hardware", doc.at("hardware")}};
   return s;
@@ -91,6 +95,8 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   const std::string name = top.string_or("name", fs::path(path).stem().string());
   top.string_or("description", "");
   std::string convention = top.string_or("flop_convention", std::string(kDefaultFlopConvention));
+  const nlohmann::json sweep = top.has("sweep") ? raw.at("sweep") : nlohmann::json();
+  const nlohmann::json compare = top.has("compare") ? raw.at("compare") : nlohmann::json();
 
   // Overrides: the scenario's own "set" object first, then the command line, in order.
   std::vector<std::pair<Override, std::string>> overrides;
@@ -106,13 +112,28 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
 
   for (const auto& [o, origin] : overrides) {
     const auto& head = std::get<std::string>(o.path.front());
-    if (head == "flop_convention" && o.path.size() == 1) {
+    const bool whole = o.path.size() == 1;
+    if (head == "flop_convention" && whole) {
       if (!o.value.is_string()) throw InputError(origin, o.text, "flop_convention must be a string");
       convention = o.value.get<std::string>();
       continue;
     }
+    if (head == "design" && whole) {
+      if (!o.value.is_string()) throw InputError(origin, o.text, "design must be a string such as \"ddp+ep8\"");
+      for (const auto& [path, value] : design_overrides(o.value.get<std::string>())) {
+        apply_override(doc, parse_override(path + "=" + value.dump(), origin), origin);
+      }
+      continue;
+    }
     if (head != "architecture" && head != "plan" && head != "hardware") {
-      throw InputError(origin, o.text, "path must start with architecture, plan, hardware or flop_convention");
+      throw InputError(origin, o.text, "path must start with architecture, plan, hardware, design or flop_convention");
+    }
+    if (whole && o.value.is_string()) {
+      // A whole input swapped for another file, found relative to the scenario.
+      SectionOrigin& target = head == "architecture" ? arch : head == "plan" ? plan : hw;
+      target = {(fs::path(path).parent_path() / o.value.get<std::string>()).lexically_normal().string(), ""};
+      doc[head] = read_json_file(target.file);
+      continue;
     }
     apply_override(doc, o, origin);
   }
@@ -126,6 +147,8 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
     Scenario s = parse_composed(doc, path, arch, plan, hw);
     s.name = name;
     s.flop_convention = convention;
+    s.sweep = sweep;
+    s.compare = compare;
     return s;
   } catch (const InputError& e) {
     // An error inside a value the user overrode points at the override, not at the file.
@@ -139,7 +162,7 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
     }
     for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
       if (starts_with_path(full, it->first.dotted)) {
-        throw InputError(it->second, full, e.message() + " (value set by '" + it->first.text + "')");
+        throw InputError(it->second, full, e.message() + " (value set by '" + it->first.text + "')", e.infeasible());
       }
     }
     throw;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/arch/architecture.hpp"
+#include "models/common/errors.hpp"
 #include "models/hw/hardware_profile.hpp"
 #include "models/plan/parallel_plan.hpp"
 
@@ -21,13 +22,17 @@ struct Scenario {
   ParallelPlan plan;
   HardwareProfile hardware;
   nlohmann::json resolved;  // {architecture, plan, hardware} after every override
+  nlohmann::json sweep;     // the scenario's "sweep" block (axes, include), if any
+  nlohmann::json compare;   // the scenario's "compare" block (designs), if any
 };
 
 // Reads a JSON file; a missing file or malformed JSON is an InputError naming the file (and the
 // line and column of a syntax error).
 nlohmann::json read_json_file(const std::string& path);
 
-// `sets` are CLI --set expressions, applied after the scenario's own "set" block.
+// `sets` are CLI --set expressions, applied after the scenario's own "set" block. Besides field
+// paths, `design=ddp+ep8` expands to plan overrides, and `architecture=FILE` (or plan=,
+// hardware=) swaps a whole input for a file, relative to the scenario's folder.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets);
 
 // Builds a scenario from an already composed document {architecture, plan, hardware, ...};

@@ -125,7 +125,7 @@ std::string s(std::int64_t v) { return std::to_string(v); }
 void validate_plan(const ParallelPlan& p, const Architecture& a, const std::string& file,
                    const std::string& prefix) {
   auto fail = [&](const std::string& path, const std::string& msg) {
-    throw InputError(file, prefix.empty() ? path : prefix + "." + path, msg);
+    throw InputError(file, prefix.empty() ? path : prefix + "." + path, msg, /*infeasible=*/true);
   };
   if (p.world() % p.pp != 0) {
     fail("pipeline.degree", "world size " + s(p.world()) + " (nodes x gpus_per_node) is not divisible by PP degree " + s(p.pp));

@@ -94,6 +94,12 @@ TEST_CASE("Malformed JSON names the line and column", "[unit]") {
   }
 }
 
+TEST_CASE("A number too large for a double is an input error, not a crash", "[unit]") {
+  test::TempDir dir;
+  const std::string file = dir.write("huge.json", "{\"name\": 1e999}");
+  CHECK_THROWS_AS(load_scenario(file, {}), InputError);
+}
+
 TEST_CASE("Errors in section files name that file and a path relative to it", "[unit]") {
   test::TempDir dir;
   json arch = read_json_file(test::source_path("scenarios/architectures/olmo-ddp-bench-moe.json"));

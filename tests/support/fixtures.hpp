@@ -1,6 +1,7 @@
 // Shared test helpers: paths to bundled inputs, temporary folders, scenario loading.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 

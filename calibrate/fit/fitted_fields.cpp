@@ -1,0 +1,50 @@
+#include "calibrate/fit/fitted_fields.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace moesim::fit {
+
+void FitOutput::add(const FitOutput& other) {
+  updates.insert(updates.end(), other.updates.begin(), other.updates.end());
+  curves.insert(curves.end(), other.curves.begin(), other.curves.end());
+}
+
+std::string FitInputs::provenance(const std::set<std::string>& names) const {
+  std::string out;
+  for (const auto& f : files) {
+    if (!names.count(f.file)) continue;
+    const auto& e = f.environment;
+    out += (out.empty() ? "" : "; ") + f.file + " (" + (e.device_name.empty() ? "device not recorded" : e.device_name) +
+           ", " + (e.date_utc == "unknown" ? std::string("date not recorded") : e.date_utc) + ")";
+  }
+  return out;
+}
+
+double round_sig(double v, int digits) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  const double mag = std::pow(10.0, digits - 1 - std::floor(std::log10(std::fabs(v))));
+  return std::round(v * mag) / mag;
+}
+
+std::string sig4(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+nlohmann::ordered_json fitted_quantity(double value, const std::string& source) {
+  nlohmann::ordered_json q;
+  q["value"] = round_sig4(value);
+  q["kind"] = "fitted";
+  q["source"] = source;
+  return q;
+}
+
+std::string residual_text(double rms_rel, double max_rel, int points) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "residual rms %.2f%%, max %.2f%% over %d points", 100 * rms_rel, 100 * max_rel, points);
+  return buf;
+}
+
+}  // namespace moesim::fit

@@ -1,0 +1,65 @@
+// What the fitters produce: profile fields to replace (each a "fitted" Quantity or Table with
+// its provenance) and one report line per fitted curve, with its residuals.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "calibrate/fit/measurements.hpp"
+#include "models/hw/hardware_profile.hpp"
+
+namespace moesim::fit {
+
+struct FitOptions {
+  // NCCL algorithm behind all_reduce measurements that do not name one ("" = only where it is
+  // unambiguous: one NVLink domain and no NVLS in the base profile).
+  std::string all_reduce_algorithm;
+  double gemm_min_nk = 4096;            // dense GEMMs with N and K at least this build the table
+  double hbm_min_bytes = 256.0 * (1 << 20);  // memory-kernel points at least this large (past L2)
+};
+
+// One profile field, by its JSON path from the profile root, and its new JSON value.
+struct FieldUpdate {
+  std::vector<std::string> path;
+  nlohmann::ordered_json value;
+  std::string summary;  // short, for the table: "0.8123", "12 points", ...
+};
+
+struct CurveReport {
+  std::string curve;   // "all_reduce ring n=8 (1 domain)", "gemm TFLOPs by rows", ...
+  int points = 0;
+  std::string model;   // "21.3 us + S / 371 GB/s (busbw 650 GB/s)"
+  double rms_rel = 0;  // relative residuals of the points against the fitted model
+  double max_rel = 0;
+  std::string field;   // the profile field it set, or "" when not mapped
+  std::string note;    // why not mapped, or what was assumed
+};
+
+struct FitOutput {
+  std::vector<FieldUpdate> updates;
+  std::vector<CurveReport> curves;
+  void add(const FitOutput& other);
+};
+
+// The measurement files and the base profile every fitter reads.
+struct FitInputs {
+  std::vector<MeasurementFile> files;
+  HardwareProfile base;
+  FitOptions options;
+  // "FILE (DEVICE, DATE)" for each named file, "; "-joined: the provenance of a fitted field.
+  std::string provenance(const std::set<std::string>& file_names) const;
+};
+
+// {"value", "kind": "fitted", "source"}, the value rounded to 4 significant digits.
+nlohmann::ordered_json fitted_quantity(double value, const std::string& source);
+// Residual wording shared by every source: "residual rms 1.2%, max 3.4% over 23 points".
+std::string residual_text(double rms_rel, double max_rel, int points);
+// Four significant digits (deterministic text for sources and the table).
+std::string sig4(double v);
+double round_sig(double v, int digits);
+inline double round_sig4(double v) { return round_sig(v, 4); }
+
+}  // namespace moesim::fit

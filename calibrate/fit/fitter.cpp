@@ -1,0 +1,113 @@
+#include "calibrate/fit/fitter.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "calibrate/fit/collective_fit.hpp"
+#include "calibrate/fit/compute_fit.hpp"
+#include "models/common/errors.hpp"
+#include "models/input/json_reader.hpp"
+
+namespace moesim::fit {
+
+namespace {
+
+nlohmann::ordered_json read_ordered(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "", "cannot open file");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  try {
+    return nlohmann::ordered_json::parse(buf.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path, "", std::string("malformed JSON: ") + e.what());
+  }
+}
+
+void apply(nlohmann::ordered_json& profile, const FieldUpdate& u) {
+  nlohmann::ordered_json* node = &profile;
+  for (std::size_t i = 0; i + 1 < u.path.size(); ++i) {
+    node = &(*node)[u.path[i]];  // creates a section the base lacks (e.g. nvls)
+  }
+  (*node)[u.path.back()] = u.value;
+}
+
+std::string join_path(const std::vector<std::string>& p) {
+  std::string s;
+  for (const auto& k : p) s += (s.empty() ? "" : ".") + k;
+  return s;
+}
+
+}  // namespace
+
+FitResult fit_profile(const std::vector<std::string>& measurement_files, const std::string& base_profile,
+                      const FitOptions& options) {
+  if (measurement_files.empty()) throw InputError("", "", "no measurement files given");
+  FitInputs in;
+  in.options = options;
+  nlohmann::ordered_json profile = read_ordered(base_profile);
+  {
+    const nlohmann::json plain = nlohmann::json::parse(profile.dump());
+    in.base = parse_hardware_profile(JsonReader(plain, base_profile, ""));
+  }
+  for (const auto& path : measurement_files) {
+    in.files.push_back(read_measurements(path));
+    const auto& a = in.files.front().environment;
+    const auto& b = in.files.back().environment;
+    // One profile describes one node type: refuse to mix GPU models.
+    if (!a.device_name.empty() && !b.device_name.empty() && a.device_name != b.device_name) {
+      throw InputError(path, "environment.device.name",
+                       "\"" + b.device_name + "\" differs from \"" + a.device_name + "\" in " +
+                           in.files.front().file + ": fit one node type at a time");
+    }
+  }
+  FitOutput out = fit_collectives(in);
+  out.add(fit_compute(in));
+  if (out.updates.empty()) {
+    std::string why;
+    for (const auto& c : out.curves) {
+      if (!c.note.empty()) why += "; " + c.curve + ": " + c.note;
+    }
+    throw InputError(measurement_files.front(), "",
+                     "no measurement could be fitted to a profile field (need collective sweeps, dense GEMMs, "
+                     "grouped GEMMs, memory kernels or interference records)" + why);
+  }
+  for (const auto& u : out.updates) apply(profile, u);
+  std::string files;
+  for (const auto& f : in.files) files += (files.empty() ? "" : ", ") + f.file;
+  // One sentence names the fit; a refit replaces it rather than appending another.
+  const std::string marker = " Fields of kind \"fitted\" come from moesim fit on ";
+  std::string description = profile.value("description", std::string());
+  if (auto at = description.find(marker); at != std::string::npos) description.resize(at);
+  profile["description"] = description + marker + files + ".";
+  // The result must load exactly as any profile does.
+  const nlohmann::json plain = nlohmann::json::parse(profile.dump());
+  try {
+    parse_hardware_profile(JsonReader(plain, "<fitted profile>", ""));
+  } catch (const InputError& e) {
+    throw InputError(base_profile, e.path(), "the fitted profile does not validate: " + e.message());
+  }
+  return {profile, out.curves, out.updates};
+}
+
+std::string format_fit_table(const FitResult& r) {
+  std::ostringstream os;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-40s %6s  %-44s %7s %7s  %s\n", "curve", "points", "fit", "rms", "max",
+                "profile field / note");
+  os << line;
+  for (const auto& c : r.curves) {
+    std::string target = c.field.empty() ? "-" : c.field;
+    if (!c.note.empty()) target += " (" + c.note + ")";
+    std::snprintf(line, sizeof line, "%-40s %6d  %-44s %6.2f%% %6.2f%%  %s\n", c.curve.c_str(), c.points,
+                  c.model.c_str(), 100 * c.rms_rel, 100 * c.max_rel, target.c_str());
+    os << line;
+  }
+  os << "(* algorithm not recorded with the measurements: assumed; rms and max: relative residuals)\n\n";
+  for (const auto& u : r.updates) os << "  " << join_path(u.path) << " = " << u.summary << "\n";
+  return os.str();
+}
+
+}  // namespace moesim::fit

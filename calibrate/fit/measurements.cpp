@@ -1,0 +1,256 @@
+// Strict reader of moesim-measurements/1 (see measurements.hpp). The keys each kind may carry
+// follow calibrate/harness/README.md ("Output") plus the importer's `source` and `algorithm`.
+#include "calibrate/fit/measurements.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "models/input/json_reader.hpp"
+#include "models/input/scenario.hpp"
+
+namespace moesim::fit {
+
+namespace {
+
+enum class T { integer, number, number_or_null, string, boolean, int_list, any };
+using Keys = std::vector<std::pair<const char*, T>>;
+
+const Keys kCommonOptional = {{"iters", T::integer},   {"warmup", T::integer}, {"median_us", T::number},
+                              {"p10_us", T::number},   {"p90_us", T::number},  {"mean_us", T::number},
+                              {"min_us", T::number},   {"max_us", T::number}};
+const Keys kCollective = {{"count", T::integer},      {"op", T::string},          {"algbw_GBps", T::number},
+                          {"busbw_GBps", T::number},  {"check_mismatches", T::integer}, {"in_place", T::boolean}};
+const std::map<std::string, Keys> kKindExtras = {
+    {"all_reduce_bucketed", {{"buckets", T::integer}, {"bucket_bytes", T::int_list}, {"cap_bytes", T::integer},
+                             {"pool_bytes", T::integer}, {"buffers_reused", T::boolean}}},
+    {"all_gather", {{"send_count", T::integer}}},
+    {"reduce_scatter", {{"recv_count", T::integer}}},
+    {"all_to_all", {{"d", T::integer}, {"row_bytes", T::integer}, {"rows_per_rank", T::integer},
+                    {"max_send_rows", T::integer}, {"max_recv_rows", T::integer}, {"counts", T::any},
+                    {"zipf_s", T::number}, {"experts", T::integer}, {"top_k", T::integer}, {"seed", T::integer}}},
+    {"send_recv", {{"src_rank", T::integer}, {"dst_rank", T::integer}}},
+    {"gemm", {{"name", T::string}, {"count", T::integer}, {"accumulate", T::string}, {"library", T::string},
+              {"algo", T::string}, {"workspace_bytes", T::integer}, {"operand_sets", T::integer},
+              {"flops", T::number}, {"tflops", T::number}, {"check_rel_error", T::number_or_null}}},
+    {"grouped_gemm", {{"rows_dim", T::string}, {"tokens", T::integer}, {"experts", T::integer},
+                      {"top_k", T::integer}, {"seed", T::integer}, {"active_experts", T::integer},
+                      {"flops", T::number}, {"tflops", T::number}, {"check_rel_error", T::number_or_null}}},
+    {"memory", {{"elements", T::integer}, {"bytes_per_element", T::number}, {"buffer_copies", T::integer},
+                {"GBps", T::number}, {"check_mismatches", T::integer}}},
+    {"interference", {{"background_bytes", T::integer}, {"background_reps", T::integer},
+                      {"alone_median_us", T::number}, {"alone_p10_us", T::number}, {"alone_p90_us", T::number},
+                      {"slowdown", T::number_or_null}, {"tflops_alone", T::number}, {"tflops", T::number},
+                      {"background_alone_median_us", T::number}, {"background_overlapped_mean_us", T::number},
+                      {"background_slowdown", T::number}, {"check_rel_error", T::number_or_null}}},
+};
+
+// Type-checks an informational key (present or not) so that a null, NaN-like or mistyped value
+// is still reported with its path, even though the fitter does not use it.
+void info(const JsonReader& r, const nlohmann::json& raw, const char* key, T type) {
+  if (!r.has(key)) return;
+  const auto& v = raw.at(key);
+  switch (type) {
+    case T::integer: r.integer(key, Range::non_negative()); break;
+    case T::number: r.number(key, Range::non_negative()); break;
+    case T::number_or_null: if (!v.is_null()) r.number(key, Range::non_negative()); break;
+    case T::string: r.string(key); break;
+    case T::boolean: r.boolean(key); break;
+    case T::int_list: r.integer_list(key, Range::non_negative()); break;
+    case T::any: break;
+  }
+}
+
+// A non-empty array of finite, positive times in microseconds.
+std::vector<double> times(const JsonReader& r, const nlohmann::json& raw, const char* key, bool allow_empty) {
+  if (!r.has(key)) r.fail(key, "required field is missing");
+  const auto& v = raw.at(key);
+  if (!v.is_array()) r.fail(key, "expected an array of times in microseconds, got " + brief(v));
+  if (v.empty() && !allow_empty) r.fail(key, "is empty: a measurement needs at least one time");
+  std::vector<double> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string at = std::string(key) + "[" + std::to_string(i) + "]";
+    if (!v[i].is_number()) r.fail(at, "expected a time in microseconds, got " + brief(v[i]));
+    const double t = v[i].get<double>();
+    if (!std::isfinite(t)) r.fail(at, "time is not finite");
+    if (t <= 0) r.fail(at, "time " + brief(v[i]) + " must be positive");
+    out.push_back(t);
+  }
+  return out;
+}
+
+// GEMM dimensions; grouped GEMM marks its routed dimension with "rows" (returned as 0).
+std::int64_t dim(const JsonReader& r, const nlohmann::json& raw, const char* key, bool rows_allowed) {
+  if (rows_allowed && raw.contains(key) && raw.at(key) == "rows") {
+    r.has(key);  // marks the key as read
+    return 0;
+  }
+  return r.integer(key, Range::positive());
+}
+
+std::string kind_family(const std::string& kind) {
+  if (is_memory_kind(kind)) return "memory";
+  return kind == "all_reduce" ? "" : kind;
+}
+
+Measurement parse_record(const JsonReader& r, const nlohmann::json& raw) {
+  Measurement m;
+  m.path = r.path();
+  m.kind = r.string("kind");
+  const auto& kinds = measurement_kinds();
+  if (std::find(kinds.begin(), kinds.end(), m.kind) == kinds.end()) {
+    std::string list;
+    for (const auto& k : kinds) list += (list.empty() ? "" : ", ") + k;
+    r.fail("kind", "unknown measurement kind \"" + m.kind + "\"; known: " + list);
+  }
+  m.group = r.string("group");
+  m.label = r.string("label");
+  m.dtype = r.choice("dtype", {"fp32", "bf16", "fp16", "fp64", "fp8_e4m3", "fp8_e5m2", "int8", "uint8",
+                               "int32", "uint32", "int64", "uint64", "bf16->fp32"});
+  m.group_size = static_cast<int>(r.integer("group_size", Range::between(1, 1e6)));
+  m.check = r.choice("check", {"ok", "failed", "skipped"});
+  m.nodes = static_cast<int>(r.integer_or("nodes", 0, Range::between(1, 1e6)));
+  m.source = r.string_or("source", "");
+  m.algorithm = r.choice_or("algorithm", "", {"ring", "tree", "nvls", "nvls_tree", "collnet_direct",
+                                              "collnet_chain", "pat"});
+  for (const auto& [key, type] : kCommonOptional) info(r, raw, key, type);
+  if (auto it = kKindExtras.find(kind_family(m.kind)); it != kKindExtras.end()) {
+    for (const auto& [key, type] : it->second) info(r, raw, key, type);
+  }
+  if (m.kind == "interference") {
+    m.usable = r.integer_or("overlapped_iters", 1, Range::non_negative()) > 0;
+    m.times_us = times(r, raw, "times_us", !m.usable);
+    if (!m.usable && !m.times_us.empty()) r.fail("overlapped_iters", "is 0 but times_us holds times");
+    m.alone_times_us = times(r, raw, "alone_times_us", false);
+    m.alone_median_us = median_of(m.alone_times_us);
+    m.background = r.string("background");
+  } else {
+    m.times_us = times(r, raw, "times_us", false);
+  }
+  if (!m.times_us.empty()) m.median_us = median_of(m.times_us);
+  if (is_collective_kind(m.kind) || is_memory_kind(m.kind)) {
+    m.bytes = r.integer("bytes", Range::positive());
+    if (is_collective_kind(m.kind)) {
+      for (const auto& [key, type] : kCollective) info(r, raw, key, type);
+    }
+  }
+  if (m.kind == "gemm" || m.kind == "interference" || m.kind == "grouped_gemm") {
+    const bool grouped = m.kind == "grouped_gemm";
+    m.m = dim(r, raw, "m", grouped);
+    m.n = dim(r, raw, "n", false);
+    m.k = dim(r, raw, "k", grouped);
+    m.layout = r.choice_or("layout", "fwd", {"fwd", "dgrad", "wgrad"});
+    if (grouped) {
+      if ((m.m == 0) == (m.k == 0)) r.fail("m", "exactly one of m and k must be \"rows\" (the routed dimension)");
+      m.method = r.string("method");
+      m.rows_per_expert = r.integer_list("rows_per_expert", Range::non_negative());
+      if (m.rows_per_expert.empty()) r.fail("rows_per_expert", "is empty: a grouped GEMM needs experts");
+      m.zipf_s = r.number_or("zipf_s", 0.0, Range::non_negative());
+    }
+  }
+  r.finish();
+  return m;
+}
+
+// Within one sweep (same kind, dtype, group size, label, op and algorithm) sizes must increase:
+// a size that goes back means two runs were merged or the file was edited.
+void check_sweeps(const std::vector<Measurement>& ms, const nlohmann::json& arr, const std::string& file) {
+  std::map<std::string, const Measurement*> last;
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    const Measurement& m = ms[i];
+    if (!is_collective_kind(m.kind) && !is_memory_kind(m.kind)) continue;
+    const std::string op = arr[i].contains("op") ? arr[i]["op"].dump() : "";
+    const std::string key = m.kind + "|" + m.dtype + "|" + std::to_string(m.group_size) + "|" + m.label + "|" +
+                            op + "|" + m.algorithm;
+    auto [it, fresh] = last.emplace(key, &m);
+    if (!fresh) {
+      if (m.bytes <= it->second->bytes) {
+        throw InputError(file, m.path + ".bytes",
+                         std::to_string(m.bytes) + " is not larger than the previous point of this sweep (" +
+                             it->second->path + ", " + std::to_string(it->second->bytes) +
+                             " bytes): sizes within a sweep (kind " + m.kind + ", dtype " + m.dtype +
+                             ", group_size " + std::to_string(m.group_size) + ", label \"" + m.label +
+                             "\") must increase");
+      }
+      it->second = &m;
+    }
+  }
+}
+
+MeasurementEnvironment parse_environment(const JsonReader& e, const nlohmann::json& raw) {
+  // The environment is descriptive (driver, library versions, devices): only what provenance
+  // needs is checked; other keys are kept as written.
+  MeasurementEnvironment env;
+  env.raw = raw;
+  env.date_utc = e.string("date_utc");
+  env.hostname = e.string_or("hostname", "");
+  env.gpu_count = static_cast<int>(e.integer_or("gpu_count", 0, Range::non_negative()));
+  env.node_count = static_cast<int>(std::max<std::int64_t>(1, e.integer_or("node_count", 1, Range::non_negative())));
+  if (raw.contains("device") && !raw.at("device").is_null()) {
+    env.device_name = e.object("device").string_or("name", "");
+  }
+  return env;
+}
+
+}  // namespace
+
+const std::vector<std::string>& measurement_kinds() {
+  static const std::vector<std::string> kinds = {
+      "all_reduce", "all_reduce_bucketed", "all_gather", "reduce_scatter", "all_to_all", "send_recv",
+      "gemm", "grouped_gemm", "memcpy_d2d", "grad_accum_bf16_to_fp32", "adamw_fp32", "interference"};
+  return kinds;
+}
+
+bool is_collective_kind(const std::string& k) {
+  return k == "all_reduce" || k == "all_reduce_bucketed" || k == "all_gather" || k == "reduce_scatter" ||
+         k == "all_to_all" || k == "send_recv";
+}
+
+bool is_memory_kind(const std::string& k) {
+  return k == "memcpy_d2d" || k == "grad_accum_bf16_to_fp32" || k == "adamw_fp32";
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = 0.5 * static_cast<double>(v.size() - 1);  // calibrate/harness/timing.cpp pct(0.5)
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+MeasurementFile parse_measurements(const nlohmann::json& doc, const std::string& file) {
+  const JsonReader top(doc, file, "");
+  const std::string schema = top.string("schema");
+  if (schema != "moesim-measurements/1") {
+    top.fail("schema", "\"" + schema + "\" is not supported; expected \"moesim-measurements/1\"");
+  }
+  MeasurementFile out;
+  out.file = file;
+  out.status = top.choice("status", {"running", "complete", "failed", "interrupted", "no_device"});
+  if (top.has("error") && !doc.at("error").is_null()) top.string("error");
+  for (const char* meta : {"tool", "shapes", "budget"}) top.optional_object(meta);
+  out.environment = parse_environment(top.object("environment"), doc.at("environment"));
+  const auto records = top.object_list("measurements");
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    out.measurements.push_back(parse_record(records[i], doc.at("measurements")[i]));
+    if (out.measurements.back().nodes == 0) out.measurements.back().nodes = out.environment.node_count;
+  }
+  top.finish();
+  check_sweeps(out.measurements, doc.at("measurements"), file);
+  return out;
+}
+
+MeasurementFile read_measurements(const std::string& path) {
+  nlohmann::json doc;
+  try {
+    doc = read_json_file(path);
+  } catch (const nlohmann::json::out_of_range& e) {
+    // nlohmann reports a number beyond double range (1e999) this way: it would be infinite.
+    throw InputError(path, "", std::string("a number is not finite: ") + e.what());
+  }
+  return parse_measurements(doc, path);
+}
+
+}  // namespace moesim::fit

@@ -1,0 +1,69 @@
+// A measurements document ("moesim-measurements/1", written by the CUDA harness in
+// calibrate/harness/ and by `moesim import nccl-tests`), read strictly: every problem is an
+// InputError naming the file and the JSON path of the offending entry. The schema is documented in
+// calibrate/harness/README.md ("Output"); calibrate/README.md lists the importer's extra keys.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace moesim::fit {
+
+// Where and on what the numbers were taken: kept for the provenance of every fitted field.
+struct MeasurementEnvironment {
+  std::string hostname;     // "" when not recorded
+  std::string date_utc;     // ISO 8601, or "unknown" (nccl-tests logs carry no date)
+  std::string device_name;  // the first device's name; "" when not recorded
+  int gpu_count = 0;        // ranks in the communicator (0: not recorded)
+  int node_count = 1;       // nodes the ranks span
+  nlohmann::json raw;       // the whole environment object, as written
+};
+
+struct Measurement {
+  std::string path;  // JSON path inside the file, e.g. "measurements[12]"
+  std::string kind, group, label, dtype;
+  int group_size = 1;
+  int nodes = 1;  // hosts the group spans: the record's "nodes" (importer), else environment.node_count
+  std::vector<double> times_us;  // raw per-iteration times (nccl-tests: its one average)
+  double median_us = 0;          // recomputed from times_us (linear interpolation, as the harness)
+  std::string check = "skipped"; // ok, failed, skipped
+  std::string source;            // importer: "LOG:LINE" of the row; "" for harness records
+  std::string algorithm;         // importer: NCCL algorithm when the log names it; "" unknown
+  // Collectives and memory-bound kernels: bytes (nccl-tests convention / read + written).
+  std::int64_t bytes = 0;
+  // Dense GEMM and interference: the problem; grouped GEMM: the fixed dimensions (0 = "rows").
+  std::int64_t m = 0, n = 0, k = 0;
+  std::string layout, method;
+  // Grouped GEMM routing.
+  std::vector<std::int64_t> rows_per_expert;
+  double zipf_s = 0;
+  // Interference: the GEMM alone; `usable` is false when no iteration overlapped the background.
+  std::vector<double> alone_times_us;
+  double alone_median_us = 0;
+  std::string background;
+  bool usable = true;
+};
+
+struct MeasurementFile {
+  std::string file;
+  std::string status;  // running, complete, failed, interrupted, no_device
+  MeasurementEnvironment environment;
+  std::vector<Measurement> measurements;
+};
+
+// Kinds a measurement may have (the harness's, and nccl-tests imports use the collective ones).
+const std::vector<std::string>& measurement_kinds();
+bool is_collective_kind(const std::string& kind);
+bool is_memory_kind(const std::string& kind);
+
+// Median by linear interpolation between order statistics (as calibrate/harness/timing.cpp).
+double median_of(std::vector<double> values);
+
+MeasurementFile parse_measurements(const nlohmann::json& doc, const std::string& file);
+// Reads and parses `path`; malformed JSON is reported with its line and column.
+MeasurementFile read_measurements(const std::string& path);
+
+}  // namespace moesim::fit

@@ -1,0 +1,60 @@
+// `moesim fit MEASUREMENTS... --base PROFILE -o PROFILE`: least-squares calibration of a hardware
+// profile from measurement files (calibrate/README.md). Prints the fitted curves and their
+// residuals; writes the profile only when every file parsed and the result validates.
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "calibrate/fit/fitter.hpp"
+#include "cli/commands.hpp"
+#include "reports/atomic_file.hpp"
+
+namespace moesim::cli {
+
+namespace {
+struct FitArgs {
+  std::vector<std::string> files;
+  std::string base, output, all_reduce_algorithm;
+  double gemm_min_nk = 4096;
+  double hbm_min_MiB = 256;
+};
+
+int run_fit(const FitArgs& a) {
+  fit::FitOptions opts;
+  opts.all_reduce_algorithm = a.all_reduce_algorithm;
+  opts.gemm_min_nk = a.gemm_min_nk;
+  opts.hbm_min_bytes = a.hbm_min_MiB * 1024.0 * 1024.0;
+  const fit::FitResult r = fit::fit_profile(a.files, a.base, opts);
+  // With the profile on stdout, the table goes to stderr so the JSON stays clean.
+  std::ostream& table = a.output == "-" ? std::cerr : std::cout;
+  table << fit::format_fit_table(r);
+  write_atomic(a.output, r.profile.dump(2) + "\n");
+  if (a.output != "-") {
+    table << "moesim fit: " << r.updates.size() << " fields fitted; wrote " << a.output << "\n";
+  }
+  return 0;
+}
+}  // namespace
+
+Runner add_fit_command(CLI::App& app) {
+  auto args = std::make_shared<FitArgs>();
+  auto* sub = app.add_subcommand("fit", "fit a hardware profile to measurement files (harness or nccl-tests import)");
+  sub->add_option("measurements", args->files, "moesim-measurements/1 files")->required();
+  sub->add_option("--base", args->base, "profile whose fields are replaced, e.g. hardware_profiles/h200-hgx.json")
+      ->required();
+  sub->add_option("-o,--output", args->output, "fitted profile to write ('-': stdout)")->required();
+  sub->add_option("--all-reduce-algorithm", args->all_reduce_algorithm,
+                  "NCCL algorithm behind all_reduce sweeps that do not record one")
+      ->check(CLI::IsMember({"ring", "tree", "nvls", "nvls_tree"}));
+  sub->add_option("--gemm-min-nk", args->gemm_min_nk, "dense GEMMs with N and K at least this build the table (4096)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--hbm-min-MiB", args->hbm_min_MiB, "memory-kernel sizes at least this count for HBM (256)")
+      ->check(CLI::PositiveNumber);
+  return [=]() -> int {
+    if (!sub->parsed()) return -1;
+    return run_fit(*args);
+  };
+}
+
+}  // namespace moesim::cli

@@ -1,0 +1,120 @@
+// `moesim sweep SCENARIO [--vary PATH=V1,V2,...]... [--json F] [--csv F] [--html F] [-j N]` and
+// `moesim compare SCENARIO --design fsdp --design ddp+ep8 ...`.
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include <unistd.h>
+
+#include "cli/commands.hpp"
+#include "cli/progress.hpp"
+#include "models/input/scenario.hpp"
+#include "reports/atomic_file.hpp"
+#include "reports/html_report.hpp"
+#include "reports/sweep_report.hpp"
+#include "reports/trace_writer.hpp"
+#include "sim/compare.hpp"
+#include "sim/profile_cost_book.hpp"
+
+namespace moesim::cli {
+
+namespace {
+struct OutputArgs {
+  std::string json_out, csv_out, html_out;
+};
+
+void add_outputs(CLI::App* sub, OutputArgs& o) {
+  sub->add_option("--json", o.json_out, "write the JSON document to FILE ('-' for standard output)");
+  sub->add_option("--csv", o.csv_out, "write one CSV row per point to FILE");
+  sub->add_option("--html", o.html_out, "write a self-contained HTML page with plots to FILE");
+}
+
+int default_jobs() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+}  // namespace
+
+Runner add_sweep_command(CLI::App& app) {
+  struct Args {
+    std::string scenario, trace_out;
+    std::vector<std::string> sets, vary;
+    int jobs = default_jobs();
+    int trace_point = -1;
+    OutputArgs out;
+  };
+  auto args = std::make_shared<Args>();
+  auto* sub = app.add_subcommand("sweep", "simulate the Cartesian product of the scenario's (and --vary) axes");
+  sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
+  sub->add_option("--set", args->sets, "override a scenario field for every point: PATH=VALUE (repeatable)");
+  sub->add_option("--vary", args->vary, "an axis: PATH=V1,V2,... or PATH=A..B (doubling) or A..B+S; sizes like 128Ki, 4Mi (repeatable)");
+  sub->add_option("-j,--jobs", args->jobs, "threads (default: all cores)")->check(CLI::Range(1, 4096));
+  sub->add_option("--trace-point", args->trace_point, "index of the point to write a Perfetto trace for (with --trace)");
+  sub->add_option("--trace", args->trace_out, "trace file for --trace-point");
+  add_outputs(sub, args->out);
+  return [sub, args]() -> int {
+    if (!sub->parsed()) return -1;
+    const Scenario base = load_scenario(args->scenario, args->sets);
+    SweepSpec spec = sweep_spec_of(base);
+    for (const auto& v : args->vary) spec.axes.push_back(parse_axis(v));
+    const auto points = expand_points(args->scenario, args->sets, spec);
+    if (args->trace_point >= static_cast<int>(points.size())) {
+      throw InputError("--trace-point", std::to_string(args->trace_point), "no such point; the sweep has " + std::to_string(points.size()));
+    }
+    Progress progress("sweep", points.size());
+    const SweepResult result = run_points(args->scenario, args->sets, points, 0, points.size(), args->jobs,
+                                          [&](std::size_t done, std::size_t total) { progress.update(done, total); });
+    progress.finish();
+    if (args->out.json_out != "-") std::cout << sweep_table(result);
+    const nlohmann::json doc = sweep_json(base.name, spec, result);
+    if (!args->out.json_out.empty()) write_atomic(args->out.json_out, doc.dump(2) + "\n");
+    if (!args->out.csv_out.empty()) write_atomic(args->out.csv_out, sweep_csv(result));
+    if (!args->out.html_out.empty()) write_atomic(args->out.html_out, html_report(doc));
+    if (args->trace_point >= 0 && !args->trace_out.empty()) {
+      const SweepPoint& p = result.points[static_cast<std::size_t>(args->trace_point)];
+      if (!p.ok) throw InputError("--trace-point", std::to_string(args->trace_point), "that point is invalid: " + p.error);
+      const ProfileCostBook costs(p.scenario->hardware);
+      write_atomic(args->trace_out, trace_json(simulate(*p.scenario, costs, SimOptions{})));
+    }
+    return 0;
+  };
+}
+
+Runner add_compare_command(CLI::App& app) {
+  struct Args {
+    std::string scenario;
+    std::vector<std::string> sets, designs;
+    int jobs = default_jobs();
+    OutputArgs out;
+  };
+  auto args = std::make_shared<Args>();
+  auto* sub = app.add_subcommand("compare", "designs side by side, with batch crossovers and expert-count memory walls");
+  sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
+  sub->add_option("--design", args->designs, "fsdp, ddp, ddp+ep8, ddp+ep8+pp4, fsdp+hsdp8, ddp+nodistopt ... (repeatable; default: the scenario's compare.designs)");
+  sub->add_option("--set", args->sets, "override a scenario field: PATH=VALUE (repeatable)");
+  sub->add_option("-j,--jobs", args->jobs, "threads (default: all cores)")->check(CLI::Range(1, 4096));
+  add_outputs(sub, args->out);
+  return [sub, args]() -> int {
+    if (!sub->parsed()) return -1;
+    const Scenario base = load_scenario(args->scenario, args->sets);
+    std::vector<std::string> designs = args->designs;
+    if (designs.empty() && base.compare.is_object() && base.compare.contains("designs")) {
+      for (const auto& d : base.compare.at("designs")) {
+        if (!d.is_string()) throw InputError(args->scenario, "compare.designs", "expected design names such as \"ddp+ep8\"");
+        designs.push_back(d.get<std::string>());
+      }
+    }
+    if (designs.empty()) throw InputError("--design", "", "no designs: give --design at least once or a compare.designs list in the scenario");
+    const CompareResult result = compare_designs(args->scenario, args->sets, designs, args->jobs);
+    if (args->out.json_out != "-") std::cout << compare_table(result);
+    const nlohmann::json doc = compare_json(base.name, result);
+    if (!args->out.json_out.empty()) write_atomic(args->out.json_out, doc.dump(2) + "\n");
+    if (!args->out.csv_out.empty()) write_atomic(args->out.csv_out, sweep_csv(result.points));
+    if (!args->out.html_out.empty()) {
+      SweepSpec spec;
+      spec.axes.push_back({"design", {}});
+      for (const auto& d : designs) spec.axes.back().values.push_back(d);
+      write_atomic(args->out.html_out, html_report(sweep_json(base.name, spec, result.points)));
+    }
+    return 0;
+  };
+}
+
+}  // namespace moesim::cli

@@ -1,0 +1,49 @@
+// `moesim validate [DATASET...] [--json FILE|-]`: predicted vs published for every record;
+// exit 1 when a record without a documented gap is outside its tolerance.
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "reports/atomic_file.hpp"
+#include "reports/validation_report.hpp"
+#include "sim/validation.hpp"
+
+namespace moesim::cli {
+
+Runner add_validate_command(CLI::App& app) {
+  struct Args {
+    std::vector<std::string> datasets, sets;
+    std::string json_out, sensitivity_scenario = "scenarios/fig8/fig8b.json";
+    double sensitivity = 0;
+  };
+  auto args = std::make_shared<Args>();
+  auto* sub = app.add_subcommand("validate", "simulate validation datasets and compare with published measurements");
+  sub->add_option("datasets", args->datasets, "dataset files (default: scenarios/validation/seed.json)");
+  sub->add_option("--json", args->json_out, "write the report as JSON to FILE ('-' for standard output)");
+  sub->add_option("--set", args->sets, "override a field in every record's scenario (sensitivity studies), e.g. hardware.interference.compute_slowdown_with_comm.value=0.3");
+  sub->add_option("--sensitivity", args->sensitivity,
+                  "instead of one report, scale every assumed number of the hardware profile by 1 -+ FRACTION and print a table")
+      ->check(CLI::Range(0.0, 0.9));
+  sub->add_option("--sensitivity-scenario", args->sensitivity_scenario, "scenario whose hardware profile lists the assumptions");
+  return [sub, args]() -> int {
+    if (!sub->parsed()) return -1;
+    std::vector<std::string> datasets = args->datasets;
+    if (datasets.empty()) datasets.push_back("scenarios/validation/seed.json");
+    if (args->sensitivity > 0) {
+      for (const auto& file : datasets) std::cout << sensitivity_table(sensitivity(file, args->sensitivity_scenario, args->sensitivity), args->sensitivity);
+      return 0;
+    }
+    nlohmann::json all = nlohmann::json::array();
+    std::size_t failures = 0;
+    for (const auto& file : datasets) {
+      const ValidationReport report = validate_dataset(file, args->sets);
+      if (args->json_out != "-") std::cout << validation_table(report);
+      all.push_back(validation_json(report));
+      failures += report.failures();
+    }
+    if (!args->json_out.empty()) write_atomic(args->json_out, (all.size() == 1 ? all.front() : all).dump(2) + "\n");
+    return failures == 0 ? 0 : 1;
+  };
+}
+
+}  // namespace moesim::cli

@@ -1,0 +1,137 @@
+// The moesim sweep page: reads the embedded moesim-sweep/1 document, draws the charts that
+// charts.js chooses, and builds the sortable table of all points. When every chart has
+// rendered, <body data-rendered> equals <body data-charts> (the browser test waits for that).
+(function () {
+  "use strict";
+  var body = document.body;
+  var doc = JSON.parse(document.getElementById("moesim-sweep").textContent);
+  var m = moesimCharts.model(doc);
+
+  function element(tag, attrs, text) {
+    var e = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+    if (text !== undefined && text !== null) e.textContent = text;
+    return e;
+  }
+
+  function drawCharts() {
+    var charts = moesimCharts.choose(m);
+    var holder = document.getElementById("charts");
+    body.setAttribute("data-charts", String(charts.length));
+    var done = charts.map(function (c) {
+      var box = element("section", { "class": "chart", id: "chart-" + c.name, "data-chart": c.name });
+      box.appendChild(element("h2", {}, c.title));
+      box.appendChild(element("p", { "class": "caption" }, c.caption));
+      var view = element("div", { "class": "view" });
+      box.appendChild(view);
+      holder.appendChild(box);
+      // SVG, so the page prints sharply and a headless browser's DOM dump shows the marks.
+      return vegaEmbed(view, c.spec, { renderer: "svg", actions: false, mode: "vega-lite" });
+    });
+    return Promise.all(done).then(function () {
+      body.setAttribute("data-rendered", String(charts.length));
+    });
+  }
+
+  // Table columns: key, header, how to read the value from a row, how to show it.
+  function columns() {
+    var cols = [{ key: "index", head: "#", get: function (r) { return r.index; } }];
+    m.axes.forEach(function (a) {
+      cols.push({ key: "axis:" + a.path, head: moesimCharts.shortName(a.path), title: a.path, text: true,
+                  get: function (r) { return a.path in r.values ? r.values[a.path] : null; },
+                  show: function (v) { return v === null ? "" : moesimCharts.formatValue(a.path, v); } });
+    });
+    function res(field) { return function (r) { return r.ok && field in r.result ? r.result[field] : null; }; }
+    function fixed(d) { return function (v) { return v === null ? "" : Number(v).toFixed(d); }; }
+    cols.push({ key: "status", head: "status", text: true, get: function (r) { return r.ok ? "ok" : "invalid"; } });
+    // The simulator's name for the design, unless a design axis already names it.
+    if (!m.axes.some(function (a) { return a.path === "design"; })) cols.push({ key: "design", head: "design", text: true, get: res("design") });
+    cols.push(
+      { key: "mfu", head: "MFU %", get: res("mfu"), show: function (v) { return v === null ? "" : (100 * v).toFixed(1); } },
+      { key: "tps", head: "tokens/s/GPU", get: res("tokens_per_s_per_gpu"), show: function (v) { return v === null ? "" : Math.round(v).toLocaleString("en-US"); } },
+      { key: "step", head: "step ms", get: function (r) { var v = res("step_time_s")(r); return v === null ? null : v * 1e3; }, show: fixed(1) },
+      { key: "mb", head: "microbatches", get: res("microbatches") },
+      { key: "alloc", head: "peak alloc. GiB", get: res("peak_allocated_GiB"), show: fixed(1) },
+      { key: "device", head: "device GiB", get: res("device_total_GiB"), show: fixed(1) },
+      { key: "capacity", head: "capacity GiB", get: res("capacity_GiB"), show: fixed(1) },
+      { key: "memory", head: "memory", text: true,
+        get: function (r) { return r.ok ? (r.result.oom ? "OOM" : "fits") : null; } },
+      { key: "phase", head: "peak phase", text: true, get: res("breaking_phase") });
+    return cols;
+  }
+
+  function compare(a, b) {
+    if (a === b) return 0;
+    if (a === null || a === undefined) return 1;   // blanks last in either direction
+    if (b === null || b === undefined) return -1;
+    if (typeof a === "number" && typeof b === "number") return a - b;
+    return String(a).localeCompare(String(b), "en", { numeric: true });
+  }
+
+  function drawTable() {
+    var cols = columns();
+    var table = element("table", { "class": "points" });
+    var head = element("tr");
+    var tbody = element("tbody");
+    var state = { key: "index", dir: 1 };
+    cols.forEach(function (c) {
+      var th = element("th", { scope: "col", "data-key": c.key, "class": c.text ? "text" : "" }, c.head);
+      if (c.title) th.setAttribute("title", c.title);
+      th.addEventListener("click", function () {
+        state.dir = state.key === c.key ? -state.dir : 1;
+        state.key = c.key;
+        fill();
+      });
+      head.appendChild(th);
+    });
+    var thead = element("thead");
+    thead.appendChild(head);
+    table.appendChild(thead);
+    table.appendChild(tbody);
+
+    function fill() {
+      var col = cols.filter(function (c) { return c.key === state.key; })[0];
+      var rows = m.rows.slice().sort(function (a, b) {
+        var va = col.get(a), vb = col.get(b);
+        var blank = va === null || vb === null;
+        var c = blank ? compare(va, vb) : state.dir * compare(va, vb);
+        return c !== 0 ? c : a.index - b.index;  // stable: ties keep point order
+      });
+      head.querySelectorAll("th").forEach(function (th) {
+        th.setAttribute("aria-sort", th.getAttribute("data-key") === state.key ? (state.dir > 0 ? "ascending" : "descending") : "none");
+      });
+      tbody.textContent = "";
+      rows.forEach(function (r) {
+        var tr = element("tr", { "class": r.ok ? "" : "invalid", "data-index": String(r.index) });
+        var statusAt = cols.findIndex(function (c) { return c.key === "status"; });
+        cols.forEach(function (c, i) {
+          if (!r.ok && i > statusAt) {
+            // An invalid point has no results: its error fills the rest of the row.
+            if (i === statusAt + 1) tr.appendChild(element("td", { "class": "error", colspan: String(cols.length - i) }, r.error));
+            return;
+          }
+          var v = c.get(r);
+          var cls = c.text ? "text" : "";
+          if (c.key === "memory" && v) cls += v === "OOM" ? " oom" : " fits";
+          tr.appendChild(element("td", { "class": cls }, c.show ? c.show(v) : v === null ? "" : String(v)));
+        });
+        tbody.appendChild(tr);
+      });
+    }
+    fill();
+    document.getElementById("points-table").appendChild(table);
+  }
+
+  function showVersions() {
+    var v = document.getElementById("library-versions");
+    if (v && window.vega && window.vegaLite && window.vegaEmbed) {
+      v.textContent = "Vega " + vega.version + ", Vega-Lite " + vegaLite.version + " and Vega-Embed " + vegaEmbed.version;
+    }
+  }
+
+  showVersions();
+  drawTable();
+  drawCharts().catch(function (err) {
+    window.moesimRecordError("a chart failed to render: " + (err && err.message ? err.message : err));
+  });
+})();

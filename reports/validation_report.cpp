@@ -1,0 +1,107 @@
+#include "reports/validation_report.hpp"
+
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "reports/text_format.hpp"
+
+namespace moesim {
+
+namespace {
+
+struct Summary {
+  std::size_t n = 0;
+  double sum = 0, max = 0;
+  std::size_t wrong = 0;
+};
+
+std::map<std::string, Summary> summarize(const ValidationReport& r) {
+  std::map<std::string, Summary> out;
+  for (const auto& rec : r.records) {
+    for (const auto& c : rec.checks) {
+      const std::string key = c.metric.rfind("mfu", 0) == 0 ? "mfu" : c.metric;
+      Summary& s = out[key];
+      ++s.n;
+      s.sum += std::fabs(c.error);
+      s.max = std::max(s.max, std::fabs(c.error));
+      s.wrong += c.pass ? 0 : 1;
+    }
+  }
+  return out;
+}
+
+std::string status_of(const ValidationRecord& rec) {
+  if (!rec.error.empty()) return "error";
+  if (rec.pass()) return rec.known_gap.empty() ? "pass" : "pass (documented gap closed)";
+  return rec.known_gap.empty() ? "FAIL" : "known gap";
+}
+
+std::string unit_of(const std::string& metric) {
+  if (metric.rfind("mfu", 0) == 0) return " pts";
+  if (metric == "tokens_per_s_per_gpu") return " (rel)";
+  return "";
+}
+
+}  // namespace
+
+nlohmann::json validation_json(const ValidationReport& r) {
+  nlohmann::json records = nlohmann::json::array();
+  for (const auto& rec : r.records) {
+    nlohmann::json checks = nlohmann::json::array();
+    for (const auto& c : rec.checks) {
+      checks.push_back({{"metric", c.metric}, {"predicted", c.predicted}, {"measured", c.measured}, {"error", c.error},
+                        {"tolerance", c.tolerance}, {"pass", c.pass}});
+    }
+    records.push_back({{"id", rec.id}, {"kind", rec.kind}, {"source", rec.source}, {"status", status_of(rec)},
+                       {"known_gap", rec.known_gap}, {"error", rec.error}, {"checks", checks}});
+  }
+  nlohmann::json summary = nlohmann::json::object();
+  for (const auto& [metric, s] : summarize(r)) {
+    summary[metric] = {{"checks", s.n}, {"mean_abs_error", s.n ? s.sum / static_cast<double>(s.n) : 0.0}, {"max_abs_error", s.max}, {"outside_tolerance", s.wrong}};
+  }
+  return {{"schema", "moesim-validation-report/1"}, {"dataset", r.name}, {"file", r.file}, {"records", records}, {"summary", summary},
+          {"failures", r.failures()}, {"known_gaps", r.known_gaps()}, {"closed_gaps", r.closed_gaps()}};
+}
+
+std::string validation_table(const ValidationReport& r) {
+  std::ostringstream os;
+  os << "dataset " << r.name << " (" << r.file << ")\n";
+  for (const auto& rec : r.records) {
+    os << "  " << rec.id << "  [" << status_of(rec) << "]\n";
+    if (!rec.error.empty()) os << "      error: " << rec.error << "\n";
+    for (const auto& c : rec.checks) {
+      const bool rel = c.metric == "tokens_per_s_per_gpu";
+      os << "      " << c.metric << ": predicted " << fmt("%.4g", c.predicted) << ", published " << fmt("%.4g", c.measured) << ", error "
+         << (rel ? fmt("%+.1f%%", 100 * c.error) : fmt("%+.3g", c.error) + unit_of(c.metric)) << " (tolerance "
+         << (rel ? fmt("%.0f%%", 100 * c.tolerance) : fmt("%.3g", c.tolerance)) << ")" << (c.pass ? "" : "  <- outside") << "\n";
+    }
+    if (!rec.pass() && !rec.known_gap.empty()) os << "      documented gap: " << rec.known_gap << "\n";
+  }
+  os << "summary:\n";
+  for (const auto& [metric, s] : summarize(r)) {
+    os << "  " << metric << ": " << s.n << " checks, mean |error| " << fmt("%.3g", s.n ? s.sum / static_cast<double>(s.n) : 0.0)
+       << ", max |error| " << fmt("%.3g", s.max) << unit_of(metric) << ", " << s.wrong << " outside tolerance\n";
+  }
+  os << "records: " << r.records.size() << ", failures " << r.failures() << ", documented gaps " << r.known_gaps() << ", gaps closed "
+     << r.closed_gaps() << "\n";
+  return os.str();
+}
+
+std::string sensitivity_table(const std::vector<SensitivityRow>& rows, double fraction) {
+  std::ostringstream os;
+  const std::string minus = fmt("-%.0f%%", 100 * fraction), plus = fmt("+%.0f%%", 100 * fraction);
+  os << "| assumption | value | mean abs MFU error (pts) " << minus << " / as is / " << plus << " | OOM verdicts right " << minus << " / as is / "
+     << plus << " |\n|---|---|---|---|\n";
+  auto cell = [](const SensitivityRow& r, int i, bool oom) {
+    if (std::isnan(r.mean_mfu_error[i])) return std::string("out of range");
+    return oom ? std::to_string(r.oom_right[i]) : fmt("%.2f", r.mean_mfu_error[i]);
+  };
+  for (const auto& r : rows) {
+    os << "| `" << r.path << "` | " << fmt("%g", r.value) << " | " << cell(r, 0, false) << " / " << cell(r, 1, false) << " / " << cell(r, 2, false)
+       << " | " << cell(r, 0, true) << " / " << cell(r, 1, true) << " / " << cell(r, 2, true) << " of " << r.oom_total << " |\n";
+  }
+  return os.str();
+}
+
+}  // namespace moesim

@@ -1,0 +1,123 @@
+#include "sim/compare.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "models/arch/inventory.hpp"
+#include "models/memory/ledger.hpp"
+
+namespace moesim {
+
+namespace {
+
+constexpr std::int64_t kMaxMicrobatches = 4096;  // search bound for the batch crossover
+constexpr std::int64_t kMaxExperts = 65536;      // search bound for the expert wall (parser limit)
+
+std::optional<StepResult> try_simulate(const std::string& file, std::vector<std::string> sets, const std::string& design,
+                                       const std::vector<std::string>& extra) {
+  sets.push_back(override_text("design", design));
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  const PointOverrides none;
+  SweepResult r = run_points(file, sets, {none}, 0, 1, 1, {});
+  return r.points.front().result;
+}
+
+// The memory verdict alone (the ledger), for the expert-count search.
+std::optional<bool> fits(const std::string& file, std::vector<std::string> sets, const std::string& design, std::int64_t experts) {
+  sets.push_back(override_text("design", design));
+  sets.push_back(override_text("architecture.moe.num_experts", experts));
+  try {
+    const Scenario s = load_scenario(file, sets);
+    const Inventory inv = build_inventory(s.arch);
+    return !build_ledger(s.arch, inv, s.plan, s.hardware).oom;
+  } catch (const InputError& e) {
+    if (e.infeasible()) return std::nullopt;
+    throw;
+  }
+}
+
+BatchCrossover batch_crossover(const std::string& file, const std::vector<std::string>& sets, const std::string& ddp,
+                               const std::string& fsdp, const Scenario& base) {
+  BatchCrossover c{ddp, fsdp, std::nullopt, {}, ""};
+  // Both designs need a whole number of microbatches: step in units of one microbatch on every
+  // DP rank of the design with the larger DP degree; doubling from one microbatch.
+  const std::int64_t unit = base.plan.microbatch_sequences * base.arch.sequence_length * base.plan.world();
+  for (std::int64_t m = 1; m <= kMaxMicrobatches; m *= 2) {
+    const std::string batch = override_text("plan.batch.global_batch_tokens", unit * m);
+    const auto a = try_simulate(file, sets, ddp, {batch});
+    const auto b = try_simulate(file, sets, fsdp, {batch});
+    if (!a || !b) continue;
+    c.probes.push_back({unit * m, {a->mfu, b->mfu}});
+    if (a->mfu >= b->mfu) {
+      c.global_batch_tokens = unit * m;
+      return c;
+    }
+  }
+  c.note = "DDP did not reach FSDP's MFU up to " + std::to_string(kMaxMicrobatches) + " microbatches per rank";
+  return c;
+}
+
+ExpertWall expert_wall(const std::string& file, const std::vector<std::string>& sets, const std::string& design,
+                       const Scenario& base) {
+  ExpertWall w{design, std::nullopt, std::nullopt, ""};
+  if (!base.arch.moe) {
+    w.note = "dense model";
+    return w;
+  }
+  // Candidates are multiples of the EP degree no smaller than top-K: double until the first
+  // OOM, then bisect between the last fit and it.
+  Scenario probe = load_scenario(file, [&] { auto s = sets; s.push_back(override_text("design", design)); return s; }());
+  const std::int64_t step = std::max<std::int64_t>(1, probe.plan.ep);
+  std::int64_t lo = 0, hi = 0;
+  for (std::int64_t n = ((base.arch.moe->top_k + step - 1) / step) * step; n <= kMaxExperts; n *= 2) {
+    const auto ok = fits(file, sets, design, n);
+    if (!ok) continue;
+    if (*ok) lo = n; else { hi = n; break; }
+  }
+  if (hi == 0) {
+    if (lo) w.largest_fitting_experts = lo;
+    w.note = lo ? "fits up to the search bound" : "no valid expert count";
+    return w;
+  }
+  while (hi - lo > step && lo > 0) {
+    const std::int64_t mid = lo + ((hi - lo) / 2 / step) * step;
+    if (mid == lo) break;
+    const auto ok = fits(file, sets, design, mid);
+    if (ok && *ok) lo = mid; else hi = mid;
+  }
+  if (lo) w.largest_fitting_experts = lo;
+  else w.note = "out of memory at the smallest expert count";
+  w.first_oom_experts = hi;
+  return w;
+}
+
+}  // namespace
+
+CompareResult compare_designs(const std::string& file, const std::vector<std::string>& sets, const std::vector<std::string>& designs,
+                              int jobs) {
+  CompareResult r;
+  r.designs = designs;
+  std::vector<PointOverrides> points;
+  for (const auto& d : designs) points.push_back({{"design", d}});
+  for (const auto& d : designs) {  // malformed design names fail before anything runs
+    auto probe = sets;
+    probe.push_back(override_text("design", d));
+    try {
+      load_scenario(file, probe);
+    } catch (const InputError& e) {
+      if (!e.infeasible()) throw;
+    }
+  }
+  r.points = run_points(file, sets, points, 0, points.size(), jobs, {});
+  const Scenario base = load_scenario(file, sets);
+  for (const auto& d : designs) {
+    if (d.rfind("ddp", 0) != 0) continue;
+    for (const auto& f : designs) {
+      if (f.rfind("fsdp", 0) == 0) r.crossovers.push_back(batch_crossover(file, sets, d, f, base));
+    }
+  }
+  for (const auto& d : designs) r.walls.push_back(expert_wall(file, sets, d, base));
+  return r;
+}
+
+}  // namespace moesim

@@ -1,0 +1,165 @@
+// Parsing of sweep axes and the expansion of a sweep into points.
+#include <cmath>
+
+#include "models/input/json_reader.hpp"
+#include "sim/sweep.hpp"
+
+namespace moesim {
+
+namespace {
+
+// Sizes: K/M/G are powers of 1000, Ki/Mi/Gi powers of 1024 (IEC 80000-13).
+std::optional<double> size_value(const std::string& text) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const std::string unit = text.substr(used);
+  const std::pair<const char*, double> units[] = {{"", 1}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9},
+                                                  {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}};
+  for (const auto& [name, scale] : units) {
+    if (unit == name) return v * scale;
+  }
+  return std::nullopt;
+}
+
+nlohmann::json number_json(double v) {
+  if (std::floor(v) == v && std::fabs(v) < 9.007199254740992e15) return static_cast<std::int64_t>(v);
+  return v;
+}
+
+std::vector<std::string> split_top_level(const std::string& text) {
+  std::vector<std::string> out;
+  int depth = 0;
+  bool quoted = false;
+  std::string cur;
+  for (char c : text) {
+    if (c == '"') quoted = !quoted;
+    if (!quoted && (c == '[' || c == '{')) ++depth;
+    if (!quoted && (c == ']' || c == '}')) --depth;
+    if (c == ',' && depth == 0 && !quoted) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur.push_back(c);
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+std::vector<nlohmann::json> expand_value(const std::string& text, const std::string& expr) {
+  const auto dots = text.find("..");
+  if (dots != std::string::npos) {
+    const std::string lo = text.substr(0, dots);
+    std::string hi = text.substr(dots + 2), step;
+    if (const auto plus = hi.find('+'); plus != std::string::npos) {
+      step = hi.substr(plus + 1);
+      hi = hi.substr(0, plus);
+    }
+    const auto a = size_value(lo), b = size_value(hi);
+    const auto s = step.empty() ? std::optional<double>() : size_value(step);
+    if (!a || !b || *a <= 0 || *b < *a || (!step.empty() && (!s || *s <= 0))) {
+      throw InputError("--vary", expr, "bad range '" + text + "'; allowed: A..B (doubling from A to B) or A..B+S (step S), with 0 < A <= B");
+    }
+    std::vector<nlohmann::json> out;
+    constexpr std::size_t kMaxValues = 100000;
+    for (double v = *a; v <= *b * (1 + 1e-12) && out.size() < kMaxValues; v = s ? v + *s : v * 2) out.push_back(number_json(v));
+    return out;
+  }
+  if (const auto v = size_value(text); v && text.find_first_of("KMG") != std::string::npos) return {number_json(*v)};
+  nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
+  if (parsed.is_discarded()) parsed = text;
+  return {parsed};
+}
+
+}  // namespace
+
+std::string override_text(const std::string& path, const nlohmann::json& value) { return path + "=" + value.dump(); }
+
+SweepAxis parse_axis(const std::string& expr) {
+  const auto eq = expr.find('=');
+  if (eq == std::string::npos || eq == 0) throw InputError("--vary", expr, "expected PATH=V1,V2,... or PATH=A..B");
+  SweepAxis axis;
+  axis.path = expr.substr(0, eq);
+  const std::string list = expr.substr(eq + 1);
+  if (list.empty()) throw InputError("--vary", expr, "empty value list");
+  for (const auto& item : split_top_level(list)) {
+    if (item.empty()) throw InputError("--vary", expr, "empty value in the list");
+    for (auto& v : expand_value(item, expr)) axis.values.push_back(std::move(v));
+  }
+  return axis;
+}
+
+SweepSpec sweep_spec_of(const Scenario& s) {
+  SweepSpec spec;
+  if (s.sweep.is_null()) return spec;
+  const JsonReader in(s.sweep, s.file, "sweep");
+  if (in.has("axes")) {
+    const auto& axes = s.sweep.at("axes");
+    if (!axes.is_array()) in.fail("axes", "expected an array of {\"path\", \"values\"} objects");
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      const JsonReader a(axes[i], s.file, "sweep.axes[" + std::to_string(i) + "]");
+      SweepAxis axis;
+      axis.path = a.string("path");
+      if (a.has("range")) {
+        axis = parse_axis(axis.path + "=" + a.string("range"));
+      } else {
+        if (!a.has("values")) a.fail("values", "required: a non-empty array of values (or a \"range\" such as \"128Ki..4Mi\")");
+        const auto& values = axes[i].at("values");
+        if (!values.is_array() || values.empty()) a.fail("values", "expected a non-empty array of values");
+        axis.values.assign(values.begin(), values.end());
+      }
+      a.finish();
+      spec.axes.push_back(std::move(axis));
+    }
+  }
+  if (in.has("include")) {
+    const auto& include = s.sweep.at("include");
+    if (!include.is_array()) in.fail("include", "expected an array of {path: value} objects");
+    for (std::size_t i = 0; i < include.size(); ++i) {
+      if (!include[i].is_object()) throw InputError(s.file, "sweep.include[" + std::to_string(i) + "]", "expected an object of path: value");
+      PointOverrides p;
+      for (const auto& [k, v] : include[i].items()) p.emplace_back(k, v);
+      spec.include.push_back(std::move(p));
+    }
+  }
+  in.finish();
+  return spec;
+}
+
+std::vector<PointOverrides> expand_points(const std::string& file, const std::vector<std::string>& sets, const SweepSpec& spec) {
+  // Check every axis value against the base scenario first: a malformed value stops here.
+  for (const auto& axis : spec.axes) {
+    if (axis.values.empty()) throw InputError("--vary", axis.path, "empty value list");
+    for (const auto& v : axis.values) {
+      std::vector<std::string> probe = sets;
+      probe.push_back(override_text(axis.path, v));
+      try {
+        load_scenario(file, probe);
+      } catch (const InputError& e) {
+        if (!e.infeasible()) throw InputError(e.file(), e.path(), e.message() + " (sweep axis " + axis.path + ")");
+      }
+    }
+  }
+  std::vector<PointOverrides> points;
+  if (!spec.axes.empty()) {
+    std::vector<std::size_t> idx(spec.axes.size(), 0);
+    while (true) {
+      PointOverrides p;
+      for (std::size_t a = 0; a < spec.axes.size(); ++a) p.emplace_back(spec.axes[a].path, spec.axes[a].values[idx[a]]);
+      points.push_back(std::move(p));
+      std::size_t a = spec.axes.size();
+      while (a > 0 && ++idx[a - 1] == spec.axes[a - 1].values.size()) idx[--a] = 0;
+      if (a == 0) break;
+    }
+  }
+  for (const auto& p : spec.include) points.push_back(p);
+  if (points.empty()) points.emplace_back();  // no axes: the scenario itself
+  return points;
+}
+
+}  // namespace moesim

@@ -1,0 +1,255 @@
+#include "sim/validation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "models/input/json_reader.hpp"
+#include "models/input/scenario.hpp"
+#include "models/memory/ledger.hpp"
+#include "models/memory/optimizer_layouts.hpp"
+#include "models/plan/rank_layout.hpp"
+#include "sim/profile_cost_book.hpp"
+#include "sim/step_simulation.hpp"
+#include "sim/sweep.hpp"
+
+namespace moesim {
+
+bool ValidationRecord::pass() const {
+  return error.empty() && std::all_of(checks.begin(), checks.end(), [](const ValidationCheck& c) { return c.pass; });
+}
+std::size_t ValidationReport::failures() const {
+  return static_cast<std::size_t>(std::count_if(records.begin(), records.end(), [](const auto& r) { return !r.pass() && r.known_gap.empty(); }));
+}
+std::size_t ValidationReport::known_gaps() const {
+  return static_cast<std::size_t>(std::count_if(records.begin(), records.end(), [](const auto& r) { return !r.pass() && !r.known_gap.empty(); }));
+}
+std::size_t ValidationReport::closed_gaps() const {
+  return static_cast<std::size_t>(std::count_if(records.begin(), records.end(), [](const auto& r) { return r.pass() && !r.known_gap.empty(); }));
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+constexpr double kPoints = 100.0;  // MFU fractions are compared in percentage points
+
+using Sets = std::vector<std::string>;
+
+// The record's own overrides, then the caller's (applied to every record).
+Sets set_list(const JsonReader& rec, const nlohmann::json& raw, const Sets& extra) {
+  std::vector<std::string> sets;
+  if (rec.has("set")) {
+    if (!raw.at("set").is_object()) rec.fail("set", "expected an object of path: value");
+    for (const auto& [k, v] : raw.at("set").items()) sets.push_back(override_text(k, v));
+  }
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  return sets;
+}
+
+ValidationCheck compare(const std::string& metric, double predicted, double measured, double tolerance, bool relative) {
+  ValidationCheck c{metric, predicted, measured, 0, tolerance, false};
+  c.error = relative ? (predicted - measured) / measured : predicted - measured;
+  c.pass = std::fabs(c.error) <= tolerance + 1e-12;
+  return c;
+}
+
+StepResult simulate_record(const std::string& scenario, const std::vector<std::string>& sets) {
+  const Scenario s = load_scenario(scenario, sets);
+  const ProfileCostBook costs(s.hardware);
+  return simulate(s, costs, SimOptions{}).result;
+}
+
+void step_checks(const JsonReader& rec, const nlohmann::json& raw, const std::string& scenario, const Sets& extra, ValidationRecord& out) {
+  const StepResult r = simulate_record(scenario, set_list(rec, raw, extra));
+  const JsonReader m = rec.object("measured");
+  const auto tol = rec.optional_object("tolerance");
+  const double mfu_tol = tol ? tol->number_or("mfu_points", 2, Range::positive()) : 2;
+  const double tok_tol = tol ? tol->number_or("tokens_rel", 0.05, Range::positive()) : 0.05;
+  if (tol) tol->finish();
+  if (m.has("mfu")) out.checks.push_back(compare("mfu", kPoints * r.mfu, kPoints * m.number("mfu", Range::between(0, 1)), mfu_tol, false));
+  if (m.has("tokens_per_s_per_gpu")) {
+    out.checks.push_back(compare("tokens_per_s_per_gpu", r.tokens_per_s_per_gpu, m.number("tokens_per_s_per_gpu", Range::positive()), tok_tol, true));
+  }
+  if (m.has("oom")) {
+    const bool measured = m.boolean("oom");
+    out.checks.push_back({"oom", r.ledger.oom ? 1.0 : 0.0, measured ? 1.0 : 0.0, r.ledger.oom == measured ? 0.0 : 1.0, 0, r.ledger.oom == measured});
+  }
+  m.finish();
+}
+
+void range_checks(const JsonReader& rec, const nlohmann::json& raw, const std::string& scenario, const Sets& extra, ValidationRecord& out) {
+  const JsonReader vary = rec.object("vary");
+  const std::string path = vary.string("path");
+  vary.integer_list("values", Range::at_least(1));
+  vary.finish();
+  const JsonReader m = rec.object("measured");
+  const double lo = m.number("mfu_min", Range::between(0, 1)), hi = m.number("mfu_max", Range::between(0, 1));
+  m.finish();
+  const auto tol = rec.optional_object("tolerance");
+  const double mfu_tol = tol ? tol->number_or("mfu_points", 2, Range::positive()) : 2;
+  if (tol) tol->finish();
+  for (const auto& v : raw.at("vary").at("values")) {
+    auto sets = set_list(rec, raw, extra);
+    sets.push_back(override_text(path, v));
+    const double mfu = kPoints * simulate_record(scenario, sets).mfu;
+    // Signed distance outside the published band [lo, hi] (0 inside it).
+    const double band_lo = kPoints * lo, band_hi = kPoints * hi;
+    const double nearest = std::clamp(mfu, band_lo, band_hi);
+    ValidationCheck c{"mfu@" + path + "=" + v.dump(), mfu, nearest, mfu - nearest, mfu_tol, false};
+    c.pass = std::fabs(c.error) <= mfu_tol;
+    out.checks.push_back(c);
+  }
+}
+
+void bytes_checks(const JsonReader& rec, ValidationRecord& out) {
+  ParallelPlan plan;
+  const std::int64_t dp = rec.integer("dp", Range::between(1, 1 << 20));
+  plan.nodes = 1;
+  plan.gpus_per_node = dp;
+  plan.ep = rec.integer("ep", Range::between(1, 1 << 20));
+  plan.distributed_optimizer = rec.boolean("distributed_optimizer");
+  const bool routed = rec.boolean("routed_expert");
+  const JsonReader m = rec.object("measured");
+  const double expected = m.number("bytes", Range::positive());
+  m.finish();
+  const double numel = 64.0 * 8192 * 4096;  // a stacked expert tensor; divisible by every group here
+  const TensorInfo t{"t", {64, 8192, 4096}, static_cast<std::int64_t>(numel), routed ? TensorClass::routed_expert : TensorClass::attention, 1};
+  const LocalTensor lt{&t, routed ? numel / static_cast<double>(plan.ep) : numel, routed ? plan.ep_dp() : plan.dp()};
+  OptimizerShardReport report;
+  double sum = 0;
+  for (const auto& item : persistent_state({lt}, plan, report)) sum += item.bytes;
+  out.checks.push_back(compare("bytes_per_param", sum / numel, expected, 1e-9, false));
+}
+
+void layout_checks(const JsonReader& rec, ValidationRecord& out) {
+  const std::string layout = rec.choice("layout", {"per_tensor", "concat_then_shard", "same_param_count"});
+  std::vector<double> tensors;
+  for (auto v : rec.integer_list("tensors", Range::at_least(1))) tensors.push_back(static_cast<double>(v));
+  const std::int64_t group = rec.integer("group", Range::between(1, 1 << 20));
+  const LayoutResult r = optimizer_layouts().get(layout).assign(tensors, group, 1);
+  const JsonReader m = rec.object("measured");
+  if (m.has("largest")) out.checks.push_back(compare("largest", r.largest, m.number("largest", Range::non_negative()), 0, false));
+  if (m.has("replicated")) {
+    out.checks.push_back(compare("replicated", static_cast<double>(r.replicated_tensors), static_cast<double>(m.integer("replicated", Range::non_negative())), 0, false));
+  }
+  m.finish();
+}
+
+void schedule_checks(const JsonReader& rec, const nlohmann::json& raw, const std::string& scenario, const Sets& extra, ValidationRecord& out) {
+  auto count = [&](const std::string& design, auto&& predicate) {
+    auto sets = set_list(rec, raw, extra);
+    sets.push_back(override_text("design", design));
+    const Scenario s = load_scenario(scenario, sets);
+    const ProfileCostBook costs(s.hardware);
+    const Simulation sim = simulate(s, costs, SimOptions{});
+    return predicate(sim.step.graph);
+  };
+  // FSDP: every all-gather of one block's unit starts a collective phase (F: AG; B: AG + RS).
+  const double fsdp = count("fsdp", [](const TaskGraph& g) {
+    double n = 0;
+    for (const auto& t : g.tasks()) n += (t.rank == 0 && t.layer == 1 && t.coll == CollectiveKindTag::all_gather) ? 1 : 0;
+    return n;
+  });
+  // DDP: the microbatches in which gradient reductions start.
+  const double ddp = count("ddp", [](const TaskGraph& g) {
+    std::vector<int> mbs;
+    for (const auto& t : g.tasks()) {
+      if (t.rank == 0 && t.phase == PhaseTag::grad_sync) mbs.push_back(t.microbatch);
+    }
+    std::sort(mbs.begin(), mbs.end());
+    return static_cast<double>(std::unique(mbs.begin(), mbs.end()) - mbs.begin());
+  });
+  const JsonReader m = rec.object("measured");
+  out.checks.push_back(compare("fsdp_collective_phases_per_unit", fsdp, m.number("fsdp_collective_phases_per_unit", Range::non_negative()), 0, false));
+  out.checks.push_back(compare("ddp_gradient_reductions", ddp, m.number("ddp_gradient_reductions", Range::non_negative()), 0, false));
+  m.finish();
+}
+
+}  // namespace
+
+namespace {
+
+void collect_assumptions(const nlohmann::json& node, const std::string& path, std::vector<std::pair<std::string, double>>& out) {
+  if (!node.is_object()) return;
+  if (node.contains("kind") && node.at("kind") == "assumption" && node.contains("value") && node.at("value").is_number()) {
+    out.emplace_back(path + ".value", node.at("value").get<double>());
+    return;
+  }
+  for (const auto& [k, v] : node.items()) collect_assumptions(v, path + "." + k, out);
+}
+
+void score(const ValidationReport& r, SensitivityRow& row, int slot) {
+  const bool broken = std::any_of(r.records.begin(), r.records.end(), [](const auto& rec) { return !rec.error.empty(); });
+  if (broken) {  // the scaled value left the field's allowed range
+    row.mean_mfu_error[slot] = std::nan("");
+    return;
+  }
+  double sum = 0;
+  std::size_t n = 0, right = 0, total = 0;
+  for (const auto& rec : r.records) {
+    for (const auto& c : rec.checks) {
+      if (c.metric.rfind("mfu", 0) == 0) { sum += std::fabs(c.error); ++n; }
+      if (c.metric == "oom") { ++total; right += c.pass ? 1 : 0; }
+    }
+  }
+  row.mean_mfu_error[slot] = n ? sum / static_cast<double>(n) : 0.0;
+  row.oom_right[slot] = right;
+  row.oom_total = total;
+}
+
+}  // namespace
+
+std::vector<SensitivityRow> sensitivity(const std::string& dataset, const std::string& scenario, double fraction) {
+  const Scenario s = load_scenario(scenario, {});
+  std::vector<std::pair<std::string, double>> assumptions;
+  collect_assumptions(s.resolved.at("hardware"), "hardware", assumptions);
+  const ValidationReport base = validate_dataset(dataset);
+  std::vector<SensitivityRow> rows;
+  for (const auto& [path, value] : assumptions) {
+    SensitivityRow row{path, value, {}, {}, 0};
+    score(base, row, 1);
+    score(validate_dataset(dataset, {override_text(path, value * (1 - fraction))}), row, 0);
+    score(validate_dataset(dataset, {override_text(path, value * (1 + fraction))}), row, 2);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+ValidationReport validate_dataset(const std::string& file, const std::vector<std::string>& extra_sets) {
+  const nlohmann::json doc = read_json_file(file);
+  const JsonReader top(doc, file, "");
+  ValidationReport report;
+  report.file = file;
+  top.string_or("schema", "");
+  top.string_or("description", "");
+  report.name = top.string("name");
+  if (!top.has("records") || !doc.at("records").is_array()) top.fail("records", "expected an array of records");
+  top.finish();
+  const auto& records = doc.at("records");
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const JsonReader rec(records[i], file, "records[" + std::to_string(i) + "]");
+    ValidationRecord out;
+    out.id = rec.string("id");
+    out.kind = rec.choice("kind", {"step", "step_range", "bytes_per_param", "layout", "schedule"});
+    out.source = rec.string("source");
+    out.known_gap = rec.string_or("known_gap", "");
+    const std::string scenario = rec.has("scenario") ? (fs::path(file).parent_path() / rec.string("scenario")).lexically_normal().string() : "";
+    try {
+      if (out.kind == "step") step_checks(rec, records[i], scenario, extra_sets, out);
+      else if (out.kind == "step_range") range_checks(rec, records[i], scenario, extra_sets, out);
+      else if (out.kind == "bytes_per_param") bytes_checks(rec, out);
+      else if (out.kind == "layout") layout_checks(rec, out);
+      else schedule_checks(rec, records[i], scenario, extra_sets, out);
+      rec.has("set");
+      rec.has("tolerance");
+      rec.finish();
+    } catch (const InputError& e) {
+      if (!e.infeasible() && e.file() == file) throw;
+      out.error = e.what();
+    }
+    report.records.push_back(std::move(out));
+  }
+  return report;
+}
+
+}  // namespace moesim

@@ -1,0 +1,53 @@
+// Validation against published measurements: each record of a dataset is simulated (or its
+// ledger / layout / schedule computed) and compared with the measurement and its tolerance.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace moesim {
+
+struct ValidationCheck {
+  std::string metric;  // mfu, tokens_per_s_per_gpu, oom, bytes, largest, ...
+  double predicted = 0;
+  double measured = 0;
+  double error = 0;      // mfu: points; tokens: relative; exact metrics: difference
+  double tolerance = 0;  // same unit as error
+  bool pass = false;
+};
+
+struct ValidationRecord {
+  std::string id;
+  std::string kind;
+  std::string source;
+  std::string known_gap;  // non-empty: a documented gap, reported but not failing
+  std::vector<ValidationCheck> checks;
+  std::string error;      // the record could not be evaluated
+  bool pass() const;
+};
+
+struct ValidationReport {
+  std::string name;
+  std::string file;
+  std::vector<ValidationRecord> records;
+  std::size_t failures() const;        // failing records without a documented gap
+  std::size_t known_gaps() const;      // failing records with one
+  std::size_t closed_gaps() const;     // records with a documented gap that now pass
+};
+
+// Throws InputError for a malformed dataset (path of the offending entry). `extra_sets` are
+// --set overrides applied to every record's scenario after its own (sensitivity studies).
+ValidationReport validate_dataset(const std::string& file, const std::vector<std::string>& extra_sets = {});
+
+// Sensitivity of a dataset to each assumed profile number: every quantity with kind
+// "assumption" in the hardware profile of the dataset's scenarios, scaled by (1 -+ fraction).
+struct SensitivityRow {
+  std::string path;   // e.g. hardware.memory.fragmentation_fraction.value
+  double value = 0;
+  double mean_mfu_error[3] = {0, 0, 0};  // |error| in points at -fraction, as is, +fraction
+  std::size_t oom_right[3] = {0, 0, 0};
+  std::size_t oom_total = 0;
+};
+std::vector<SensitivityRow> sensitivity(const std::string& dataset, const std::string& scenario, double fraction);
+
+}  // namespace moesim

@@ -1,0 +1,130 @@
+// The JSON documents the CLI writes conform to the versioned schemas shipped in reports/schema/
+// (required keys and types; see reports/README.md), and the checker catches what it should.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/reports/schema_checker.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace moesim;
+
+namespace {
+
+const std::string kStep = "urn:moesim:schema:step:1";
+const std::string kSweep = "urn:moesim:schema:sweep:1";
+const std::string kLedger = "urn:moesim:schema:ledger:1";
+const std::string kCompare = "urn:moesim:schema:compare:1";
+
+const test::SchemaChecker& checker() {
+  static const test::SchemaChecker c(test::source_path("reports/schema"));
+  return c;
+}
+
+// Runs `moesim <args> --json FILE` and parses FILE.
+nlohmann::json cli_json(const test::TempDir& dir, const std::string& args) {
+  const std::string out = dir.path("out.json");
+  REQUIRE(test::run_cli(args + " --json " + out) == 0);
+  return nlohmann::json::parse(test::slurp(out));
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+std::string scenario(const std::string& design) { return test::source_path("scenarios/fig8/moe-" + design + ".json"); }
+
+}  // namespace
+
+TEST_CASE("Every shipped schema is draft 2020-12 and names its document version", "[unit]") {
+  std::size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test::source_path("reports/schema"))) {
+    INFO(entry.path());
+    const auto s = nlohmann::json::parse(test::slurp(entry.path().string()));
+    CHECK(s["$schema"] == "https://json-schema.org/draft/2020-12/schema");
+    CHECK(s["properties"]["schema"].contains("const"));
+    ++files;
+  }
+  CHECK(files == 4);
+  for (const auto& id : {kStep, kSweep, kLedger, kCompare}) CHECK_NOTHROW(checker().schema(id));
+}
+
+TEST_CASE("simulate --json conforms to moesim-step/1", "[unit]") {
+  test::TempDir dir;
+  for (const char* design : {"ddp", "ddp-ep8", "fsdp"}) {
+    INFO(design);
+    const auto doc = cli_json(dir, "simulate " + scenario(design));
+    CHECK(doc["schema"] == "moesim-step/1");
+    const auto errors = checker().check(doc, kStep);
+    INFO(joined(errors));
+    CHECK(errors.empty());
+  }
+}
+
+TEST_CASE("The step's memory_by_class adds up to its peak allocation", "[unit]") {
+  test::TempDir dir;
+  for (const char* design : {"ddp", "fsdp"}) {
+    INFO(design);
+    const auto doc = cli_json(dir, "simulate " + scenario(design));
+    double sum = 0;
+    for (const auto& [cls, entry] : doc["memory_by_class"].items()) sum += entry["GiB"].get<double>();
+    CHECK(sum == Approx(doc["peak_allocated_GiB"].get<double>()).epsilon(1e-9));
+    CHECK(doc["memory_by_class"]["main_weights"]["kind"] == "persistent");
+    CHECK(doc["memory_by_class"]["activations"]["kind"] == "working");
+    // FSDP keeps no persistent BF16 weights: they exist only while gathered.
+    CHECK(doc["memory_by_class"].contains("compute_weights") == (std::string(design) == "ddp"));
+    CHECK(doc["memory_by_class"].contains("fsdp_materialized") == (std::string(design) == "fsdp"));
+  }
+}
+
+TEST_CASE("sweep --json conforms to moesim-sweep/1, invalid points included", "[unit]") {
+  test::TempDir dir;
+  const auto doc = cli_json(dir, "sweep " + scenario("ddp") + " --vary plan.expert_parallel.degree=1,3,8 --vary design=ddp,fsdp -j 2");
+  CHECK(doc["summary"]["invalid"].get<int>() > 0);
+  const auto errors = checker().check(doc, kSweep);
+  INFO(joined(errors));
+  CHECK(errors.empty());
+}
+
+TEST_CASE("ledger --json conforms to moesim-ledger/1, pipeline stages included", "[unit]") {
+  test::TempDir dir;
+  for (const std::string extra : {"", " --set plan.pipeline.degree=2"}) {
+    INFO(extra);
+    const auto errors = checker().check(cli_json(dir, "ledger " + scenario("ddp") + extra), kLedger);
+    INFO(joined(errors));
+    CHECK(errors.empty());
+  }
+}
+
+TEST_CASE("compare --json conforms to moesim-compare/1", "[unit]") {
+  test::TempDir dir;
+  const auto doc = cli_json(dir, "compare " + scenario("ddp") + " --design ddp --design fsdp -j 2");
+  const auto errors = checker().check(doc, kCompare);
+  INFO(joined(errors));
+  CHECK(errors.empty());
+}
+
+TEST_CASE("The schema checker reports missing keys, wrong types and bad constants by path", "[unit]") {
+  test::TempDir dir;
+  auto doc = cli_json(dir, "sweep " + scenario("ddp") + " --vary design=ddp,fsdp -j 1");
+  REQUIRE(checker().check(doc, kSweep).empty());
+  doc["points"][1]["result"].erase("mfu");
+  doc["points"][0]["result"]["oom"] = "no";
+  doc["points"][0]["result"]["memory_by_class"]["activations"]["kind"] = "sometimes";
+  doc["summary"]["points"] = 2.5;
+  doc["schema"] = "moesim-sweep/2";
+  doc["points"][1]["status"] = "invalid";  // then an error message is required
+  const auto errors = checker().check(doc, kSweep);
+  const std::string text = joined(errors);
+  INFO(text);
+  CHECK(text.find("/points/1/result: missing required key 'mfu'") != std::string::npos);
+  CHECK(text.find("/points/0/result/oom: expected type \"boolean\", found string") != std::string::npos);
+  CHECK(text.find("/points/0/result/memory_by_class/activations/kind: \"sometimes\" is not one of") != std::string::npos);
+  CHECK(text.find("/summary/points: expected type \"integer\", found number") != std::string::npos);
+  CHECK(text.find("/schema: expected \"moesim-sweep/1\"") != std::string::npos);
+  CHECK(text.find("/points/1: missing required key 'error'") != std::string::npos);
+  CHECK(errors.size() == 6);
+}

@@ -1,0 +1,96 @@
+// Sweeps and design comparison: axes, point expansion, errors before any point runs,
+// impossible points reported, identical output whatever the thread count, crossovers.
+#include <catch2/catch.hpp>
+
+#include "reports/sweep_report.hpp"
+#include "sim/compare.hpp"
+#include "sim/sweep.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace moesim;
+
+namespace {
+const std::string kFig8 = "scenarios/fig8/moe-ddp.json";
+}
+
+TEST_CASE("Axis expressions: lists, sizes, doubling and stepped ranges", "[unit]") {
+  const SweepAxis batch = parse_axis("plan.batch.global_batch_tokens=128Ki..4Mi");
+  CHECK(batch.path == "plan.batch.global_batch_tokens");
+  CHECK(batch.values == std::vector<nlohmann::json>{131072, 262144, 524288, 1048576, 2097152, 4194304});
+  CHECK(parse_axis("x=1..10+3").values == std::vector<nlohmann::json>{1, 4, 7, 10});
+  CHECK(parse_axis("design=ddp,ddp+ep8").values == std::vector<nlohmann::json>{"ddp", "ddp+ep8"});
+  CHECK(parse_axis("a=[1,2],8K").values == std::vector<nlohmann::json>{nlohmann::json::array({1, 2}), 8000});
+  CHECK_THROWS_AS(parse_axis("a="), InputError);
+  CHECK_THROWS_AS(parse_axis("a=4..2"), InputError);
+  CHECK_THROWS_AS(parse_axis("a=1,,2"), InputError);
+  CHECK_THROWS_AS(parse_axis("novalues"), InputError);
+}
+
+TEST_CASE("Points: Cartesian product (last axis fastest), then included points", "[unit]") {
+  const Scenario s = load_scenario(test::source_path("scenarios/fig8/fig8b.json"), {});
+  const SweepSpec spec = sweep_spec_of(s);
+  REQUIRE(spec.axes.size() == 2);
+  const auto points = expand_points(s.file, {}, spec);
+  REQUIRE(points.size() == 5 * 3 + 2);
+  CHECK(points[1] == PointOverrides{{"architecture.moe.num_experts", 8}, {"design", "ddp+ep8"}});
+  CHECK(points[3] == PointOverrides{{"architecture.moe.num_experts", 32}, {"design", "ddp"}});
+  CHECK(points[15].front().first == "architecture");
+}
+
+TEST_CASE("Malformed axes stop the sweep before any point runs", "[unit]") {
+  const std::string file = test::source_path(kFig8);
+  auto expand = [&](const std::string& axis) { return expand_points(file, {}, SweepSpec{{parse_axis(axis)}, {}}); };
+  CHECK_THROWS_WITH(expand("plan.batch.global_batch=1,2"), Catch::Contains("unknown key"));
+  CHECK_THROWS_WITH(expand("architecture.num_layers=eight"), Catch::Contains("expected an integer"));
+  CHECK_THROWS_WITH(expand("hardware.memory.fragmentation_fraction.value=2"), Catch::Contains("out of range"));
+  CHECK_THROWS_WITH(expand("design=zero3"), Catch::Contains("must start with fsdp or ddp"));
+  // An impossible plan is not malformed: it becomes an invalid point.
+  CHECK(expand("plan.expert_parallel.degree=1,5,8").size() == 3);
+}
+
+TEST_CASE("Impossible points are reported and the sweep goes on; -j does not change the output", "[unit]") {
+  const std::string file = test::source_path(kFig8);
+  const SweepSpec spec{{parse_axis("plan.expert_parallel.degree=1,5,8"), parse_axis("plan.batch.global_batch_tokens=128Ki,256Ki")}, {}};
+  const auto points = expand_points(file, {}, spec);
+  const SweepResult one = run_points(file, {}, points, 0, points.size(), 1, {});
+  const SweepResult two = run_points(file, {}, points, 0, points.size(), 2, {});
+  REQUIRE(one.points.size() == 6);
+  CHECK(one.points[0].ok);
+  CHECK_FALSE(one.points[2].ok);
+  CHECK_THAT(one.points[2].error, Catch::Contains("does not divide the 48 routed experts"));
+  CHECK(one.points[5].ok);
+  CHECK(sweep_json("x", spec, one).dump() == sweep_json("x", spec, two).dump());
+  CHECK(sweep_csv(one) == sweep_csv(two));
+}
+
+TEST_CASE("Compare: DDP overtakes FSDP as the batch grows; the expert walls match Figure 8b", "[validation]") {
+  const CompareResult r = compare_designs(test::source_path("scenarios/fig8/fig8b.json"), {}, {"ddp", "ddp+ep8", "fsdp"}, 2);
+  REQUIRE(r.points.points.size() == 3);
+  REQUIRE(r.crossovers.size() == 2);
+  CHECK(r.crossovers[0].global_batch_tokens.has_value());
+  REQUIRE(r.walls.size() == 3);
+  // DDP without EP fits at 48 and not at 64 (seed Figure 8b); EP8 and FSDP fit at 128.
+  REQUIRE(r.walls[0].largest_fitting_experts);
+  CHECK(*r.walls[0].largest_fitting_experts >= 48);
+  CHECK(*r.walls[0].first_oom_experts <= 64);
+  CHECK(*r.walls[1].largest_fitting_experts >= 128);
+  CHECK(*r.walls[1].largest_fitting_experts % 8 == 0);
+  CHECK(*r.walls[2].largest_fitting_experts >= 128);
+}
+
+TEST_CASE("moesim sweep: exit 2 and no file for a bad axis; identical JSON for -j 1 and -j 2", "[unit]") {
+  test::TempDir dir;
+  const std::string base = "sweep " + test::source_path("scenarios/fig8/fig8a.json");
+  CHECK(test::run_cli(base + " --vary plan.batch.global_batch=1,2 --json " + dir.path("bad.json")) == 2);
+  CHECK(test::run_cli(base + " --vary plan.nodes= --json " + dir.path("bad.json")) == 2);
+  CHECK_FALSE(std::filesystem::exists(dir.path("bad.json")));
+  REQUIRE(test::run_cli(base + " -j 1 --json " + dir.path("a.json") + " --csv " + dir.path("a.csv")) == 0);
+  REQUIRE(test::run_cli(base + " -j 2 --json " + dir.path("b.json")) == 0);
+  const std::string a = test::slurp(dir.path("a.json"));
+  CHECK(a == test::slurp(dir.path("b.json")));
+  const auto doc = nlohmann::json::parse(a);
+  CHECK(doc["schema"] == "moesim-sweep/1");
+  CHECK(doc["points"].size() == 12);
+  CHECK(doc["points"][0]["result"]["mfu"].get<double>() > 0);
+  CHECK(test::slurp(dir.path("a.csv")).find("index,values,status,design") == 0);
+}
