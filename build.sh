@@ -39,14 +39,20 @@ case "$mode" in
     install_missing
     configure_and_build OFF
     mkdir -p out
-    # The seed's Figure 8 model (N=48) under the three designs; then the N=64 memory wall.
-    for design in ddp ddp-ep8 fsdp; do
-      "$build_dir/cli/moesim" ledger "scenarios/fig8/moe-$design.json" --json "out/ledger-fig8-moe-$design.json"
-      echo
-    done
-    "$build_dir/cli/moesim" ledger scenarios/fig8/moe-ddp.json --set architecture.moe.num_experts=64 \
-      --json out/ledger-fig8-moe-ddp-n64.json
-    echo "build.sh: JSON reports in out/"
+    moesim="$build_dir/cli/moesim"
+    # The seed's Figure 8 panels on the bundled B300 profile: JSON, CSV and an HTML page each.
+    "$moesim" sweep scenarios/fig8/fig8a.json --json out/fig8a.json --csv out/fig8a.csv --html out/fig8a.html
+    echo
+    "$moesim" sweep scenarios/fig8/fig8b.json --json out/fig8b.json --csv out/fig8b.csv --html out/fig8b.html
+    echo
+    # DDP vs FSDP before a run: side by side, batch crossover, expert-count memory walls.
+    "$moesim" compare scenarios/fig8/fig8b.json --json out/compare-fig8b.json --html out/compare-fig8b.html
+    echo
+    # The N=64 memory wall, and predicted vs published on the seed dataset.
+    "$moesim" ledger scenarios/fig8/moe-ddp.json --set architecture.moe.num_experts=64 --json out/ledger-fig8-n64-ddp.json
+    echo
+    "$moesim" validate --json out/validation-seed.json
+    echo "build.sh: reports in out/"
     ;;
   test)
     packages+=("${test_packages[@]}")

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "models/arch/flops.hpp"
@@ -13,7 +15,42 @@ namespace moesim {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// A sweep loads the same few files for every point: keep each parsed document, keyed by path
+// and checked against the file's size and modification time.
+struct CachedDocument {
+  std::uintmax_t size = 0;
+  fs::file_time_type mtime;
+  nlohmann::json doc;
+};
+std::mutex g_cache_mutex;
+std::map<std::string, CachedDocument> g_cache;
+
+nlohmann::json parse_json_file(const std::string& path);
+
+}  // namespace
+
 nlohmann::json read_json_file(const std::string& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  const auto mtime = ec ? fs::file_time_type() : fs::last_write_time(path, ec);
+  if (!ec) {
+    std::lock_guard<std::mutex> lock(g_cache_mutex);
+    const auto it = g_cache.find(path);
+    if (it != g_cache.end() && it->second.size == size && it->second.mtime == mtime) return it->second.doc;
+  }
+  nlohmann::json doc = parse_json_file(path);
+  if (!ec) {
+    std::lock_guard<std::mutex> lock(g_cache_mutex);
+    g_cache[path] = {size, mtime, doc};
+  }
+  return doc;
+}
+
+namespace {
+
+nlohmann::json parse_json_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, "", "cannot open file");
   std::stringstream buf;
@@ -37,6 +74,8 @@ nlohmann::json read_json_file(const std::string& path) {
     throw InputError(path, "", std::string("unreadable JSON: ") + e.what());
   }
 }
+
+}  // namespace
 
 namespace {
 

@@ -82,7 +82,7 @@ TEST_CASE("The step's memory_by_class adds up to its peak allocation", "[unit]")
 
 TEST_CASE("sweep --json conforms to moesim-sweep/1, invalid points included", "[unit]") {
   test::TempDir dir;
-  const auto doc = cli_json(dir, "sweep " + scenario("ddp") + " --vary plan.expert_parallel.degree=1,3,8 --vary design=ddp,fsdp -j 2");
+  const auto doc = cli_json(dir, "sweep " + scenario("ddp") + " --vary plan.expert_parallel.degree=1,3,8 --vary plan.ddp.distributed_optimizer=true,false -j 2");
   CHECK(doc["summary"]["invalid"].get<int>() > 0);
   const auto errors = checker().check(doc, kSweep);
   INFO(joined(errors));
