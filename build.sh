@@ -13,7 +13,7 @@ jobs="${MOESIM_JOBS:-$(nproc)}"
 packages=(g++ cmake make libboost-graph-dev nlohmann-json3-dev libcli11-dev libeigen3-dev catch2)
 # Test mode only: headless Chromium (and a font for chart text) for the html_renders_in_chromium
 # test, which is skipped where no Chromium is installed.
-test_packages=(chromium fonts-liberation)
+test_packages=(chromium fonts-liberation libopenmpi-dev openmpi-bin)
 
 install_missing() {
   local missing=()

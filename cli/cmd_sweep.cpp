@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/commands.hpp"
+#include "cli/mpi_world.hpp"
 #include "cli/progress.hpp"
 #include "models/input/scenario.hpp"
 #include "reports/atomic_file.hpp"
@@ -58,20 +59,34 @@ Runner add_sweep_command(CLI::App& app) {
     if (args->trace_point >= static_cast<int>(points.size())) {
       throw InputError("--trace-point", std::to_string(args->trace_point), "no such point; the sweep has " + std::to_string(points.size()));
     }
-    Progress progress("sweep", points.size());
-    const SweepResult result = run_points(args->scenario, args->sets, points, 0, points.size(), args->jobs,
+    // Under MPI each rank takes a contiguous slice; rank 0 writes the one report.
+    const MpiWorld world;
+    const std::size_t n = points.size(), size = static_cast<std::size_t>(world.size()), rank = static_cast<std::size_t>(world.rank());
+    const std::size_t first = rank * (n / size) + std::min(rank, n % size);
+    const std::size_t count = n / size + (rank < n % size ? 1 : 0);
+    Progress progress(world.size() > 1 ? "sweep (rank " + std::to_string(rank) + ")" : "sweep", count);
+    const SweepResult result = run_points(args->scenario, args->sets, points, first, count, args->jobs,
                                           [&](std::size_t done, std::size_t total) { progress.update(done, total); });
     progress.finish();
-    if (args->out.json_out != "-") std::cout << sweep_table(result);
-    const nlohmann::json doc = sweep_json(base.name, spec, result);
+    nlohmann::json mine = nlohmann::json::array();
+    for (const auto& p : result.points) mine.push_back(sweep_point_json(p));
+    const auto parts = world.gather(mine.dump());
+    if (world.rank() != 0) return 0;
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& part : parts) {
+      for (auto& p : nlohmann::json::parse(part)) all.push_back(std::move(p));
+    }
+    const nlohmann::json doc = sweep_document(base.name, spec, std::move(all));
+    if (args->out.json_out != "-") std::cout << sweep_table(doc);
     if (!args->out.json_out.empty()) write_atomic(args->out.json_out, doc.dump(2) + "\n");
-    if (!args->out.csv_out.empty()) write_atomic(args->out.csv_out, sweep_csv(result));
+    if (!args->out.csv_out.empty()) write_atomic(args->out.csv_out, sweep_csv(doc));
     if (!args->out.html_out.empty()) write_atomic(args->out.html_out, html_report(doc));
     if (args->trace_point >= 0 && !args->trace_out.empty()) {
-      const SweepPoint& p = result.points[static_cast<std::size_t>(args->trace_point)];
-      if (!p.ok) throw InputError("--trace-point", std::to_string(args->trace_point), "that point is invalid: " + p.error);
-      const ProfileCostBook costs(p.scenario->hardware);
-      write_atomic(args->trace_out, trace_json(simulate(*p.scenario, costs, SimOptions{})));
+      std::vector<std::string> point_sets = args->sets;
+      for (const auto& [path, value] : points[static_cast<std::size_t>(args->trace_point)]) point_sets.push_back(override_text(path, value));
+      const Scenario s = load_scenario(args->scenario, point_sets);
+      const ProfileCostBook costs(s.hardware);
+      write_atomic(args->trace_out, trace_json(simulate(s, costs, SimOptions{})));
     }
     return 0;
   };
@@ -106,13 +121,12 @@ Runner add_compare_command(CLI::App& app) {
     if (args->out.json_out != "-") std::cout << compare_table(result);
     const nlohmann::json doc = compare_json(base.name, result);
     if (!args->out.json_out.empty()) write_atomic(args->out.json_out, doc.dump(2) + "\n");
-    if (!args->out.csv_out.empty()) write_atomic(args->out.csv_out, sweep_csv(result.points));
-    if (!args->out.html_out.empty()) {
-      SweepSpec spec;
-      spec.axes.push_back({"design", {}});
-      for (const auto& d : designs) spec.axes.back().values.push_back(d);
-      write_atomic(args->out.html_out, html_report(sweep_json(base.name, spec, result.points)));
-    }
+    SweepSpec spec;
+    spec.axes.push_back({"design", {}});
+    for (const auto& d : designs) spec.axes.back().values.push_back(d);
+    const nlohmann::json sweep_doc = sweep_json(base.name, spec, result.points);
+    if (!args->out.csv_out.empty()) write_atomic(args->out.csv_out, sweep_csv(sweep_doc));
+    if (!args->out.html_out.empty()) write_atomic(args->out.html_out, html_report(sweep_doc));
     return 0;
   };
 }

@@ -16,12 +16,6 @@ nlohmann::json values_json(const PointOverrides& values) {
   return out;
 }
 
-nlohmann::json point_json(const SweepPoint& p) {
-  nlohmann::json j = {{"index", p.index}, {"values", values_json(p.values)}, {"status", p.ok ? "ok" : "invalid"}};
-  if (p.ok) j["result"] = step_json(*p.scenario, *p.result);
-  else j["error"] = p.error;
-  return j;
-}
 
 std::string csv_cell(std::string s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
@@ -32,67 +26,74 @@ std::string csv_cell(std::string s) {
 
 std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
-}  // namespace
-
-nlohmann::json sweep_json(const std::string& name, const SweepSpec& spec, const SweepResult& result) {
-  nlohmann::json axes = nlohmann::json::array();
-  for (const auto& a : spec.axes) axes.push_back({{"path", a.path}, {"values", a.values}});
-  nlohmann::json points = nlohmann::json::array();
-  std::size_t invalid = 0;
-  for (const auto& p : result.points) {
-    points.push_back(point_json(p));
-    invalid += p.ok ? 0 : 1;
-  }
-  return {{"schema", "moesim-sweep/1"}, {"scenario", name}, {"axes", axes}, {"points", points},
-          {"summary", {{"points", result.points.size()}, {"invalid", invalid}}}};
+std::string values_text(const nlohmann::json& values, const char* sep) {
+  std::string out;
+  for (const auto& [path, v] : values.items()) out += (out.empty() ? "" : sep) + path + "=" + value_text(v);
+  return out;
 }
 
-std::string sweep_csv(const SweepResult& result) {
+}  // namespace
+
+nlohmann::json sweep_point_json(const SweepPoint& p) {
+  nlohmann::json j = {{"index", p.index}, {"values", values_json(p.values)}, {"status", p.ok ? "ok" : "invalid"}};
+  if (p.ok) j["result"] = step_json(*p.scenario, *p.result);
+  else j["error"] = p.error;
+  return j;
+}
+
+nlohmann::json sweep_document(const std::string& name, const SweepSpec& spec, nlohmann::json points) {
+  nlohmann::json axes = nlohmann::json::array();
+  for (const auto& a : spec.axes) axes.push_back({{"path", a.path}, {"values", a.values}});
+  std::size_t invalid = 0;
+  for (const auto& p : points) invalid += p.at("status") == "ok" ? 0 : 1;
+  const std::size_t total = points.size();
+  return {{"schema", "moesim-sweep/1"}, {"scenario", name}, {"axes", axes}, {"points", std::move(points)},
+          {"summary", {{"points", total}, {"invalid", invalid}}}};
+}
+
+nlohmann::json sweep_json(const std::string& name, const SweepSpec& spec, const SweepResult& result) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& p : result.points) points.push_back(sweep_point_json(p));
+  return sweep_document(name, spec, std::move(points));
+}
+
+std::string sweep_csv(const nlohmann::json& doc) {
   std::ostringstream os;
-  os << "index,values,status,design,hardware,world,params_total,params_active,flops_per_token,flop_convention,microbatches,"
-        "global_batch_tokens,step_time_s,tokens_per_s_per_gpu,mfu,peak_allocated_GiB,peak_reserved_GiB,device_total_GiB,"
-        "capacity_GiB,oom,breaking_phase,error\n";
-  for (const auto& p : result.points) {
-    std::string values;
-    for (const auto& [path, v] : p.values) values += (values.empty() ? "" : ";") + path + "=" + value_text(v);
-    os << p.index << "," << csv_cell(values) << "," << (p.ok ? "ok" : "invalid") << ",";
-    if (p.ok) {
-      const nlohmann::json j = step_json(*p.scenario, *p.result);
-      for (const char* k : {"design", "hardware", "world", "params_total", "params_active", "flops_per_token", "flop_convention",
-                            "microbatches", "global_batch_tokens", "step_time_s", "tokens_per_s_per_gpu", "mfu", "peak_allocated_GiB",
-                            "peak_reserved_GiB", "device_total_GiB", "capacity_GiB", "oom", "breaking_phase"}) {
-        os << csv_cell(value_text(j.at(k))) << ",";
-      }
-      os << "\n";
-    } else {
-      os << ",,,,,,,,,,,,,,,,,," << csv_cell(p.error) << "\n";
-    }
+  static const char* kColumns[] = {"design", "hardware", "world", "params_total", "params_active", "flops_per_token", "flop_convention",
+                                   "microbatches", "global_batch_tokens", "step_time_s", "tokens_per_s_per_gpu", "mfu", "peak_allocated_GiB",
+                                   "peak_reserved_GiB", "device_total_GiB", "capacity_GiB", "oom", "breaking_phase"};
+  os << "index,values,status";
+  for (const char* k : kColumns) os << "," << k;
+  os << ",error\n";
+  for (const auto& p : doc.at("points")) {
+    const bool ok = p.at("status") == "ok";
+    os << p.at("index").dump() << "," << csv_cell(values_text(p.at("values"), ";")) << "," << (ok ? "ok" : "invalid");
+    for (const char* k : kColumns) os << "," << (ok ? csv_cell(value_text(p.at("result").at(k))) : std::string());
+    os << "," << (ok ? std::string() : csv_cell(p.at("error").get<std::string>())) << "\n";
   }
   return os.str();
 }
 
-std::string sweep_table(const SweepResult& result) {
+std::string sweep_table(const nlohmann::json& doc) {
   std::ostringstream os;
-  for (const auto& p : result.points) {
-    std::string values;
-    for (const auto& [path, v] : p.values) values += (values.empty() ? "" : "  ") + path + "=" + value_text(v);
-    os << "#" << p.index << "  " << values << "\n    ";
-    if (!p.ok) {
-      os << "invalid: " << p.error << "\n";
+  for (const auto& p : doc.at("points")) {
+    os << "#" << p.at("index").dump() << "  " << values_text(p.at("values"), "  ") << "\n    ";
+    if (p.at("status") != "ok") {
+      os << "invalid: " << p.at("error").get<std::string>() << "\n";
       continue;
     }
-    const StepResult& r = *p.result;
-    const auto& worst = r.ledger.stages[r.ledger.worst_stage];
-    os << r.design << "  MFU " << fmt("%.1f%%", 100 * r.mfu) << "  " << fmt("%.0f", r.tokens_per_s_per_gpu) << " tok/s/GPU  step "
-       << fmt("%.1f ms", r.step_time_s * 1e3) << "  memory " << fmt("%.1f", worst.device_total / kGiB) << "/"
-       << fmt("%.1f GiB", worst.capacity / kGiB) << (r.ledger.oom ? "  OOM" : "") << "\n";
+    const auto& r = p.at("result");
+    os << r.at("design").get<std::string>() << "  MFU " << fmt("%.1f%%", 100 * r.at("mfu").get<double>()) << "  "
+       << fmt("%.0f", r.at("tokens_per_s_per_gpu").get<double>()) << " tok/s/GPU  step " << fmt("%.1f ms", 1e3 * r.at("step_time_s").get<double>())
+       << "  memory " << fmt("%.1f", r.at("device_total_GiB").get<double>()) << "/" << fmt("%.1f GiB", r.at("capacity_GiB").get<double>())
+       << (r.at("oom").get<bool>() ? "  OOM" : "") << "\n";
   }
   return os.str();
 }
 
 nlohmann::json compare_json(const std::string& name, const CompareResult& result) {
   nlohmann::json designs = nlohmann::json::array();
-  for (const auto& p : result.points.points) designs.push_back(point_json(p));
+  for (const auto& p : result.points.points) designs.push_back(sweep_point_json(p));
   nlohmann::json crossovers = nlohmann::json::array();
   for (const auto& c : result.crossovers) {
     nlohmann::json probes = nlohmann::json::array();
@@ -113,7 +114,7 @@ nlohmann::json compare_json(const std::string& name, const CompareResult& result
 
 std::string compare_table(const CompareResult& result) {
   std::ostringstream os;
-  os << sweep_table(result.points);
+  os << sweep_table(sweep_json("", SweepSpec{}, result.points));
   for (const auto& c : result.crossovers) {
     os << "crossover " << c.ddp_design << " vs " << c.fsdp_design << ": ";
     if (c.global_batch_tokens) os << c.ddp_design << " reaches " << c.fsdp_design << "'s MFU at a global batch of " << *c.global_batch_tokens << " tokens\n";

@@ -12,8 +12,13 @@
 namespace moesim {
 
 nlohmann::json sweep_json(const std::string& scenario_name, const SweepSpec& spec, const SweepResult& result);
-std::string sweep_csv(const SweepResult& result);
-std::string sweep_table(const SweepResult& result);
+// One point as it appears in the document's "points" array.
+nlohmann::json sweep_point_json(const SweepPoint& point);
+// The document from points already rendered (e.g. gathered from several MPI ranks).
+nlohmann::json sweep_document(const std::string& scenario_name, const SweepSpec& spec, nlohmann::json points);
+// CSV and text table are rendered from the document, so every path writes the same bytes.
+std::string sweep_csv(const nlohmann::json& document);
+std::string sweep_table(const nlohmann::json& document);
 
 nlohmann::json compare_json(const std::string& scenario_name, const CompareResult& result);
 std::string compare_table(const CompareResult& result);

@@ -52,6 +52,5 @@ ${lookup}  throw std::out_of_range(\"no embedded HTML asset named \" + std::stri
 
 }  // namespace moesim::html_assets
 ")
-# Replace only on change so an unchanged asset set does not recompile.
-file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)
-file(REMOVE "${OUTPUT}.tmp")
+# Written whole, then renamed: an interrupted run leaves no half-written source behind.
+file(RENAME "${OUTPUT}.tmp" "${OUTPUT}")

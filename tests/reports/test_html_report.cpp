@@ -131,7 +131,7 @@ TEST_CASE("compare --html writes a page whose single axis is the design", "[unit
   CHECK(doc["points"].size() == 2);
 }
 
-TEST_CASE("html_report refuses what is not a sweep document; unknown assets are named", "[unit]") {
+TEST_CASE("html_report refuses what is not a sweep document, and unknown assets are named", "[unit]") {
   CHECK_THROWS_AS(html_report(nlohmann::json::object()), std::invalid_argument);
   CHECK_THROWS_AS(html_report({{"schema", "moesim-step/1"}, {"points", nlohmann::json::array()}}), std::invalid_argument);
   CHECK_THROWS_AS(html_assets::asset("missing.js"), std::out_of_range);
