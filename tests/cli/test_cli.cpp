@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <fstream>
 #include <sstream>
 
@@ -53,4 +54,24 @@ TEST_CASE("Every bundled scenario loads and produces a ledger", "[unit]") {
     INFO(entry.path());
     CHECK(run("ledger " + entry.path().string()) == 0);
   }
+}
+
+TEST_CASE("moesim simulate writes the step JSON and a Perfetto trace with a process per simulated rank", "[unit]") {
+  test::TempDir dir;
+  const std::string scenario = test::source_path("scenarios/fig8/moe-ddp-ep8.json");
+  REQUIRE(run("simulate " + scenario + " --set plan.routing.model=zipf --json " + dir.path("s.json") + " --trace " + dir.path("t.json")) == 0);
+  const auto step = nlohmann::json::parse(slurp(dir.path("s.json")));
+  for (const char* key : {"design", "params_total", "params_active", "flops_per_token", "step_time_s", "tokens_per_s_per_gpu", "mfu",
+                          "peak_allocated_GiB", "peak_reserved_GiB", "capacity_GiB", "oom"}) {
+    CHECK(step.contains(key));
+  }
+  CHECK(step["simulated_ranks"] == 8);  // skewed routing: one simulated rank per expert shard
+  const auto trace = nlohmann::json::parse(slurp(dir.path("t.json")));
+  std::set<int> processes, complete;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") processes.insert(e["pid"].get<int>());
+    if (e["ph"] == "X") complete.insert(e["pid"].get<int>());
+  }
+  CHECK(processes.size() == 8);
+  CHECK(complete == processes);
 }
