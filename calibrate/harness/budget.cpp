@@ -26,6 +26,7 @@ double group_weight(const std::string& g) {
     if (g == "grouped_gemm") return 0.10;
     if (g == "memory") return 0.07;
     if (g == "interference") return 0.08;
+    if (g == "sequence") return 0.04;  // two blocks' kernel sequences: a small share
     return 0.1;
 }
 

@@ -12,7 +12,8 @@ namespace moesim::cal {
 const std::vector<std::string>& all_group_names() {
     static const std::vector<std::string> names = {
         "allreduce", "bucketed", "allgather",    "reducescatter", "alltoall",
-        "sendrecv",  "gemm",     "grouped_gemm", "memory",        "interference"};
+        "sendrecv",  "gemm",     "grouped_gemm", "memory",        "interference",
+        "sequence"};
     return names;
 }
 

@@ -10,40 +10,22 @@
 namespace moesim::cal {
 namespace {
 
-struct ModelSpec {
-    std::int64_t d = 4096, q_heads = 32, kv_heads = 8, head_dim = 128;
-    std::int64_t dense_hidden = 20480, layers = 8, dense_layers = 1;
-    std::int64_t experts = 48, expert_hidden = 4096, top_k = 4, shared_hidden = 4096;
-    std::int64_t vocab = 100352, tokens = 16384;  // 2 sequences of 8192 per rank microbatch
-};
-
 struct Param {
     std::string unit;  // FSDP unit holding it
     std::int64_t numel;
 };
 
-// Parameters in forward (module) order, following Olmo-core's block layout: attention (w_q, w_k,
-// w_v, q_norm, k_norm, w_out), attention norm, feed-forward (dense w1,w2,w3, or router, stacked
-// experts [N,2h,d] up/gate and [N,d,h] down, shared expert w1,w2,w3), feed-forward norm.
-std::vector<Param> parameters(const ModelSpec& m) {
-    const std::int64_t d = m.d, attn = m.q_heads * m.head_dim, kv = m.kv_heads * m.head_dim;
+// Parameters in forward (module) order: the embedding, every block (block_parameters), the final
+// norm and the LM head.
+std::vector<Param> parameters(const ModelDims& m) {
     std::vector<Param> p;
-    p.push_back({"embedding", m.vocab * d});
+    p.push_back({"embedding", m.vocab * m.d_model});
     for (std::int64_t l = 0; l < m.layers; ++l) {
         const std::string u = "block" + std::to_string(l);
-        for (std::int64_t n : {attn * d, kv * d, kv * d, attn, kv, d * attn, d}) p.push_back({u, n});
-        if (l < m.dense_layers) {
-            for (int i = 0; i < 3; ++i) p.push_back({u, m.dense_hidden * d});
-        } else {
-            p.push_back({u, m.experts * d});                                   // router
-            p.push_back({u, m.experts * 2 * m.expert_hidden * d});             // experts up/gate
-            p.push_back({u, m.experts * d * m.expert_hidden});                 // experts down
-            for (int i = 0; i < 3; ++i) p.push_back({u, m.shared_hidden * d}); // shared expert
-        }
-        p.push_back({u, d});  // feed-forward norm
+        for (std::int64_t n : block_parameters(m, l >= m.dense_layers)) p.push_back({u, n});
     }
-    p.push_back({"lm_head", d});            // final norm
-    p.push_back({"lm_head", m.vocab * d});  // untied output projection
+    p.push_back({"lm_head", m.d_model});            // final norm
+    p.push_back({"lm_head", m.vocab * m.d_model});  // untied output projection
     return p;
 }
 
@@ -79,7 +61,7 @@ void add_linear(std::vector<GemmShape>& g, const std::string& name, std::int64_t
 }  // namespace
 
 Shapes default_shapes() {
-    const ModelSpec m;
+    const ModelDims m;
     const auto params = parameters(m);
     const std::int64_t moe_layers = m.layers - m.dense_layers, t = m.tokens;
     const std::int64_t group = 8;
@@ -91,40 +73,26 @@ Shapes default_shapes() {
         "BF16 all-gather and FSDP2 units sized for a replica group of 8 (per-tensor sharding: tensors "
         "with numel >= 4096 and numel % 8 == 0). Attention score/value products are not cuBLAS GEMMs "
         "and are not listed.";
-    json::Value model = json::Value::object();
-    model.set("d_model", m.d);
-    model.set("q_heads", m.q_heads);
-    model.set("kv_heads", m.kv_heads);
-    model.set("head_dim", m.head_dim);
-    model.set("layers", m.layers);
-    model.set("dense_layers", m.dense_layers);
-    model.set("dense_mlp_hidden", m.dense_hidden);
-    model.set("routed_experts", m.experts);
-    model.set("expert_hidden", m.expert_hidden);
-    model.set("top_k", m.top_k);
-    model.set("shared_experts", 1);
-    model.set("shared_expert_hidden", m.shared_hidden);
-    model.set("vocab", m.vocab);
-    model.set("sequence_length", 8192);
-    model.set("tokens_per_rank_microbatch", t);
+    json::Value model = model_dims_to_json(m);
     std::int64_t total = 0;
     for (const auto& p : params) total += p.numel;
     model.set("total_params", total);
     s.model = model;
+    s.dims = m;
 
-    const std::int64_t d = m.d, qkv = (m.q_heads + 2 * m.kv_heads) * m.head_dim;
+    const std::int64_t d = m.d_model, qkv = (m.q_heads + 2 * m.kv_heads) * m.head_dim;
     add_linear(s.gemm, "attn_qkv", t, qkv, d, m.layers);
     add_linear(s.gemm, "attn_out", t, d, m.q_heads * m.head_dim, m.layers);
-    add_linear(s.gemm, "dense_mlp_up_gate", t, m.dense_hidden, d, 2 * m.dense_layers);
-    add_linear(s.gemm, "dense_mlp_down", t, d, m.dense_hidden, m.dense_layers);
-    add_linear(s.gemm, "shared_expert_up_gate", t, m.shared_hidden, d, 2 * moe_layers);
-    add_linear(s.gemm, "shared_expert_down", t, d, m.shared_hidden, moe_layers);
-    add_linear(s.gemm, "router", t, m.experts, d, moe_layers);
+    add_linear(s.gemm, "dense_mlp_up_gate", t, m.dense_mlp_hidden, d, 2 * m.dense_layers);
+    add_linear(s.gemm, "dense_mlp_down", t, d, m.dense_mlp_hidden, m.dense_layers);
+    add_linear(s.gemm, "shared_expert_up_gate", t, m.shared_expert_hidden, d, 2 * moe_layers);
+    add_linear(s.gemm, "shared_expert_down", t, d, m.shared_expert_hidden, moe_layers);
+    add_linear(s.gemm, "router", t, m.routed_experts, d, moe_layers);
     add_linear(s.gemm, "lm_head", t, m.vocab, d, 1);
 
     auto& gg = s.grouped;
     gg.tokens = t;
-    gg.experts = m.experts;
+    gg.experts = m.routed_experts;
     gg.top_k = m.top_k;
     gg.seed = 1234;
     gg.zipf_s = {0.0, 1.0};
@@ -151,7 +119,7 @@ Shapes default_shapes() {
 
     s.alltoall.rows_per_rank = t * m.top_k;
     s.alltoall.d = d;
-    s.alltoall.experts = m.experts;
+    s.alltoall.experts = m.routed_experts;
     s.alltoall.top_k = m.top_k;
     s.alltoall.seed = 7;
     s.alltoall.zipf_s = {0.0, 1.0};

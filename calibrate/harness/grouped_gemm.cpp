@@ -2,86 +2,19 @@
 // over E experts, each expert's GEMM with its own rows. Two methods where available:
 // cublasGemmGroupedBatchedEx (cuBLAS 12.5+, one call) and one cuBLASLt call per expert spread
 // over four streams. The record's "method" says which.
-#include <cublas_v2.h>
-
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "errors.hpp"
 #include "gemm.hpp"
+#include "grouped_ops.hpp"
 #include "groups.hpp"
 #include "report_table.hpp"
 #include "routing.hpp"
 
-#if defined(CUBLAS_VERSION) && CUBLAS_VERSION >= 120500
-#define MOESIM_HAVE_GROUPED_BATCHED 1
-#else
-#define MOESIM_HAVE_GROUPED_BATCHED 0
-#endif
-
 namespace moesim::cal {
 namespace {
-
-struct ExpertProblem {
-    GemmDims dims;
-    std::int64_t off_x = 0, off_w = 0, off_c = 0;  // element offsets in the concatenated buffers
-};
-
-struct GroupedOperands {
-    std::vector<ExpertProblem> experts;  // experts with at least one row
-    std::uint64_t seed_x = 0, seed_w = 0;
-    DeviceBuffer x, w, c;
-    double flops = 0;
-};
-
-GroupedOperands make_grouped(const Slot& slot, const GroupedGemmShape& s, const std::vector<std::int64_t>& rows,
-                             std::uint64_t seed) {
-    GroupedOperands g;
-    std::int64_t ox = 0, ow = 0, oc = 0;
-    for (std::int64_t r : rows) {
-        if (r == 0) continue;
-        ExpertProblem p;
-        p.dims = {s.rows_dim == 'm' ? r : s.m, s.n, s.rows_dim == 'k' ? r : s.k, s.layout};
-        p.off_x = ox; p.off_w = ow; p.off_c = oc;
-        ox += p.dims.m * p.dims.k;
-        ow += p.dims.n * p.dims.k;
-        oc += p.dims.m * p.dims.n;
-        g.flops += p.dims.flops();
-        g.experts.push_back(p);
-    }
-    g.seed_x = stream_seed(seed, kRoleGemmX, 1);
-    g.seed_w = stream_seed(seed, kRoleGemmW, 1);
-    g.x = DeviceBuffer(slot.device, 2 * static_cast<std::uint64_t>(ox));
-    g.w = DeviceBuffer(slot.device, 2 * static_cast<std::uint64_t>(ow));
-    g.c = DeviceBuffer(slot.device, 2 * static_cast<std::uint64_t>(oc));
-    fill_bf16(g.x.as<bf16_bits>(), static_cast<std::uint64_t>(ox), g.seed_x, 0, slot.stream);
-    fill_bf16(g.w.as<bf16_bits>(), static_cast<std::uint64_t>(ow), g.seed_w, 0, slot.stream);
-    return g;
-}
-
-// Sampled relative error over the first, middle and last expert.
-double grouped_error(const GroupedOperands& g, cudaStream_t s) {
-    CAL_CUDA(cudaStreamSynchronize(s));
-    double num = 0, den = 0;
-    const std::size_t picks[] = {0, g.experts.size() / 2, g.experts.size() - 1};
-    for (std::size_t e : picks) {
-        const ExpertProblem& p = g.experts[e];
-        for (int t = 0; t < 8; ++t) {
-            const std::uint64_t h = mix64(e * 131 + static_cast<std::uint64_t>(t));
-            const auto i = static_cast<std::int64_t>(h % static_cast<std::uint64_t>(p.dims.m));
-            const auto j = static_cast<std::int64_t>((h >> 32) % static_cast<std::uint64_t>(p.dims.n));
-            bf16_bits got = 0;
-            CAL_CUDA(cudaMemcpy(&got, g.c.as<bf16_bits>() + p.off_c + i * p.dims.n + j, sizeof got, cudaMemcpyDeviceToHost));
-            const double out = bf16_to_float(got);
-            if (!std::isfinite(out)) return INFINITY;
-            const double ref = reference_element(p.dims, g.seed_x, static_cast<std::uint64_t>(p.off_x), g.seed_w,
-                                                 static_cast<std::uint64_t>(p.off_w), i, j);
-            num += (out - ref) * (out - ref);
-            den += ref * ref;
-        }
-    }
-    return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
 
 // Enqueues all experts' GEMMs with one method; false when the method is unavailable here.
 using Enqueue = std::function<void()>;
@@ -141,46 +74,17 @@ void run_grouped_gemm(GroupEnv& g) {
                 GroupedOperands op = make_grouped(slot, s, rows, cfg.seed);
                 Enqueue enqueue;
                 std::vector<std::shared_ptr<LtGemm::Plan>> plans;
-                // Arrays for the grouped API: one group per expert (group size 1).
-                const std::size_t E = op.experts.size();
-                std::vector<cublasOperation_t> ta(E), tb(E);
-                std::vector<int> mm(E), nn(E), kk(E), lda(E), ldb(E), ldc(E), gsize(E, 1);
-                std::vector<float> alpha(E, 1.0f), beta(E, 0.0f);
-                std::vector<const void*> pa(E), pb(E);
-                std::vector<void*> pc(E);
-                DeviceBuffer dptr(slot.device, 3 * E * sizeof(void*));
+                std::unique_ptr<GroupedBatched> batched;
                 if (grouped_api) {
-                    for (std::size_t e = 0; e < E; ++e) {
-                        const ExpertProblem& p = op.experts[e];
-                        const CublasArgs a = cublas_args(p.dims);
-                        ta[e] = a.ta; tb[e] = a.tb;
-                        mm[e] = static_cast<int>(a.M); nn[e] = static_cast<int>(a.N); kk[e] = static_cast<int>(a.K);
-                        lda[e] = static_cast<int>(a.lda); ldb[e] = static_cast<int>(a.ldb); ldc[e] = static_cast<int>(a.ldc);
-                        pa[e] = op.w.as<bf16_bits>() + p.off_w;
-                        pb[e] = op.x.as<bf16_bits>() + p.off_x;
-                        pc[e] = op.c.as<bf16_bits>() + p.off_c;
-                    }
-                    auto** dev = static_cast<void**>(dptr.get());
-                    CAL_CUDA(cudaMemcpy(dev, pa.data(), E * sizeof(void*), cudaMemcpyHostToDevice));
-                    CAL_CUDA(cudaMemcpy(dev + E, pb.data(), E * sizeof(void*), cudaMemcpyHostToDevice));
-                    CAL_CUDA(cudaMemcpy(dev + 2 * E, pc.data(), E * sizeof(void*), cudaMemcpyHostToDevice));
-#if MOESIM_HAVE_GROUPED_BATCHED
-                    auto call = [&, dev, E] {
-                        return cublasGemmGroupedBatchedEx(
-                            handle, ta.data(), tb.data(), mm.data(), nn.data(), kk.data(), alpha.data(),
-                            reinterpret_cast<const void* const*>(dev), CUDA_R_16BF, lda.data(),
-                            reinterpret_cast<const void* const*>(dev + E), CUDA_R_16BF, ldb.data(), beta.data(),
-                            dev + 2 * E, CUDA_R_16BF, ldc.data(), static_cast<int>(E), gsize.data(), CUBLAS_COMPUTE_32F);
-                    };
+                    batched = std::make_unique<GroupedBatched>(slot, handle, op);
                     // A library that rejects this type combination is a skip, not a failed run.
-                    const cublasStatus_t probe = call();
+                    const cublasStatus_t probe = batched->call();
                     if (probe == CUBLAS_STATUS_NOT_SUPPORTED || probe == CUBLAS_STATUS_INVALID_VALUE) {
                         skip_point(g, what, std::string("cublasGemmGroupedBatchedEx returned ") + cublas_status_name(probe));
                         continue;
                     }
                     CAL_CUBLAS(probe);
-                    enqueue = [call] { CAL_CUBLAS(call()); };
-#endif
+                    enqueue = [&batched] { CAL_CUBLAS(batched->call()); };
                 } else {
                     for (const auto& p : op.experts) {
                         plans.push_back(lt.plan(p.dims));
@@ -207,7 +111,7 @@ void run_grouped_gemm(GroupEnv& g) {
                 rec.set("zipf_s", skew);
                 rec.set("seed", cfg.seed);
                 rec.set("rows_per_expert", json::Value::array_of(rows));
-                rec.set("active_experts", static_cast<std::int64_t>(E));
+                rec.set("active_experts", static_cast<std::int64_t>(op.experts.size()));
                 rec.set("flops", op.flops);
                 add_timing(rec, r);
                 rec.set("tflops", tflops);

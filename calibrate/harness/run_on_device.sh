@@ -103,8 +103,11 @@ for m in d["measurements"]:
     if rate >= best.get(key, (0, None))[0]:
         best[key] = (rate, m)
 for (kind, label), (rate, m) in sorted(best.items()):
-    size = m.get("bytes") or "x".join(str(m.get(k)) for k in ("m", "n", "k"))
+    size = m.get("bytes") or (f"{m['kernel_count']} kernels" if "kernel_count" in m else "x".join(str(m.get(k)) for k in ("m", "n", "k")))
     print(f"{kind:26s} {label[:26]:26s} {str(size):>14s} {m.get('median_us', 0):12.1f} us  best {rate:9.1f}  {m.get('check')}")
+for m in (m for m in d["measurements"] if m["kind"] == "sequence"):
+    print(f"sequence {m['label']}: {m['median_us']:.1f} us whole, {m.get('kernels_sum_median_us')} us kernels alone summed, "
+          f"per phase {m.get('phase_sum_median_us')} (attention kernels not included)")
 bad = [m for m in d["measurements"] if m.get("check") == "failed"]
 print(f"checks failed: {len(bad)}")
 PY

@@ -164,7 +164,7 @@ Shapes load_shapes(const std::string& path) {
     s.name = r.string("name", path);
     s.description = r.string("description", "");
     if (const auto* m = r.get("model")) {
-        if (!m->is_object()) ObjectReader::fail("$.model", "must be an object");
+        s.dims = parse_model_dims(*m, "$.model");
         s.model = *m;
     }
     if (const auto* a = r.array("gemm")) {

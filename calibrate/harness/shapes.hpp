@@ -64,9 +64,30 @@ struct InterferenceConfig {
     std::int64_t alltoall_rows_per_rank = 0;
 };
 
+// The model the shapes describe: the typed keys of the shapes file's "model" object, from which
+// the sequence group derives its kernels. Keys the file leaves out keep these values (the Figure 8
+// model with 48 experts); `defaulted` names them. tokens = "tokens_per_rank_microbatch".
+struct ModelDims {
+    std::int64_t d_model = 4096, q_heads = 32, kv_heads = 8, head_dim = 128;
+    std::int64_t layers = 8, dense_layers = 1, dense_mlp_hidden = 20480;
+    std::int64_t routed_experts = 48, expert_hidden = 4096, top_k = 4;
+    std::int64_t shared_experts = 1, shared_expert_hidden = 4096;
+    std::int64_t vocab = 100352, sequence_length = 8192, tokens = 16384;
+    std::vector<std::string> defaulted;
+};
+
+// Reads the typed keys of a "model" object (other keys stay free-form); a typed key with a wrong
+// type or range is an error naming its path.
+ModelDims parse_model_dims(const json::Value& model, const std::string& path);
+// The typed keys, in the order of shapes/fig8-n48.json.
+json::Value model_dims_to_json(const ModelDims& m);
+// Parameter numels of one block in module order (Olmo-core layout, see default_shapes.cpp).
+std::vector<std::int64_t> block_parameters(const ModelDims& m, bool moe);
+
 struct Shapes {
     std::string name, description;
-    json::Value model;  // free-form model description, copied to the output
+    json::Value model;  // model description, copied to the output (typed keys: ModelDims)
+    ModelDims dims;     // the typed keys of `model`, with defaults
     std::vector<GemmShape> gemm;
     GroupedGemmConfig grouped;
     BucketConfig buckets;
