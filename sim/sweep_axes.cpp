@@ -67,7 +67,8 @@ std::vector<nlohmann::json> expand_value(const std::string& text, const std::str
     }
     std::vector<nlohmann::json> out;
     constexpr std::size_t kMaxValues = 100000;
-    for (double v = *a; v <= *b * (1 + 1e-12) && out.size() < kMaxValues; v = s ? v + *s : v * 2) out.push_back(number_json(v));
+    const double stride = s.value_or(0.0);  // 0: doubling
+    for (double v = *a; v <= *b * (1 + 1e-12) && out.size() < kMaxValues; v = stride > 0 ? v + stride : v * 2) out.push_back(number_json(v));
     return out;
   }
   if (const auto v = size_value(text); v && text.find_first_of("KMG") != std::string::npos) return {number_json(*v)};

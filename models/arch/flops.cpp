@@ -92,13 +92,7 @@ class SixNConvention final : public FlopConvention {
 }  // namespace
 
 const Registry<FlopConvention>& flop_conventions() {
-  static const Registry<FlopConvention> registry = [] {
-    Registry<FlopConvention> r("FLOP convention");
-    r.add(std::make_unique<OlmoCoreConvention>());
-    r.add(std::make_unique<PalmConvention>());
-    r.add(std::make_unique<SixNConvention>());
-    return r;
-  }();
+  static const auto registry = make_registry<FlopConvention, OlmoCoreConvention, PalmConvention, SixNConvention>("FLOP convention");
   return registry;
 }
 

@@ -51,4 +51,12 @@ class Registry {
   std::map<std::string, std::unique_ptr<Interface>, std::less<>> items_;
 };
 
+// A registry holding one default-constructed instance of each implementation.
+template <class Interface, class... Implementations>
+Registry<Interface> make_registry(std::string kind) {
+  Registry<Interface> r(std::move(kind));
+  (r.add(std::make_unique<Implementations>()), ...);
+  return r;
+}
+
 }  // namespace moesim

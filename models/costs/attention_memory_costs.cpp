@@ -87,20 +87,12 @@ class HbmMemoryBoundCost final : public MemoryBoundCost {
 }  // namespace
 
 const Registry<AttentionCost>& attention_cost_models() {
-  static const Registry<AttentionCost> registry = [] {
-    Registry<AttentionCost> r("attention cost model");
-    r.add(std::make_unique<FlashAttentionCost>());
-    return r;
-  }();
+  static const auto registry = make_registry<AttentionCost, FlashAttentionCost>("attention cost model");
   return registry;
 }
 
 const Registry<MemoryBoundCost>& memory_bound_cost_models() {
-  static const Registry<MemoryBoundCost> registry = [] {
-    Registry<MemoryBoundCost> r("memory-bound cost model");
-    r.add(std::make_unique<HbmMemoryBoundCost>());
-    return r;
-  }();
+  static const auto registry = make_registry<MemoryBoundCost, HbmMemoryBoundCost>("memory-bound cost model");
   return registry;
 }
 

@@ -124,20 +124,12 @@ double dense_gemm_rate_TFLOPs(const HardwareProfile& hw, double rows) {
 }
 
 const Registry<GemmCost>& gemm_cost_models() {
-  static const Registry<GemmCost> registry = [] {
-    Registry<GemmCost> r("GEMM cost model");
-    r.add(std::make_unique<TableGemmCost>());
-    return r;
-  }();
+  static const auto registry = make_registry<GemmCost, TableGemmCost>("GEMM cost model");
   return registry;
 }
 
 const Registry<GroupedGemmCost>& grouped_gemm_cost_models() {
-  static const Registry<GroupedGemmCost> registry = [] {
-    Registry<GroupedGemmCost> r("grouped GEMM cost model");
-    r.add(std::make_unique<TableGroupedGemmCost>());
-    return r;
-  }();
+  static const auto registry = make_registry<GroupedGemmCost, TableGroupedGemmCost>("grouped GEMM cost model");
   return registry;
 }
 

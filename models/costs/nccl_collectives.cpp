@@ -188,11 +188,7 @@ double busbw_factor(CollectiveKind k, int ranks) {
 }
 
 const Registry<CollectiveModel>& collective_models() {
-  static const Registry<CollectiveModel> registry = [] {
-    Registry<CollectiveModel> r("collective model");
-    r.add(std::make_unique<NcclCollectiveModel>());
-    return r;
-  }();
+  static const auto registry = make_registry<CollectiveModel, NcclCollectiveModel>("collective model");
   return registry;
 }
 

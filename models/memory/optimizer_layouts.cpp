@@ -82,13 +82,7 @@ class SameParamCount final : public OptimizerShardLayout {
 }  // namespace
 
 const Registry<OptimizerShardLayout>& optimizer_layouts() {
-  static const Registry<OptimizerShardLayout> registry = [] {
-    Registry<OptimizerShardLayout> r("optimizer layout");
-    r.add(std::make_unique<PerTensor>());
-    r.add(std::make_unique<ConcatThenShard>());
-    r.add(std::make_unique<SameParamCount>());
-    return r;
-  }();
+  static const auto registry = make_registry<OptimizerShardLayout, PerTensor, ConcatThenShard, SameParamCount>("optimizer layout");
   return registry;
 }
 
