@@ -61,13 +61,12 @@ std::vector<nlohmann::json> expand_value(const std::string& text, const std::str
       hi = hi.substr(0, plus);
     }
     const auto a = size_value(lo), b = size_value(hi);
-    const auto s = step.empty() ? std::optional<double>() : size_value(step);
-    if (!a || !b || *a <= 0 || *b < *a || (!step.empty() && (!s || *s <= 0))) {
+    const double stride = step.empty() ? 0.0 : size_value(step).value_or(-1.0);  // 0: doubling
+    if (!a || !b || *a <= 0 || *b < *a || stride < 0 || (!step.empty() && stride == 0)) {
       throw InputError("--vary", expr, "bad range '" + text + "'; allowed: A..B (doubling from A to B) or A..B+S (step S), with 0 < A <= B");
     }
     std::vector<nlohmann::json> out;
     constexpr std::size_t kMaxValues = 100000;
-    const double stride = s.value_or(0.0);  // 0: doubling
     for (double v = *a; v <= *b * (1 + 1e-12) && out.size() < kMaxValues; v = stride > 0 ? v + stride : v * 2) out.push_back(number_json(v));
     return out;
   }
