@@ -8,31 +8,17 @@
 #include "models/common/errors.hpp"
 #include "models/common/units.hpp"
 #include "models/costs/compute_costs.hpp"
+#include "models/costs/kernel_roofline.hpp"
 
 namespace moesim {
 
 namespace {
+using namespace costs_detail;
 constexpr double kBf16 = bytes_of(DType::bf16);
 
-void require_positive(double v, const char* what) {
-  if (!(v > 0) || !std::isfinite(v)) {
-    throw InputError("", what, "must be a positive finite number, got " + std::to_string(v));
-  }
-}
-
-double launch_s(const HardwareProfile& hw) { return hw.compute.kernel_launch_us.value * 1e-6; }
-double hbm_Bps(const HardwareProfile& hw) { return hw.compute.hbm_sustained_GBps.value * kGB; }
-
 KernelTime roofline(const HardwareProfile& hw, double flops, double rate_TFLOPs, double bytes) {
-  KernelTime t;
-  t.flops = flops;
-  t.hbm_bytes = bytes;
+  KernelTime t = roofline_kernel(hw, flops, flops / (rate_TFLOPs * 1e12), bytes);
   t.rate_TFLOPs = rate_TFLOPs;
-  const double compute_s = flops / (rate_TFLOPs * 1e12);
-  const double memory_s = bytes / hbm_Bps(hw);
-  t.memory_bound = memory_s > compute_s;
-  t.time_s = std::max(compute_s, memory_s) + launch_s(hw);
-  t.achieved_TFLOPs = flops / t.time_s / 1e12;
   return t;
 }
 

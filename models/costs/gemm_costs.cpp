@@ -9,33 +9,13 @@
 #include "models/common/errors.hpp"
 #include "models/common/units.hpp"
 #include "models/costs/compute_costs.hpp"
+#include "models/costs/kernel_roofline.hpp"
 
 namespace moesim {
 
 namespace {
+using namespace costs_detail;
 constexpr double kBf16 = bytes_of(DType::bf16);
-
-void require_positive(double v, const char* what) {
-  if (!(v > 0) || !std::isfinite(v)) {
-    throw InputError("", what, "must be a positive finite number, got " + std::to_string(v));
-  }
-}
-
-double launch_s(const HardwareProfile& hw) { return hw.compute.kernel_launch_us.value * 1e-6; }
-double hbm_Bps(const HardwareProfile& hw) { return hw.compute.hbm_sustained_GBps.value * kGB; }
-
-// Roofline (Williams et al., CACM 2009): a kernel takes at least max(compute, memory) time; the
-// launch overhead is paid on top.
-KernelTime finish(const HardwareProfile& hw, double flops, double compute_s, double bytes) {
-  KernelTime t;
-  t.flops = flops;
-  t.hbm_bytes = bytes;
-  const double memory_s = bytes / hbm_Bps(hw);
-  t.memory_bound = memory_s > compute_s;
-  t.time_s = std::max(compute_s, memory_s) + launch_s(hw);
-  t.achieved_TFLOPs = t.time_s > 0 ? flops / t.time_s / 1e12 : 0;
-  return t;
-}
 
 // "table": time(M,N,K) = 2MNK / rate(M), rate interpolated from the measured
 // [M, 8192] x [8192, 81920] sweep (report Table 44); bytes = BF16 A, B and C once each.
@@ -49,7 +29,7 @@ class TableGemmCost final : public GemmCost {
     const double flops = 2.0 * m * n * k;  // one multiply-add = 2 FLOPs per output term
     const double rate = dense_gemm_rate_TFLOPs(hw, m);
     const double bytes = kBf16 * (m * k + k * n + m * n);
-    KernelTime t = finish(hw, flops, flops / (rate * 1e12), bytes);
+    KernelTime t = roofline_kernel(hw, flops, flops / (rate * 1e12), bytes);
     t.rate_TFLOPs = rate;
     return t;
   }
@@ -100,7 +80,7 @@ class TableGroupedGemmCost final : public GroupedGemmCost {
     const double rate = flops / grouped_s / 1e12;
     const double largest_s = 2.0 * largest * n * k / (dense_gemm_rate_TFLOPs(hw, largest) * 1e12);
     const double bytes = kBf16 * (total * k + active * k * n + total * n);
-    KernelTime t = finish(hw, flops, std::max(grouped_s, largest_s), bytes);
+    KernelTime t = roofline_kernel(hw, flops, std::max(grouped_s, largest_s), bytes);
     t.rate_TFLOPs = rate;
     return t;
   }
