@@ -26,11 +26,10 @@ std::vector<Bucket> ddp_buckets(const std::vector<LocalTensor>& tensors, const P
   return out;
 }
 
-void StepBuilder::after_layer_backward(std::uint32_t r, std::int64_t layer, int mb, int chunk, TaskId grads_ready) {
+void StepBuilder::after_layer_backward(std::uint32_t r, std::int64_t layer, int mb, TaskId grads_ready) {
   RankState& st = st_[r];
   const double params = st.params_by_layer.count(layer) ? st.params_by_layer.at(layer) : 0.0;
   const bool final_mb = mb == m_ - 1;
-  (void)chunk;
   if (p_.design == Design::fsdp) {
     // Reduce-scatter of the unit's gradients in the reduce dtype (input = full unit), every
     // microbatch; HSDP adds the replica all-reduce of the shard on the final microbatch.

@@ -68,11 +68,20 @@ void StepBuilder::prepare(std::uint32_t r) {
   if (routed + dropped > 0) out_.dropped_fraction = std::max(out_.dropped_fraction, dropped / (routed + dropped));
 }
 
-double StepBuilder::copy_out(std::int64_t unit) const {
-  // FSDP2 all-gather copy-out: read the gathered BF16 flat buffer, write each parameter.
-  const auto& numel = st_.front().unit_numel;
-  const double n = numel.count(unit) ? numel.at(unit) : 0.0;
-  return c_.memory(2 * n * bytes_of(p_.precision.compute));
+TaskId StepBuilder::fsdp_materialize(std::uint32_t r, const std::vector<std::int64_t>& units, std::size_t i,
+                                     const std::map<std::int64_t, TaskId>& done, int mb, int tag, TaskId cursor) {
+  // Implicit prefetch: the gather of unit i may run ahead while unit i - 1 - depth's weights are
+  // still in use, no further (FSDP2's prefetch). The compute stream then copies the gathered
+  // flat buffer out into the unit's parameters (read and write BF16 once).
+  const auto back = static_cast<std::ptrdiff_t>(i) - 1 - p_.fsdp_prefetch;
+  const TaskId limit = back >= 0 ? done.at(units[static_cast<std::size_t>(back)]) : kNoTask;
+  const std::int64_t u = units[i];
+  const auto& numel = st_[r].unit_numel;
+  const double n = numel.count(u) ? numel.at(u) : 0.0;
+  const double e = bytes_of(p_.precision.compute);
+  const TaskId g = collective(r, Domain::fsdp_shard, CollectiveKindTag::all_gather, PhaseTag::fsdp_gather, StreamKind::comm_dp, n * e, mb, u,
+                              tag, limit);
+  return compute(r, StreamKind::compute, PhaseTag::fsdp_gather, c_.memory(2 * n * e), mb, u, "all-gather copy-out", cursor, g);
 }
 
 std::vector<std::int64_t> StepBuilder::chunk_layers(std::int64_t stage, std::int64_t chunk) const {
@@ -226,27 +235,15 @@ void StepBuilder::emit_forward(std::uint32_t r, const PipeOp& op, OpSpan& span) 
     cursor = p2p(r, from, sr.stage, act_bytes, op.microbatch, op.chunk, true, kNoTask);
   }
   const bool fsdp = p_.design == Design::fsdp;
-  auto unit_gather = [&](std::int64_t unit, TaskId after) {
-    const double numel = st.unit_numel.count(unit) ? st.unit_numel.at(unit) : 0.0;
-    return collective(r, Domain::fsdp_shard, CollectiveKindTag::all_gather, PhaseTag::fsdp_gather, StreamKind::comm_dp,
-                      numel * bytes_of(p_.precision.compute), op.microbatch, unit, kGatherFwd, after);
-  };
   std::vector<std::int64_t> units;
   if (first_virtual(sr.stage, op.chunk)) units.push_back(-1);
   for (auto l : chunk_layers(sr.stage, op.chunk)) units.push_back(l);
   if (last_virtual(sr.stage, op.chunk)) units.push_back(a_.num_layers);
   st.done_fwd.clear();
+  span.first = static_cast<TaskId>(out_.graph.size());  // the op's first task after the receive
   for (std::size_t i = 0; i < units.size(); ++i) {
     const std::int64_t u = units[i];
-    if (fsdp) {
-      // Implicit prefetch: the gather of unit i may run ahead while unit i - 1 - depth's
-      // weights are still in use, no further (FSDP2's forward prefetch). The compute stream
-      // then copies the gathered flat buffer out into the unit's parameters.
-      const auto back = static_cast<std::ptrdiff_t>(i) - 1 - p_.fsdp_prefetch;
-      const TaskId limit = back >= 0 ? st.done_fwd[units[static_cast<std::size_t>(back)]] : kNoTask;
-      const TaskId g = unit_gather(u, limit);
-      cursor = compute(r, StreamKind::compute, PhaseTag::fsdp_gather, copy_out(u), op.microbatch, u, "all-gather copy-out", cursor, g);
-    }
+    if (fsdp) cursor = fsdp_materialize(r, units, i, st.done_fwd, op.microbatch, kGatherFwd, cursor);
     if (u == -1) {
       cursor = compute(r, StreamKind::compute, PhaseTag::forward, st.edge.embed.fwd, op.microbatch, u, "embedding", cursor);
     } else if (u == a_.num_layers) {
@@ -255,7 +252,6 @@ void StepBuilder::emit_forward(std::uint32_t r, const PipeOp& op, OpSpan& span) 
       emit_layer_forward(r, u, op.microbatch, PhaseTag::forward, kDispatchFwd, cursor);
     }
     st.done_fwd[u] = cursor;
-    if (span.first == kNoTask) span.first = static_cast<TaskId>(out_.graph.size() - 1);
   }
   if (!last_virtual(sr.stage, op.chunk)) {
     const std::int64_t to = (sr.stage + 1) % p_.pp;
@@ -281,28 +277,22 @@ void StepBuilder::emit_backward(std::uint32_t r, const PipeOp& op, OpSpan& span)
   for (auto it = layers.rbegin(); it != layers.rend(); ++it) units.push_back(*it);
   if (first_virtual(sr.stage, op.chunk)) units.push_back(-1);
   st.done_bwd.clear();
+  span.first = static_cast<TaskId>(out_.graph.size());
   for (std::size_t i = 0; i < units.size(); ++i) {
     const std::int64_t u = units[i];
-    if (fsdp) {
-      const auto back = static_cast<std::ptrdiff_t>(i) - 1 - p_.fsdp_prefetch;
-      const TaskId limit = back >= 0 ? st.done_bwd[units[static_cast<std::size_t>(back)]] : kNoTask;
-      const double numel = st.unit_numel.count(u) ? st.unit_numel.at(u) : 0.0;
-      const TaskId g = collective(r, Domain::fsdp_shard, CollectiveKindTag::all_gather, PhaseTag::fsdp_gather, StreamKind::comm_dp,
-                                  numel * bytes_of(p_.precision.compute), op.microbatch, u, kGatherBwd, limit);
-      cursor = compute(r, StreamKind::compute, PhaseTag::fsdp_gather, copy_out(u), op.microbatch, u, "all-gather copy-out", cursor, g);
-    }
+    if (fsdp) cursor = fsdp_materialize(r, units, i, st.done_bwd, op.microbatch, kGatherBwd, cursor);
     if (u == a_.num_layers) cursor = compute(r, StreamKind::compute, PhaseTag::backward, st.edge.head.bwd, op.microbatch, u, "LM head + loss backward", cursor);
     else if (u == -1) cursor = compute(r, StreamKind::compute, PhaseTag::backward, st.edge.embed.bwd, op.microbatch, u, "embedding backward", cursor);
     else emit_layer_backward(r, u, op.microbatch, cursor);
     st.done_bwd[u] = cursor;
-    if (span.first == kNoTask) span.first = static_cast<TaskId>(out_.graph.size() - 1);
-    after_layer_backward(r, u, op.microbatch, op.chunk, cursor);
+    after_layer_backward(r, u, op.microbatch, cursor);
   }
+  // The pass's activations are freed when its last compute ends, not when the gradient send does.
+  span.last = cursor;
   if (!first_virtual(sr.stage, op.chunk)) {
     const std::int64_t to = (sr.stage + p_.pp - 1) % p_.pp;
-    cursor = p2p(r, sr.stage, to, act_bytes, op.microbatch, op.chunk, false, cursor);
+    p2p(r, sr.stage, to, act_bytes, op.microbatch, op.chunk, false, cursor);
   }
-  span.last = cursor;
 }
 
 BuiltStep StepBuilder::build() {

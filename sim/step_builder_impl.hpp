@@ -51,7 +51,7 @@ class StepBuilder {
   void emit_backward(std::uint32_t r, const PipeOp& op, OpSpan& span);
   void emit_layer_forward(std::uint32_t r, std::int64_t layer, int mb, PhaseTag phase, int tag, TaskId& cursor);
   void emit_layer_backward(std::uint32_t r, std::int64_t layer, int mb, TaskId& cursor);
-  void after_layer_backward(std::uint32_t r, std::int64_t layer, int mb, int chunk, TaskId grads_ready);
+  void after_layer_backward(std::uint32_t r, std::int64_t layer, int mb, TaskId grads_ready);
   void emit_optimizer(std::uint32_t r);
 
   TaskId compute(std::uint32_t r, StreamKind s, PhaseTag ph, double work, int mb, std::int64_t layer, const char* what,
@@ -60,7 +60,9 @@ class StepBuilder {
                     std::int64_t layer, int tag, TaskId dep = kNoTask);
   TaskId p2p(std::uint32_t r, std::int64_t from_stage, std::int64_t to_stage, double bytes, int mb, int chunk, bool forward,
              TaskId dep);
-  double copy_out(std::int64_t unit) const;
+  // FSDP2: gather unit `units[i]` (bounded by the prefetch depth) and copy it out; returns the copy-out task.
+  TaskId fsdp_materialize(std::uint32_t r, const std::vector<std::int64_t>& units, std::size_t i,
+                          const std::map<std::int64_t, TaskId>& done, int mb, int tag, TaskId cursor);
   std::vector<std::int64_t> chunk_layers(std::int64_t stage, std::int64_t chunk) const;
   bool first_virtual(std::int64_t stage, std::int64_t chunk) const { return stage == 0 && chunk == 0; }
   bool last_virtual(std::int64_t stage, std::int64_t chunk) const { return stage == p_.pp - 1 && chunk == virt_ - 1; }
