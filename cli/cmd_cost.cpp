@@ -81,7 +81,7 @@ HardwareProfile load_profile(const std::string& path) {
 
 void emit(const Common& c, const std::string& text, const nlohmann::json& j) {
   if (c.json_out != "-") std::cout << text;
-  if (!c.json_out.empty()) write_atomic(c.json_out, j.dump(2) + "\n");
+  if (!c.json_out.empty()) write_atomic(c.json_out, json_text(j));
 }
 
 nlohmann::json kernel_json(const KernelTime& t) {

@@ -29,7 +29,7 @@ int run_fit(const FitArgs& a) {
   // With the profile on stdout, the table goes to stderr so the JSON stays clean.
   std::ostream& table = a.output == "-" ? std::cerr : std::cout;
   table << fit::format_fit_table(r);
-  write_atomic(a.output, r.profile.dump(2) + "\n");
+  write_atomic(a.output, json_text(r.profile));
   if (a.output != "-") {
     table << "moesim fit: " << r.updates.size() << " fields fitted; wrote " << a.output << "\n";
   }

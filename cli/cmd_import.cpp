@@ -32,7 +32,7 @@ int run_import(const ImportArgs& a) {
   if (a.ranks > 0) cmd.insert(cmd.end(), {"--ranks", std::to_string(a.ranks)});
   if (!a.algorithm.empty()) cmd.insert(cmd.end(), {"--algorithm", a.algorithm});
   const auto doc = fit::nccl_tests_document(logs, cmd);
-  const std::string text = doc.dump(2) + "\n";
+  const std::string text = json_text(doc);
   fit::parse_measurements(nlohmann::json::parse(text), a.output);  // what we write must read back
   write_atomic(a.output, text);
   std::ostream& out = a.output == "-" ? std::cerr : std::cout;

@@ -40,7 +40,7 @@ Runner add_ledger_command(CLI::App& app) {
     const MemoryLedger ledger = build_ledger(s.arch, inv, s.plan, s.hardware);
     const LedgerInputs in{s, inv, flops, ledger};
     if (args->json_out != "-") std::cout << ledger_table(in);
-    if (!args->json_out.empty()) write_atomic(args->json_out, ledger_json(in).dump(2) + "\n");
+    if (!args->json_out.empty()) write_atomic(args->json_out, json_text(ledger_json(in)));
     return 0;
   };
 }
@@ -54,7 +54,7 @@ Runner add_inventory_command(CLI::App& app) {
     const Scenario s = load_scenario(args->scenario, args->sets);
     const Inventory inv = build_inventory(s.arch);
     if (args->json_out != "-") std::cout << inventory_table(inv);
-    if (!args->json_out.empty()) write_atomic(args->json_out, inventory_json(inv).dump(2) + "\n");
+    if (!args->json_out.empty()) write_atomic(args->json_out, json_text(inventory_json(inv)));
     return 0;
   };
 }

@@ -34,7 +34,7 @@ Runner add_simulate_command(CLI::App& app) {
     const Simulation sim = simulate(s, costs, options);
     if (args->json_out != "-") std::cout << step_table(s, sim.result);
     if (!args->trace_out.empty()) write_atomic(args->trace_out, trace_json(sim));
-    if (!args->json_out.empty()) write_atomic(args->json_out, step_json(s, sim.result).dump(2) + "\n");
+    if (!args->json_out.empty()) write_atomic(args->json_out, json_text(step_json(s, sim.result)));
     return 0;
   };
 }

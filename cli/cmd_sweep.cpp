@@ -78,7 +78,7 @@ Runner add_sweep_command(CLI::App& app) {
     }
     const nlohmann::json doc = sweep_document(base.name, spec, std::move(all));
     if (args->out.json_out != "-") std::cout << sweep_table(doc);
-    if (!args->out.json_out.empty()) write_atomic(args->out.json_out, doc.dump(2) + "\n");
+    if (!args->out.json_out.empty()) write_atomic(args->out.json_out, json_text(doc));
     if (!args->out.csv_out.empty()) write_atomic(args->out.csv_out, sweep_csv(doc));
     if (!args->out.html_out.empty()) write_atomic(args->out.html_out, html_report(doc));
     if (args->trace_point >= 0 && !args->trace_out.empty()) {
@@ -120,7 +120,7 @@ Runner add_compare_command(CLI::App& app) {
     const CompareResult result = compare_designs(args->scenario, args->sets, designs, args->jobs);
     if (args->out.json_out != "-") std::cout << compare_table(result);
     const nlohmann::json doc = compare_json(base.name, result);
-    if (!args->out.json_out.empty()) write_atomic(args->out.json_out, doc.dump(2) + "\n");
+    if (!args->out.json_out.empty()) write_atomic(args->out.json_out, json_text(doc));
     SweepSpec spec;
     spec.axes.push_back({"design", {}});
     for (const auto& d : designs) spec.axes.back().values.push_back(d);

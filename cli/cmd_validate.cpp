@@ -41,7 +41,7 @@ Runner add_validate_command(CLI::App& app) {
       all.push_back(validation_json(report));
       failures += report.failures();
     }
-    if (!args->json_out.empty()) write_atomic(args->json_out, (all.size() == 1 ? all.front() : all).dump(2) + "\n");
+    if (!args->json_out.empty()) write_atomic(args->json_out, json_text(all.size() == 1 ? all.front() : all));
     return failures == 0 ? 0 : 1;
   };
 }

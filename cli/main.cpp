@@ -13,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "models/common/errors.hpp"
 #include "models/common/registry.hpp"
+#include "reports/atomic_file.hpp"
 
 namespace {
 // Each simulated step allocates and frees tens of MiB of task and event arrays. glibc would
@@ -30,6 +31,7 @@ void keep_freed_memory() {
 
 int main(int argc, char** argv) {
   keep_freed_memory();
+  moesim::remove_partial_outputs_on_signal();
   CLI::App app{"moesim: discrete-event simulator and cost model for MoE and dense LLM training steps"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "moesim 0.1.0");
