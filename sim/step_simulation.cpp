@@ -59,7 +59,11 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
   r.step_time_s = tm.step_time;
   r.tokens_per_s_per_gpu = r.global_tokens / r.step_time_s / static_cast<double>(r.world);
   // MFU (Olmo-core report): useful FLOPs per step / (GPUs x step time x nominal dense peak).
-  r.mfu = r.flops.total * r.tokens_per_s_per_gpu / (sc.hardware.gpu.peak_bf16_TFLOPs.value * 1e12);
+  // A token the capacity cap drops skips its routed experts, so their FLOPs are not useful work
+  // (without this, heavy dropping would report an MFU above 100%).
+  r.dropped_fraction = sim.step.dropped_fraction;
+  const double useful_per_token = r.flops.total - r.flops.routed_experts * r.dropped_fraction;
+  r.mfu = useful_per_token * r.tokens_per_s_per_gpu / (sc.hardware.gpu.peak_bf16_TFLOPs.value * 1e12);
   const RankTimeline& crit = tm.ranks[tm.critical_rank];
   r.exposed_s = crit.exposed;
   r.idle_s = crit.idle;
@@ -71,7 +75,6 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
   }
   const std::int64_t chunks = sc.plan.pp_schedule == PipelineSchedule::interleaved_1f1b ? sc.plan.pp_virtual : 1;
   r.in_flight = measure_in_flight(sim.step, sim.replay, sc.plan.pp, chunks);
-  r.dropped_fraction = sim.step.dropped_fraction;
   r.tasks = sim.step.graph.size();
   r.simulated_ranks = sim.step.ranks.size();
   r.ledger = build_ledger(sc.arch, inv, sc.plan, sc.hardware, r.in_flight);

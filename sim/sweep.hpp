@@ -17,6 +17,10 @@
 
 namespace moesim {
 
+// A sweep keeps every point's scenario and result in memory (tens of KiB each), so a million
+// points is the most one process takes; MPI ranks split a sweep, not this limit.
+constexpr std::size_t kMaxSweepPoints = 1'000'000;
+
 struct SweepAxis {
   std::string path;
   std::vector<nlohmann::json> values;

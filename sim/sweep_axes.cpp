@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "models/input/json_reader.hpp"
+#include "models/input/overrides.hpp"
 #include "sim/sweep.hpp"
 
 namespace moesim {
@@ -62,12 +63,17 @@ std::vector<nlohmann::json> expand_value(const std::string& text, const std::str
     }
     const auto a = size_value(lo), b = size_value(hi);
     const double stride = step.empty() ? 0.0 : size_value(step).value_or(-1.0);  // 0: doubling
-    if (!a || !b || *a <= 0 || *b < *a || stride < 0 || (!step.empty() && stride == 0)) {
-      throw InputError("--vary", expr, "bad range '" + text + "'; allowed: A..B (doubling from A to B) or A..B+S (step S), with 0 < A <= B");
+    if (!a || !b || !std::isfinite(*a) || !std::isfinite(*b) || !std::isfinite(stride) || *a <= 0 || *b < *a ||
+        stride < 0 || (!step.empty() && stride == 0)) {
+      throw InputError("--vary", expr, "bad range '" + text + "'; allowed: A..B (doubling from A to B) or A..B+S (step S), with 0 < A <= B, all finite");
+    }
+    const double count = stride > 0 ? std::floor((*b - *a) / stride) + 1 : std::floor(std::log2(*b / *a)) + 1;
+    if (count > static_cast<double>(kMaxSweepPoints)) {
+      throw InputError("--vary", expr, "range '" + text + "' has " + brief(count) + " values; at most " +
+                                           std::to_string(kMaxSweepPoints) + " points per sweep (use a larger step)");
     }
     std::vector<nlohmann::json> out;
-    constexpr std::size_t kMaxValues = 100000;
-    for (double v = *a; v <= *b * (1 + 1e-12) && out.size() < kMaxValues; v = stride > 0 ? v + stride : v * 2) out.push_back(number_json(v));
+    for (double v = *a; v <= *b * (1 + 1e-12) && out.size() < kMaxSweepPoints; v = stride > 0 ? v + stride : v * 2) out.push_back(number_json(v));
     return out;
   }
   if (const auto v = size_value(text); v && text.find_first_of("KMG") != std::string::npos) return {number_json(*v)};
@@ -82,6 +88,7 @@ std::string override_text(const std::string& path, const nlohmann::json& value) 
 
 SweepAxis parse_axis(const std::string& expr) {
   const auto eq = expr.find('=');
+  if (!is_valid_utf8(expr)) throw InputError("--vary", "", "the expression is not valid UTF-8 text");
   if (eq == std::string::npos || eq == 0) throw InputError("--vary", expr, "expected PATH=V1,V2,... or PATH=A..B");
   SweepAxis axis;
   axis.path = expr.substr(0, eq);
@@ -132,6 +139,13 @@ SweepSpec sweep_spec_of(const Scenario& s) {
 }
 
 std::vector<PointOverrides> expand_points(const std::string& file, const std::vector<std::string>& sets, const SweepSpec& spec) {
+  double product = 1;
+  for (const auto& axis : spec.axes) product *= static_cast<double>(axis.values.size());
+  if (product + static_cast<double>(spec.include.size()) > static_cast<double>(kMaxSweepPoints)) {
+    throw InputError("--vary", "", "the axes make " + brief(product + static_cast<double>(spec.include.size())) +
+                                       " points; at most " + std::to_string(kMaxSweepPoints) +
+                                       " per sweep (split it, or use fewer values per axis)");
+  }
   // Check every axis value against the base scenario first: a malformed value stops here.
   for (const auto& axis : spec.axes) {
     if (axis.values.empty()) throw InputError("--vary", axis.path, "empty value list");

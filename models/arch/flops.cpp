@@ -25,8 +25,9 @@ class OlmoCoreConvention final : public FlopConvention {
       if (a.is_moe_layer(l)) {
         const MoeSpec& m = *a.moe;
         f.router += 6.0 * d * dbl(m.num_experts);
-        f.experts += 18.0 * d * dbl(m.expert_hidden) * dbl(m.top_k) +
-                     18.0 * d * dbl(m.shared_hidden) * dbl(m.shared_experts);
+        const double routed = 18.0 * d * dbl(m.expert_hidden) * dbl(m.top_k);
+        f.routed_experts += routed;
+        f.experts += routed + 18.0 * d * dbl(m.shared_hidden) * dbl(m.shared_experts);
       } else {
         f.dense_mlp += 18.0 * d * dbl(a.dense_hidden);
       }
@@ -51,7 +52,10 @@ FlopsPerToken weight_flops(std::string_view convention, const Architecture& a, c
       case TensorClass::dense_mlp: f.dense_mlp += 6.0 * n; break;
       case TensorClass::router: f.router += 6.0 * n; break;
       case TensorClass::shared_expert: f.experts += 6.0 * n; break;
-      case TensorClass::routed_expert: f.experts += 6.0 * n * k_over_n; break;
+      case TensorClass::routed_expert:
+        f.experts += 6.0 * n * k_over_n;
+        f.routed_experts += 6.0 * n * k_over_n;
+        break;
       case TensorClass::lm_head: f.lm_head += 6.0 * n; break;
       default: break;
     }

@@ -21,6 +21,7 @@ struct FlopsPerToken {
   double dense_mlp = 0;
   double router = 0;
   double experts = 0;  // routed (K active) + shared experts
+  double routed_experts = 0;  // the routed part of `experts` (what a dropped token skips)
   double lm_head = 0;
 };
 

@@ -1,5 +1,6 @@
 #include "models/hw/hardware_profile.hpp"
 
+#include <algorithm>
 #include <initializer_list>
 #include <limits>
 #include <sstream>
@@ -147,6 +148,42 @@ InterconnectSpec parse_interconnect(const JsonReader& ic) {
   ic.finish();
   return s;
 }
+// No kernel runs faster than the GPU's nominal peak or streams faster than its HBM: a profile
+// that says otherwise has a typo (a peak in the wrong unit, a rate from another GPU), and would
+// give an MFU above 100%.
+void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in) {
+  const auto compute = in.object("compute");
+  const double peak = h.gpu.peak_bf16_TFLOPs.value;
+  const std::string ceiling = " TFLOP/s exceeds the GPU's nominal peak (gpu.peak_bf16_dense_TFLOPs " + brief(peak) + ")";
+  double best_dense = 0;
+  const auto& gemm = h.compute.gemm_bf16_TFLOPs_by_rows.points;
+  for (std::size_t i = 0; i < gemm.size(); ++i) {
+    best_dense = std::max(best_dense, gemm[i].y);
+    if (gemm[i].y > peak) {
+      throw InputError(in.file(), compute.child_path("gemm_bf16_TFLOPs_by_rows") + ".points[" + std::to_string(i) + "].TFLOPs",
+                       brief(gemm[i].y) + ceiling);
+    }
+  }
+  const auto& grouped = h.compute.grouped_gemm_efficiency_by_rows_per_expert.points;
+  for (std::size_t i = 0; i < grouped.size(); ++i) {
+    if (grouped[i].y * best_dense > peak) {
+      throw InputError(in.file(),
+                       compute.child_path("grouped_gemm_efficiency_by_rows_per_expert") + ".points[" + std::to_string(i) + "].fraction_of_dense",
+                       brief(grouped[i].y) + " x the best dense GEMM rate " + brief(best_dense) + " = " +
+                           brief(grouped[i].y * best_dense) + ceiling);
+    }
+  }
+  const std::pair<const char*, double> attention[] = {{"attention_fwd_TFLOPs", h.compute.attention_fwd_TFLOPs.value},
+                                                      {"attention_bwd_TFLOPs", h.compute.attention_bwd_TFLOPs.value}};
+  for (const auto& [key, v] : attention) {
+    if (v > peak) compute.object(key).fail("value", brief(v) + ceiling);
+  }
+  if (h.compute.hbm_sustained_GBps.value > h.gpu.hbm_bw_GBps.value) {
+    compute.object("hbm_sustained_GBps").fail("value", brief(h.compute.hbm_sustained_GBps.value) +
+        " GB/s exceeds the GPU's HBM bandwidth (gpu.hbm_bw_GBps " + brief(h.gpu.hbm_bw_GBps.value) + ")");
+  }
+}
+
 }  // namespace
 
 HardwareProfile parse_hardware_profile(const JsonReader& in) {
@@ -178,6 +215,7 @@ HardwareProfile parse_hardware_profile(const JsonReader& in) {
     n.finish();
   }
   h.compute = parse_compute(in.object("compute"));
+  check_rates_under_peaks(h, in);
   h.interconnect = parse_interconnect(in.object("interconnect"));
   if (h.interconnect.intra_node.domain_gpus.value < h.node.gpus_per_node.value) {
     in.object("interconnect").object("intra_node").object("domain_gpus")

@@ -1,6 +1,7 @@
 #include "models/input/overrides.hpp"
 
 #include <cctype>
+#include <cstdint>
 
 #include "models/common/errors.hpp"
 
@@ -21,7 +22,28 @@ std::string dotted_path(const std::vector<std::variant<std::string, std::size_t>
   return out;
 }
 
+bool is_valid_utf8(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    // Sequence length and the smallest code point it may encode (no overlong forms).
+    const std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > text.size()) return false;
+    std::uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
+    for (std::size_t k = 1; k < n; ++k) {
+      const auto d = static_cast<unsigned char>(text[i + k]);
+      if ((d >> 6) != 0x2) return false;
+      cp = (cp << 6) | (d & 0x3F);
+    }
+    constexpr std::uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMinForLength[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += n;
+  }
+  return true;
+}
+
 Override parse_override(const std::string& expr, const std::string& origin) {
+  if (!is_valid_utf8(expr)) throw InputError(origin, "", "the expression is not valid UTF-8 text");
   const auto eq = expr.find('=');
   if (eq == std::string::npos || eq == 0) {
     throw InputError(origin, expr, "expected PATH=VALUE, e.g. plan.expert_parallel.degree=8");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -23,6 +24,9 @@ Override parse_override(const std::string& expr, const std::string& origin);
 // Sets the value, creating missing objects along the path. Throws InputError when the path runs
 // through a value that is not an object (or an array index out of range).
 void apply_override(nlohmann::json& doc, const Override& o, const std::string& origin);
+
+// JSON text is UTF-8: command-line text that is not cannot become a JSON value or report.
+bool is_valid_utf8(std::string_view text);
 
 std::string dotted_path(const std::vector<std::variant<std::string, std::size_t>>& path);
 

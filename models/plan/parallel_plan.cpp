@@ -137,6 +137,10 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
   if (p.pp_virtual > 1 && p.pp_schedule != PipelineSchedule::interleaved_1f1b) {
     fail("pipeline.virtual_stages", "virtual stages > 1 need schedule \"interleaved_1f1b\"");
   }
+  if (p.pp_virtual > 1 && p.pp == 1) {
+    // Interleaving sends activations between the chunks of different stages; one stage has none.
+    fail("pipeline.virtual_stages", "virtual stages > 1 need pipeline.degree >= 2 (got 1)");
+  }
   if (!p.pp_layer_split.empty()) {
     if (static_cast<std::int64_t>(p.pp_layer_split.size()) != p.pp * p.pp_virtual) {
       fail("pipeline.layer_split", "has " + s(static_cast<std::int64_t>(p.pp_layer_split.size())) +
