@@ -48,14 +48,7 @@ nlohmann::json read_json_file(const std::string& path) {
   return doc;
 }
 
-namespace {
-
-nlohmann::json parse_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot open file");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  const std::string text = buf.str();
+nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
@@ -67,12 +60,22 @@ nlohmann::json parse_json_file(const std::string& path) {
     }
     std::string what = e.what();
     if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
-    throw InputError(path, "", "malformed JSON at line " + std::to_string(line) + ", column " +
+    throw InputError(file, "", "malformed JSON at line " + std::to_string(line) + ", column " +
                                    std::to_string(col) + ": " + what);
   } catch (const nlohmann::json::exception& e) {
     // e.g. a number too large for a double (1e999)
-    throw InputError(path, "", std::string("unreadable JSON: ") + e.what());
+    throw InputError(file, "", std::string("unreadable JSON: ") + e.what());
   }
+}
+
+namespace {
+
+nlohmann::json parse_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "", "cannot open file");
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return parse_json_text(buf.str(), path);
 }
 
 }  // namespace
@@ -124,7 +127,11 @@ Scenario parse_composed(const nlohmann::json& doc, const std::string& scenario_f
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets) {
-  const nlohmann::json raw = read_json_file(path);
+  return load_scenario_document(read_json_file(path), path, sets);
+}
+
+Scenario load_scenario_document(const nlohmann::json& raw, const std::string& path,
+                                const std::vector<std::string>& sets) {
   const JsonReader top(raw, path, "");
   SectionOrigin arch, plan, hw;
   nlohmann::json doc = nlohmann::json::object();

@@ -29,11 +29,16 @@ struct Scenario {
 // Reads a JSON file; a missing file or malformed JSON is an InputError naming the file (and the
 // line and column of a syntax error).
 nlohmann::json read_json_file(const std::string& path);
+// Parses JSON text; `file` names it in the error (malformed JSON: line and column).
+nlohmann::json parse_json_text(const std::string& text, const std::string& file);
 
 // `sets` are CLI --set expressions, applied after the scenario's own "set" block. Besides field
 // paths, `design=ddp+ep8` expands to plan overrides, and `architecture=FILE` (or plan=,
 // hardware=) swaps a whole input for a file, relative to the scenario's folder.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets);
+// The same for a scenario document already read; `path` names it and anchors relative paths.
+Scenario load_scenario_document(const nlohmann::json& raw, const std::string& path,
+                                const std::vector<std::string>& sets);
 
 // Builds a scenario from an already composed document {architecture, plan, hardware, ...};
 // `origin` names where each section came from for error messages.
