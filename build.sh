@@ -2,6 +2,7 @@
 # One entry point for the README's two commands.
 #   ./build.sh main   install what is missing (apt-get), build Release, run the main job
 #   ./build.sh test   install what is missing, build, run the whole test suite
+#   ./build.sh sanitize   the same test suite on an AddressSanitizer + UBSan build (build-asan/)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -11,9 +12,10 @@ jobs="${MOESIM_JOBS:-$(nproc)}"
 
 # Debian packages the build needs (see README "Dependencies").
 packages=(g++ cmake make libboost-graph-dev nlohmann-json3-dev libcli11-dev libeigen3-dev catch2)
-# Test mode only: headless Chromium (and a font for chart text) for the html_renders_in_chromium
-# test, which is skipped where no Chromium is installed.
-test_packages=(chromium fonts-liberation libopenmpi-dev openmpi-bin)
+# Test modes only: headless Chromium (and a font for chart text) for the html_renders_in_chromium
+# test, OpenMPI for the MPI sweep test and valgrind for the memcheck test; each test is skipped
+# where its tool is missing.
+test_packages=(chromium fonts-liberation libopenmpi-dev openmpi-bin valgrind)
 
 install_missing() {
   local missing=()
@@ -30,7 +32,7 @@ install_missing() {
 }
 
 configure_and_build() {
-  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING="$1"
+  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING="$1" "${@:2}"
   cmake --build "$build_dir" -j "$jobs"
 }
 
@@ -60,8 +62,19 @@ case "$mode" in
     configure_and_build ON
     ctest --test-dir "$build_dir" --output-on-failure
     ;;
+  sanitize)
+    packages+=("${test_packages[@]}")
+    install_missing
+    build_dir="${MOESIM_BUILD_DIR:-build-asan}"
+    configure_and_build ON -DMOESIM_SANITIZE=address,undefined
+    # Any report fails its test; OpenMPI's own allocations at exit are not ours to fix.
+    export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:strict_string_checks=1"
+    export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+    export LSAN_OPTIONS="suppressions=$PWD/tests/lsan-openmpi.supp:print_suppressions=0"
+    ctest --test-dir "$build_dir" --output-on-failure
+    ;;
   *)
-    echo "usage: ./build.sh main|test" >&2
+    echo "usage: ./build.sh main|test|sanitize" >&2
     exit 2
     ;;
 esac
