@@ -33,6 +33,8 @@ std::string usage_text() {
          "  --seed N               base seed for data and routing (default 20240611)\n"
          "  --max-bytes N          cap on any one device buffer (default: from free memory)\n"
          "  --write-default-shapes FILE   write the built-in shapes as JSON and exit\n"
+         "  --inject-failure LIB:NAME     test the failure path: the first cuda|nccl|cublas call inside a\n"
+         "                         measurement whose name contains NAME fails as the library would\n"
          "  -h, --help             this text\n";
     return o.str();
 }
@@ -98,6 +100,7 @@ Options parse_options(int argc, char** argv) {
         else if (a == "--seed") o.seed = parse_number<std::uint64_t>(a, next());
         else if (a == "--max-bytes") o.max_bytes = parse_number<std::int64_t>(a, next());
         else if (a == "--write-default-shapes") o.write_default_shapes = next();
+        else if (a == "--inject-failure") o.inject_failure = next();
         else bad("unknown option '" + a + "'");
     }
     if (o.quick) {
@@ -108,6 +111,13 @@ Options parse_options(int argc, char** argv) {
     if (o.warmup < 0) bad("--warmup must be >= 0");
     if (o.budget_s < 0) bad("--budget-s must be >= 0");
     if (o.max_bytes < 0) bad("--max-bytes must be >= 0");
+    if (!o.inject_failure.empty()) {
+        const auto colon = o.inject_failure.find(':');
+        const std::string lib = o.inject_failure.substr(0, colon);
+        if (colon == std::string::npos || colon + 1 == o.inject_failure.size() ||
+            (lib != "cuda" && lib != "nccl" && lib != "cublas"))
+            bad("--inject-failure expects LIB:NAME with LIB cuda, nccl or cublas, e.g. nccl:all_gather");
+    }
     o.min_iters = std::min(o.min_iters, o.iters);
     return o;
 }

@@ -10,7 +10,30 @@ std::string& measurement_slot() {
     static std::string name;
     return name;
 }
+struct Injection {
+    std::string library, measurement;
+    bool armed = false;
+};
+Injection& injection() {
+    static Injection i;
+    return i;
+}
+
+// True once: for the armed library, inside a matching measurement.
+bool take_injection(const char* library) {
+    Injection& i = injection();
+    if (!i.armed || i.library != library) return false;
+    if (current_measurement().find(i.measurement) == std::string::npos) return false;
+    i.armed = false;
+    return true;
+}
+
+constexpr const char* kInjected = " (injected by --inject-failure)";
 }  // namespace
+
+void inject_failure(const std::string& library, const std::string& measurement) {
+    injection() = {library, measurement, true};
+}
 
 const std::string& current_measurement() { return measurement_slot(); }
 
@@ -48,21 +71,28 @@ void call_failed(const char* call, const std::string& what, const char* file, in
 }
 
 void check(cudaError_t rc, const char* call, const char* file, int line) {
+    const bool injected = take_injection("cuda");
+    if (injected) rc = cudaErrorLaunchFailure;
     if (rc == cudaSuccess) return;
-    call_failed(call, std::string(cudaGetErrorName(rc)) + ": " + cudaGetErrorString(rc), file, line);
+    call_failed(call, std::string(cudaGetErrorName(rc)) + ": " + cudaGetErrorString(rc) + (injected ? kInjected : ""),
+                file, line);
 }
 
 void check(ncclResult_t rc, const char* call, const char* file, int line) {
+    const bool injected = take_injection("nccl");
+    if (injected) rc = ncclUnhandledCudaError;
     if (rc == ncclSuccess || rc == ncclInProgress) return;
     std::string what = ncclGetErrorString(rc);
-    const char* last = ncclGetLastError(nullptr);
+    const char* last = injected ? nullptr : ncclGetLastError(nullptr);
     if (last && *last) what += std::string(" (") + last + ")";
-    call_failed(call, what, file, line);
+    call_failed(call, what + (injected ? kInjected : ""), file, line);
 }
 
 void check(cublasStatus_t rc, const char* call, const char* file, int line) {
+    const bool injected = take_injection("cublas");
+    if (injected) rc = CUBLAS_STATUS_EXECUTION_FAILED;
     if (rc == CUBLAS_STATUS_SUCCESS) return;
-    call_failed(call, cublas_status_name(rc), file, line);
+    call_failed(call, std::string(cublas_status_name(rc)) + (injected ? kInjected : ""), file, line);
 }
 
 }  // namespace detail

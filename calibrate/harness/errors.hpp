@@ -33,6 +33,12 @@ private:
     std::string previous_;
 };
 
+// Testing the failure path without a broken GPU: the first `library` ("cuda", "nccl" or
+// "cublas") call checked inside a measurement whose name contains `measurement` reports the
+// error that library returns for a failed kernel (cudaErrorLaunchFailure,
+// ncclUnhandledCudaError, CUBLAS_STATUS_EXECUTION_FAILED). One shot.
+void inject_failure(const std::string& library, const std::string& measurement);
+
 namespace detail {
 [[noreturn]] void call_failed(const char* call, const std::string& what, const char* file, int line);
 void check(cudaError_t rc, const char* call, const char* file, int line);

@@ -69,6 +69,10 @@ int main(int argc, char** argv) {
     }
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
+    if (!opts.inject_failure.empty()) {
+        const auto colon = opts.inject_failure.find(':');
+        inject_failure(opts.inject_failure.substr(0, colon), opts.inject_failure.substr(colon + 1));
+    }
 
     MeasurementsWriter out(opts.output, tool_info(opts.argv), collect_environment(nullptr));
     out.set_shapes(shapes_to_json(shapes));

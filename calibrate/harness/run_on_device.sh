@@ -111,4 +111,17 @@ for m in (m for m in d["measurements"] if m["kind"] == "sequence"):
 bad = [m for m in d["measurements"] if m.get("check") == "failed"]
 print(f"checks failed: {len(bad)}")
 PY
+# The failure path, on the real libraries: a forced NCCL error inside the second group must leave
+# the first group's measurements written, the failing call and measurement named, exit code 1.
+timeout -s INT -k 10 120 "$BUILD/moesim-calibrate" --quick --only allreduce,allgather \
+  --inject-failure nccl:all_gather -o "$OUT/injected-failure.json" >"$OUT/injected-failure.log" 2>&1
+FAIL_RC=$?
+python3 - "$OUT/injected-failure.json" "$FAIL_RC" <<'PY2' || tail -20 "$OUT/injected-failure.log"
+import json, sys
+d = json.load(open(sys.argv[1]))
+kinds = sorted({m["kind"] for m in d["measurements"]})
+ok = sys.argv[2] == "1" and d["status"] == "failed" and "all_gather" in (d.get("error") or "") and "all_reduce" in kinds
+print(f"injected NCCL failure: exit {sys.argv[2]}, status {d['status']}, {len(d['measurements'])} measurements kept "
+      f"({', '.join(kinds)}), error: {d.get('error')}\n  -> {'as designed' if ok else 'NOT as designed'}")
+PY2
 exit $RC
