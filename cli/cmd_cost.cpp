@@ -1,6 +1,7 @@
 // `moesim cost collective|gemm|grouped-gemm|attention|memory --profile P ... [--json FILE|-]`:
 // one kernel or collective priced by the cost models on a hardware profile.
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <regex>
@@ -34,7 +35,9 @@ double parse_size(const std::string& text, const std::string& option) {
   const double scale = unit == "KiB" ? kKiB : unit == "MiB" ? kMiB : unit == "GiB" ? kGiB
                        : unit == "TiB" ? kGiB * 1024 : unit == "KB" ? 1e3 : unit == "MB" ? 1e6
                        : unit == "GB" ? 1e9 : unit == "TB" ? 1e12 : 1.0;
-  return std::stod(m[1].str()) * scale;
+  const double value = std::strtod(m[1].str().c_str(), nullptr) * scale;
+  if (!std::isfinite(value)) throw InputError("", option, "\"" + text + "\" is too large");
+  return value;
 }
 
 // Four significant digits, but whole numbers of 10^4 and more without an exponent.

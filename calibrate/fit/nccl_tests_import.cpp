@@ -72,6 +72,24 @@ double number_at(const std::vector<std::string>& t, std::size_t i, const std::st
   return v;
 }
 
+// A count column (size, count, #wrong): a whole number that fits the integer it is stored in.
+std::int64_t count_at(const std::vector<std::string>& t, std::size_t i, const std::string& what,
+                      const std::string& file, int line) {
+  const double v = number_at(t, i, what, file, line);
+  constexpr double kExact = 9007199254740992.0;  // 2^53: every integer below is a double exactly
+  if (v != std::floor(v) || v > kExact) {
+    fail_at(file, line, "column " + std::to_string(i + 1) + " (" + what + "): expected a whole number up to 2^53, got \"" +
+                            t[i] + "\"");
+  }
+  return static_cast<std::int64_t>(v);
+}
+
+// A number from a header line (ranks, devices, iterations): digits that fit an int.
+int small_int(const std::string& digits, const std::string& what, const std::string& file, int line) {
+  if (digits.size() > 9) fail_at(file, line, what + " " + digits + " is out of range");
+  return std::stoi(digits);
+}
+
 std::string normalise_algorithm(std::string a) {
   std::transform(a.begin(), a.end(), a.begin(), [](unsigned char c) { return std::tolower(c); });
   if (a == "nvlstree") return "nvls_tree";
@@ -116,13 +134,16 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
         banners.insert(b.begin(), b.end());
       }
       if (std::regex_search(s, m, tests_version_re)) log.tests_version = m[1];
-      if (std::regex_search(s, m, iters_re)) { log.warmup = std::stoi(m[1]); log.iters = std::stoi(m[2]); }
+      if (std::regex_search(s, m, iters_re)) {
+        log.warmup = small_int(m[1], "warmup iterations", file, ln);
+        log.iters = small_int(m[2], "iterations", file, ln);
+      }
       if (std::regex_match(s, m, rank_line)) {
-        const int rank = std::stoi(m[1]);
+        const int rank = small_int(m[1], "rank", file, ln);
         rank_hosts[rank] = m[2];
         if (log.device_name.empty()) log.device_name = m[5];
         log.devices.push_back({{"index", rank}, {"name", m[5].str()}, {"host", m[2].str()},
-                               {"device", std::stoi(m[3])}, {"pci_bus_id", m[4].str()}});
+                               {"device", small_int(m[3], "device", file, ln)}, {"pci_bus_id", m[4].str()}});
       }
       const auto t = tokens(s.substr(1));
       if (t.size() >= 6 && t[0] == "size" && t[1] == "count" && t[2] == "type") {
@@ -139,7 +160,7 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
     } else {
       if (std::regex_search(s, m, version_re) && log.nccl_version.empty()) log.nccl_version = m[1];
       if (std::regex_search(s, m, algo_re)) log.algorithm = normalise_algorithm(m[1]);
-      if (std::regex_search(s, m, nranks_re)) nranks_info = std::max(nranks_info, std::stoi(m[1]));
+      if (std::regex_search(s, m, nranks_re)) nranks_info = std::max(nranks_info, small_int(m[1], "nranks", file, ln));
       const auto t = tokens(s);
       if (h.active && all_digits(t[0])) {
         NcclTestsRow row;
@@ -149,8 +170,8 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
           fail_at(file, ln, "table row has " + std::to_string(t.size()) + " columns; expected at least " +
                                 std::to_string(h.time_col + 4) + " (size, count, type, ..., time, algbw, busbw, #wrong)");
         }
-        row.bytes = static_cast<std::int64_t>(number_at(t, 0, "size in bytes", file, ln));
-        row.count = static_cast<std::int64_t>(number_at(t, 1, "count", file, ln));
+        row.bytes = count_at(t, 0, "size in bytes", file, ln);
+        row.count = count_at(t, 1, "count", file, ln);
         row.dtype = dtype_of(t[h.type_col]);
         if (row.dtype.empty()) fail_at(file, ln, "unknown data type \"" + t[h.type_col] + "\" in column 3");
         if (h.redop_col >= 0 && t[h.redop_col] != "none") row.redop = t[h.redop_col];
@@ -158,7 +179,7 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
         row.time_us = number_at(t, c, "out-of-place time", file, ln) * h.time_scale;
         row.algbw_GBps = number_at(t, c + 1, "out-of-place algbw", file, ln);
         row.busbw_GBps = number_at(t, c + 2, "out-of-place busbw", file, ln);
-        if (t[c + 3] != "N/A") row.wrong = static_cast<std::int64_t>(number_at(t, c + 3, "#wrong", file, ln));
+        if (t[c + 3] != "N/A") row.wrong = count_at(t, c + 3, "#wrong", file, ln);
         if (row.bytes == 0) continue;  // nccl-tests -b 0 prints an empty operation: nothing to fit
         if (row.time_us <= 0) fail_at(file, ln, "out-of-place time must be positive");
         const std::string key = std::to_string(row.table) + "|" + row.dtype + "|" + row.redop;
