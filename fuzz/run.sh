@@ -14,6 +14,13 @@ targets=("$@")
 build_dir="${MOESIM_FUZZ_BUILD_DIR:-build-fuzz}"
 parallel="${MOESIM_FUZZ_PARALLEL:-2}"
 
+# clang and libFuzzer's runtime come from Debian's packages.
+if ! command -v clang++ >/dev/null || ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q "install ok installed"; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev
+fi
 CC=clang CXX=clang++ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF \
   -DMOESIM_FUZZ=ON -DMOESIM_SANITIZE=address,undefined > /dev/null
 cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
