@@ -34,7 +34,9 @@ const std::string kBaseScenario = kSource + "/scenarios/fig8/moe-ddp-ep8.json";
 const std::string kBaseProfile = kSource + "/hardware_profiles/b300-hgx.json";
 
 // Work on a simulated step is bounded so that every input runs in well under libFuzzer's 1 s
-// hang limit: layers x microbatches x virtual stages decides the task count of the replay.
+// hang limit under the sanitizers: layers x microbatches x virtual stages x simulated ranks
+// decides the task count of the replay. (A campaign input with 207,488 tasks on 64 simulated
+// ranks took 70 ms in a Release build but over 1 s instrumented.)
 constexpr double kMaxSimulatedLayerMicrobatches = 4096;
 
 // What the input meant, printed with a finding (the plan-space target's overrides).
@@ -66,8 +68,11 @@ void exercise(const Scenario& s) {
   flop_conventions().get(s.flop_convention).per_token(s.arch, inv);
   build_ledger(s.arch, inv, s.plan, s.hardware);
   const BatchShape shape = batch_shape(s.plan, s.arch);
+  // The replay keeps one rank per pipeline stage, and one per expert shard when routing is uneven.
+  const double simulated_ranks = static_cast<double>(s.plan.pp) *
+                                 (s.plan.routing.kind == RoutingKind::uniform ? 1.0 : static_cast<double>(s.plan.ep));
   const double work = static_cast<double>(s.arch.num_layers) * static_cast<double>(shape.microbatches) *
-                      static_cast<double>(std::max<std::int64_t>(1, s.plan.pp_virtual));
+                      static_cast<double>(std::max<std::int64_t>(1, s.plan.pp_virtual)) * simulated_ranks;
   if (work > kMaxSimulatedLayerMicrobatches) return;
   const ProfileCostBook costs(s.hardware);
   check_step(simulate(s, costs, SimOptions{}).result);

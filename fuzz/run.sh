@@ -32,6 +32,7 @@ run_one() {
   local dict=()
   [ "$t" = plan_space ] || [ "$t" = nccl_tests ] || dict=(-dict=fuzz/json.dict)
   # -timeout: an input taking over 1 s is a hang; -rss_limit_mb: the 2-core, 24 GiB machines.
+  local start=$SECONDS
   if "$build_dir/fuzz/fuzz_$t" "$corpus" "fuzz/corpus/$t" "${dict[@]}" -max_total_time="$seconds" \
       -timeout=1 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/" > "$log" 2>&1; then
     status="no crash"
@@ -40,7 +41,7 @@ run_one() {
   fi
   local runs
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
-  echo "fuzz_$t: $runs inputs in $seconds s, $status"
+  echo "fuzz_$t: $runs inputs in $((SECONDS - start)) s, $status"
 }
 export -f run_one
 printf '%s\n' "${targets[@]}" | xargs -P "$parallel" -I{} bash -c 'run_one "$@"' _ {} "$seconds" "$build_dir"
