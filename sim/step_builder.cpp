@@ -25,10 +25,7 @@ StepBuilder::StepBuilder(const Architecture& a, const Inventory& inv, const Para
 }
 
 void StepBuilder::choose_ranks() {
-  // Ranks of one stage are identical unless routing loads expert shards unevenly; then one
-  // simulated rank per expert shard (EP-MP index) carries its own load.
-  const bool uneven = a_.moe && p_.routing.kind != RoutingKind::uniform;
-  const std::int64_t per_stage = o_.all_ranks ? p_.dp() : (uneven ? p_.ep : 1);
+  const std::int64_t per_stage = moesim::simulated_ranks_per_stage(a_, p_, o_);
   for (std::int64_t s = 0; s < p_.pp; ++s) {
     for (std::int64_t i = 0; i < per_stage; ++i) {
       const RankCoords c = coords_of(p_, s * p_.dp() + i);
@@ -46,7 +43,6 @@ void StepBuilder::prepare(std::uint32_t r) {
     st.unit_numel[lt.tensor->layer] += dbl(lt.tensor->numel);
   }
   st.buckets = ddp_buckets(tensors, p_);
-  double dropped = 0, routed = 0;
   st.layers.resize(static_cast<std::size_t>(a_.num_layers));
   for (std::int64_t l = 0; l < a_.num_layers; ++l) {
     if (place_[static_cast<std::size_t>(l)].stage != sr.stage) continue;
@@ -58,14 +54,14 @@ void StepBuilder::prepare(std::uint32_t r) {
       const std::size_t per = static_cast<std::size_t>(a_.moe->num_experts / p_.ep);
       const auto first = load.rows.begin() + static_cast<std::ptrdiff_t>(per * static_cast<std::size_t>(sr.ep_mp));
       rows.assign(first, first + static_cast<std::ptrdiff_t>(per));
-      for (double x : load.rows) routed += x;
-      dropped += load.dropped;
+      for (double x : load.rows) routed_rows_ += x;
+      dropped_rows_ += load.dropped;
     }
     const double params = st.params_by_layer.count(l) ? st.params_by_layer.at(l) : 0.0;
     st.layers[static_cast<std::size_t>(l)] = layer_work(a_, p_, c_, l, tokens_, rows, params);
   }
   st.edge = edge_work(a_, p_, c_, tokens_);
-  if (routed + dropped > 0) out_.dropped_fraction = std::max(out_.dropped_fraction, dropped / (routed + dropped));
+  if (routed_rows_ + dropped_rows_ > 0) out_.dropped_fraction = dropped_rows_ / (routed_rows_ + dropped_rows_);
 }
 
 TaskId StepBuilder::fsdp_materialize(std::uint32_t r, const std::vector<std::int64_t>& units, std::size_t i,
@@ -317,6 +313,11 @@ BuiltStep StepBuilder::build() {
 }
 
 }  // namespace detail
+
+std::int64_t simulated_ranks_per_stage(const Architecture& a, const ParallelPlan& p, const SimOptions& o) {
+  const bool uneven = a.moe && p.routing.kind != RoutingKind::uniform;
+  return o.all_ranks ? p.dp() : (uneven ? p.ep : 1);
+}
 
 BuiltStep build_step(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan, const CostBook& costs,
                      const SimOptions& options) {

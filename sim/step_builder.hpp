@@ -42,8 +42,12 @@ struct BuiltStep {
   std::vector<SimRank> ranks;
   std::vector<OpSpan> ops;
   std::int64_t microbatches = 0;
-  double dropped_fraction = 0;  // routed rows dropped by the capacity cap
+  double dropped_fraction = 0;  // routed rows dropped by the capacity cap, over the whole step
 };
+
+// Ranks simulated for each pipeline stage: ranks of one stage are identical unless routing loads
+// expert shards unevenly; then one per expert shard (EP-MP index). All of them with all_ranks.
+std::int64_t simulated_ranks_per_stage(const Architecture& arch, const ParallelPlan& plan, const SimOptions& options);
 
 BuiltStep build_step(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
                      const CostBook& costs, const SimOptions& options);

@@ -79,6 +79,9 @@ class StepBuilder {
   std::map<std::pair<int, int>, std::uint32_t> coll_labels_;
   std::int64_t m_ = 1;
   double tokens_ = 0;
+  // Routed rows kept and dropped over every prepared rank; each stage has the same number of
+  // simulated ranks, so their ratio is the step's dropped fraction.
+  double routed_rows_ = 0, dropped_rows_ = 0;
   BuiltStep out_;
   std::vector<RankState> st_;
   std::map<GroupKey, std::uint32_t> groups_;
