@@ -16,10 +16,10 @@
 #include "fuzz/plan_space.hpp"
 #include "models/arch/flops.hpp"
 #include "models/arch/inventory.hpp"
-#include "models/input/json_reader.hpp"
 #include "models/input/scenario.hpp"
 #include "models/memory/ledger.hpp"
 #include "sim/profile_cost_book.hpp"
+#include "sim/step_builder.hpp"
 #include "sim/step_simulation.hpp"
 #include "reports/atomic_file.hpp"
 #include "sim/sweep.hpp"
@@ -37,7 +37,7 @@ const std::string kBaseProfile = kSource + "/hardware_profiles/b300-hgx.json";
 // hang limit under the sanitizers: layers x microbatches x virtual stages x simulated ranks
 // decides the task count of the replay. (A campaign input with 207,488 tasks on 64 simulated
 // ranks took 70 ms in a Release build but over 1 s instrumented.)
-constexpr double kMaxSimulatedLayerMicrobatches = 4096;
+constexpr double kMaxReplayWork = 4096;
 
 // What the input meant, printed with a finding (the plan-space target's overrides).
 std::string g_context;
@@ -68,12 +68,10 @@ void exercise(const Scenario& s) {
   flop_conventions().get(s.flop_convention).per_token(s.arch, inv);
   build_ledger(s.arch, inv, s.plan, s.hardware);
   const BatchShape shape = batch_shape(s.plan, s.arch);
-  // The replay keeps one rank per pipeline stage, and one per expert shard when routing is uneven.
-  const double simulated_ranks = static_cast<double>(s.plan.pp) *
-                                 (s.plan.routing.kind == RoutingKind::uniform ? 1.0 : static_cast<double>(s.plan.ep));
+  const double simulated_ranks = static_cast<double>(s.plan.pp * simulated_ranks_per_stage(s.arch, s.plan, SimOptions{}));
   const double work = static_cast<double>(s.arch.num_layers) * static_cast<double>(shape.microbatches) *
                       static_cast<double>(std::max<std::int64_t>(1, s.plan.pp_virtual)) * simulated_ranks;
-  if (work > kMaxSimulatedLayerMicrobatches) return;
+  if (work > kMaxReplayWork) return;
   const ProfileCostBook costs(s.hardware);
   check_step(simulate(s, costs, SimOptions{}).result);
 }
@@ -138,12 +136,10 @@ void scenario_input(std::string_view data) {
 
 void profile_input(std::string_view data) {
   refused_or_accepted([&] {
-    const nlohmann::json profile = parse_json_text(std::string(data), "fuzz-profile.json");
-    const JsonReader in(profile, "fuzz-profile.json", "");
-    parse_hardware_profile(in);
-    // An accepted profile must give sane numbers on the seed's scenario.
+    // The profile inline in the seed's scenario: parsed as a profile, and an accepted one must
+    // give sane numbers there.
     nlohmann::json scenario = read_json_file(kBaseScenario);
-    scenario["hardware"] = profile;
+    scenario["hardware"] = parse_json_text(std::string(data), "fuzz-profile.json");
     exercise(load_scenario_document(scenario, kBaseScenario, {}));
   });
 }
@@ -175,7 +171,6 @@ void overrides_input(std::string_view data) {
 void measurements_input(std::string_view data) {
   const std::string file = scratch_file("measurements.json", data);
   refused_or_accepted([&] {
-    fit::read_measurements(file);
     fit::format_fit_table(fit::fit_profile({file}, kBaseProfile, fit::FitOptions{}));
   });
 }
