@@ -100,7 +100,15 @@ Options parse_options(int argc, char** argv) {
         else if (a == "--seed") o.seed = parse_number<std::uint64_t>(a, next());
         else if (a == "--max-bytes") o.max_bytes = parse_number<std::int64_t>(a, next());
         else if (a == "--write-default-shapes") o.write_default_shapes = next();
-        else if (a == "--inject-failure") o.inject_failure = next();
+        else if (a == "--inject-failure") {
+            const std::string v = next();
+            const auto colon = v.find(':');
+            o.inject_library = v.substr(0, colon);
+            if (colon == std::string::npos || colon + 1 == v.size() ||
+                (o.inject_library != "cuda" && o.inject_library != "nccl" && o.inject_library != "cublas"))
+                bad("--inject-failure expects LIB:NAME with LIB cuda, nccl or cublas, e.g. nccl:all_gather");
+            o.inject_measurement = v.substr(colon + 1);
+        }
         else bad("unknown option '" + a + "'");
     }
     if (o.quick) {
@@ -111,13 +119,6 @@ Options parse_options(int argc, char** argv) {
     if (o.warmup < 0) bad("--warmup must be >= 0");
     if (o.budget_s < 0) bad("--budget-s must be >= 0");
     if (o.max_bytes < 0) bad("--max-bytes must be >= 0");
-    if (!o.inject_failure.empty()) {
-        const auto colon = o.inject_failure.find(':');
-        const std::string lib = o.inject_failure.substr(0, colon);
-        if (colon == std::string::npos || colon + 1 == o.inject_failure.size() ||
-            (lib != "cuda" && lib != "nccl" && lib != "cublas"))
-            bad("--inject-failure expects LIB:NAME with LIB cuda, nccl or cublas, e.g. nccl:all_gather");
-    }
     o.min_iters = std::min(o.min_iters, o.iters);
     return o;
 }

@@ -69,10 +69,7 @@ int main(int argc, char** argv) {
     }
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
-    if (!opts.inject_failure.empty()) {
-        const auto colon = opts.inject_failure.find(':');
-        inject_failure(opts.inject_failure.substr(0, colon), opts.inject_failure.substr(colon + 1));
-    }
+    if (!opts.inject_measurement.empty()) inject_failure(opts.inject_library, opts.inject_measurement);
 
     MeasurementsWriter out(opts.output, tool_info(opts.argv), collect_environment(nullptr));
     out.set_shapes(shapes_to_json(shapes));
