@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 seconds="${1:-600}"
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(scenario profile overrides measurements nccl_tests plan_space)
+# Every target by default: one per seed-corpus folder.
+((${#targets[@]})) || for d in fuzz/corpus/*/; do targets+=("$(basename "$d")"); done
 build_dir="${MOESIM_FUZZ_BUILD_DIR:-build-fuzz}"
 parallel="${MOESIM_FUZZ_PARALLEL:-2}"
 
