@@ -12,13 +12,14 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/listing.hpp"
 #include "models/common/errors.hpp"
 #include "models/common/units.hpp"
 #include "models/costs/collective_model.hpp"
 #include "models/costs/compute_costs.hpp"
 #include "models/input/json_reader.hpp"
-#include "models/input/scenario.hpp"
-#include "reports/atomic_file.hpp"
+#include "models/common/json_file.hpp"
+#include "reports/output_file.hpp"
 
 namespace moesim::cli {
 
@@ -83,8 +84,8 @@ HardwareProfile load_profile(const std::string& path) {
 }
 
 void emit(const Common& c, const std::string& text, const nlohmann::json& j) {
-  if (c.json_out != "-") std::cout << text;
-  if (!c.json_out.empty()) write_atomic(c.json_out, json_text(j));
+  listing_stream({{"--json", &c.json_out}}) << text;
+  if (!c.json_out.empty()) write_output(c.json_out, json_text(j));
 }
 
 nlohmann::json kernel_json(const KernelTime& t) {

@@ -8,7 +8,8 @@
 
 #include "calibrate/fit/fitter.hpp"
 #include "cli/commands.hpp"
-#include "reports/atomic_file.hpp"
+#include "cli/listing.hpp"
+#include "reports/output_file.hpp"
 
 namespace moesim::cli {
 
@@ -26,10 +27,9 @@ int run_fit(const FitArgs& a) {
   opts.gemm_min_nk = a.gemm_min_nk;
   opts.hbm_min_bytes = a.hbm_min_MiB * 1024.0 * 1024.0;
   const fit::FitResult r = fit::fit_profile(a.files, a.base, opts);
-  // With the profile on stdout, the table goes to stderr so the JSON stays clean.
-  std::ostream& table = a.output == "-" ? std::cerr : std::cout;
+  std::ostream& table = listing_stream({{"--output", &a.output}});
   table << fit::format_fit_table(r);
-  write_atomic(a.output, json_text(r.profile));
+  write_output(a.output, json_text(r.profile));
   if (a.output != "-") {
     table << "moesim fit: " << r.updates.size() << " fields fitted; wrote " << a.output << "\n";
   }

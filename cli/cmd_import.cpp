@@ -10,7 +10,8 @@
 #include "calibrate/fit/measurements.hpp"
 #include "calibrate/fit/nccl_tests_import.hpp"
 #include "cli/commands.hpp"
-#include "reports/atomic_file.hpp"
+#include "cli/listing.hpp"
+#include "reports/output_file.hpp"
 
 namespace moesim::cli {
 
@@ -34,8 +35,8 @@ int run_import(const ImportArgs& a) {
   const auto doc = fit::nccl_tests_document(logs, cmd);
   const std::string text = json_text(doc);
   fit::parse_measurements(nlohmann::json::parse(text), a.output);  // what we write must read back
-  write_atomic(a.output, text);
-  std::ostream& out = a.output == "-" ? std::cerr : std::cout;
+  write_output(a.output, text);
+  std::ostream& out = listing_stream({{"--output", &a.output}});
   for (const auto& log : logs) {
     out << log.file << ": " << log.kind << " (from " << log.kind_from << "), " << log.ranks << " ranks on "
         << std::max<std::size_t>(1, log.hosts.size()) << " host(s), " << log.rows.size() << " sizes, algorithm "

@@ -5,11 +5,12 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/listing.hpp"
 #include "models/arch/flops.hpp"
 #include "models/arch/inventory.hpp"
 #include "models/input/scenario.hpp"
 #include "models/memory/ledger.hpp"
-#include "reports/atomic_file.hpp"
+#include "reports/output_file.hpp"
 #include "reports/ledger_report.hpp"
 
 namespace moesim::cli {
@@ -34,13 +35,14 @@ Runner add_ledger_command(CLI::App& app) {
   add_scenario_args(sub, *args);
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;
+    std::ostream& listing = listing_stream({{"--json", &args->json_out}});
     const Scenario s = load_scenario(args->scenario, args->sets);
     const Inventory inv = build_inventory(s.arch);
     const FlopsPerToken flops = flop_conventions().get(s.flop_convention).per_token(s.arch, inv);
     const MemoryLedger ledger = build_ledger(s.arch, inv, s.plan, s.hardware);
     const LedgerInputs in{s, inv, flops, ledger};
-    if (args->json_out != "-") std::cout << ledger_table(in);
-    if (!args->json_out.empty()) write_atomic(args->json_out, json_text(ledger_json(in)));
+    listing << ledger_table(in);
+    if (!args->json_out.empty()) write_output(args->json_out, json_text(ledger_json(in)));
     return 0;
   };
 }
@@ -51,10 +53,11 @@ Runner add_inventory_command(CLI::App& app) {
   add_scenario_args(sub, *args);
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;
+    std::ostream& listing = listing_stream({{"--json", &args->json_out}});
     const Scenario s = load_scenario(args->scenario, args->sets);
     const Inventory inv = build_inventory(s.arch);
-    if (args->json_out != "-") std::cout << inventory_table(inv);
-    if (!args->json_out.empty()) write_atomic(args->json_out, json_text(inventory_json(inv)));
+    listing << inventory_table(inv);
+    if (!args->json_out.empty()) write_output(args->json_out, json_text(inventory_json(inv)));
     return 0;
   };
 }

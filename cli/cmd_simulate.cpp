@@ -3,8 +3,9 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/listing.hpp"
 #include "models/input/scenario.hpp"
-#include "reports/atomic_file.hpp"
+#include "reports/output_file.hpp"
 #include "reports/step_report.hpp"
 #include "reports/trace_writer.hpp"
 #include "sim/profile_cost_book.hpp"
@@ -27,14 +28,15 @@ Runner add_simulate_command(CLI::App& app) {
   sub->add_flag("--all-ranks", args->all_ranks, "simulate every rank instead of one per distinct role");
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;
+    std::ostream& listing = listing_stream({{"--json", &args->json_out}, {"--trace", &args->trace_out}});
     const Scenario s = load_scenario(args->scenario, args->sets);
     const ProfileCostBook costs(s.hardware);
     SimOptions options;
     options.all_ranks = args->all_ranks;
     const Simulation sim = simulate(s, costs, options);
-    if (args->json_out != "-") std::cout << step_table(s, sim.result);
-    if (!args->trace_out.empty()) write_atomic(args->trace_out, trace_json(sim));
-    if (!args->json_out.empty()) write_atomic(args->json_out, json_text(step_json(s, sim.result)));
+    listing << step_table(s, sim.result);
+    if (!args->trace_out.empty()) write_output(args->trace_out, trace_json(sim));
+    if (!args->json_out.empty()) write_output(args->json_out, json_text(step_json(s, sim.result)));
     return 0;
   };
 }

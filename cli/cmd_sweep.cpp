@@ -7,10 +7,11 @@
 #include <unistd.h>
 
 #include "cli/commands.hpp"
+#include "cli/listing.hpp"
 #include "cli/mpi_world.hpp"
 #include "cli/progress.hpp"
 #include "models/input/scenario.hpp"
-#include "reports/atomic_file.hpp"
+#include "reports/output_file.hpp"
 #include "reports/html_report.hpp"
 #include "reports/sweep_report.hpp"
 #include "reports/trace_writer.hpp"
@@ -24,10 +25,14 @@ struct OutputArgs {
   std::string json_out, csv_out, html_out;
 };
 
+std::ostream& listing_for(const OutputArgs& o, const std::string& trace_out = "") {
+  return listing_stream({{"--json", &o.json_out}, {"--csv", &o.csv_out}, {"--html", &o.html_out}, {"--trace", &trace_out}});
+}
+
 void add_outputs(CLI::App* sub, OutputArgs& o) {
   sub->add_option("--json", o.json_out, "write the JSON document to FILE ('-' for standard output)");
-  sub->add_option("--csv", o.csv_out, "write one CSV row per point to FILE");
-  sub->add_option("--html", o.html_out, "write a self-contained HTML page with plots to FILE");
+  sub->add_option("--csv", o.csv_out, "write one CSV row per point to FILE ('-' for standard output)");
+  sub->add_option("--html", o.html_out, "write a self-contained HTML page with plots to FILE ('-' for standard output)");
 }
 
 int default_jobs() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
@@ -52,6 +57,7 @@ Runner add_sweep_command(CLI::App& app) {
   add_outputs(sub, args->out);
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;
+    std::ostream& listing = listing_for(args->out, args->trace_out);
     const Scenario base = load_scenario(args->scenario, args->sets);
     SweepSpec spec = sweep_spec_of(base);
     for (const auto& v : args->vary) spec.axes.push_back(parse_axis(v));
@@ -77,16 +83,16 @@ Runner add_sweep_command(CLI::App& app) {
       for (auto& p : nlohmann::json::parse(part)) all.push_back(std::move(p));
     }
     const nlohmann::json doc = sweep_document(base.name, spec, std::move(all));
-    if (args->out.json_out != "-") std::cout << sweep_table(doc);
-    if (!args->out.json_out.empty()) write_atomic(args->out.json_out, json_text(doc));
-    if (!args->out.csv_out.empty()) write_atomic(args->out.csv_out, sweep_csv(doc));
-    if (!args->out.html_out.empty()) write_atomic(args->out.html_out, html_report(doc));
+    listing << sweep_table(doc);
+    if (!args->out.json_out.empty()) write_output(args->out.json_out, json_text(doc));
+    if (!args->out.csv_out.empty()) write_output(args->out.csv_out, sweep_csv(doc));
+    if (!args->out.html_out.empty()) write_output(args->out.html_out, html_report(doc));
     if (args->trace_point >= 0 && !args->trace_out.empty()) {
       std::vector<std::string> point_sets = args->sets;
       for (const auto& [path, value] : points[static_cast<std::size_t>(args->trace_point)]) point_sets.push_back(override_text(path, value));
       const Scenario s = load_scenario(args->scenario, point_sets);
       const ProfileCostBook costs(s.hardware);
-      write_atomic(args->trace_out, trace_json(simulate(s, costs, SimOptions{})));
+      write_output(args->trace_out, trace_json(simulate(s, costs, SimOptions{})));
     }
     return 0;
   };
@@ -108,6 +114,7 @@ Runner add_compare_command(CLI::App& app) {
   add_outputs(sub, args->out);
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;
+    std::ostream& listing = listing_for(args->out);
     const Scenario base = load_scenario(args->scenario, args->sets);
     std::vector<std::string> designs = args->designs;
     if (designs.empty() && base.compare.is_object() && base.compare.contains("designs")) {
@@ -118,15 +125,15 @@ Runner add_compare_command(CLI::App& app) {
     }
     if (designs.empty()) throw InputError("--design", "", "no designs: give --design at least once or a compare.designs list in the scenario");
     const CompareResult result = compare_designs(args->scenario, args->sets, designs, args->jobs);
-    if (args->out.json_out != "-") std::cout << compare_table(result);
+    listing << compare_table(result);
     const nlohmann::json doc = compare_json(base.name, result);
-    if (!args->out.json_out.empty()) write_atomic(args->out.json_out, json_text(doc));
+    if (!args->out.json_out.empty()) write_output(args->out.json_out, json_text(doc));
     SweepSpec spec;
     spec.axes.push_back({"design", {}});
     for (const auto& d : designs) spec.axes.back().values.push_back(d);
     const nlohmann::json sweep_doc = sweep_json(base.name, spec, result.points);
-    if (!args->out.csv_out.empty()) write_atomic(args->out.csv_out, sweep_csv(sweep_doc));
-    if (!args->out.html_out.empty()) write_atomic(args->out.html_out, html_report(sweep_doc));
+    if (!args->out.csv_out.empty()) write_output(args->out.csv_out, sweep_csv(sweep_doc));
+    if (!args->out.html_out.empty()) write_output(args->out.html_out, html_report(sweep_doc));
     return 0;
   };
 }

@@ -4,7 +4,8 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "reports/atomic_file.hpp"
+#include "cli/listing.hpp"
+#include "reports/output_file.hpp"
 #include "reports/validation_report.hpp"
 #include "sim/validation.hpp"
 
@@ -27,6 +28,7 @@ Runner add_validate_command(CLI::App& app) {
   sub->add_option("--sensitivity-scenario", args->sensitivity_scenario, "scenario whose hardware profile lists the assumptions");
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;
+    std::ostream& listing = listing_stream({{"--json", &args->json_out}});
     std::vector<std::string> datasets = args->datasets;
     if (datasets.empty()) datasets.push_back("scenarios/validation/seed.json");
     if (args->sensitivity > 0) {
@@ -37,11 +39,11 @@ Runner add_validate_command(CLI::App& app) {
     std::size_t failures = 0;
     for (const auto& file : datasets) {
       const ValidationReport report = validate_dataset(file, args->sets);
-      if (args->json_out != "-") std::cout << validation_table(report);
+      listing << validation_table(report);
       all.push_back(validation_json(report));
       failures += report.failures();
     }
-    if (!args->json_out.empty()) write_atomic(args->json_out, json_text(all.size() == 1 ? all.front() : all));
+    if (!args->json_out.empty()) write_output(args->json_out, json_text(all.size() == 1 ? all.front() : all));
     return failures == 0 ? 0 : 1;
   };
 }

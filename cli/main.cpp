@@ -13,7 +13,7 @@
 #include "cli/commands.hpp"
 #include "models/common/errors.hpp"
 #include "models/common/registry.hpp"
-#include "reports/atomic_file.hpp"
+#include "reports/output_file.hpp"
 
 namespace {
 // Each simulated step allocates and frees tens of MiB of task and event arrays. glibc would

@@ -21,7 +21,7 @@
 #include "sim/profile_cost_book.hpp"
 #include "sim/step_builder.hpp"
 #include "sim/step_simulation.hpp"
-#include "reports/atomic_file.hpp"
+#include "reports/output_file.hpp"
 #include "sim/sweep.hpp"
 
 namespace moesim::fuzz {

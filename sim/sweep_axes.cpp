@@ -1,6 +1,7 @@
 // Parsing of sweep axes and the expansion of a sweep into points.
 #include <cmath>
 
+#include "models/common/json_file.hpp"
 #include "models/input/json_reader.hpp"
 #include "models/input/overrides.hpp"
 #include "sim/sweep.hpp"
@@ -77,6 +78,7 @@ std::vector<nlohmann::json> expand_value(const std::string& text, const std::str
     return out;
   }
   if (const auto v = size_value(text); v && text.find_first_of("KMG") != std::string::npos) return {number_json(*v)};
+  check_json_depth(text, "--vary");
   nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
   if (parsed.is_discarded()) parsed = text;
   return {parsed};

@@ -2,29 +2,16 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "calibrate/fit/collective_fit.hpp"
 #include "calibrate/fit/compute_fit.hpp"
 #include "models/common/errors.hpp"
+#include "models/common/json_file.hpp"
 #include "models/input/json_reader.hpp"
 
 namespace moesim::fit {
 
 namespace {
-
-nlohmann::ordered_json read_ordered(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot open file");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  try {
-    return nlohmann::ordered_json::parse(buf.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path, "", std::string("malformed JSON: ") + e.what());
-  }
-}
 
 void apply(nlohmann::ordered_json& profile, const FieldUpdate& u) {
   nlohmann::ordered_json* node = &profile;
@@ -47,7 +34,7 @@ FitResult fit_profile(const std::vector<std::string>& measurement_files, const s
   if (measurement_files.empty()) throw InputError("", "", "no measurement files given");
   FitInputs in;
   in.options = options;
-  nlohmann::ordered_json profile = read_ordered(base_profile);
+  nlohmann::ordered_json profile = read_ordered_json_file(base_profile);
   {
     const nlohmann::json plain = nlohmann::json::parse(profile.dump());
     in.base = parse_hardware_profile(JsonReader(plain, base_profile, ""));

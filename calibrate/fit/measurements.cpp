@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "models/input/json_reader.hpp"
-#include "models/input/scenario.hpp"
+#include "models/common/json_file.hpp"
 
 namespace moesim::fit {
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "models/common/errors.hpp"
+#include "models/common/json_file.hpp"
 
 namespace moesim {
 
@@ -83,6 +84,7 @@ Override parse_override(const std::string& expr, const std::string& origin) {
     throw InputError(origin, expr, "path must start with a key");
   }
   o.dotted = dotted_path(o.path);
+  check_json_depth(value, origin);
   o.value = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
   if (o.value.is_discarded()) o.value = value;  // a bare word is a string
   return o;

@@ -1,12 +1,11 @@
 #include "models/input/scenario.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 
 #include "models/arch/flops.hpp"
+#include "models/common/json_file.hpp"
 #include "models/input/json_reader.hpp"
 #include "models/input/overrides.hpp"
 #include "models/plan/design_spec.hpp"
@@ -27,11 +26,7 @@ struct CachedDocument {
 std::mutex g_cache_mutex;
 std::map<std::string, CachedDocument> g_cache;
 
-nlohmann::json parse_json_file(const std::string& path);
-
-}  // namespace
-
-nlohmann::json read_json_file(const std::string& path) {
+nlohmann::json read_json_cached(const std::string& path) {
   std::error_code ec;
   const auto size = fs::file_size(path, ec);
   const auto mtime = ec ? fs::file_time_type() : fs::last_write_time(path, ec);
@@ -40,42 +35,12 @@ nlohmann::json read_json_file(const std::string& path) {
     const auto it = g_cache.find(path);
     if (it != g_cache.end() && it->second.size == size && it->second.mtime == mtime) return it->second.doc;
   }
-  nlohmann::json doc = parse_json_file(path);
+  nlohmann::json doc = read_json_file(path);
   if (!ec) {
     std::lock_guard<std::mutex> lock(g_cache_mutex);
     g_cache[path] = {size, mtime, doc};
   }
   return doc;
-}
-
-nlohmann::json parse_json_text(const std::string& text, const std::string& file) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // Turn the byte offset into line:column, which is what editors show.
-    std::size_t line = 1, col = 1;
-    const std::size_t upto = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    for (std::size_t i = 0; i < upto; ++i) {
-      if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
-    }
-    std::string what = e.what();
-    if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
-    throw InputError(file, "", "malformed JSON at line " + std::to_string(line) + ", column " +
-                                   std::to_string(col) + ": " + what);
-  } catch (const nlohmann::json::exception& e) {
-    // e.g. a number too large for a double (1e999)
-    throw InputError(file, "", std::string("unreadable JSON: ") + e.what());
-  }
-}
-
-namespace {
-
-nlohmann::json parse_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot open file");
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return parse_json_text(buf.str(), path);
 }
 
 }  // namespace
@@ -91,7 +56,7 @@ nlohmann::json load_section(const JsonReader& scenario, const nlohmann::json& ra
   if (it->is_string()) {
     const fs::path p = fs::path(scenario.file()).parent_path() / it->get<std::string>();
     origin = {p.lexically_normal().string(), ""};
-    return read_json_file(origin.file);
+    return read_json_cached(origin.file);
   }
   if (it->is_object()) {
     origin = {scenario.file(), std::string(key)};
@@ -127,7 +92,7 @@ Scenario parse_composed(const nlohmann::json& doc, const std::string& scenario_f
 }
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets) {
-  return load_scenario_document(read_json_file(path), path, sets);
+  return load_scenario_document(read_json_cached(path), path, sets);
 }
 
 Scenario load_scenario_document(const nlohmann::json& raw, const std::string& path,
@@ -178,7 +143,7 @@ Scenario load_scenario_document(const nlohmann::json& raw, const std::string& pa
       // A whole input swapped for another file, found relative to the scenario.
       SectionOrigin& target = head == "architecture" ? arch : head == "plan" ? plan : hw;
       target = {(fs::path(path).parent_path() / o.value.get<std::string>()).lexically_normal().string(), ""};
-      doc[head] = read_json_file(target.file);
+      doc[head] = read_json_cached(target.file);
       continue;
     }
     apply_override(doc, o, origin);

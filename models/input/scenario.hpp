@@ -9,6 +9,7 @@
 
 #include "models/arch/architecture.hpp"
 #include "models/common/errors.hpp"
+#include "models/common/json_file.hpp"
 #include "models/hw/hardware_profile.hpp"
 #include "models/plan/parallel_plan.hpp"
 
@@ -25,12 +26,6 @@ struct Scenario {
   nlohmann::json sweep;     // the scenario's "sweep" block (axes, include), if any
   nlohmann::json compare;   // the scenario's "compare" block (designs), if any
 };
-
-// Reads a JSON file; a missing file or malformed JSON is an InputError naming the file (and the
-// line and column of a syntax error).
-nlohmann::json read_json_file(const std::string& path);
-// Parses JSON text; `file` names it in the error (malformed JSON: line and column).
-nlohmann::json parse_json_text(const std::string& text, const std::string& file);
 
 // `sets` are CLI --set expressions, applied after the scenario's own "set" block. Besides field
 // paths, `design=ddp+ep8` expands to plan overrides, and `architecture=FILE` (or plan=,

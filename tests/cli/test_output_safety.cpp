@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "reports/atomic_file.hpp"
+#include "reports/output_file.hpp"
 #include "tests/support/fixtures.hpp"
 
 extern char** environ;
@@ -45,7 +45,7 @@ bool wait_for_temporary(const std::string& dir, const std::string& keep, pid_t c
 
 }  // namespace
 
-TEST_CASE("write_atomic: a signal during the write removes the temporary file and keeps the old one", "[unit][safety]") {
+TEST_CASE("write_output: a signal during the write removes the temporary file and keeps the old one", "[unit][safety]") {
   for (int sig : {SIGTERM, SIGINT}) {
     test::TempDir dir;
     const std::string target = dir.write("report.json", "old\n");
@@ -56,7 +56,7 @@ TEST_CASE("write_atomic: a signal during the write removes the temporary file an
       // Large enough that writing and syncing it takes far longer than the parent's poll.
       const std::string big(kBigBytes, 'x');
       try {
-        write_atomic(target, big);
+        write_output(target, big);
       } catch (...) {
         ::_exit(3);
       }

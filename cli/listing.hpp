@@ -1,0 +1,30 @@
+// Where a command's human listing goes. Standard output, unless one of the command's output
+// files is "-": standard output then carries that file's data alone and the listing goes to
+// standard error, so `--json -` and `--csv -` can be piped into jq or a CSV reader.
+#pragma once
+
+#include <initializer_list>
+#include <iostream>
+#include <string>
+#include <utility>
+
+#include "models/common/errors.hpp"
+
+namespace moesim::cli {
+
+// `outputs`: each output option's name ("--csv") and the path the user gave ("" when absent).
+// Two outputs on "-" would interleave two documents on one stream: refused as bad input.
+inline std::ostream& listing_stream(std::initializer_list<std::pair<const char*, const std::string*>> outputs) {
+  const char* to_stdout = nullptr;
+  for (const auto& [option, path] : outputs) {
+    if (*path != "-") continue;
+    if (to_stdout != nullptr) {
+      throw InputError(option, "", std::string("'-' (standard output) is already taken by ") + to_stdout +
+                                       "; at most one output may be '-'");
+    }
+    to_stdout = option;
+  }
+  return to_stdout != nullptr ? std::cerr : std::cout;
+}
+
+}  // namespace moesim::cli

@@ -1,0 +1,29 @@
+// Report files are the user's: a regular file is replaced whole or not at all (a temporary file in
+// the same folder, flushed to disk, then renamed over it), while a device, a FIFO or an open
+// descriptor's name (/dev/fd/N, process substitution) is written through, and a symbolic link
+// keeps pointing where it did: the file it leads to is the one replaced.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace moesim {
+
+// A JSON document as report text: two-space indent, a final newline, and any byte that is not
+// UTF-8 (a file name, say) replaced by U+FFFD instead of failing the whole report.
+template <typename Json>
+std::string json_text(const Json& doc) {
+  return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+// Writes `content` to `path`; "-" is standard output. Throws std::runtime_error naming the path
+// on failure; a regular file that existed is then left as it was, and no temporary file stays.
+void write_output(const std::string& path, const std::string& content);
+
+// Installs handlers for SIGINT, SIGTERM and SIGHUP that remove any temporary file a
+// write_output call has open, then end the process by the same signal (so that the shell sees
+// an interrupted command). Call once, early in main.
+void remove_partial_outputs_on_signal();
+
+}  // namespace moesim
