@@ -8,7 +8,6 @@
 
 #include "cli/commands.hpp"
 #include "models/input/scenario.hpp"
-#include "sim/profile_cost_book.hpp"
 #include "sim/step_simulation.hpp"
 
 namespace moesim::cli {
@@ -27,12 +26,11 @@ Runner add_bench_command(CLI::App& app) {
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;
     const Scenario s = load_scenario(args->scenario, args->sets);
-    const ProfileCostBook costs(s.hardware);
     std::vector<double> ms;
     std::size_t tasks = 0, ranks = 0;
     for (int i = 0; i < args->repeat; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
-      const Simulation sim = simulate(s, costs, SimOptions{});
+      const Simulation sim = simulate(s, SimOptions{});
       const auto t1 = std::chrono::steady_clock::now();
       ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
       tasks = sim.result.tasks;

@@ -17,7 +17,7 @@
 #include "models/common/units.hpp"
 #include "models/costs/collective_model.hpp"
 #include "models/costs/compute_costs.hpp"
-#include "models/input/json_reader.hpp"
+#include "models/common/json_reader.hpp"
 #include "models/common/json_file.hpp"
 #include "reports/output_file.hpp"
 
@@ -178,7 +178,7 @@ struct MemoryArgs {
 int run_gemm(const GemmArgs& a) {
   const HardwareProfile hw = load_profile(a.c.profile);
   const GemmCost& model = gemm_cost_models().get(or_default(a.c.model, kDefaultGemmCost));
-  const KernelTime t = model.time(hw, a.m, a.n, a.k);
+  const KernelTime t = model.time(hw, {dbl(a.m), dbl(a.n), dbl(a.k)});
   const std::string head = "GEMM [" + std::to_string(a.m) + ", " + std::to_string(a.k) + "] x [" +
                            std::to_string(a.k) + ", " + std::to_string(a.n) + "] BF16 on " + hw.name;
   nlohmann::json j = {{"profile", hw.name}, {"model", model.name()},
@@ -198,7 +198,7 @@ int run_grouped(const GroupedArgs& a) {
     if (a.top_k > a.experts) throw InputError("", "--top-k", "cannot exceed --experts");
     rows.assign(static_cast<std::size_t>(a.experts), static_cast<double>(a.tokens * a.top_k) / a.experts);
   }
-  const KernelTime t = model.time(hw, rows, a.n, a.k);
+  const KernelTime t = model.time(hw, {rows, dbl(a.n), dbl(a.k)});
   double total = 0;
   for (double r : rows) total += r;
   const std::string head = "grouped GEMM, " + std::to_string(rows.size()) + " experts, " + fmt(total) +

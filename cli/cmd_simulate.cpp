@@ -8,7 +8,6 @@
 #include "reports/output_file.hpp"
 #include "reports/step_report.hpp"
 #include "reports/trace_writer.hpp"
-#include "sim/profile_cost_book.hpp"
 #include "sim/step_simulation.hpp"
 
 namespace moesim::cli {
@@ -30,10 +29,9 @@ Runner add_simulate_command(CLI::App& app) {
     if (!sub->parsed()) return -1;
     std::ostream& listing = listing_stream({{"--json", &args->json_out}, {"--trace", &args->trace_out}});
     const Scenario s = load_scenario(args->scenario, args->sets);
-    const ProfileCostBook costs(s.hardware);
     SimOptions options;
     options.all_ranks = args->all_ranks;
-    const Simulation sim = simulate(s, costs, options);
+    const Simulation sim = simulate(s, options);
     listing << step_table(s, sim.result);
     if (!args->trace_out.empty()) write_output(args->trace_out, trace_json(sim));
     if (!args->json_out.empty()) write_output(args->json_out, json_text(step_json(s, sim.result)));

@@ -16,7 +16,6 @@
 #include "reports/sweep_report.hpp"
 #include "reports/trace_writer.hpp"
 #include "sim/compare.hpp"
-#include "sim/profile_cost_book.hpp"
 
 namespace moesim::cli {
 
@@ -91,8 +90,7 @@ Runner add_sweep_command(CLI::App& app) {
       std::vector<std::string> point_sets = args->sets;
       for (const auto& [path, value] : points[static_cast<std::size_t>(args->trace_point)]) point_sets.push_back(override_text(path, value));
       const Scenario s = load_scenario(args->scenario, point_sets);
-      const ProfileCostBook costs(s.hardware);
-      write_output(args->trace_out, trace_json(simulate(s, costs, SimOptions{})));
+      write_output(args->trace_out, trace_json(simulate(s, SimOptions{})));
     }
     return 0;
   };

@@ -18,7 +18,6 @@
 #include "models/arch/inventory.hpp"
 #include "models/input/scenario.hpp"
 #include "models/memory/ledger.hpp"
-#include "sim/profile_cost_book.hpp"
 #include "sim/step_builder.hpp"
 #include "sim/step_simulation.hpp"
 #include "reports/output_file.hpp"
@@ -72,8 +71,7 @@ void exercise(const Scenario& s) {
   const double work = static_cast<double>(s.arch.num_layers) * static_cast<double>(shape.microbatches) *
                       static_cast<double>(std::max<std::int64_t>(1, s.plan.pp_virtual)) * simulated_ranks;
   if (work > kMaxReplayWork) return;
-  const ProfileCostBook costs(s.hardware);
-  check_step(simulate(s, costs, SimOptions{}).result);
+  check_step(simulate(s, SimOptions{}).result);
 }
 
 // A fixed private folder for the inputs that the CLI reads from files.

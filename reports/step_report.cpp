@@ -11,7 +11,7 @@ namespace moesim {
 namespace {
 
 
-const char* coll_name(std::size_t k) { return name_of(static_cast<CollectiveKindTag>(k)); }
+std::string coll_name(std::size_t k) { return std::string(name_of(static_cast<CollectiveKind>(k))); }
 
 nlohmann::json phase_map(const std::array<double, kPhases>& values) {
   nlohmann::json out = nlohmann::json::object();
@@ -42,7 +42,7 @@ nlohmann::json memory_by_class(const StageLedger& worst) {
 nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
   const auto& worst = r.ledger.stages[r.ledger.worst_stage];
   nlohmann::json bytes = nlohmann::json::object();
-  for (std::size_t k = 0; k < kCollKinds; ++k) {
+  for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
     if (r.bytes_per_rank[k][0] + r.bytes_per_rank[k][1] == 0) continue;
     bytes[coll_name(k)] = {{"nvlink", r.bytes_per_rank[k][0]}, {"nic", r.bytes_per_rank[k][1]}};
   }
@@ -96,7 +96,7 @@ std::string step_table(const Scenario& sc, const StepResult& r) {
   }
   if (r.idle_s > 0) os << "  " << fmt("%10.2f ms", r.idle_s * 1e3) << "  " << fmt("%5.1f%%", 100 * r.idle_s / r.step_time_s) << "  idle / bubble\n";
   os << "bytes sent per rank per step (NVLink / NIC):\n";
-  for (std::size_t k = 0; k < kCollKinds; ++k) {
+  for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
     if (r.bytes_per_rank[k][0] + r.bytes_per_rank[k][1] == 0) continue;
     os << "  " << fmt("%10.2f GiB", r.bytes_per_rank[k][0] / kGiB) << " / " << fmt("%8.2f GiB", r.bytes_per_rank[k][1] / kGiB) << "  "
        << coll_name(k) << "\n";

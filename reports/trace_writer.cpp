@@ -23,7 +23,10 @@ std::string trace_json(const Simulation& sim) {
     nlohmann::json args = {{"phase", name_of(t.phase)}};
     if (t.microbatch >= 0) args["microbatch"] = t.microbatch;
     if (t.layer >= 0) args["layer"] = t.layer;
-    if (t.coll != CollectiveKindTag::none) args["nvlink_bytes"] = t.link_bytes[0], args["nic_bytes"] = t.link_bytes[1];
+    if (is_communication(t.kind)) {
+      args["nvlink_bytes"] = t.link_bytes[static_cast<std::size_t>(LinkClass::nvlink)];
+      args["nic_bytes"] = t.link_bytes[static_cast<std::size_t>(LinkClass::nic)];
+    }
     events.push_back({{"ph", "X"}, {"name", g.label_text(t.label)}, {"cat", name_of(t.phase)}, {"pid", t.rank},
                       {"tid", static_cast<int>(t.stream)}, {"ts", sim.replay.start[id] * 1e6}, {"dur", dur * 1e6}, {"args", args}});
   }

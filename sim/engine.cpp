@@ -16,8 +16,7 @@ struct Unit {  // one running thing: a task, or a collective's members moving to
   double rate = 1;
   double updated = 0;
   std::uint32_t version = 0;
-  bool comm = false;
-  LinkClass link = LinkClass::nvlink;
+  Demand demand;
 };
 
 struct Event {
@@ -30,7 +29,7 @@ struct Event {
 
 class Engine {
  public:
-  Engine(const TaskGraph& g, const EngineOptions& o) : g_(g), opt_(o) {
+  Engine(const TaskGraph& g, const ResourceSharing& sharing) : g_(g), sharing_(sharing) {
     const std::size_t n = g.size();
     r_.start.assign(n, 0);
     r_.finish.assign(n, 0);
@@ -55,9 +54,10 @@ class Engine {
     group_members_.resize(g.groups());
     group_ready_.assign(g.groups(), 0);
     for (TaskId id = 0; id < n; ++id) {
-      if (g.task(id).group != 0xffffffffu) group_members_[g.task(id).group].push_back(id);
+      if (g.task(id).group != kNoGroup) group_members_[g.task(id).group].push_back(id);
     }
     running_.resize(g.ranks());
+    mix_.resize(g.ranks());
     units_.reserve(n);
     members_.reserve(n);
   }
@@ -86,7 +86,7 @@ class Engine {
   void became_ready(TaskId id, TaskId cause) {
     r_.cause[id] = cause;
     const auto group = g_.task(id).group;
-    if (group == 0xffffffffu) {
+    if (group == kNoGroup) {
       to_start_.push_back({id, false});
       return;
     }
@@ -104,13 +104,15 @@ class Engine {
       else members_.push_back(what);
       u.count = static_cast<std::uint32_t>(members_.size()) - u.first;
       const Task& t0 = g_.task(members_[u.first]);
-      u.comm = is_communication(t0.kind);
-      u.link = t0.link_bytes[1] > 0 ? LinkClass::nic : LinkClass::nvlink;
+      u.demand.communication = is_communication(t0.kind);
+      u.demand.link = t0.link_bytes[static_cast<std::size_t>(LinkClass::nic)] > 0 ? LinkClass::nic : LinkClass::nvlink;
       for (TaskId m : members(u)) {
         u.remaining = std::max(u.remaining, g_.task(m).work_s);
         r_.start[m] = now_;
-        running_[g_.task(m).rank].push_back(uid);
-        touched_.push_back(g_.task(m).rank);
+        const std::uint32_t rank = g_.task(m).rank;
+        running_[rank].push_back(uid);
+        count(mix_[rank], u.demand) += 1;
+        touched_.push_back(rank);
       }
       u.updated = now_;
       u.rate = 0;  // set by rerate
@@ -134,9 +136,11 @@ class Engine {
     for (TaskId m : members(u)) {
       r_.finish[m] = now_;
       if (now_ >= r_.makespan) { r_.makespan = now_; r_.last = m; }
-      auto& list = running_[g_.task(m).rank];
+      const std::uint32_t rank = g_.task(m).rank;
+      auto& list = running_[rank];
       list.erase(std::find(list.begin(), list.end(), uid));
-      touched_.push_back(g_.task(m).rank);
+      count(mix_[rank], u.demand) -= 1;
+      touched_.push_back(rank);
     }
     u.version = std::numeric_limits<std::uint32_t>::max();
     for (TaskId m : members(u)) {
@@ -150,17 +154,8 @@ class Engine {
     if (--pending_[id] == 0) became_ready(id, cause);
   }
 
-  double share_on(std::uint32_t rank, const Unit& u) const {
-    int same = 0;
-    bool comm_here = false;
-    for (auto other : running_[rank]) {
-      const Unit& o = units_[other];
-      if (o.comm) comm_here = true;
-      if (o.comm == u.comm && (!u.comm || o.link == u.link)) ++same;
-    }
-    if (u.comm) return 1.0 / std::max(same, 1);
-    // Compute kernels on one GPU share its SMs; communication kernels take a share too.
-    return 1.0 / std::max(same, 1) / (comm_here ? 1.0 + opt_.compute_slowdown_with_comm : 1.0);
+  static std::uint32_t& count(RunningMix& mix, const Demand& d) {
+    return d.communication ? mix.transfers[static_cast<std::size_t>(d.link)] : mix.kernels;
   }
 
   void rerate(std::vector<std::uint32_t>& ranks) {
@@ -174,7 +169,7 @@ class Engine {
     for (auto uid : units) {
       Unit& u = units_[uid];
       double rate = std::numeric_limits<double>::infinity();
-      for (TaskId m : members(u)) rate = std::min(rate, share_on(g_.task(m).rank, u));
+      for (TaskId m : members(u)) rate = std::min(rate, sharing_.rate(mix_[g_.task(m).rank], u.demand));
       if (u.rate > 0) u.remaining = std::max(0.0, u.remaining - (now_ - u.updated) * u.rate);
       if (rate == u.rate && u.version != 0) {
         u.updated = now_;
@@ -188,13 +183,14 @@ class Engine {
   }
 
   const TaskGraph& g_;
-  EngineOptions opt_;
+  const ResourceSharing& sharing_;
   ReplayResult r_;
   std::vector<std::uint32_t> pending_;
   std::vector<TaskId> stream_next_;
   std::vector<std::vector<TaskId>> group_members_;
   std::vector<std::size_t> group_ready_;
   std::vector<std::vector<std::uint32_t>> running_;  // per rank: running unit ids
+  std::vector<RunningMix> mix_;                       // per rank: what those units ask of it
   std::vector<Unit> units_;
   std::vector<TaskId> members_;
   std::vector<std::pair<std::uint32_t, bool>> to_start_;  // (task, false) or (group, true)
@@ -207,8 +203,8 @@ class Engine {
 
 }  // namespace
 
-ReplayResult replay(const TaskGraph& graph, const EngineOptions& options) {
-  return Engine(graph, options).run();
+ReplayResult replay(const TaskGraph& graph, const ResourceSharing& sharing) {
+  return Engine(graph, sharing).run();
 }
 
 }  // namespace moesim

@@ -1,18 +1,15 @@
 // Discrete-event replay of a TaskGraph. Events sit in a binary heap ordered by (time, sequence
-// number), so equal times resolve the same way on every run. Running tasks progress at a rate:
-// communication on one rank's link shares its bandwidth with the other transfers on it, and
-// compute slows by the profile's SM-sharing factor while communication kernels run beside it.
+// number), so equal times resolve the same way on every run. Running tasks progress at rates
+// that change only when a task starts or ends; who gets how much is the ResourceSharing
+// policy's business, not the engine's.
 #pragma once
 
 #include <vector>
 
+#include "sim/resource_sharing.hpp"
 #include "sim/task_graph.hpp"
 
 namespace moesim {
-
-struct EngineOptions {
-  double compute_slowdown_with_comm = 0;  // fraction (profile interference)
-};
 
 struct ReplayResult {
   std::vector<double> start;
@@ -22,6 +19,6 @@ struct ReplayResult {
   TaskId last = kNoTask;      // a task that finishes at the makespan
 };
 
-ReplayResult replay(const TaskGraph& graph, const EngineOptions& options);
+ReplayResult replay(const TaskGraph& graph, const ResourceSharing& sharing);
 
 }  // namespace moesim

@@ -1,16 +1,16 @@
 // Builds the task DAG of one optimizer step for a scenario: the pipeline schedule per stage,
-// every block's forward and backward per microbatch (with EP dispatch/combine and the shared
-// expert on a side stream), and the design's parameter traffic: FSDP2 gathers and
-// reduce-scatters per unit and microbatch, or Olmo-core DDP's per-microbatch FP32 accumulation,
-// bucketed all-reduce on the final microbatch, sharded update and weight rebuild.
+// every block's forward and backward per microbatch (the shared expert on a side stream), and
+// three composable pieces: the design's parameter-sync strategy (sim/schedules/, one file per
+// design), expert parallelism's dispatch and combine, and pipeline transfers between stages.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "models/arch/inventory.hpp"
+#include "models/costs/cost_book.hpp"
 #include "models/plan/parallel_plan.hpp"
-#include "sim/cost_book.hpp"
+#include "models/plan/rank_layout.hpp"
 #include "sim/pipeline_schedule.hpp"
 #include "sim/task_graph.hpp"
 
@@ -22,11 +22,7 @@ struct SimOptions {
   bool all_ranks = false;
 };
 
-struct SimRank {
-  std::int64_t stage = 0;
-  std::int64_t dp = 0;
-  std::int64_t ep_mp = 0;
-  std::int64_t ep_dp = 0;
+struct SimRank : RankCoords {
   double represents = 1;  // real ranks this simulated rank stands for
 };
 

@@ -4,7 +4,9 @@
 #include <map>
 
 #include "models/common/units.hpp"
+#include "models/costs/profile_cost_book.hpp"
 #include "models/plan/design_spec.hpp"
+#include "sim/resource_sharing.hpp"
 
 namespace moesim {
 
@@ -39,13 +41,17 @@ std::vector<std::int64_t> measure_in_flight(const BuiltStep& step, const ReplayR
 
 }  // namespace
 
+Simulation simulate(const Scenario& sc, const SimOptions& options) {
+  const ProfileCostBook costs(sc.hardware, sc.cost_models);
+  return simulate(sc, costs, options);
+}
+
 Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions& options) {
   Simulation sim;
   const Inventory inv = build_inventory(sc.arch);
   sim.step = build_step(sc.arch, inv, sc.plan, costs, options);
-  EngineOptions eo;
-  eo.compute_slowdown_with_comm = costs.compute_slowdown_with_comm();
-  sim.replay = replay(sim.step.graph, eo);
+  const auto sharing = resource_sharing_models().get(sc.cost_models.resource_sharing).make(sc.hardware);
+  sim.replay = replay(sim.step.graph, *sharing);
   const TimelineMetrics tm = measure(sim.step.graph, sim.replay);
 
   StepResult& r = sim.result;
@@ -66,11 +72,12 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
   r.mfu = useful_per_token * r.tokens_per_s_per_gpu / (sc.hardware.gpu.peak_bf16_TFLOPs.value * 1e12);
   const RankTimeline& crit = tm.ranks[tm.critical_rank];
   r.exposed_s = crit.exposed;
+  r.exposed_by_kind_s = crit.exposed_by_kind;
   r.idle_s = crit.idle;
   r.critical_path_s = tm.critical_path;
   for (const auto& rt : tm.ranks) {
-    for (std::size_t k = 0; k < kCollKinds; ++k) {
-      for (std::size_t l = 0; l < 2; ++l) r.bytes_per_rank[k][l] = std::max(r.bytes_per_rank[k][l], rt.bytes[k][l]);
+    for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
+      for (std::size_t l = 0; l < kLinkClasses; ++l) r.bytes_per_rank[k][l] = std::max(r.bytes_per_rank[k][l], rt.bytes[k][l]);
     }
   }
   const std::int64_t chunks = sc.plan.pp_schedule == PipelineSchedule::interleaved_1f1b ? sc.plan.pp_virtual : 1;

@@ -27,9 +27,10 @@ struct StepResult {
   double tokens_per_s_per_gpu = 0;
   double mfu = 0;  // useful model FLOPs / (GPUs x step x nominal peak), as a fraction
   std::array<double, kPhases> exposed_s{};  // the critical rank's exclusive split by phase
+  std::array<double, kTaskKinds> exposed_by_kind_s{};  // the same split by kind of task
   double idle_s = 0;                        // pipeline bubble and waiting on the critical rank
   std::array<double, kPhases> critical_path_s{};
-  std::array<std::array<double, 2>, kCollKinds> bytes_per_rank{};  // worst simulated rank
+  std::array<std::array<double, kLinkClasses>, kCollectiveKinds> bytes_per_rank{};  // worst simulated rank
   std::vector<std::int64_t> in_flight;  // per stage, measured from the replay
   double dropped_fraction = 0;
   std::size_t tasks = 0;
@@ -43,7 +44,9 @@ struct Simulation {
   StepResult result;
 };
 
-// `keep_timeline`: keep the DAG and replay (for traces); otherwise only the result.
+// With the scenario's cost models and resource-sharing policy (its `cost_models` choice).
+Simulation simulate(const Scenario& scenario, const SimOptions& options = {});
+// With another cost book (tests use hand-set ones); the sharing policy is still the scenario's.
 Simulation simulate(const Scenario& scenario, const CostBook& costs, const SimOptions& options);
 
 }  // namespace moesim

@@ -2,7 +2,7 @@
 #include <cmath>
 
 #include "models/common/json_file.hpp"
-#include "models/input/json_reader.hpp"
+#include "models/common/json_reader.hpp"
 #include "models/input/overrides.hpp"
 #include "sim/sweep.hpp"
 

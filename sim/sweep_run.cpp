@@ -3,7 +3,6 @@
 #include <mutex>
 #include <thread>
 
-#include "sim/profile_cost_book.hpp"
 #include "sim/sweep.hpp"
 
 namespace moesim {
@@ -23,8 +22,7 @@ SweepResult run_points(const std::string& file, const std::vector<std::string>& 
       for (const auto& [path, value] : pt.values) point_sets.push_back(override_text(path, value));
       try {
         Scenario s = load_scenario(file, point_sets);
-        const ProfileCostBook costs(s.hardware);
-        pt.result = simulate(s, costs, SimOptions{}).result;
+        pt.result = simulate(s, SimOptions{}).result;
         pt.scenario = std::move(s);
         pt.ok = true;
       } catch (const InputError& e) {

@@ -1,7 +1,5 @@
 #include "sim/task_graph.hpp"
 
-
-
 namespace moesim {
 
 const char* name_of(StreamKind s) {
@@ -34,14 +32,13 @@ const char* name_of(PhaseTag p) {
   }
 }
 
-const char* name_of(CollectiveKindTag k) {
+const char* name_of(TaskKind k) {
   switch (k) {
-    case CollectiveKindTag::all_reduce: return "all_reduce";
-    case CollectiveKindTag::all_gather: return "all_gather";
-    case CollectiveKindTag::reduce_scatter: return "reduce_scatter";
-    case CollectiveKindTag::all_to_all: return "all_to_all";
-    case CollectiveKindTag::send_recv: return "send_recv";
-    default: return "none";
+    case TaskKind::compute: return "compute";
+    case TaskKind::memory: return "memory_bound";
+    case TaskKind::collective: return "collective";
+    case TaskKind::p2p: return "p2p";
+    default: return "?";
   }
 }
 

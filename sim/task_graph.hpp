@@ -11,13 +11,19 @@
 
 #include <boost/graph/adjacency_list.hpp>
 
+#include "models/costs/collective_model.hpp"
+
 namespace moesim {
 
 // comm_pp carries point-to-point transfers, which NCCL batches per peer: they keep no stream
 // order (only their explicit dependencies), so sends and receives cannot deadlock.
 enum class StreamKind : std::uint8_t { compute, side, comm_dp, comm_ep, comm_rs, comm_pp, count };
 inline bool stream_is_ordered(StreamKind s) { return s != StreamKind::comm_pp; }
-enum class TaskKind : std::uint8_t { compute, memory, collective, p2p };
+// compute: GEMMs, attention and the fused blocks around them; memory: kernels bound by HBM
+// traffic alone (copies, accumulation, optimizer update, embedding); collective and p2p:
+// communication kernels.
+enum class TaskKind : std::uint8_t { compute, memory, collective, p2p, count };
+inline constexpr std::size_t kTaskKinds = static_cast<std::size_t>(TaskKind::count);
 // What a task is for: the replay attributes exposed time to these.
 enum class PhaseTag : std::uint8_t {
   forward, backward, recompute, accumulate, optimizer,         // compute stream
@@ -26,25 +32,26 @@ enum class PhaseTag : std::uint8_t {
 };
 // Link classes for bandwidth sharing and per-rank byte ledgers.
 enum class LinkClass : std::uint8_t { nvlink, nic, count };
-enum class CollectiveKindTag : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, none };
+inline constexpr std::size_t kLinkClasses = static_cast<std::size_t>(LinkClass::count);
 
 const char* name_of(StreamKind s);
 const char* name_of(PhaseTag p);
-const char* name_of(CollectiveKindTag k);
+const char* name_of(TaskKind k);
 bool is_communication(TaskKind k);
 
 using TaskId = std::uint32_t;
-inline constexpr TaskId kNoTask = 0xffffffffu;
+inline constexpr TaskId kNoTask = 0xffffffffu;       // "no such task" (no dependency, no cause)
+inline constexpr std::uint32_t kNoGroup = 0xffffffffu;  // a task that is no collective's member
 
 struct Task {
   std::uint32_t rank = 0;  // simulated rank index
   StreamKind stream = StreamKind::compute;
   TaskKind kind = TaskKind::compute;
   PhaseTag phase = PhaseTag::forward;
-  CollectiveKindTag coll = CollectiveKindTag::none;
-  double work_s = 0;                 // duration alone, at full rate
-  double link_bytes[2] = {0, 0};     // bytes this rank moves over nvlink / nic (for ledgers)
-  std::uint32_t group = 0xffffffffu; // collective instance: members start together, end together
+  CollectiveKind coll = CollectiveKind::all_reduce;  // meaningful for collective and p2p tasks only
+  double work_s = 0;                                 // duration alone, at full rate
+  double link_bytes[kLinkClasses] = {0, 0};          // bytes this rank moves over nvlink / nic (for ledgers)
+  std::uint32_t group = kNoGroup;                    // collective instance: members start together, end together
   std::uint32_t label = 0;           // index into TaskGraph::labels (trace names)
   std::int32_t microbatch = -1;
   std::int32_t layer = -1;

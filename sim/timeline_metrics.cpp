@@ -36,8 +36,12 @@ void split_rank(const TaskGraph& g, const ReplayResult& r, const std::vector<Tas
         if (pick == kNoTask || r.start[id] < r.start[pick]) pick = id;
       }
     }
-    if (pick == kNoTask) out.idle += dt;
-    else out.exposed[static_cast<std::size_t>(g.task(pick).phase)] += dt;
+    if (pick == kNoTask) {
+      out.idle += dt;
+    } else {
+      out.exposed[static_cast<std::size_t>(g.task(pick).phase)] += dt;
+      out.exposed_by_kind[static_cast<std::size_t>(g.task(pick).kind)] += dt;
+    }
     t = until;
   };
   for (const Edge& e : edges) {
@@ -61,8 +65,8 @@ TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r) {
     RankTimeline& rt = m.ranks[t.rank];
     rt.busy[static_cast<std::size_t>(t.phase)] += r.finish[id] - r.start[id];
     rt.finish = std::max(rt.finish, r.finish[id]);
-    if (t.coll != CollectiveKindTag::none) {
-      for (int l = 0; l < 2; ++l) rt.bytes[static_cast<std::size_t>(t.coll)][static_cast<std::size_t>(l)] += t.link_bytes[l];
+    if (is_communication(t.kind)) {
+      for (std::size_t l = 0; l < kLinkClasses; ++l) rt.bytes[static_cast<std::size_t>(t.coll)][l] += t.link_bytes[l];
     }
   }
   for (std::uint32_t rank = 0; rank < g.ranks(); ++rank) split_rank(g, r, by_rank[rank], r.makespan, m.ranks[rank]);
@@ -70,10 +74,7 @@ TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r) {
 
   // Critical path: follow each task back to the predecessor that released it.
   for (TaskId id = r.last; id != kNoTask; id = r.cause[id]) {
-    const TaskId prev = r.cause[id];
-    const double ready = prev == kNoTask ? 0.0 : r.finish[prev];
     m.critical_path[static_cast<std::size_t>(g.task(id).phase)] += r.finish[id] - r.start[id];
-    m.critical_path_wait += std::max(0.0, r.start[id] - ready);
   }
   return m;
 }

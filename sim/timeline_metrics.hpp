@@ -1,5 +1,6 @@
 // What the replay says about a step: where each rank's time went (compute by phase, exposed
-// communication by phase, idle/bubble), the critical path, and bytes moved per rank.
+// communication by phase, idle/bubble; and the same split by kind of task), the critical path,
+// and bytes moved per rank.
 #pragma once
 
 #include <array>
@@ -12,14 +13,14 @@
 namespace moesim {
 
 inline constexpr std::size_t kPhases = static_cast<std::size_t>(PhaseTag::count);
-inline constexpr std::size_t kCollKinds = 6;
 
 struct RankTimeline {
   std::array<double, kPhases> busy{};     // time a phase's tasks ran (may overlap other phases)
   std::array<double, kPhases> exposed{};  // time attributed to the phase in the exclusive split
+  std::array<double, kTaskKinds> exposed_by_kind{};  // the same split by the charged task's kind
   double idle = 0;                        // nothing running: pipeline bubble or waiting
   double finish = 0;
-  std::array<std::array<double, 2>, kCollKinds> bytes{};  // [collective kind][link class]
+  std::array<std::array<double, kLinkClasses>, kCollectiveKinds> bytes{};  // [collective kind][link class]
 };
 
 struct TimelineMetrics {
@@ -27,7 +28,6 @@ struct TimelineMetrics {
   std::uint32_t critical_rank = 0;  // the rank whose last task ends the step
   std::vector<RankTimeline> ranks;
   std::array<double, kPhases> critical_path{};  // time on the critical path per phase
-  double critical_path_wait = 0;                // critical-path time spent waiting (sync skew)
 };
 
 TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r);

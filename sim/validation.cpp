@@ -4,12 +4,11 @@
 #include <cmath>
 #include <filesystem>
 
-#include "models/input/json_reader.hpp"
+#include "models/common/json_reader.hpp"
 #include "models/input/scenario.hpp"
 #include "models/memory/ledger.hpp"
 #include "models/memory/optimizer_layouts.hpp"
 #include "models/plan/rank_layout.hpp"
-#include "sim/profile_cost_book.hpp"
 #include "sim/step_simulation.hpp"
 #include "sim/sweep.hpp"
 
@@ -55,8 +54,7 @@ ValidationCheck compare(const std::string& metric, double predicted, double meas
 
 StepResult simulate_record(const std::string& scenario, const std::vector<std::string>& sets) {
   const Scenario s = load_scenario(scenario, sets);
-  const ProfileCostBook costs(s.hardware);
-  return simulate(s, costs, SimOptions{}).result;
+  return simulate(s, SimOptions{}).result;
 }
 
 void step_checks(const JsonReader& rec, const nlohmann::json& raw, const std::string& scenario, const Sets& extra, ValidationRecord& out) {
@@ -140,14 +138,13 @@ void schedule_checks(const JsonReader& rec, const nlohmann::json& raw, const std
     auto sets = set_list(rec, raw, extra);
     sets.push_back(override_text("design", design));
     const Scenario s = load_scenario(scenario, sets);
-    const ProfileCostBook costs(s.hardware);
-    const Simulation sim = simulate(s, costs, SimOptions{});
+    const Simulation sim = simulate(s, SimOptions{});
     return predicate(sim.step.graph);
   };
   // FSDP: every all-gather of one block's unit starts a collective phase (F: AG; B: AG + RS).
   const double fsdp = count("fsdp", [](const TaskGraph& g) {
     double n = 0;
-    for (const auto& t : g.tasks()) n += (t.rank == 0 && t.layer == 1 && t.coll == CollectiveKindTag::all_gather) ? 1 : 0;
+    for (const auto& t : g.tasks()) n += (t.rank == 0 && t.layer == 1 && t.coll == CollectiveKind::all_gather) ? 1 : 0;
     return n;
   });
   // DDP: the microbatches in which gradient reductions start.

@@ -7,7 +7,7 @@
 #include "calibrate/fit/compute_fit.hpp"
 #include "models/common/errors.hpp"
 #include "models/common/json_file.hpp"
-#include "models/input/json_reader.hpp"
+#include "models/common/json_reader.hpp"
 
 namespace moesim::fit {
 

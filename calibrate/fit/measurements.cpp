@@ -7,7 +7,7 @@
 #include <map>
 #include <utility>
 
-#include "models/input/json_reader.hpp"
+#include "models/common/json_reader.hpp"
 #include "models/common/json_file.hpp"
 
 namespace moesim::fit {

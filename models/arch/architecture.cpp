@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "models/input/json_reader.hpp"
+#include "models/common/json_reader.hpp"
 
 namespace moesim {
 

@@ -1,10 +1,10 @@
 #include "models/arch/flops.hpp"
+#include "models/common/units.hpp"
 
 namespace moesim {
 
 namespace {
 
-double dbl(std::int64_t v) { return static_cast<double>(v); }
 
 // Olmo-core's benchmark formula (DESIGN.md, from Olmo-core's MoE benchmark FLOP counter):
 // per layer 6(d*d_attn + 2*d*kv_heads*head_dim + d_attn*d) + 12*heads*head_dim*(S+1)/2 (causal
@@ -12,6 +12,9 @@ double dbl(std::int64_t v) { return static_cast<double>(v); }
 class OlmoCoreConvention final : public FlopConvention {
  public:
   std::string_view name() const override { return "olmo-core"; }
+  std::string_view description() const override {
+    return "Olmo-core's MoE benchmark count: 6x weight FLOPs with the router, causal-half attention scores and the LM head";
+  }
   std::string_view source() const override {
     return "Olmo-core benchmark FLOPs/token (causal attention counted as (S+1)/2 keys)";
   }
@@ -70,6 +73,9 @@ FlopsPerToken weight_flops(std::string_view convention, const Architecture& a, c
 class PalmConvention final : public FlopConvention {
  public:
   std::string_view name() const override { return "palm"; }
+  std::string_view description() const override {
+    return "PaLM (Chowdhery et al. 2022, App. B): 6N plus full (non-causal) attention scores, as Megatron-LM counts a GPT";
+  }
   std::string_view source() const override {
     return "PaLM App. B: 6 x active matmul params + 12*L*heads*head_dim*S (no causal discount)";
   }
@@ -85,6 +91,9 @@ class PalmConvention final : public FlopConvention {
 class SixNConvention final : public FlopConvention {
  public:
   std::string_view name() const override { return "6n"; }
+  std::string_view description() const override {
+    return "Kaplan et al. 2020: 6 FLOPs per active weight per token, no attention-score term";
+  }
   std::string_view source() const override { return "Kaplan et al. 2020: 6 x active matmul params"; }
   FlopsPerToken per_token(const Architecture& a, const Inventory& inv) const override {
     FlopsPerToken f = weight_flops(name(), a, inv);

@@ -29,6 +29,7 @@ class FlopConvention {
  public:
   virtual ~FlopConvention() = default;
   virtual std::string_view name() const = 0;
+  virtual std::string_view description() const = 0;  // one line, for `moesim cost --list`
   virtual std::string_view source() const = 0;
   virtual FlopsPerToken per_token(const Architecture& arch, const Inventory& inv) const = 0;
 };

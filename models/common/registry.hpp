@@ -1,5 +1,7 @@
 // Name -> implementation registry shared by every kind of model (FLOP conventions, cost models,
-// optimizer layouts). An unknown name is an error that lists the valid ones.
+// optimizer layouts, parameter-sync strategies, resource sharing). Every implementation
+// registers under a name and a one-line description (`moesim cost --list` prints them); an
+// unknown name is an error that lists the valid ones.
 #pragma once
 
 #include <map>
@@ -16,10 +18,17 @@ class UnknownNameError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+struct RegistryEntry {
+  std::string name;
+  std::string description;
+};
+
 template <class Interface>
 class Registry {
  public:
   explicit Registry(std::string kind) : kind_(std::move(kind)) {}
+
+  const std::string& kind() const { return kind_; }
 
   void add(std::unique_ptr<Interface> impl) {
     const std::string key(impl->name());
@@ -37,6 +46,13 @@ class Registry {
   std::vector<std::string> names() const {
     std::vector<std::string> out;
     for (const auto& [k, v] : items_) out.push_back(k);
+    return out;
+  }
+
+  // Every entry with its description, in name order.
+  std::vector<RegistryEntry> entries() const {
+    std::vector<RegistryEntry> out;
+    for (const auto& [k, v] : items_) out.push_back({k, std::string(v->description())});
     return out;
   }
 

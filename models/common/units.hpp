@@ -11,6 +11,9 @@ inline constexpr double kMiB = 1024.0 * 1024.0;
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 inline constexpr double kGB = 1e9;  // decimal, as in datasheets and nccl-tests' GB/s
 
+// A count as a double, for the byte and FLOP arithmetic that mixes counts with sizes.
+constexpr double dbl(std::int64_t v) { return static_cast<double>(v); }
+
 enum class DType { fp32, bf16, fp16, fp8 };
 
 // Bytes per element (IEEE 754 binary32 / bfloat16 / binary16 / OCP FP8 E4M3).

@@ -27,6 +27,9 @@ KernelTime roofline(const HardwareProfile& hw, double flops, double rate_TFLOPs,
 class FlashAttentionCost final : public AttentionCost {
  public:
   std::string_view name() const override { return "flash"; }
+  std::string_view description() const override {
+    return "FlashAttention-2: score FLOPs (causal half) over the profile's sustained attention rate, backward 2.5x forward";
+  }
   AttentionTime time(const HardwareProfile& hw, const AttentionShape& s) const override {
     require_positive(s.sequences, "sequences");
     require_positive(s.seq_len, "seq_len");
@@ -59,6 +62,9 @@ class FlashAttentionCost final : public AttentionCost {
 class HbmMemoryBoundCost final : public MemoryBoundCost {
  public:
   std::string_view name() const override { return "hbm"; }
+  std::string_view description() const override {
+    return "Memory-bound kernel: bytes read + written over the sustained HBM bandwidth, plus the launch overhead";
+  }
   KernelTime time(const HardwareProfile& hw, double bytes) const override {
     if (!(bytes >= 0) || !std::isfinite(bytes)) {
       throw InputError("", "bytes", "must be a finite number >= 0, got " + std::to_string(bytes));

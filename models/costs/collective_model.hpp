@@ -10,6 +10,8 @@
 // reduce_scatter, all_to_all), x 1 (broadcast, send_recv) — the nccl-tests formulas.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,7 +21,8 @@
 
 namespace moesim {
 
-enum class CollectiveKind { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast };
+enum class CollectiveKind : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast };
+inline constexpr std::size_t kCollectiveKinds = static_cast<std::size_t>(CollectiveKind::broadcast) + 1;  // the last one
 
 std::string_view name_of(CollectiveKind k);
 // Throws UnknownNameError listing the valid kinds.
@@ -53,6 +56,7 @@ class CollectiveModel {
  public:
   virtual ~CollectiveModel() = default;
   virtual std::string_view name() const = 0;
+  virtual std::string_view description() const = 0;  // one line, for `moesim cost --list`
   // Algorithms that can run this request on this profile, in a fixed order.
   virtual std::vector<std::string> algorithms(const HardwareProfile& hw,
                                               const CollectiveRequest& req) const = 0;

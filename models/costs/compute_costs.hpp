@@ -3,6 +3,7 @@
 // registry. Every rate comes from the profile (sustained, with provenance); none lives in code.
 #pragma once
 
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -28,20 +29,33 @@ double interpolate_log_x(const ProfileTable& table, double x);
 double dense_gemm_rate_TFLOPs(const HardwareProfile& hw, double rows);
 
 // C[M,N] = A[M,K] · B[K,N] in BF16.
+struct GemmShape {
+  double m = 0;  // rows of A and C
+  double n = 0;  // columns of B and C
+  double k = 0;  // the reduction dimension
+};
+
+// One grouped GEMM: expert e multiplies rows_per_expert[e] rows by its own [K, N] weight.
+struct GroupedGemmShape {
+  std::span<const double> rows_per_expert;
+  double n = 0;
+  double k = 0;
+};
+
 class GemmCost {
  public:
   virtual ~GemmCost() = default;
   virtual std::string_view name() const = 0;
-  virtual KernelTime time(const HardwareProfile& hw, double m, double n, double k) const = 0;
+  virtual std::string_view description() const = 0;  // one line, for `moesim cost --list`
+  virtual KernelTime time(const HardwareProfile& hw, const GemmShape& shape) const = 0;
 };
 
-// One grouped GEMM: expert e multiplies rows_per_expert[e] rows by its own [K, N] weight.
 class GroupedGemmCost {
  public:
   virtual ~GroupedGemmCost() = default;
   virtual std::string_view name() const = 0;
-  virtual KernelTime time(const HardwareProfile& hw, const std::vector<double>& rows_per_expert,
-                          double n, double k) const = 0;
+  virtual std::string_view description() const = 0;  // one line, for `moesim cost --list`
+  virtual KernelTime time(const HardwareProfile& hw, const GroupedGemmShape& shape) const = 0;
 };
 
 struct AttentionShape {
@@ -62,6 +76,7 @@ class AttentionCost {
  public:
   virtual ~AttentionCost() = default;
   virtual std::string_view name() const = 0;
+  virtual std::string_view description() const = 0;  // one line, for `moesim cost --list`
   virtual AttentionTime time(const HardwareProfile& hw, const AttentionShape& shape) const = 0;
 };
 
@@ -70,6 +85,7 @@ class MemoryBoundCost {
  public:
   virtual ~MemoryBoundCost() = default;
   virtual std::string_view name() const = 0;
+  virtual std::string_view description() const = 0;  // one line, for `moesim cost --list`
   virtual KernelTime time(const HardwareProfile& hw, double bytes) const = 0;
 };
 

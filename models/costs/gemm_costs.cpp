@@ -22,7 +22,11 @@ constexpr double kBf16 = bytes_of(DType::bf16);
 class TableGemmCost final : public GemmCost {
  public:
   std::string_view name() const override { return "table"; }
-  KernelTime time(const HardwareProfile& hw, double m, double n, double k) const override {
+  std::string_view description() const override {
+    return "Dense BF16 GEMM: 2MNK over the profile's measured rate at M rows (log-interpolated), HBM roofline floor";
+  }
+  KernelTime time(const HardwareProfile& hw, const GemmShape& shape) const override {
+    const auto [m, n, k] = shape;
     require_positive(m, "m");
     require_positive(n, "n");
     require_positive(k, "k");
@@ -46,8 +50,11 @@ class TableGemmCost final : public GemmCost {
 class TableGroupedGemmCost final : public GroupedGemmCost {
  public:
   std::string_view name() const override { return "table"; }
-  KernelTime time(const HardwareProfile& hw, const std::vector<double>& rows_per_expert, double n,
-                  double k) const override {
+  std::string_view description() const override {
+    return "Grouped GEMM: each expert at efficiency(its rows) x dense rate(total rows), floored by the largest expert and HBM";
+  }
+  KernelTime time(const HardwareProfile& hw, const GroupedGemmShape& shape) const override {
+    const auto [rows_per_expert, n, k] = shape;
     require_positive(n, "n");
     require_positive(k, "k");
     if (rows_per_expert.empty()) throw InputError("", "rows_per_expert", "needs at least one expert");

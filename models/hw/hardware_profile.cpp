@@ -5,7 +5,7 @@
 #include <limits>
 #include <sstream>
 
-#include "models/input/json_reader.hpp"
+#include "models/common/json_reader.hpp"
 
 namespace moesim {
 

@@ -6,7 +6,7 @@
 
 #include "models/arch/flops.hpp"
 #include "models/common/json_file.hpp"
-#include "models/input/json_reader.hpp"
+#include "models/common/json_reader.hpp"
 #include "models/input/overrides.hpp"
 #include "models/plan/design_spec.hpp"
 

@@ -10,6 +10,7 @@
 #include "models/arch/architecture.hpp"
 #include "models/common/errors.hpp"
 #include "models/common/json_file.hpp"
+#include "models/costs/profile_cost_book.hpp"
 #include "models/hw/hardware_profile.hpp"
 #include "models/plan/parallel_plan.hpp"
 
@@ -19,6 +20,7 @@ struct Scenario {
   std::string name;
   std::string file;
   std::string flop_convention;
+  CostModelChoice cost_models;  // the cost models and resource-sharing policy, by name
   Architecture arch;
   ParallelPlan plan;
   HardwareProfile hardware;

@@ -7,7 +7,6 @@
 namespace moesim {
 
 namespace {
-double dbl(std::int64_t v) { return static_cast<double>(v); }
 constexpr double kFp32 = 4.0;   // router logits and the attention log-sum-exp are FP32
 constexpr double kIndex = 8.0;  // int64 expert indices
 }  // namespace

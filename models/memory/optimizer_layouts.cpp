@@ -19,6 +19,9 @@ LayoutResult finish(LayoutResult r, const std::vector<double>& numels, std::int6
 class PerTensor final : public OptimizerShardLayout {
  public:
   std::string_view name() const override { return "per_tensor"; }
+  std::string_view description() const override {
+    return "Olmo-core: each tensor split into D equal shards when numel >= min and divisible by D, else replicated";
+  }
   LayoutResult assign(const std::vector<double>& numels, std::int64_t group, std::int64_t min_numel) const override {
     LayoutResult r;
     r.per_rank.assign(static_cast<std::size_t>(group), 0.0);
@@ -38,6 +41,9 @@ class PerTensor final : public OptimizerShardLayout {
 class ConcatThenShard final : public OptimizerShardLayout {
  public:
   std::string_view name() const override { return "concat_then_shard"; }
+  std::string_view description() const override {
+    return "Megatron-style: one flat buffer of all tensors cut into D equal ranges, through tensor boundaries";
+  }
   LayoutResult assign(const std::vector<double>& numels, std::int64_t group, std::int64_t) const override {
     LayoutResult r;
     r.per_rank.assign(static_cast<std::size_t>(group), 0.0);
@@ -65,6 +71,9 @@ class ConcatThenShard final : public OptimizerShardLayout {
 class SameParamCount final : public OptimizerShardLayout {
  public:
   std::string_view name() const override { return "same_param_count"; }
+  std::string_view description() const override {
+    return "Naive baseline (seed Figure 10): each rank gets the same number of whole tensors, whatever their sizes";
+  }
   LayoutResult assign(const std::vector<double>& numels, std::int64_t group, std::int64_t) const override {
     LayoutResult r;
     r.per_rank.assign(static_cast<std::size_t>(group), 0.0);

@@ -23,6 +23,7 @@ class OptimizerShardLayout {
  public:
   virtual ~OptimizerShardLayout() = default;
   virtual std::string_view name() const = 0;
+  virtual std::string_view description() const = 0;  // one line, for `moesim cost --list`
   // `numels` in parameter order; `min_numel`: smaller tensors are never sharded.
   virtual LayoutResult assign(const std::vector<double>& numels, std::int64_t group,
                               std::int64_t min_numel) const = 0;

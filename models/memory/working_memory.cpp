@@ -7,12 +7,12 @@
 #include "models/memory/ledger.hpp"
 #include "models/memory/optimizer_layouts.hpp"
 #include "models/plan/rank_layout.hpp"
+#include "models/common/units.hpp"
 
 namespace moesim {
 
 namespace {
 
-double dbl(std::int64_t v) { return static_cast<double>(v); }
 
 struct StageView {
   std::vector<std::int64_t> layers;              // block indices of this stage

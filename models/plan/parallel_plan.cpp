@@ -1,7 +1,7 @@
 #include "models/plan/parallel_plan.hpp"
 
 #include "models/arch/architecture.hpp"
-#include "models/input/json_reader.hpp"
+#include "models/common/json_reader.hpp"
 
 namespace moesim {
 

@@ -1,5 +1,7 @@
 #include "models/plan/rank_layout.hpp"
 
+#include <algorithm>
+
 #include "models/arch/architecture.hpp"
 
 namespace moesim {
@@ -12,6 +14,35 @@ RankCoords coords_of(const ParallelPlan& plan, std::int64_t rank) {
   c.ep_mp = c.dp % plan.ep;  // innermost: consecutive ranks hold different expert shards
   c.ep_dp = c.dp / plan.ep;
   return c;
+}
+
+CommunicatorShape communicator_shape(const ParallelPlan& plan, Communicator communicator) {
+  // Rank order PP, DP, EP-MP innermost: contiguous groups fill nodes, strided ones spread.
+  const std::int64_t node = plan.gpus_per_node;
+  switch (communicator) {
+    case Communicator::dp: return {plan.dp(), std::min(plan.dp(), node)};
+    case Communicator::ep_mp: return {plan.ep, std::min(plan.ep, node)};
+    case Communicator::ep_dp: return {plan.ep_dp(), std::min(plan.ep_dp(), std::max<std::int64_t>(1, node / plan.ep))};
+    case Communicator::fsdp_shard: return {plan.shard_group(), std::min(plan.shard_group(), node)};
+    case Communicator::hsdp_replica: {
+      const std::int64_t replicas = plan.dp() / plan.shard_group();
+      return {replicas, std::min(replicas, std::max<std::int64_t>(1, node / plan.shard_group()))};
+    }
+    case Communicator::pp_neighbours: return {2, plan.dp() >= node ? 1 : 2};  // stage-major: neighbours share a node only when a stage is smaller than it
+  }
+  return {};
+}
+
+std::int64_t communicator_instance(const ParallelPlan& plan, const RankCoords& coords, Communicator communicator) {
+  switch (communicator) {
+    case Communicator::dp: return 0;
+    case Communicator::ep_mp: return coords.ep_dp;
+    case Communicator::ep_dp: return coords.ep_mp;
+    case Communicator::fsdp_shard: return coords.dp / plan.shard_group();
+    case Communicator::hsdp_replica: return coords.dp % plan.shard_group();
+    case Communicator::pp_neighbours: return coords.dp;
+  }
+  return 0;
 }
 
 std::vector<LocalTensor> stage_tensors(const Inventory& inv, const Architecture& arch,

@@ -1,5 +1,6 @@
-// Where a rank sits (PP outermost, then DP, EP-MP innermost: EP8 fills one NVL8 node) and which
-// parameter tensors it holds, with each tensor's replica group.
+// Where a rank sits (PP outermost, then DP, EP-MP innermost: EP8 fills one NVL8 node), which
+// parameter tensors it holds with each tensor's replica group, and the communicators its
+// collectives run on: their sizes and how many members share one node are plan facts.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,26 @@ struct RankCoords {
 };
 
 RankCoords coords_of(const ParallelPlan& plan, std::int64_t rank);
+
+// The groups of ranks collectives run on, all within one pipeline stage:
+//   dp            every rank of the stage (dense gradients, the grad-norm reduction);
+//   ep_mp         ranks holding different expert shards (dispatch and combine);
+//   ep_dp         ranks holding copies of the same expert shard (their gradient reduction);
+//   fsdp_shard    FSDP's shard group (the whole DP group, or F ranks under HSDP);
+//   hsdp_replica  ranks holding the same FSDP shard (HSDP's replica all-reduce);
+//   pp_neighbours one rank of each of two neighbouring stages (activation transfers).
+enum class Communicator : std::uint8_t { dp, ep_mp, ep_dp, fsdp_shard, hsdp_replica, pp_neighbours };
+
+struct CommunicatorShape {
+  std::int64_t ranks = 1;           // members
+  std::int64_t ranks_per_node = 1;  // members inside one NVLink domain
+};
+CommunicatorShape communicator_shape(const ParallelPlan& plan, Communicator communicator);
+
+// Which instance of `communicator` the rank at `coords` belongs to inside its stage: ranks with
+// equal instances are members of the same group (0 for dp; the transfer's DP index for
+// pp_neighbours).
+std::int64_t communicator_instance(const ParallelPlan& plan, const RankCoords& coords, Communicator communicator);
 
 struct LocalTensor {
   const TensorInfo* tensor = nullptr;

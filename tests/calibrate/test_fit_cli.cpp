@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "calibrate/fit/measurements.hpp"
-#include "models/input/json_reader.hpp"
+#include "models/common/json_reader.hpp"
 #include "models/input/scenario.hpp"
 #include "tests/calibrate/synthetic_measurements.hpp"
 #include "tests/support/fixtures.hpp"

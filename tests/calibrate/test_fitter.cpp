@@ -6,7 +6,7 @@
 
 #include "calibrate/fit/fitter.hpp"
 #include "calibrate/fit/least_squares.hpp"
-#include "models/input/json_reader.hpp"
+#include "models/common/json_reader.hpp"
 #include "tests/calibrate/synthetic_measurements.hpp"
 #include "tests/support/fixtures.hpp"
 

@@ -3,7 +3,7 @@
 
 #include "models/common/units.hpp"
 #include "models/costs/collective_model.hpp"
-#include "models/input/json_reader.hpp"
+#include "models/common/json_reader.hpp"
 #include "models/input/scenario.hpp"
 #include "tests/support/fixtures.hpp"
 

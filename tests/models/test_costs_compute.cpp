@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "models/costs/compute_costs.hpp"
-#include "models/input/json_reader.hpp"
+#include "models/common/json_reader.hpp"
 #include "models/input/scenario.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -49,7 +49,7 @@ TEST_CASE("Dense GEMM reproduces the measured rate on the table's own shape", "[
   // Report Table 44 shape: [T, 8192] x [8192, 81920].
   for (const auto& p : b300().compute.gemm_bf16_TFLOPs_by_rows.points) {
     if (p.x < 1024) continue;  // small T sits near the HBM roofline; checked below
-    const KernelTime t = gemm().time(b300(), p.x, 81920, 8192);
+    const KernelTime t = gemm().time(b300(), {p.x, 81920, 8192});
     INFO("rows " << p.x);
     CHECK_FALSE(t.memory_bound);
     CHECK(t.flops == 2.0 * p.x * 81920 * 8192);
@@ -61,28 +61,28 @@ TEST_CASE("Dense GEMM reproduces the measured rate on the table's own shape", "[
 TEST_CASE("The HBM roofline floor binds for tiny GEMMs", "[unit]") {
   const double hbm = b300().compute.hbm_sustained_GBps.value * 1e9;
   // A GEMV-like GEMM: 1 row against a 8192 x 8192 weight is all weight traffic.
-  const KernelTime t = gemm().time(b300(), 1, 8192, 8192);
+  const KernelTime t = gemm().time(b300(), {1, 8192, 8192});
   CHECK(t.memory_bound);
   CHECK(t.hbm_bytes == 2.0 * (8192 + 8192.0 * 8192 + 8192));
   CHECK(t.time_s == Approx(t.hbm_bytes / hbm + launch_s()));
   CHECK(t.achieved_TFLOPs < 10);
   // A very small GEMM costs about the launch overhead.
-  const KernelTime tiny = gemm().time(b300(), 16, 16, 16);
+  const KernelTime tiny = gemm().time(b300(), {16, 16, 16});
   CHECK(tiny.time_s == Approx(launch_s()).epsilon(0.01));
   // A big square GEMM is compute-bound.
-  CHECK_FALSE(gemm().time(b300(), 16384, 8192, 4096).memory_bound);
+  CHECK_FALSE(gemm().time(b300(), GemmShape{16384, 8192, 4096}).memory_bound);
 }
 
 TEST_CASE("Grouped GEMM is slower per FLOP than dense at small rows per expert", "[unit]") {
   const double n = 4096, k = 4096;
   // 64 experts x 16 rows vs the same 1024 rows as one dense GEMM.
-  const KernelTime g = grouped().time(b300(), std::vector<double>(64, 16), n, k);
-  const KernelTime d = gemm().time(b300(), 1024, n, k);
+  const KernelTime g = grouped().time(b300(), {std::vector<double>(64, 16), n, k});
+  const KernelTime d = gemm().time(b300(), {1024, n, k});
   CHECK(g.flops == Approx(d.flops));
   CHECK(g.achieved_TFLOPs < d.achieved_TFLOPs);
   CHECK(g.rate_TFLOPs == Approx(0.615 * 1381));  // efficiency at 16 rows x dense rate at 1024 rows
   // At 256-4096 total rows over 8 experts the published ratio is ~0.95.
-  const KernelTime g8 = grouped().time(b300(), std::vector<double>(8, 512), n, k);
+  const KernelTime g8 = grouped().time(b300(), {std::vector<double>(8, 512), n, k});
   CHECK(g8.rate_TFLOPs == Approx(0.95 * dense_gemm_rate_TFLOPs(b300(), 4096)));
 }
 
@@ -90,18 +90,18 @@ TEST_CASE("The most-loaded expert bounds a grouped GEMM from below", "[unit]") {
   const double n = 4096, k = 4096;
   std::vector<double> skewed(32, 64);
   skewed[0] = 16384;  // one hot expert
-  const KernelTime g = grouped().time(b300(), skewed, n, k);
-  const KernelTime hot = gemm().time(b300(), 16384, n, k);
+  const KernelTime g = grouped().time(b300(), {skewed, n, k});
+  const KernelTime hot = gemm().time(b300(), {16384, n, k});
   CHECK(g.time_s >= hot.time_s - 1e-12);
   // Balanced routing of the same rows is faster than the skewed one.
   double total = 0;
   for (double r : skewed) total += r;
-  const KernelTime balanced = grouped().time(b300(), std::vector<double>(32, total / 32), n, k);
+  const KernelTime balanced = grouped().time(b300(), {std::vector<double>(32, total / 32), n, k});
   CHECK(balanced.time_s < g.time_s);
   // Empty experts cost nothing beyond the launch; all-empty is just the launch.
-  CHECK(grouped().time(b300(), std::vector<double>(8, 0), n, k).time_s == Approx(launch_s()));
-  CHECK_THROWS_AS(grouped().time(b300(), {}, n, k), InputError);
-  CHECK_THROWS_AS(grouped().time(b300(), {-1.0}, n, k), InputError);
+  CHECK((grouped().time(b300(), {std::vector<double>(8, 0), n, k}).time_s) == Approx(launch_s()));
+  CHECK_THROWS_AS((grouped().time(b300(), {std::vector<double>{}, n, k})), InputError);
+  CHECK_THROWS_AS((grouped().time(b300(), {std::vector<double>{-1.0}, n, k})), InputError);
 }
 
 TEST_CASE("Flash attention counts causal FLOPs and backward as 2.5x forward", "[unit]") {
@@ -134,5 +134,5 @@ TEST_CASE("Cost model registries list the valid names for an unknown one", "[uni
   CHECK_THROWS_WITH(grouped_gemm_cost_models().get("x"), Catch::Contains("valid: table"));
   CHECK_THROWS_WITH(attention_cost_models().get("x"), Catch::Contains("valid: flash"));
   CHECK_THROWS_WITH(memory_bound_cost_models().get("x"), Catch::Contains("valid: hbm"));
-  CHECK_THROWS_AS(gemm().time(b300(), 0, 1, 1), InputError);
+  CHECK_THROWS_AS(gemm().time(b300(), GemmShape{0, 1, 1}), InputError);
 }

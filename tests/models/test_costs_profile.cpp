@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "models/hw/hardware_profile.hpp"
-#include "models/input/json_reader.hpp"
+#include "models/common/json_reader.hpp"
 #include "models/input/scenario.hpp"
 #include "tests/support/fixtures.hpp"
 

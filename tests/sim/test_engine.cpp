@@ -19,7 +19,7 @@ Task comm_task(std::uint32_t rank, double work, std::uint32_t group) {
   t.stream = StreamKind::comm_dp;
   t.kind = TaskKind::collective;
   t.phase = PhaseTag::grad_sync;
-  t.coll = CollectiveKindTag::all_reduce;
+  t.coll = CollectiveKind::all_reduce;
   t.work_s = work;
   t.group = group;
   return t;
@@ -36,9 +36,7 @@ TEST_CASE("Two ranks: a collective starts when its last member is ready and slow
   g.depend(a, c0);
   g.depend(b, c1);
   const TaskId d = g.add(compute_task(0, 4.0));  // after A in stream order, beside C
-  EngineOptions opt;
-  opt.compute_slowdown_with_comm = 0.25;
-  const ReplayResult r = replay(g, opt);
+  const ReplayResult r = replay(g, *fair_share(0.25));
   // C waits for B: [3, 5). D runs alone over [1, 3) (2 s of its 4 s of work), then at 1/1.25
   // of its rate while C runs (1.6 s of work in [3, 5)), then alone again: the last 0.4 s ends
   // at 5.4.
@@ -59,7 +57,7 @@ TEST_CASE("Concurrent transfers on one link share its bandwidth", "[golden]") {
   y.stream = StreamKind::comm_ep;
   const TaskId ix = g.add(x);
   const TaskId iy = g.add(y);
-  const ReplayResult r = replay(g, EngineOptions{});
+  const ReplayResult r = replay(g, *fair_share(0));
   CHECK(r.finish[ix] == Approx(2.0));
   CHECK(r.finish[iy] == Approx(2.0));
 }
@@ -69,11 +67,11 @@ TEST_CASE("Tasks on one stream run in order; equal times resolve deterministical
   const TaskId first = g.add(compute_task(0, 1.0));
   const TaskId second = g.add(compute_task(0, 0.0));
   const TaskId third = g.add(compute_task(0, 2.0));
-  const ReplayResult r = replay(g, EngineOptions{});
+  const ReplayResult r = replay(g, *fair_share(0));
   CHECK(r.finish[first] == Approx(1.0));
   CHECK(r.start[second] == Approx(1.0));
   CHECK(r.finish[third] == Approx(3.0));
-  const ReplayResult again = replay(g, EngineOptions{});
+  const ReplayResult again = replay(g, *fair_share(0));
   CHECK(again.start == r.start);
   CHECK(again.finish == r.finish);
 }
@@ -84,5 +82,5 @@ TEST_CASE("A group whose members never become ready is reported, not hung", "[un
   const TaskId c0 = g.add(comm_task(0, 1.0, grp));
   const TaskId c1 = g.add(comm_task(1, 1.0, grp));
   g.depend(c0, c1);  // c1 waits for c0, which waits for c1 to be ready: a deadlock
-  CHECK_THROWS_WITH(replay(g, EngineOptions{}), Catch::Contains("replay stalled"));
+  CHECK_THROWS_WITH(replay(g, *fair_share(0)), Catch::Contains("replay stalled"));
 }

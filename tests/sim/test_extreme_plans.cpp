@@ -9,7 +9,6 @@
 #include "fuzz/entries.hpp"
 #include "models/common/errors.hpp"
 #include "models/input/scenario.hpp"
-#include "sim/profile_cost_book.hpp"
 #include "sim/step_simulation.hpp"
 #include "sim/task_graph.hpp"
 #include "tests/support/fixtures.hpp"
@@ -21,14 +20,13 @@ namespace {
 // The Figure 8 DDP+EP8 point (N=48, top-4, 8 layers, 8 x B300) with `sets` applied.
 StepResult simulate_extreme(const std::vector<std::string>& sets) {
   const Scenario s = load_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"), sets);
-  const ProfileCostBook costs(s.hardware);
-  StepResult r = simulate(s, costs, SimOptions{}).result;
+  StepResult r = simulate(s, SimOptions{}).result;
   INFO("design " << r.design << ", step " << r.step_time_s << " s, MFU " << r.mfu);
   CHECK(fuzz::step_output_problem(r).empty());
   return r;
 }
 
-double bytes_sent(const StepResult& r, CollectiveKindTag kind) {
+double bytes_sent(const StepResult& r, CollectiveKind kind) {
   const auto& by_link = r.bytes_per_rank[static_cast<std::size_t>(kind)];
   return by_link[0] + by_link[1];
 }
@@ -44,7 +42,7 @@ TEST_CASE("Extreme plan: one GPU (DDP and FSDP) simulates; the 18.7B model does 
     CHECK(r.world == 1);
     CHECK(r.microbatches == 2);
     CHECK(r.ledger.oom);
-    CHECK(bytes_sent(r, CollectiveKindTag::all_reduce) == 0);  // nobody to reduce with
+    CHECK(bytes_sent(r, CollectiveKind::all_reduce) == 0);  // nobody to reduce with
   }
 }
 
@@ -61,7 +59,7 @@ TEST_CASE("Extreme plan: 100,000 GPUs (12,500 nodes) simulate with symmetric rep
 
 TEST_CASE("Extreme plan: one layer, MoE or dense", "[unit][extreme]") {
   const StepResult moe = simulate_extreme({"architecture.num_layers=1", "architecture.dense_layers=[]", batch(16384 * 8 * 2)});
-  CHECK(bytes_sent(moe, CollectiveKindTag::all_to_all) > 0);  // the one MoE layer still dispatches over EP
+  CHECK(bytes_sent(moe, CollectiveKind::all_to_all) > 0);  // the one MoE layer still dispatches over EP
   simulate_extreme({"architecture.num_layers=1", "architecture.dense_layers=[0]", "plan.expert_parallel.degree=1",
                     batch(16384 * 8 * 2)});
 }

@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "models/costs/compute_costs.hpp"
-#include "sim/profile_cost_book.hpp"
 #include "sim/step_simulation.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -14,12 +13,11 @@ namespace {
 StepResult run(const std::string& plan, int experts, std::int64_t global_tokens, Simulation* keep = nullptr) {
   Scenario s = test::fig8(plan, experts);
   s.plan.global_batch_tokens = global_tokens;
-  const ProfileCostBook costs(s.hardware);
-  Simulation sim = simulate(s, costs, SimOptions{});
+  Simulation sim = simulate(s, SimOptions{});
   if (keep) *keep = std::move(sim);
   return keep ? keep->result : sim.result;
 }
-double bytes(const StepResult& r, CollectiveKindTag k) {
+double bytes(const StepResult& r, CollectiveKind k) {
   const auto& b = r.bytes_per_rank[static_cast<std::size_t>(k)];
   return b[0] + b[1];
 }
@@ -42,17 +40,17 @@ TEST_CASE("DDP's gradient sync is once per step; FSDP's gathers grow with m", "[
   const StepResult ddp1 = run("ddp", 48, k128Ki), ddp8 = run("ddp", 48, k1Mi);
   CHECK(ddp1.microbatches == 1);
   CHECK(ddp8.microbatches == 8);
-  CHECK(bytes(ddp8, CollectiveKindTag::all_reduce) == Approx(bytes(ddp1, CollectiveKindTag::all_reduce)));
-  CHECK(bytes(ddp8, CollectiveKindTag::all_gather) == Approx(bytes(ddp1, CollectiveKindTag::all_gather)));
+  CHECK(bytes(ddp8, CollectiveKind::all_reduce) == Approx(bytes(ddp1, CollectiveKind::all_reduce)));
+  CHECK(bytes(ddp8, CollectiveKind::all_gather) == Approx(bytes(ddp1, CollectiveKind::all_gather)));
   const StepResult fsdp1 = run("fsdp", 48, k128Ki), fsdp8 = run("fsdp", 48, k1Mi);
-  CHECK(bytes(fsdp8, CollectiveKindTag::all_gather) == Approx(8 * bytes(fsdp1, CollectiveKindTag::all_gather)));
-  CHECK(bytes(fsdp8, CollectiveKindTag::reduce_scatter) == Approx(8 * bytes(fsdp1, CollectiveKindTag::reduce_scatter)));
+  CHECK(bytes(fsdp8, CollectiveKind::all_gather) == Approx(8 * bytes(fsdp1, CollectiveKind::all_gather)));
+  CHECK(bytes(fsdp8, CollectiveKind::reduce_scatter) == Approx(8 * bytes(fsdp1, CollectiveKind::reduce_scatter)));
 }
 
 TEST_CASE("EP dispatch/combine traffic per microbatch does not depend on m", "[unit]") {
   const StepResult a = run("ddp-ep8", 64, k128Ki), b = run("ddp-ep8", 64, k1Mi);
-  CHECK(bytes(a, CollectiveKindTag::all_to_all) > 0);
-  CHECK(bytes(b, CollectiveKindTag::all_to_all) / 8 == Approx(bytes(a, CollectiveKindTag::all_to_all)));
+  CHECK(bytes(a, CollectiveKind::all_to_all) > 0);
+  CHECK(bytes(b, CollectiveKind::all_to_all) / 8 == Approx(bytes(a, CollectiveKind::all_to_all)));
 }
 
 TEST_CASE("Step time is at least the compute critical path of one rank", "[unit]") {

@@ -26,7 +26,7 @@ Scenario tiny_ddp(double bucket_cap_mib) {
 ReplayResult run(const Scenario& s, BuiltStep& step) {
   const Inventory inv = build_inventory(s.arch);
   step = build_step(s.arch, inv, s.plan, test::FakeCosts{}, SimOptions{});
-  return replay(step.graph, EngineOptions{});
+  return replay(step.graph, *fair_share(0));
 }
 }  // namespace
 

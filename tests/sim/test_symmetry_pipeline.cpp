@@ -3,7 +3,6 @@
 #include <catch2/catch.hpp>
 
 #include "sim/pipeline_schedule.hpp"
-#include "sim/profile_cost_book.hpp"
 #include "sim/step_simulation.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -16,9 +15,8 @@ TEST_CASE("Symmetric replay equals the all-ranks replay", "[unit]") {
     s.plan.global_batch_tokens = 2 * 16 * 16384;
     s.plan.routing.kind = std::string(routing) == "uniform" ? RoutingKind::uniform
                           : std::string(routing) == "random" ? RoutingKind::random : RoutingKind::zipf;
-    const ProfileCostBook costs(s.hardware);
-    const Simulation sym = simulate(s, costs, SimOptions{false});
-    const Simulation all = simulate(s, costs, SimOptions{true});
+    const Simulation sym = simulate(s, SimOptions{false});
+    const Simulation all = simulate(s, SimOptions{true});
     INFO(routing);
     CHECK(all.result.simulated_ranks == 16);
     CHECK(sym.result.simulated_ranks == (std::string(routing) == "uniform" ? 1u : 8u));
@@ -28,15 +26,14 @@ TEST_CASE("Symmetric replay equals the all-ranks replay", "[unit]") {
 
 TEST_CASE("Skewed routing slows the step: the most-loaded rank sets the pace", "[unit]") {
   Scenario s = test::fig8("ddp-ep8", 64);
-  const ProfileCostBook costs(s.hardware);
-  const double even = simulate(s, costs, SimOptions{}).result.step_time_s;
+  const double even = simulate(s, SimOptions{}).result.step_time_s;
   s.plan.routing.kind = RoutingKind::zipf;
   s.plan.routing.zipf_exponent = 1.0;
-  const double skewed = simulate(s, costs, SimOptions{}).result.step_time_s;
+  const double skewed = simulate(s, SimOptions{}).result.step_time_s;
   CHECK(skewed > even * 1.2);
   s.plan.routing.dropless = false;
   s.plan.routing.capacity_factor = 1.25;
-  const StepResult capped = simulate(s, costs, SimOptions{}).result;
+  const StepResult capped = simulate(s, SimOptions{}).result;
   CHECK(capped.dropped_fraction > 0);
   CHECK(capped.step_time_s < skewed);
 }
@@ -61,8 +58,7 @@ TEST_CASE("1F1B and interleaved schedules: order, bubble and measured in-flight 
   s.plan.nodes = 4;
   s.plan.pp = 4;
   s.plan.global_batch_tokens = 8 * 8 * 16384;  // m = 8
-  const ProfileCostBook costs(s.hardware);
-  const StepResult one = simulate(s, costs, SimOptions{}).result;
+  const StepResult one = simulate(s, SimOptions{}).result;
   REQUIRE(one.in_flight.size() == 4);
   CHECK(one.in_flight[0] == 4);  // P - s microbatches in flight on stage s
   CHECK(one.in_flight[3] == 1);
@@ -70,6 +66,6 @@ TEST_CASE("1F1B and interleaved schedules: order, bubble and measured in-flight 
   CHECK(one.ledger.stages[0].in_flight_microbatches == 4);
   s.plan.pp_schedule = PipelineSchedule::interleaved_1f1b;
   s.plan.pp_virtual = 2;
-  const StepResult two = simulate(s, costs, SimOptions{}).result;
+  const StepResult two = simulate(s, SimOptions{}).result;
   CHECK(two.idle_s < one.idle_s);  // interleaving shrinks the bubble
 }

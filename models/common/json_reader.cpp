@@ -1,4 +1,4 @@
-#include "models/input/json_reader.hpp"
+#include "models/common/json_reader.hpp"
 
 #include <cmath>
 #include <sstream>

@@ -1,4 +1,4 @@
-#include "sim/layer_work.hpp"
+#include "models/costs/layer_work.hpp"
 
 #include <numeric>
 
@@ -8,33 +8,40 @@ namespace moesim {
 
 namespace {
 
-double dbl(std::int64_t v) { return static_cast<double>(v); }
-
 // Forward GEMM [T, in] x [in, out] and its backward pair: dgrad [T, out] x [out, in] and
 // wgrad [out, T] x [T, in] (same FLOPs, 2x the forward).
-Pass linear(const CostBook& c, double tokens, double in, double out) {
-  return {c.gemm(tokens, out, in), c.gemm(tokens, in, out) + c.gemm(out, in, tokens)};
+PassTimes linear(const CostBook& c, double tokens, double in, double out) {
+  return {c.gemm({tokens, out, in}), c.gemm({tokens, in, out}) + c.gemm({out, in, tokens})};
 }
 
-Pass add(Pass a, Pass b) { return {a.fwd + b.fwd, a.bwd + b.bwd}; }
+PassTimes add(PassTimes a, PassTimes b) { return {a.fwd + b.fwd, a.bwd + b.bwd}; }
+
+// Causal flash attention over the microbatch's sequences (GQA: K/V heads from the architecture).
+PassTimes attention(const Architecture& a, const CostBook& c, double tokens) {
+  AttentionShape shape;
+  shape.sequences = tokens / dbl(a.sequence_length);
+  shape.seq_len = dbl(a.sequence_length);
+  shape.heads = dbl(a.attention.num_heads);
+  shape.kv_heads = dbl(a.attention.num_kv_heads);
+  shape.head_dim = dbl(a.attention.head_dim);
+  shape.causal = true;
+  return {c.attention(shape, false), c.attention(shape, true)};
+}
 
 // Elementwise kernels: forward moves `bytes`; backward reads the saved input and the incoming
 // gradient and writes the outgoing one, about twice the traffic.
-Pass elementwise(const CostBook& c, double bytes) { return {c.memory(bytes), c.memory(2 * bytes)}; }
+PassTimes elementwise(const CostBook& c, double bytes) { return {c.memory(bytes), c.memory(2 * bytes)}; }
 
 }  // namespace
 
 LayerWork layer_work(const Architecture& a, const ParallelPlan& plan, const CostBook& c, std::int64_t layer,
-                     double T, const std::vector<double>& rows, double local_params) {
+                     double T, const std::vector<double>& rows) {
   const double e = bytes_of(plan.precision.compute);
   const double d = dbl(a.d_model), q = dbl(a.attn_dim()), kv = dbl(a.kv_dim());
-  const double heads = dbl(a.attention.num_heads), hd = dbl(a.attention.head_dim), S = dbl(a.sequence_length);
   LayerWork w;
-  w.local_params = local_params;
   // Attention block: norm, QKV, (QK-norm), RoPE, flash attention, out-projection, residual.
-  Pass attn = add(linear(c, T, d, q + 2 * kv), linear(c, T, q, d));
-  const double kvh = dbl(a.attention.num_kv_heads);
-  attn = add(attn, {c.attention(T, S, heads, kvh, hd, false), c.attention(T, S, heads, kvh, hd, true)});
+  PassTimes attn = add(linear(c, T, d, q + 2 * kv), linear(c, T, q, d));
+  attn = add(attn, attention(a, c, T));
   const double attn_elem = T * e * (2 * d + 2 * (q + kv) * (a.attention.qk_norm ? 2 : 1) + 3 * d);
   w.pre = add(attn, elementwise(c, attn_elem));
   if (!a.is_moe_layer(layer)) {
@@ -51,8 +58,9 @@ LayerWork layer_work(const Architecture& a, const ParallelPlan& plan, const Cost
   // Norm, router GEMM, FP32 softmax/top-K, permutation of the K routed copies of each token.
   w.pre = add(w.pre, linear(c, T, d, N));
   w.pre = add(w.pre, elementwise(c, T * (2 * d * e + 2 * N * 4) + T * K * d * e + T * d * e));
-  w.experts = {c.grouped_gemm(rows, 2 * he, d) + c.grouped_gemm(rows, d, he),
-               2 * (c.grouped_gemm(rows, 2 * he, d) + c.grouped_gemm(rows, d, he))};
+  // Up/gate [rows, d] x [d, 2h_e] and down [rows, h_e] x [h_e, d]; backward is dgrad + wgrad.
+  const double up = c.grouped_gemm({rows, 2 * he, d}), down = c.grouped_gemm({rows, d, he});
+  w.experts = {up + down, 2 * (up + down)};
   w.experts = add(w.experts, elementwise(c, routed * e * 3 * he));
   w.post = elementwise(c, T * K * d * e + T * d * e + 3 * T * d * e);
   for (std::int64_t s = 0; s < m.shared_experts; ++s) {
@@ -76,8 +84,6 @@ EdgeWork edge_work(const Architecture& a, const ParallelPlan& plan, const CostBo
   w.head = add(linear(c, T, d, V), elementwise(c, 2 * T * d * e));
   const double ce = plan.loss == LossImpl::standard ? T * V * (e + 4 + 4) : T * V * e;
   w.head = add(w.head, {c.memory(ce), c.memory(ce)});
-  w.embed_params = V * d;
-  w.head_params = a.tie_embeddings ? 0.0 : V * d;
   return w;
 }
 

@@ -1,0 +1,28 @@
+// The kernel and collective times a schedule needs, behind one interface: the profile-backed
+// book (profile_cost_book.hpp) asks the registered cost models chosen by name; tests use books
+// with hand-set numbers so that golden timelines can be worked out by hand.
+#pragma once
+
+#include "models/costs/collective_model.hpp"
+#include "models/costs/compute_costs.hpp"
+
+namespace moesim {
+
+struct CommCost {
+  double time_s = 0;
+  double nvlink_bytes = 0;  // sent by one rank over NVLink
+  double nic_bytes = 0;     // sent by one rank over its NIC
+};
+
+class CostBook {
+ public:
+  virtual ~CostBook() = default;
+  virtual double gemm(const GemmShape& shape) const = 0;  // BF16
+  virtual double grouped_gemm(const GroupedGemmShape& shape) const = 0;
+  virtual double attention(const AttentionShape& shape, bool backward) const = 0;
+  virtual double memory(double bytes) const = 0;  // bytes read + written
+  // `request.bytes` in the nccl-tests convention (collective_model.hpp).
+  virtual CommCost collective(const CollectiveRequest& request) const = 0;
+};
+
+}  // namespace moesim

@@ -1,0 +1,42 @@
+// Kernel times of one microbatch through each part of a block on one rank, priced by a cost book.
+// Computed once per (layer kind, rank load) and reused for every microbatch of the replay.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/arch/architecture.hpp"
+#include "models/costs/cost_book.hpp"
+#include "models/plan/parallel_plan.hpp"
+
+namespace moesim {
+
+struct PassTimes {  // one part of a block, compute-stream time of each direction
+  double fwd = 0;
+  double bwd = 0;
+};
+
+struct LayerWork {
+  bool moe = false;
+  PassTimes pre;      // attention block (+ dense MLP, or + norm/router/permute before dispatch)
+  PassTimes experts;  // routed-expert grouped GEMMs on this rank's rows
+  PassTimes post;     // unpermute / combine weighting / residual
+  PassTimes shared;   // shared experts (side stream)
+  double a2a_bytes = 0;            // all_to_all send buffer per rank for dispatch (= combine)
+  double selective_recompute = 0;  // SwiGLU products recomputed in backward (selective)
+};
+
+// Embedding (first stage) and final norm + LM head + loss (last stage). The embedding lookup and
+// its gradient scatter are pure HBM traffic (memory-bound kernels).
+struct EdgeWork {
+  PassTimes embed;
+  PassTimes head;
+};
+
+// `rank_rows`: routed rows per local expert on this rank for this layer (empty for dense).
+LayerWork layer_work(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs, std::int64_t layer,
+                     double tokens, const std::vector<double>& rank_rows);
+
+EdgeWork edge_work(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs, double tokens);
+
+}  // namespace moesim

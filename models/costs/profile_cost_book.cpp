@@ -1,0 +1,29 @@
+#include "models/costs/profile_cost_book.hpp"
+
+namespace moesim {
+
+ProfileCostBook::ProfileCostBook(const HardwareProfile& hw, const CostModelChoice& choice)
+    : hw_(hw),
+      gemm_(gemm_cost_models().get(choice.gemm)),
+      grouped_(grouped_gemm_cost_models().get(choice.grouped_gemm)),
+      attention_(attention_cost_models().get(choice.attention)),
+      memory_(memory_bound_cost_models().get(choice.memory)),
+      collective_(collective_models().get(choice.collective)) {}
+
+double ProfileCostBook::gemm(const GemmShape& shape) const { return gemm_.time(hw_, shape).time_s; }
+
+double ProfileCostBook::grouped_gemm(const GroupedGemmShape& shape) const { return grouped_.time(hw_, shape).time_s; }
+
+double ProfileCostBook::attention(const AttentionShape& shape, bool backward) const {
+  const AttentionTime t = attention_.time(hw_, shape);
+  return backward ? t.backward.time_s : t.forward.time_s;
+}
+
+double ProfileCostBook::memory(double bytes) const { return memory_.time(hw_, bytes).time_s; }
+
+CommCost ProfileCostBook::collective(const CollectiveRequest& request) const {
+  const CollectiveCost c = collective_.cost(hw_, request);
+  return {c.time_s, c.nvlink_bytes_per_rank, c.nic_bytes_per_rank};
+}
+
+}  // namespace moesim

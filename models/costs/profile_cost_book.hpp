@@ -1,0 +1,47 @@
+// The cost book of a hardware profile: the registered cost models chosen by name (the scenario's
+// `cost_models` block; defaults: GEMM "table", grouped GEMM "table", attention "flash", memory
+// "hbm", collectives "nccl").
+#pragma once
+
+#include <string>
+
+#include "models/costs/cost_book.hpp"
+#include "models/hw/hardware_profile.hpp"
+
+namespace moesim {
+
+// The resource-sharing policy's registry is the engine's (sim/resource_sharing.hpp); its name is
+// chosen here with the cost models.
+inline constexpr std::string_view kDefaultResourceSharing = "fair_share";
+
+// Every model a scenario picks by name (its `cost_models` block).
+struct CostModelChoice {
+  std::string gemm{kDefaultGemmCost};
+  std::string grouped_gemm{kDefaultGroupedGemmCost};
+  std::string attention{kDefaultAttentionCost};
+  std::string memory{kDefaultMemoryBoundCost};
+  std::string collective{kDefaultCollectiveModel};
+  std::string resource_sharing{kDefaultResourceSharing};
+};
+
+class ProfileCostBook final : public CostBook {
+ public:
+  // Throws UnknownNameError (listing the valid names) for an unknown model.
+  explicit ProfileCostBook(const HardwareProfile& hw, const CostModelChoice& choice = {});
+
+  double gemm(const GemmShape& shape) const override;
+  double grouped_gemm(const GroupedGemmShape& shape) const override;
+  double attention(const AttentionShape& shape, bool backward) const override;
+  double memory(double bytes) const override;
+  CommCost collective(const CollectiveRequest& request) const override;
+
+ private:
+  const HardwareProfile& hw_;
+  const GemmCost& gemm_;
+  const GroupedGemmCost& grouped_;
+  const AttentionCost& attention_;
+  const MemoryBoundCost& memory_;
+  const CollectiveModel& collective_;
+};
+
+}  // namespace moesim

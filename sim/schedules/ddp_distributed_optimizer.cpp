@@ -1,0 +1,126 @@
+// Olmo-core DDP (seed Section 4): static BF16 compute-weight replicas; every microbatch's
+// backward adds each gradient into its FP32 bucket view (no_sync accumulation); on the final
+// microbatch the buckets launch their reductions in order as they fill; then the distributed
+// optimizer updates each rank's FP32 shard and a coalesced all-gather per replica group rebuilds
+// the BF16 compute weights. Without the distributed optimizer every rank updates everything.
+#include <algorithm>
+
+#include "sim/schedules/param_sync.hpp"
+
+namespace moesim {
+
+namespace {
+
+struct Bucket {
+  double numel = 0;
+  Communicator communicator = Communicator::dp;  // its replica group: DP, or EP-DP for routed experts
+  std::int64_t ready_layer = 0;                  // complete once this layer's gradients exist
+};
+
+// Olmo-core DDP gradient buckets: reverse parameter order, a new bucket on a change of replica
+// group or when the cap (in reduce-dtype bytes) would be exceeded; a larger tensor is its own.
+std::vector<Bucket> ddp_buckets(const std::vector<LocalTensor>& tensors, const ParallelPlan& plan) {
+  std::vector<Bucket> out;
+  const double elem = bytes_of(plan.precision.reduce);
+  for (auto it = tensors.rbegin(); it != tensors.rend(); ++it) {
+    const Communicator group = it->tensor->cls == TensorClass::routed_expert ? Communicator::ep_dp : Communicator::dp;
+    const bool fits = !out.empty() && out.back().communicator == group &&
+                      (out.back().numel + it->local_numel) * elem <= plan.bucket_cap_bytes;
+    if (!fits) out.push_back({0.0, group, it->tensor->layer});
+    out.back().numel += it->local_numel;
+    out.back().ready_layer = std::min(out.back().ready_layer, it->tensor->layer);
+  }
+  return out;
+}
+
+class DdpDistributedOptimizer final : public ParamSync {
+ public:
+  explicit DdpDistributedOptimizer(const RankContext& rank)
+      : rank_(rank), buckets_(ddp_buckets(rank.tensors, rank.plan)) {}
+
+  void after_unit_backward(std::int64_t unit, std::int32_t microbatch, TaskId grads_ready) override {
+    // The post-accumulate hook adds each BF16 gradient into its FP32 bucket view (read BF16,
+    // read + write FP32) in every microbatch (seed 4.4.1).
+    const ParallelPlan& plan = rank_.plan;
+    const auto held = rank_.local_params.find(unit);
+    const double params = held == rank_.local_params.end() ? 0.0 : held->second;
+    const double bytes = params * (bytes_of(plan.precision.compute) + 2 * bytes_of(plan.precision.grad_accum));
+    const TaskId accumulated = rank_.emit.memory_kernel(
+        {rank_.rank, StreamKind::compute, PhaseTag::accumulate, microbatch, unit}, bytes, "FP32 grad accumulate",
+        grads_ready);
+    if (microbatch != rank_.microbatches - 1) return;
+    // Final microbatch: buckets launch in order as they fill during backward.
+    const auto kind = plan.grad_sync == GradSync::all_reduce ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
+    for (std::size_t b = 0; b < buckets_.size(); ++b) {
+      const Bucket& bucket = buckets_[b];
+      if (bucket.ready_layer != unit) continue;
+      reductions_.push_back(rank_.emit.collective(
+          {rank_.rank, StreamKind::comm_dp, PhaseTag::grad_sync, microbatch, -1},
+          {bucket.communicator, CollectivePurpose::gradient_bucket, kind, bucket.numel * bytes_of(plan.precision.reduce),
+           static_cast<std::int32_t>(b)},
+          accumulated));
+    }
+  }
+
+  void end_of_step() override {
+    const ParallelPlan& plan = rank_.plan;
+    const OptimizerSpec& optimizer = plan.optimizer;
+    const TaskId norm = grad_norm(rank_, reductions_);
+    const double per_element = update_bytes_per_element(optimizer);
+    const double weight = bytes_of(plan.precision.compute);
+    const TaskPlace update_at{rank_.rank, StreamKind::compute, PhaseTag::optimizer, -1, -1};
+    if (!plan.distributed_optimizer) {
+      double local = 0;
+      for (const auto& [unit, n] : rank_.local_params) local += n;
+      // Every rank updates all of its parameters and casts them back to the compute dtype.
+      rank_.emit.memory_kernel(update_at, local * (per_element + bytes_of(optimizer.main_weight_dtype) + weight),
+                               "update + cast", norm);
+      return;
+    }
+    std::map<Communicator, double> by_group;
+    for (const auto& bucket : buckets_) by_group[bucket.communicator] += bucket.numel;
+    double shard = 0;
+    for (const auto& [group, n] : by_group) shard += n / dbl(communicator_shape(plan, group).ranks);
+    const TaskId update = rank_.emit.memory_kernel(update_at, shard * per_element, "sharded update", norm);
+    // Rebuild: cast the updated shard into a pack buffer, one coalesced all-gather per replica
+    // group, copy each tensor's slice into place (seed 4.3.1).
+    TaskId previous = update;
+    for (const auto& [group, n] : by_group) {
+      const double members = dbl(communicator_shape(plan, group).ranks);
+      if (members <= 1) continue;
+      const TaskPlace at{rank_.rank, StreamKind::compute, PhaseTag::weight_rebuild, -1, -1};
+      const TaskId pack = rank_.emit.memory_kernel(at, n / members * (bytes_of(optimizer.main_weight_dtype) + weight),
+                                                   "pack shard", previous);
+      const TaskId gathered = rank_.emit.collective(
+          {rank_.rank, StreamKind::comm_dp, PhaseTag::weight_rebuild, -1, -1},
+          {group, CollectivePurpose::weight_rebuild, CollectiveKind::all_gather, n * weight}, pack);
+      previous = rank_.emit.memory_kernel(at, 2 * n * weight, "copy out", gathered);
+    }
+  }
+
+ private:
+  RankContext rank_;
+  std::vector<Bucket> buckets_;
+  std::vector<TaskId> reductions_;  // what the optimizer waits for
+};
+
+class DdpDistributedOptimizerModel final : public ParamSyncModel {
+ public:
+  std::string_view name() const override { return "ddp_distributed_optimizer"; }
+  std::string_view description() const override {
+    return "Olmo-core DDP: FP32 bucket accumulation every microbatch, bucketed reduction on the last, sharded "
+           "update and coalesced BF16 weight rebuild per replica group";
+  }
+  Design design() const override { return Design::ddp; }
+  std::unique_ptr<ParamSync> make(const RankContext& rank) const override {
+    return std::make_unique<DdpDistributedOptimizer>(rank);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ParamSyncModel> make_ddp_distributed_optimizer() {
+  return std::make_unique<DdpDistributedOptimizerModel>();
+}
+
+}  // namespace moesim

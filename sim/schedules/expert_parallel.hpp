@@ -1,0 +1,24 @@
+// Expert parallelism as a composable piece of the step: the routed experts of one MoE layer on
+// one rank. Under EP (EP-MP degree > 1) the routed rows travel to the ranks holding their experts
+// and back: a dispatch all-to-all before the expert GEMMs and a combine after, on the EP-MP
+// communicator, in every routed layer and microbatch, forward and backward (seed Section 4.3.2).
+#pragma once
+
+#include "sim/step_emitter.hpp"
+
+namespace moesim {
+
+enum class ExpertPass { forward, recompute, backward };
+
+struct RoutedExperts {
+  double a2a_bytes = 0;  // all_to_all send buffer per rank (dispatch = combine)
+  double work_s = 0;     // the expert GEMMs (and their elementwise work) on this rank's rows
+};
+
+// Emits dispatch (forward order; combine's gradient in backward), the experts, then combine
+// (dispatch's gradient in backward); returns the last task. `at` gives rank, phase, microbatch
+// and layer.
+TaskId routed_experts(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, ExpertPass pass,
+                      const RoutedExperts& experts, TaskId ready);
+
+}  // namespace moesim

@@ -1,0 +1,76 @@
+// Parameter-sync strategies: how a design moves parameters and gradients around the compute of
+// a step (FSDP2's per-unit gathers and reduce-scatters, Olmo-core DDP's accumulation, bucketed
+// reduction and weight rebuild, ...). The step builder calls a strategy's hooks at fixed points
+// of each simulated rank's schedule; a new design is one new file registered here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "models/common/registry.hpp"
+#include "models/plan/rank_layout.hpp"
+#include "sim/step_emitter.hpp"
+
+namespace moesim {
+
+// What a strategy knows of the simulated rank it serves. Units are FSDP units / DDP layers:
+// -1 the embedding, 0..L-1 the blocks, L the final norm and LM head.
+struct RankContext {
+  std::uint32_t rank = 0;
+  const SimRank& coords;
+  const ParallelPlan& plan;
+  std::int64_t microbatches = 1;
+  const std::vector<LocalTensor>& tensors;                 // the stage's tensors as this rank holds them
+  const std::map<std::int64_t, double>& local_params;     // elements held per unit
+  const std::map<std::int64_t, double>& unit_numel;       // full (unsharded) elements per unit
+  StepEmitter& emit;
+};
+
+// A unit about to run in a forward or backward pass.
+struct UnitVisit {
+  bool backward = false;
+  const std::vector<std::int64_t>& units;  // the pass's units in execution order
+  std::size_t index = 0;                   // this one
+  const std::map<std::int64_t, TaskId>& done;  // last compute task of each unit already run
+  std::int32_t microbatch = 0;
+};
+
+class ParamSync {
+ public:
+  virtual ~ParamSync() = default;
+  // Before the unit's compute: returns the task that compute must follow (default `ready`).
+  virtual TaskId before_unit(const UnitVisit& visit, TaskId ready);
+  // After the unit's backward compute produced its gradients (`grads_ready`).
+  virtual void after_unit_backward(std::int64_t unit, std::int32_t microbatch, TaskId grads_ready);
+  // After the rank's last pass: gradient norm, optimizer update, weight rebuild.
+  virtual void end_of_step() = 0;
+};
+
+class ParamSyncModel {
+ public:
+  virtual ~ParamSyncModel() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::string_view description() const = 0;
+  virtual Design design() const = 0;  // the plan design it implements
+  virtual std::unique_ptr<ParamSync> make(const RankContext& rank) const = 0;
+};
+
+const Registry<ParamSyncModel>& param_sync_models();  // "fsdp2_full_reshard", "ddp_distributed_optimizer"
+const ParamSyncModel& param_sync_for(Design design);
+
+// Pieces both designs' optimizer steps share.
+// The gradient-norm reduction for clipping (per-tensor norms, one small all-reduce of their
+// squares), after every gradient reduction in `reductions`.
+TaskId grad_norm(const RankContext& rank, const std::vector<TaskId>& reductions);
+// HBM bytes per updated element: read gradient, main weight and states, write main weight and
+// states.
+double update_bytes_per_element(const OptimizerSpec& optimizer);
+
+// Registration hooks of the strategies (one per file).
+std::unique_ptr<ParamSyncModel> make_fsdp2_full_reshard();
+std::unique_ptr<ParamSyncModel> make_ddp_distributed_optimizer();
+
+}  // namespace moesim

@@ -1,0 +1,96 @@
+#include "sim/step_emitter.hpp"
+
+#include <string>
+
+namespace moesim {
+
+StepEmitter::StepEmitter(const ParallelPlan& plan, const CostBook& costs, BuiltStep& step)
+    : plan_(plan), costs_(costs), step_(step) {}
+
+TaskId StepEmitter::add(Task task, TaskId after, TaskId also_after) {
+  const TaskId id = step_.graph.add(task);
+  step_.graph.depend(after, id);
+  step_.graph.depend(also_after, id);
+  return id;
+}
+
+TaskId StepEmitter::kernel(const TaskPlace& at, TaskKind kind, double work_s, const char* what, TaskId after,
+                           TaskId also_after) {
+  Task t;
+  t.rank = at.rank;
+  t.stream = at.stream;
+  t.kind = kind;
+  t.phase = at.phase;
+  t.work_s = work_s;
+  t.microbatch = at.microbatch;
+  t.layer = static_cast<std::int32_t>(at.layer);
+  t.label = step_.graph.label(what);
+  return add(t, after, also_after);
+}
+
+TaskId StepEmitter::memory_kernel(const TaskPlace& at, double bytes, const char* what, TaskId after,
+                                  TaskId also_after) {
+  return kernel(at, TaskKind::memory, costs_.memory(bytes), what, after, also_after);
+}
+
+const CommCost& StepEmitter::priced(CollectiveKind kind, double bytes, const CommunicatorShape& shape) {
+  const auto key = std::make_tuple(kind, bytes, shape.ranks, shape.ranks_per_node);
+  auto it = prices_.find(key);
+  if (it == prices_.end()) {
+    CollectiveRequest request;
+    request.kind = kind;
+    request.bytes = bytes;
+    request.ranks = static_cast<int>(shape.ranks);
+    request.ranks_per_node = static_cast<int>(shape.ranks_per_node);
+    it = prices_.emplace(key, costs_.collective(request)).first;
+  }
+  return it->second;
+}
+
+Task StepEmitter::communication(const TaskPlace& at, TaskKind kind, CollectiveKind coll, const CommCost& cost,
+                                std::uint32_t group) const {
+  Task t;
+  t.rank = at.rank;
+  t.stream = at.stream;
+  t.kind = kind;
+  t.phase = at.phase;
+  t.coll = coll;
+  t.work_s = cost.time_s;
+  t.link_bytes[static_cast<std::size_t>(LinkClass::nvlink)] = cost.nvlink_bytes;
+  t.link_bytes[static_cast<std::size_t>(LinkClass::nic)] = cost.nic_bytes;
+  t.group = group;
+  t.microbatch = at.microbatch;
+  t.layer = static_cast<std::int32_t>(at.layer);
+  return t;
+}
+
+TaskId StepEmitter::collective(const TaskPlace& at, const CollectiveCall& call, TaskId after) {
+  const SimRank& rank = step_.ranks[at.rank];
+  const CollectiveKey key{call.communicator,
+                          rank.stage,
+                          communicator_instance(plan_, rank, call.communicator),
+                          call.purpose,
+                          at.microbatch,
+                          static_cast<std::int32_t>(at.layer),
+                          call.bucket};
+  auto [group, fresh] = collective_groups_.try_emplace(key, 0u);
+  if (fresh) group->second = step_.graph.new_group();
+  const CommCost& cost = priced(call.kind, call.bytes, communicator_shape(plan_, call.communicator));
+  auto [label, new_label] = collective_labels_.try_emplace({at.phase, call.kind}, 0u);
+  if (new_label) label->second = step_.graph.label(std::string(name_of(at.phase)) + " " + std::string(name_of(call.kind)));
+  Task t = communication(at, TaskKind::collective, call.kind, cost, group->second);
+  t.label = label->second;
+  return add(t, after);
+}
+
+TaskId StepEmitter::transfer(std::uint32_t rank, const TransferKey& key, double bytes, TaskId after) {
+  auto [group, fresh] = transfer_groups_.try_emplace(key, 0u);
+  if (fresh) group->second = step_.graph.new_group();
+  const CommCost& cost = priced(CollectiveKind::send_recv, bytes, communicator_shape(plan_, Communicator::pp_neighbours));
+  Task t = communication({rank, StreamKind::comm_pp, PhaseTag::pp_p2p, key.microbatch, -1}, TaskKind::p2p,
+                         CollectiveKind::send_recv, cost, group->second);
+  t.label = step_.graph.label(key.gradients ? "activation grads p2p" : "activations p2p");
+  return add(t, after);
+}
+
+}  // namespace moesim

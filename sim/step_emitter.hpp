@@ -1,0 +1,106 @@
+// Adds a step's tasks to its graph: kernels on a rank's streams, collectives matched across the
+// simulated ranks by a named key, and point-to-point transfers between pipeline stages. Each
+// distinct communication request is priced once by the cost book.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "models/costs/cost_book.hpp"
+#include "models/plan/rank_layout.hpp"
+#include "sim/step_builder.hpp"
+#include "sim/task_graph.hpp"
+
+namespace moesim {
+
+// Why a collective runs; with the communicator and the step position it names one call.
+enum class CollectivePurpose : std::uint8_t {
+  ep_dispatch_forward, ep_combine_forward,        // EP all-to-alls around the routed experts
+  ep_dispatch_backward, ep_combine_backward,
+  ep_dispatch_recompute, ep_combine_recompute,    // full recompute replays the forward ones
+  fsdp_gather_forward, fsdp_gather_backward,      // FSDP2 unit materialization
+  fsdp_reduce_scatter, hsdp_replica_all_reduce,   // FSDP2 gradient reduction (HSDP: + replicas)
+  gradient_bucket,                                // DDP bucketed reduction
+  grad_norm,                                      // gradient-norm reduction before clipping
+  weight_rebuild,                                 // distributed optimizer's coalesced all-gather
+};
+
+// One collective call as every member names it: ranks whose keys are equal run it together.
+struct CollectiveKey {
+  Communicator communicator = Communicator::dp;
+  std::int64_t stage = 0;
+  std::int64_t instance = 0;  // communicator_instance() of the members
+  CollectivePurpose purpose = CollectivePurpose::grad_norm;
+  std::int32_t microbatch = -1;  // -1: once per step
+  std::int32_t unit = -1;        // the layer or FSDP unit it serves (-1 embedding; none for per-step calls)
+  std::int32_t bucket = -1;      // the DDP gradient bucket, -1 otherwise
+  auto operator<=>(const CollectiveKey&) const = default;
+};
+
+// One activation (or activation-gradient) transfer between two stages.
+struct TransferKey {
+  std::int64_t from_stage = 0;
+  std::int64_t to_stage = 0;
+  std::int64_t dp = 0;  // the DP index both ends share
+  std::int32_t microbatch = 0;
+  std::int32_t chunk = 0;    // the model chunk both sides name the transfer by
+  bool gradients = false;    // backward: activation gradients
+  auto operator<=>(const TransferKey&) const = default;
+};
+
+// Where a task runs and what it belongs to.
+struct TaskPlace {
+  std::uint32_t rank = 0;
+  StreamKind stream = StreamKind::compute;
+  PhaseTag phase = PhaseTag::forward;
+  std::int32_t microbatch = -1;
+  std::int64_t layer = -1;
+};
+
+struct CollectiveCall {
+  Communicator communicator = Communicator::dp;
+  CollectivePurpose purpose = CollectivePurpose::grad_norm;
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  double bytes = 0;         // nccl-tests convention (collective_model.hpp)
+  std::int32_t bucket = -1;
+};
+
+class StepEmitter {
+ public:
+  StepEmitter(const ParallelPlan& plan, const CostBook& costs, BuiltStep& step);
+
+  const CostBook& costs() const { return costs_; }
+
+  // A kernel that takes `work_s` alone; `what` is its trace label. Runs after `after` and
+  // `also_after` (kNoTask: no such dependency) and after the previous task on its stream.
+  TaskId kernel(const TaskPlace& at, TaskKind kind, double work_s, const char* what, TaskId after = kNoTask,
+                TaskId also_after = kNoTask);
+  // A kernel bound by HBM traffic alone, moving `bytes` (read + written).
+  TaskId memory_kernel(const TaskPlace& at, double bytes, const char* what, TaskId after = kNoTask,
+                       TaskId also_after = kNoTask);
+  // This rank's member of a collective; `at.layer` is the unit it serves.
+  TaskId collective(const TaskPlace& at, const CollectiveCall& call, TaskId after);
+  // This rank's side of a transfer between stages, on the PP stream.
+  TaskId transfer(std::uint32_t rank, const TransferKey& key, double bytes, TaskId after);
+  // `after` starts only once `before` finished (kNoTask: nothing).
+  void depend(TaskId before, TaskId after) { step_.graph.depend(before, after); }
+
+ private:
+  const CommCost& priced(CollectiveKind kind, double bytes, const CommunicatorShape& shape);
+  TaskId add(Task task, TaskId after, TaskId also_after = kNoTask);
+  Task communication(const TaskPlace& at, TaskKind kind, CollectiveKind coll, const CommCost& cost,
+                     std::uint32_t group) const;
+
+  const ParallelPlan& plan_;
+  const CostBook& costs_;
+  BuiltStep& step_;
+  std::map<CollectiveKey, std::uint32_t> collective_groups_;
+  std::map<TransferKey, std::uint32_t> transfer_groups_;
+  std::map<std::pair<PhaseTag, CollectiveKind>, std::uint32_t> collective_labels_;
+  std::map<std::tuple<CollectiveKind, double, std::int64_t, std::int64_t>, CommCost> prices_;
+};
+
+}  // namespace moesim
