@@ -15,7 +15,7 @@
 #include "reports/html_report.hpp"
 #include "reports/sweep_report.hpp"
 #include "reports/trace_writer.hpp"
-#include "sim/compare.hpp"
+#include "studies/compare.hpp"
 
 namespace moesim::cli {
 
@@ -57,10 +57,11 @@ Runner add_sweep_command(CLI::App& app) {
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;
     std::ostream& listing = listing_for(args->out, args->trace_out);
-    const Scenario base = load_scenario(args->scenario, args->sets);
-    SweepSpec spec = sweep_spec_of(base);
+    const ScenarioSource source = read_scenario(args->scenario, args->sets);
+    const Scenario base = compose(source);
+    SweepSpec spec = source.sweep;
     for (const auto& v : args->vary) spec.axes.push_back(parse_axis(v));
-    const auto points = expand_points(args->scenario, args->sets, spec);
+    const auto points = expand_points(source, spec);
     if (args->trace_point >= static_cast<int>(points.size())) {
       throw InputError("--trace-point", std::to_string(args->trace_point), "no such point; the sweep has " + std::to_string(points.size()));
     }
@@ -70,7 +71,7 @@ Runner add_sweep_command(CLI::App& app) {
     const std::size_t first = rank * (n / size) + std::min(rank, n % size);
     const std::size_t count = n / size + (rank < n % size ? 1 : 0);
     Progress progress(world.size() > 1 ? "sweep (rank " + std::to_string(rank) + ")" : "sweep", count);
-    const SweepResult result = run_points(args->scenario, args->sets, points, first, count, args->jobs,
+    const SweepResult result = run_points(source, points, first, count, args->jobs,
                                           [&](std::size_t done, std::size_t total) { progress.update(done, total); });
     progress.finish();
     nlohmann::json mine = nlohmann::json::array();
@@ -87,10 +88,8 @@ Runner add_sweep_command(CLI::App& app) {
     if (!args->out.csv_out.empty()) write_output(args->out.csv_out, sweep_csv(doc));
     if (!args->out.html_out.empty()) write_output(args->out.html_out, html_report(doc));
     if (args->trace_point >= 0 && !args->trace_out.empty()) {
-      std::vector<std::string> point_sets = args->sets;
-      for (const auto& [path, value] : points[static_cast<std::size_t>(args->trace_point)]) point_sets.push_back(override_text(path, value));
-      const Scenario s = load_scenario(args->scenario, point_sets);
-      write_output(args->trace_out, trace_json(simulate(s, SimOptions{})));
+      const Scenario s = compose(source, changes_of(points[static_cast<std::size_t>(args->trace_point)]));
+      write_output(args->trace_out, trace_json(simulate(s)));
     }
     return 0;
   };
@@ -113,16 +112,11 @@ Runner add_compare_command(CLI::App& app) {
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;
     std::ostream& listing = listing_for(args->out);
-    const Scenario base = load_scenario(args->scenario, args->sets);
-    std::vector<std::string> designs = args->designs;
-    if (designs.empty() && base.compare.is_object() && base.compare.contains("designs")) {
-      for (const auto& d : base.compare.at("designs")) {
-        if (!d.is_string()) throw InputError(args->scenario, "compare.designs", "expected design names such as \"ddp+ep8\"");
-        designs.push_back(d.get<std::string>());
-      }
-    }
+    const ScenarioSource source = read_scenario(args->scenario, args->sets);
+    const Scenario base = compose(source);
+    const std::vector<std::string> designs = args->designs.empty() ? source.compare.designs : args->designs;
     if (designs.empty()) throw InputError("--design", "", "no designs: give --design at least once or a compare.designs list in the scenario");
-    const CompareResult result = compare_designs(args->scenario, args->sets, designs, args->jobs);
+    const CompareResult result = compare_designs(source, designs, args->jobs);
     listing << compare_table(result);
     const nlohmann::json doc = compare_json(base.name, result);
     if (!args->out.json_out.empty()) write_output(args->out.json_out, json_text(doc));

@@ -7,7 +7,7 @@
 #include "cli/listing.hpp"
 #include "reports/output_file.hpp"
 #include "reports/validation_report.hpp"
-#include "sim/validation.hpp"
+#include "studies/validation.hpp"
 
 namespace moesim::cli {
 

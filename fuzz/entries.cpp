@@ -21,7 +21,7 @@
 #include "sim/step_builder.hpp"
 #include "sim/step_simulation.hpp"
 #include "reports/output_file.hpp"
-#include "sim/sweep.hpp"
+#include "studies/sweep.hpp"
 
 namespace moesim::fuzz {
 
@@ -126,9 +126,7 @@ void scenario_input(std::string_view data) {
   // Placed beside the Figure 8 scenarios so that their relative section paths resolve.
   const std::string file = kSource + "/scenarios/fig8/fuzz-input.json";
   refused_or_accepted([&] {
-    const Scenario s = load_scenario_document(parse_json_text(std::string(data), file), file, {});
-    sweep_spec_of(s);
-    exercise(s);
+    exercise(compose(read_scenario_document(parse_json_text(std::string(data), file), file, {})));
   });
 }
 
@@ -138,7 +136,7 @@ void profile_input(std::string_view data) {
     // give sane numbers there.
     nlohmann::json scenario = read_json_file(kBaseScenario);
     scenario["hardware"] = parse_json_text(std::string(data), "fuzz-profile.json");
-    exercise(load_scenario_document(scenario, kBaseScenario, {}));
+    exercise(compose(read_scenario_document(scenario, kBaseScenario, {})));
   });
 }
 
@@ -154,11 +152,11 @@ void overrides_input(std::string_view data) {
         sets.push_back(line);
       }
     }
-    const Scenario s = load_scenario(kBaseScenario, sets);
-    exercise(s);
-    const auto points = expand_points(kBaseScenario, sets, spec);
+    const ScenarioSource source = read_scenario(kBaseScenario, sets);
+    exercise(compose(source));
+    const auto points = expand_points(source, spec);
     const std::size_t first_points = std::min<std::size_t>(points.size(), 2);
-    const SweepResult r = run_points(kBaseScenario, sets, points, 0, first_points, 1, nullptr);
+    const SweepResult r = run_points(source, points, 0, first_points, 1, nullptr);
     for (const auto& p : r.points) {
       if (p.ok) check_step(*p.result);
       else if (p.error.empty()) finding("sweep point refused without a reason");

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/compare.hpp"
-#include "sim/sweep.hpp"
+#include "studies/compare.hpp"
+#include "studies/sweep.hpp"
 
 namespace moesim {
 

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/validation.hpp"
+#include "studies/validation.hpp"
 
 namespace moesim {
 

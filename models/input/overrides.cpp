@@ -43,16 +43,12 @@ bool is_valid_utf8(std::string_view text) {
   return true;
 }
 
-Override parse_override(const std::string& expr, const std::string& origin) {
-  if (!is_valid_utf8(expr)) throw InputError(origin, "", "the expression is not valid UTF-8 text");
-  const auto eq = expr.find('=');
-  if (eq == std::string::npos || eq == 0) {
-    throw InputError(origin, expr, "expected PATH=VALUE, e.g. plan.expert_parallel.degree=8");
-  }
-  Override o;
-  o.text = expr;
-  const std::string path = expr.substr(0, eq);
-  const std::string value = expr.substr(eq + 1);
+namespace {
+
+// "a.b[2].c" into keys and indices; `expr` is the whole expression, for errors.
+std::vector<std::variant<std::string, std::size_t>> parse_path(const std::string& path, const std::string& expr,
+                                                              const std::string& origin) {
+  std::vector<std::variant<std::string, std::size_t>> out;
   std::size_t i = 0;
   while (i < path.size()) {
     if (path[i] == '[') {
@@ -62,7 +58,7 @@ Override parse_override(const std::string& expr, const std::string& origin) {
           digits.find_first_not_of("0123456789") != std::string::npos) {
         throw InputError(origin, expr, "bad array index in path; expected [N] with N a non-negative integer");
       }
-      o.path.emplace_back(static_cast<std::size_t>(std::stoul(digits)));
+      out.emplace_back(static_cast<std::size_t>(std::stoul(digits)));
       i = close + 1;
       if (i < path.size() && path[i] == '.') ++i;
       continue;
@@ -76,17 +72,42 @@ Override parse_override(const std::string& expr, const std::string& origin) {
         throw InputError(origin, expr, "invalid character '" + std::string(1, c) + "' in path; keys use letters, digits, '_' and '-'");
       }
     }
-    o.path.emplace_back(key);
+    out.emplace_back(key);
     i = (j < path.size() && path[j] == '.') ? j + 1 : j;
     if (i == path.size() && j < path.size() && path[j] == '.') throw InputError(origin, expr, "path ends with '.'");
   }
-  if (o.path.empty() || !std::holds_alternative<std::string>(o.path.front())) {
+  if (out.empty() || !std::holds_alternative<std::string>(out.front())) {
     throw InputError(origin, expr, "path must start with a key");
   }
+  return out;
+}
+
+}  // namespace
+
+Override parse_override(const std::string& expr, const std::string& origin) {
+  if (!is_valid_utf8(expr)) throw InputError(origin, "", "the expression is not valid UTF-8 text");
+  const auto eq = expr.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw InputError(origin, expr, "expected PATH=VALUE, e.g. plan.expert_parallel.degree=8");
+  }
+  Override o;
+  o.text = expr;
+  const std::string value = expr.substr(eq + 1);
+  o.path = parse_path(expr.substr(0, eq), expr, origin);
   o.dotted = dotted_path(o.path);
   check_json_depth(value, origin);
   o.value = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
   if (o.value.is_discarded()) o.value = value;  // a bare word is a string
+  return o;
+}
+
+Override override_of(const std::string& path, const nlohmann::json& value, const std::string& origin) {
+  Override o;
+  o.text = path + "=" + value.dump();
+  if (!is_valid_utf8(path)) throw InputError(origin, "", "the path is not valid UTF-8 text");
+  o.path = parse_path(path, o.text, origin);
+  o.dotted = dotted_path(o.path);
+  o.value = value;
   return o;
 }
 

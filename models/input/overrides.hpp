@@ -21,6 +21,9 @@ struct Override {
 // bare string. Throws InputError on a malformed expression.
 Override parse_override(const std::string& expr, const std::string& origin);
 
+// The same from a path and a value already parsed (a sweep point's, a design's expansion).
+Override override_of(const std::string& path, const nlohmann::json& value, const std::string& origin);
+
 // Sets the value, creating missing objects along the path. Throws InputError when the path runs
 // through a value that is not an object (or an array index out of range).
 void apply_override(nlohmann::json& doc, const Override& o, const std::string& origin);

@@ -1,49 +1,14 @@
 #include "models/input/scenario.hpp"
 
 #include <filesystem>
-#include <map>
-#include <mutex>
 
 #include "models/arch/flops.hpp"
-#include "models/common/json_file.hpp"
 #include "models/common/json_reader.hpp"
-#include "models/input/overrides.hpp"
 #include "models/plan/design_spec.hpp"
 
 namespace moesim {
 
 namespace fs = std::filesystem;
-
-namespace {
-
-// A sweep loads the same few files for every point: keep each parsed document, keyed by path
-// and checked against the file's size and modification time.
-struct CachedDocument {
-  std::uintmax_t size = 0;
-  fs::file_time_type mtime;
-  nlohmann::json doc;
-};
-std::mutex g_cache_mutex;
-std::map<std::string, CachedDocument> g_cache;
-
-nlohmann::json read_json_cached(const std::string& path) {
-  std::error_code ec;
-  const auto size = fs::file_size(path, ec);
-  const auto mtime = ec ? fs::file_time_type() : fs::last_write_time(path, ec);
-  if (!ec) {
-    std::lock_guard<std::mutex> lock(g_cache_mutex);
-    const auto it = g_cache.find(path);
-    if (it != g_cache.end() && it->second.size == size && it->second.mtime == mtime) return it->second.doc;
-  }
-  nlohmann::json doc = read_json_file(path);
-  if (!ec) {
-    std::lock_guard<std::mutex> lock(g_cache_mutex);
-    g_cache[path] = {size, mtime, doc};
-  }
-  return doc;
-}
-
-}  // namespace
 
 namespace {
 
@@ -56,7 +21,7 @@ nlohmann::json load_section(const JsonReader& scenario, const nlohmann::json& ra
   if (it->is_string()) {
     const fs::path p = fs::path(scenario.file()).parent_path() / it->get<std::string>();
     origin = {p.lexically_normal().string(), ""};
-    return read_json_cached(origin.file);
+    return read_json_file(origin.file);
   }
   if (it->is_object()) {
     origin = {scenario.file(), std::string(key)};
@@ -70,114 +35,176 @@ bool starts_with_path(const std::string& path, const std::string& prefix) {
                             (path[prefix.size()] == '.' || path[prefix.size()] == '['));
 }
 
-}  // namespace
+// The models a scenario chooses by name ("cost_models" block, or cost_models.KEY=NAME).
+std::string* cost_model_slot(CostModelChoice& choice, const std::string& key) {
+  if (key == "gemm") return &choice.gemm;
+  if (key == "grouped_gemm") return &choice.grouped_gemm;
+  if (key == "attention") return &choice.attention;
+  if (key == "memory") return &choice.memory;
+  if (key == "collective") return &choice.collective;
+  if (key == "resource_sharing") return &choice.resource_sharing;
+  return nullptr;
+}
+constexpr const char* kCostModelKeys = "gemm, grouped_gemm, attention, memory, collective, resource_sharing";
 
-Scenario parse_composed(const nlohmann::json& doc, const std::string& scenario_file,
-                        const SectionOrigin& arch, const SectionOrigin& plan, const SectionOrigin& hw) {
+CostModelChoice parse_cost_models(const JsonReader& in) {
+  CostModelChoice choice;
+  for (const char* key : {"gemm", "grouped_gemm", "attention", "memory", "collective", "resource_sharing"}) {
+    std::string* slot = cost_model_slot(choice, key);
+    *slot = in.string_or(key, *slot);
+  }
+  in.finish();
+  return choice;
+}
+
+// Applies one change to the source's document (or its model choices).
+void apply_change(ScenarioInputs& s, const ScenarioChange& c) {
+  const Override& o = c.change;
+  const auto& head = std::get<std::string>(o.path.front());
+  const bool whole = o.path.size() == 1;
+  if (head == "flop_convention" && whole) {
+    if (!o.value.is_string()) throw InputError(c.origin, o.text, "flop_convention must be a string");
+    s.flop_convention = o.value.get<std::string>();
+    return;
+  }
+  if (head == "cost_models" && o.path.size() == 2 && std::holds_alternative<std::string>(o.path[1])) {
+    std::string* slot = cost_model_slot(s.cost_models, std::get<std::string>(o.path[1]));
+    if (slot == nullptr) throw InputError(c.origin, o.text, std::string("unknown cost model kind; allowed: ") + kCostModelKeys);
+    if (!o.value.is_string()) throw InputError(c.origin, o.text, "a cost model is chosen by its name (a string)");
+    *slot = o.value.get<std::string>();
+    return;
+  }
+  if (head == "design" && whole) {
+    if (!o.value.is_string()) throw InputError(c.origin, o.text, "design must be a string such as \"ddp+ep8\"");
+    for (const auto& [path, value] : design_overrides(o.value.get<std::string>())) {
+      apply_override(s.doc, override_of(path, value, c.origin), c.origin);
+    }
+    return;
+  }
+  if (head != "architecture" && head != "plan" && head != "hardware") {
+    throw InputError(c.origin, o.text,
+                     "path must start with architecture, plan, hardware, design, flop_convention or cost_models");
+  }
+  if (whole && o.value.is_string()) {
+    // A whole input swapped for another file, found relative to the scenario.
+    SectionOrigin& target = head == "architecture" ? s.arch : head == "plan" ? s.plan : s.hardware;
+    target = {(fs::path(s.file).parent_path() / o.value.get<std::string>()).lexically_normal().string(), ""};
+    s.doc[head] = read_json_file(target.file);
+    return;
+  }
+  apply_override(s.doc, o, c.origin);
+}
+
+Scenario parse_composed(const ScenarioInputs& src) {
   Scenario s;
-  s.file = scenario_file;
-  s.arch = parse_architecture(JsonReader(doc.at("architecture"), arch.file, arch.prefix));
-  s.plan = parse_plan(JsonReader(doc.at("plan"), plan.file, plan.prefix));
-  s.hardware = parse_hardware_profile(JsonReader(doc.at("hardware"), hw.file, hw.prefix));
-  validate_plan(s.plan, s.arch, plan.file, plan.prefix);
+  s.file = src.file;
+  s.name = src.name;
+  s.flop_convention = src.flop_convention;
+  s.cost_models = src.cost_models;
+  const nlohmann::json& doc = src.doc;
+  s.arch = parse_architecture(JsonReader(doc.at("architecture"), src.arch.file, src.arch.prefix));
+  s.plan = parse_plan(JsonReader(doc.at("plan"), src.plan.file, src.plan.prefix));
+  s.hardware = parse_hardware_profile(JsonReader(doc.at("hardware"), src.hardware.file, src.hardware.prefix));
+  validate_plan(s.plan, s.arch, src.plan.file, src.plan.prefix);
   const double node = s.hardware.node.gpus_per_node.value;
   if (static_cast<double>(s.plan.gpus_per_node) > node) {
-    const std::string path = plan.prefix.empty() ? "gpus_per_node" : plan.prefix + ".gpus_per_node";
-    throw InputError(plan.file, path, std::to_string(s.plan.gpus_per_node) + " GPUs per node exceeds the " +
-                                          std::to_string(static_cast<long long>(node)) + " of hardware profile \"" +
-                                          s.hardware.name + "\"", /*infeasible=*/true);
+    const std::string path = src.plan.prefix.empty() ? "gpus_per_node" : src.plan.prefix + ".gpus_per_node";
+    throw InputError(src.plan.file, path,
+                     std::to_string(s.plan.gpus_per_node) + " GPUs per node exceeds the " +
+                         std::to_string(static_cast<long long>(node)) + " of hardware profile \"" + s.hardware.name + "\"",
+                     /*infeasible=*/true);
   }
   s.resolved = {{"architecture", doc.at("architecture")}, {"plan", doc.at("plan")}, {"hardware", doc.at("hardware")}};
   return s;
 }
 
-Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets) {
-  return load_scenario_document(read_json_cached(path), path, sets);
+// An error inside a value the user overrode points at the override, not at the file.
+[[noreturn]] void blame(const InputError& e, const ScenarioInputs& src) {
+  std::string full = e.path();
+  const std::pair<const SectionOrigin*, const char*> sections[] = {
+      {&src.arch, "architecture"}, {&src.plan, "plan"}, {&src.hardware, "hardware"}};
+  for (const auto& [origin, section] : sections) {
+    if (e.file() != origin->file) continue;
+    if (origin->prefix.empty()) {
+      full = e.path().empty() ? section : std::string(section) + "." + e.path();
+      break;
+    }
+    if (starts_with_path(e.path(), origin->prefix)) break;
+  }
+  for (auto it = src.changes.rbegin(); it != src.changes.rend(); ++it) {
+    if (starts_with_path(full, it->change.dotted)) {
+      throw InputError(it->origin, full, e.message() + " (value set by '" + it->change.text + "')", e.infeasible());
+    }
+  }
+  throw e;
 }
 
-Scenario load_scenario_document(const nlohmann::json& raw, const std::string& path,
-                                const std::vector<std::string>& sets) {
+}  // namespace
+
+ScenarioSource read_scenario(const std::string& path, const std::vector<std::string>& sets) {
+  return read_scenario_document(read_json_file(path), path, sets);
+}
+
+ScenarioSource read_scenario_document(const nlohmann::json& raw, const std::string& path,
+                                      const std::vector<std::string>& sets) {
   const JsonReader top(raw, path, "");
-  SectionOrigin arch, plan, hw;
-  nlohmann::json doc = nlohmann::json::object();
-  doc["architecture"] = load_section(top, raw, "architecture", arch);
-  doc["plan"] = load_section(top, raw, "plan", plan);
-  doc["hardware"] = load_section(top, raw, "hardware", hw);
-  const std::string name = top.string_or("name", fs::path(path).stem().string());
+  ScenarioSource source;
+  ScenarioInputs& s = source.inputs;
+  s.file = path;
+  s.doc = nlohmann::json::object();
+  s.doc["architecture"] = load_section(top, raw, "architecture", s.arch);
+  s.doc["plan"] = load_section(top, raw, "plan", s.plan);
+  s.doc["hardware"] = load_section(top, raw, "hardware", s.hardware);
+  s.name = top.string_or("name", fs::path(path).stem().string());
   top.string_or("description", "");
-  std::string convention = top.string_or("flop_convention", std::string(kDefaultFlopConvention));
-  const nlohmann::json sweep = top.has("sweep") ? raw.at("sweep") : nlohmann::json();
-  const nlohmann::json compare = top.has("compare") ? raw.at("compare") : nlohmann::json();
+  s.flop_convention = top.string_or("flop_convention", std::string(kDefaultFlopConvention));
+  if (auto block = top.optional_object("cost_models")) s.cost_models = parse_cost_models(*block);
+  if (auto block = top.optional_object("sweep")) source.sweep = parse_sweep_block(*block, raw.at("sweep"));
+  if (auto block = top.optional_object("compare")) source.compare = parse_compare_block(*block, raw.at("compare"));
 
   // Overrides: the scenario's own "set" object first, then the command line, in order.
-  std::vector<std::pair<Override, std::string>> overrides;
+  std::vector<ScenarioChange> changes;
   if (auto set_block = top.optional_object("set")) {
     for (const auto& [key, value] : raw.at("set").items()) {
       const std::string origin = path + ": set";
-      Override o = parse_override(key + "=" + value.dump(), origin);
-      overrides.emplace_back(std::move(o), origin);
+      changes.push_back({parse_override(key + "=" + value.dump(), origin), origin});
     }
   }
-  for (const auto& expr : sets) overrides.emplace_back(parse_override(expr, "--set"), "--set");
+  for (const auto& expr : sets) changes.push_back({parse_override(expr, "--set"), "--set"});
   top.finish();
+  for (auto& c : changes) {
+    apply_change(s, c);
+    s.changes.push_back(std::move(c));
+  }
+  return source;
+}
 
-  for (const auto& [o, origin] : overrides) {
-    const auto& head = std::get<std::string>(o.path.front());
-    const bool whole = o.path.size() == 1;
-    if (head == "flop_convention" && whole) {
-      if (!o.value.is_string()) throw InputError(origin, o.text, "flop_convention must be a string");
-      convention = o.value.get<std::string>();
-      continue;
-    }
-    if (head == "design" && whole) {
-      if (!o.value.is_string()) throw InputError(origin, o.text, "design must be a string such as \"ddp+ep8\"");
-      for (const auto& [path, value] : design_overrides(o.value.get<std::string>())) {
-        apply_override(doc, parse_override(path + "=" + value.dump(), origin), origin);
-      }
-      continue;
-    }
-    if (head != "architecture" && head != "plan" && head != "hardware") {
-      throw InputError(origin, o.text, "path must start with architecture, plan, hardware, design or flop_convention");
-    }
-    if (whole && o.value.is_string()) {
-      // A whole input swapped for another file, found relative to the scenario.
-      SectionOrigin& target = head == "architecture" ? arch : head == "plan" ? plan : hw;
-      target = {(fs::path(path).parent_path() / o.value.get<std::string>()).lexically_normal().string(), ""};
-      doc[head] = read_json_cached(target.file);
-      continue;
-    }
-    apply_override(doc, o, origin);
+Scenario compose(const ScenarioSource& source, const std::vector<ScenarioChange>& changes) {
+  ScenarioInputs src = source.inputs;
+  for (const auto& c : changes) {
+    apply_change(src, c);
+    src.changes.push_back(c);
   }
   try {
-    flop_conventions().get(convention);
+    flop_conventions().get(src.flop_convention);
   } catch (const UnknownNameError& e) {
-    throw InputError(path, "flop_convention", e.what());
+    throw InputError(src.file, "flop_convention", e.what());
   }
-
   try {
-    Scenario s = parse_composed(doc, path, arch, plan, hw);
-    s.name = name;
-    s.flop_convention = convention;
-    s.sweep = sweep;
-    s.compare = compare;
-    return s;
+    return parse_composed(src);
   } catch (const InputError& e) {
-    // An error inside a value the user overrode points at the override, not at the file.
-    std::string full = e.path();
-    const std::pair<const SectionOrigin*, const char*> sections[] = {{&arch, "architecture"}, {&plan, "plan"}, {&hw, "hardware"}};
-    for (const auto& [o, section] : sections) {
-      const SectionOrigin& origin = *o;
-      if (e.file() != origin.file) continue;
-      if (origin.prefix.empty()) { full = e.path().empty() ? section : std::string(section) + "." + e.path(); break; }
-      if (starts_with_path(e.path(), origin.prefix)) break;
-    }
-    for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
-      if (starts_with_path(full, it->first.dotted)) {
-        throw InputError(it->second, full, e.message() + " (value set by '" + it->first.text + "')", e.infeasible());
-      }
-    }
-    throw;
+    blame(e, src);
   }
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets) {
+  return compose(read_scenario(path, sets));
+}
+
+std::vector<ScenarioChange> changes_of(const PointOverrides& point, const std::string& origin) {
+  std::vector<ScenarioChange> out;
+  for (const auto& [path, value] : point) out.push_back({override_of(path, value, origin), origin});
+  return out;
 }
 
 }  // namespace moesim

@@ -1,8 +1,11 @@
 // A scenario names (or inlines) the three orthogonal inputs — architecture, parallel plan,
-// hardware profile — and may override any of their fields ("set" in the file, --set on the CLI).
+// hardware profile — and may override any of their fields ("set" in the file, --set on the CLI),
+// choose the FLOP convention and cost models by name, and declare what studies ask of it
+// (sweep axes, designs to compare).
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +15,8 @@
 #include "models/common/json_file.hpp"
 #include "models/costs/profile_cost_book.hpp"
 #include "models/hw/hardware_profile.hpp"
+#include "models/input/overrides.hpp"
+#include "models/input/sweep_spec.hpp"
 #include "models/plan/parallel_plan.hpp"
 
 namespace moesim {
@@ -25,25 +30,58 @@ struct Scenario {
   ParallelPlan plan;
   HardwareProfile hardware;
   nlohmann::json resolved;  // {architecture, plan, hardware} after every override
-  nlohmann::json sweep;     // the scenario's "sweep" block (axes, include), if any
-  nlohmann::json compare;   // the scenario's "compare" block (designs), if any
 };
 
-// `sets` are CLI --set expressions, applied after the scenario's own "set" block. Besides field
-// paths, `design=ddp+ep8` expands to plan overrides, and `architecture=FILE` (or plan=,
-// hardware=) swaps a whole input for a file, relative to the scenario's folder.
-Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets);
-// The same for a scenario document already read; `path` names it and anchors relative paths.
-Scenario load_scenario_document(const nlohmann::json& raw, const std::string& path,
-                                const std::vector<std::string>& sets);
-
-// Builds a scenario from an already composed document {architecture, plan, hardware, ...};
-// `origin` names where each section came from for error messages.
+// Where a section's JSON came from, for error messages.
 struct SectionOrigin {
   std::string file;
   std::string prefix;  // JSON path of the section inside `file` ("" when the file is the section)
 };
-Scenario parse_composed(const nlohmann::json& doc, const std::string& scenario_file,
-                        const SectionOrigin& arch, const SectionOrigin& plan, const SectionOrigin& hw);
+
+// A change to a scenario and who made it ("--set", "FILE: set", ...), blamed in errors.
+struct ScenarioChange {
+  Override change;
+  std::string origin;
+};
+
+// What changes edit: the composed document, where each section came from, the model choices,
+// and the changes applied so far (in order, for blame).
+struct ScenarioInputs {
+  std::string file;
+  std::string name;
+  std::string flop_convention;
+  CostModelChoice cost_models;
+  nlohmann::json doc;  // {architecture, plan, hardware}
+  SectionOrigin arch, plan, hardware;
+  std::vector<ScenarioChange> changes;
+};
+
+// A scenario as read from its files with the overrides it was given, before any point's changes,
+// and what its studies ask (its "sweep" and "compare" blocks). A study makes each of its points
+// from one source without reading the scenario's files again.
+struct ScenarioSource {
+  ScenarioInputs inputs;
+  SweepSpec sweep;      // axes and included points
+  CompareSpec compare;  // designs side by side
+};
+
+// `sets` are CLI --set expressions, applied after the scenario's own "set" block. Besides field
+// paths, `design=ddp+ep8` expands to plan overrides, `flop_convention=palm` and
+// `cost_models.gemm=table` choose models, and `architecture=FILE` (or plan=, hardware=) swaps a
+// whole input for a file, relative to the scenario's folder.
+ScenarioSource read_scenario(const std::string& path, const std::vector<std::string>& sets);
+// The same for a scenario document already read; `path` names it and anchors relative paths.
+ScenarioSource read_scenario_document(const nlohmann::json& raw, const std::string& path,
+                                      const std::vector<std::string>& sets);
+
+// The source with `changes` applied after its own, parsed and checked. Throws InputError naming
+// the file and path at fault, or the change that set the bad value.
+Scenario compose(const ScenarioSource& source, const std::vector<ScenarioChange>& changes = {});
+
+// read_scenario then compose.
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets);
+
+// Changes for a point of a study: each (path, value) as a change from `origin`.
+std::vector<ScenarioChange> changes_of(const PointOverrides& point, const std::string& origin = "--set");
 
 }  // namespace moesim

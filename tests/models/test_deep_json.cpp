@@ -8,8 +8,8 @@
 #include "calibrate/fit/measurements.hpp"
 #include "models/common/json_file.hpp"
 #include "models/input/overrides.hpp"
-#include "sim/sweep.hpp"
-#include "sim/validation.hpp"
+#include "studies/sweep.hpp"
+#include "studies/validation.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace moesim;

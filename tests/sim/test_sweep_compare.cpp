@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "reports/sweep_report.hpp"
-#include "sim/compare.hpp"
-#include "sim/sweep.hpp"
+#include "studies/compare.hpp"
+#include "studies/sweep.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace moesim;
@@ -27,10 +27,10 @@ TEST_CASE("Axis expressions: lists, sizes, doubling and stepped ranges", "[unit]
 }
 
 TEST_CASE("Points: Cartesian product (last axis fastest), then included points", "[unit]") {
-  const Scenario s = load_scenario(test::source_path("scenarios/fig8/fig8b.json"), {});
-  const SweepSpec spec = sweep_spec_of(s);
+  const ScenarioSource source = read_scenario(test::source_path("scenarios/fig8/fig8b.json"), {});
+  const SweepSpec& spec = source.sweep;
   REQUIRE(spec.axes.size() == 2);
-  const auto points = expand_points(s.file, {}, spec);
+  const auto points = expand_points(source, spec);
   REQUIRE(points.size() == 5 * 3 + 2);
   CHECK(points[1] == PointOverrides{{"architecture.moe.num_experts", 8}, {"design", "ddp+ep8"}});
   CHECK(points[3] == PointOverrides{{"architecture.moe.num_experts", 32}, {"design", "ddp"}});
@@ -38,8 +38,8 @@ TEST_CASE("Points: Cartesian product (last axis fastest), then included points",
 }
 
 TEST_CASE("Malformed axes stop the sweep before any point runs", "[unit]") {
-  const std::string file = test::source_path(kFig8);
-  auto expand = [&](const std::string& axis) { return expand_points(file, {}, SweepSpec{{parse_axis(axis)}, {}}); };
+  const ScenarioSource source = read_scenario(test::source_path(kFig8), {});
+  auto expand = [&](const std::string& axis) { return expand_points(source, SweepSpec{{parse_axis(axis)}, {}}); };
   CHECK_THROWS_WITH(expand("plan.batch.global_batch=1,2"), Catch::Contains("unknown key"));
   CHECK_THROWS_WITH(expand("architecture.num_layers=eight"), Catch::Contains("expected an integer"));
   CHECK_THROWS_WITH(expand("hardware.memory.fragmentation_fraction.value=2"), Catch::Contains("out of range"));
@@ -49,11 +49,11 @@ TEST_CASE("Malformed axes stop the sweep before any point runs", "[unit]") {
 }
 
 TEST_CASE("Impossible points are reported and the sweep goes on; -j does not change the output", "[unit]") {
-  const std::string file = test::source_path(kFig8);
+  const ScenarioSource source = read_scenario(test::source_path(kFig8), {});
   const SweepSpec spec{{parse_axis("plan.expert_parallel.degree=1,5,8"), parse_axis("plan.batch.global_batch_tokens=128Ki,256Ki")}, {}};
-  const auto points = expand_points(file, {}, spec);
-  const SweepResult one = run_points(file, {}, points, 0, points.size(), 1, {});
-  const SweepResult two = run_points(file, {}, points, 0, points.size(), 2, {});
+  const auto points = expand_points(source, spec);
+  const SweepResult one = run_points(source, points, 0, points.size(), 1, {});
+  const SweepResult two = run_points(source, points, 0, points.size(), 2, {});
   REQUIRE(one.points.size() == 6);
   CHECK(one.points[0].ok);
   CHECK_FALSE(one.points[2].ok);
@@ -64,7 +64,7 @@ TEST_CASE("Impossible points are reported and the sweep goes on; -j does not cha
 }
 
 TEST_CASE("Compare: DDP overtakes FSDP as the batch grows; the expert walls match Figure 8b", "[validation]") {
-  const CompareResult r = compare_designs(test::source_path("scenarios/fig8/fig8b.json"), {}, {"ddp", "ddp+ep8", "fsdp"}, 2);
+  const CompareResult r = compare_designs(read_scenario(test::source_path("scenarios/fig8/fig8b.json"), {}), {"ddp", "ddp+ep8", "fsdp"}, 2);
   REQUIRE(r.points.points.size() == 3);
   REQUIRE(r.crossovers.size() == 2);
   CHECK(r.crossovers[0].global_batch_tokens.has_value());

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/sweep.hpp"
+#include "studies/sweep.hpp"
 
 namespace moesim {
 
@@ -34,8 +34,8 @@ struct CompareResult {
   std::vector<ExpertWall> walls;
 };
 
-// `designs`: short names (design_spec.hpp). Probes reuse the scenario with its --set values.
-CompareResult compare_designs(const std::string& scenario_file, const std::vector<std::string>& sets,
-                              const std::vector<std::string>& designs, int jobs);
+// `designs`: short names (design_spec.hpp). Probes are composed from `source` (its --set values
+// included).
+CompareResult compare_designs(const ScenarioSource& source, const std::vector<std::string>& designs, int jobs);
 
 }  // namespace moesim

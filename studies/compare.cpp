@@ -1,4 +1,4 @@
-#include "sim/compare.hpp"
+#include "studies/compare.hpp"
 
 #include <algorithm>
 #include <numeric>
@@ -13,21 +13,17 @@ namespace {
 constexpr std::int64_t kMaxMicrobatches = 4096;  // search bound for the batch crossover
 constexpr std::int64_t kMaxExperts = 65536;      // search bound for the expert wall (parser limit)
 
-std::optional<StepResult> try_simulate(const std::string& file, std::vector<std::string> sets, const std::string& design,
-                                       const std::vector<std::string>& extra) {
-  sets.push_back(override_text("design", design));
-  sets.insert(sets.end(), extra.begin(), extra.end());
-  const PointOverrides none;
-  SweepResult r = run_points(file, sets, {none}, 0, 1, 1, {});
-  return r.points.front().result;
+std::optional<StepResult> try_simulate(const ScenarioSource& source, const std::string& design,
+                                       const PointOverrides& extra) {
+  PointOverrides point{{"design", design}};
+  point.insert(point.end(), extra.begin(), extra.end());
+  return run_point(source, point, 0).result;
 }
 
 // The memory verdict alone (the ledger), for the expert-count search.
-std::optional<bool> fits(const std::string& file, std::vector<std::string> sets, const std::string& design, std::int64_t experts) {
-  sets.push_back(override_text("design", design));
-  sets.push_back(override_text("architecture.moe.num_experts", experts));
+std::optional<bool> fits(const ScenarioSource& source, const std::string& design, std::int64_t experts) {
   try {
-    const Scenario s = load_scenario(file, sets);
+    const Scenario s = compose(source, changes_of({{"design", design}, {"architecture.moe.num_experts", experts}}));
     const Inventory inv = build_inventory(s.arch);
     return !build_ledger(s.arch, inv, s.plan, s.hardware).oom;
   } catch (const InputError& e) {
@@ -36,16 +32,16 @@ std::optional<bool> fits(const std::string& file, std::vector<std::string> sets,
   }
 }
 
-BatchCrossover batch_crossover(const std::string& file, const std::vector<std::string>& sets, const std::string& ddp,
-                               const std::string& fsdp, const Scenario& base) {
+BatchCrossover batch_crossover(const ScenarioSource& source, const std::string& ddp, const std::string& fsdp,
+                               const Scenario& base) {
   BatchCrossover c{ddp, fsdp, std::nullopt, {}, ""};
   // Both designs need a whole number of microbatches: step in units of one microbatch on every
   // DP rank of the design with the larger DP degree; doubling from one microbatch.
-  const std::int64_t unit = base.plan.microbatch_sequences * base.arch.sequence_length * base.plan.world();
+  const std::int64_t unit = batch_shape(base.plan, base.arch).microbatch_tokens * base.plan.world();
   for (std::int64_t m = 1; m <= kMaxMicrobatches; m *= 2) {
-    const std::string batch = override_text("plan.batch.global_batch_tokens", unit * m);
-    const auto a = try_simulate(file, sets, ddp, {batch});
-    const auto b = try_simulate(file, sets, fsdp, {batch});
+    const PointOverrides batch{{"plan.batch.global_batch_tokens", unit * m}};
+    const auto a = try_simulate(source, ddp, batch);
+    const auto b = try_simulate(source, fsdp, batch);
     if (!a || !b) continue;
     c.probes.push_back({unit * m, {a->mfu, b->mfu}});
     if (a->mfu >= b->mfu) {
@@ -57,8 +53,7 @@ BatchCrossover batch_crossover(const std::string& file, const std::vector<std::s
   return c;
 }
 
-ExpertWall expert_wall(const std::string& file, const std::vector<std::string>& sets, const std::string& design,
-                       const Scenario& base) {
+ExpertWall expert_wall(const ScenarioSource& source, const std::string& design, const Scenario& base) {
   ExpertWall w{design, std::nullopt, std::nullopt, ""};
   if (!base.arch.moe) {
     w.note = "dense model";
@@ -66,11 +61,11 @@ ExpertWall expert_wall(const std::string& file, const std::vector<std::string>& 
   }
   // Candidates are multiples of the EP degree no smaller than top-K: double until the first
   // OOM, then bisect between the last fit and it.
-  Scenario probe = load_scenario(file, [&] { auto s = sets; s.push_back(override_text("design", design)); return s; }());
+  const Scenario probe = compose(source, changes_of({{"design", design}}));
   const std::int64_t step = std::max<std::int64_t>(1, probe.plan.ep);
   std::int64_t lo = 0, hi = 0;
   for (std::int64_t n = ((base.arch.moe->top_k + step - 1) / step) * step; n <= kMaxExperts; n *= 2) {
-    const auto ok = fits(file, sets, design, n);
+    const auto ok = fits(source, design, n);
     if (!ok) continue;
     if (*ok) lo = n; else { hi = n; break; }
   }
@@ -82,7 +77,7 @@ ExpertWall expert_wall(const std::string& file, const std::vector<std::string>& 
   while (hi - lo > step && lo > 0) {
     const std::int64_t mid = lo + ((hi - lo) / 2 / step) * step;
     if (mid == lo) break;
-    const auto ok = fits(file, sets, design, mid);
+    const auto ok = fits(source, design, mid);
     if (ok && *ok) lo = mid; else hi = mid;
   }
   if (lo) w.largest_fitting_experts = lo;
@@ -93,30 +88,27 @@ ExpertWall expert_wall(const std::string& file, const std::vector<std::string>& 
 
 }  // namespace
 
-CompareResult compare_designs(const std::string& file, const std::vector<std::string>& sets, const std::vector<std::string>& designs,
-                              int jobs) {
+CompareResult compare_designs(const ScenarioSource& source, const std::vector<std::string>& designs, int jobs) {
   CompareResult r;
   r.designs = designs;
   std::vector<PointOverrides> points;
   for (const auto& d : designs) points.push_back({{"design", d}});
-  for (const auto& d : designs) {  // malformed design names fail before anything runs
-    auto probe = sets;
-    probe.push_back(override_text("design", d));
+  for (const auto& point : points) {  // malformed design names fail before anything runs
     try {
-      load_scenario(file, probe);
+      compose(source, changes_of(point));
     } catch (const InputError& e) {
       if (!e.infeasible()) throw;
     }
   }
-  r.points = run_points(file, sets, points, 0, points.size(), jobs, {});
-  const Scenario base = load_scenario(file, sets);
+  r.points = run_points(source, points, 0, points.size(), jobs, {});
+  const Scenario base = compose(source);
   for (const auto& d : designs) {
     if (d.rfind("ddp", 0) != 0) continue;
     for (const auto& f : designs) {
-      if (f.rfind("fsdp", 0) == 0) r.crossovers.push_back(batch_crossover(file, sets, d, f, base));
+      if (f.rfind("fsdp", 0) == 0) r.crossovers.push_back(batch_crossover(source, d, f, base));
     }
   }
-  for (const auto& d : designs) r.walls.push_back(expert_wall(file, sets, d, base));
+  for (const auto& d : designs) r.walls.push_back(expert_wall(source, d, base));
   return r;
 }
 

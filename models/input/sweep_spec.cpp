@@ -1,10 +1,12 @@
-// Parsing of sweep axes and the expansion of a sweep into points.
-#include <cmath>
+#include "models/input/sweep_spec.hpp"
 
+#include <cmath>
+#include <optional>
+
+#include "models/common/errors.hpp"
 #include "models/common/json_file.hpp"
 #include "models/common/json_reader.hpp"
 #include "models/input/overrides.hpp"
-#include "sim/sweep.hpp"
 
 namespace moesim {
 
@@ -103,15 +105,13 @@ SweepAxis parse_axis(const std::string& expr) {
   return axis;
 }
 
-SweepSpec sweep_spec_of(const Scenario& s) {
+SweepSpec parse_sweep_block(const JsonReader& in, const nlohmann::json& raw) {
   SweepSpec spec;
-  if (s.sweep.is_null()) return spec;
-  const JsonReader in(s.sweep, s.file, "sweep");
   if (in.has("axes")) {
-    const auto& axes = s.sweep.at("axes");
+    const auto& axes = raw.at("axes");
     if (!axes.is_array()) in.fail("axes", "expected an array of {\"path\", \"values\"} objects");
     for (std::size_t i = 0; i < axes.size(); ++i) {
-      const JsonReader a(axes[i], s.file, "sweep.axes[" + std::to_string(i) + "]");
+      const JsonReader a(axes[i], in.file(), in.child_path("axes[" + std::to_string(i) + "]"));
       SweepAxis axis;
       axis.path = a.string("path");
       if (a.has("range")) {
@@ -127,10 +127,12 @@ SweepSpec sweep_spec_of(const Scenario& s) {
     }
   }
   if (in.has("include")) {
-    const auto& include = s.sweep.at("include");
+    const auto& include = raw.at("include");
     if (!include.is_array()) in.fail("include", "expected an array of {path: value} objects");
     for (std::size_t i = 0; i < include.size(); ++i) {
-      if (!include[i].is_object()) throw InputError(s.file, "sweep.include[" + std::to_string(i) + "]", "expected an object of path: value");
+      if (!include[i].is_object()) {
+        throw InputError(in.file(), in.child_path("include[" + std::to_string(i) + "]"), "expected an object of path: value");
+      }
       PointOverrides p;
       for (const auto& [k, v] : include[i].items()) p.emplace_back(k, v);
       spec.include.push_back(std::move(p));
@@ -140,42 +142,18 @@ SweepSpec sweep_spec_of(const Scenario& s) {
   return spec;
 }
 
-std::vector<PointOverrides> expand_points(const std::string& file, const std::vector<std::string>& sets, const SweepSpec& spec) {
-  double product = 1;
-  for (const auto& axis : spec.axes) product *= static_cast<double>(axis.values.size());
-  if (product + static_cast<double>(spec.include.size()) > static_cast<double>(kMaxSweepPoints)) {
-    throw InputError("--vary", "", "the axes make " + brief(product + static_cast<double>(spec.include.size())) +
-                                       " points; at most " + std::to_string(kMaxSweepPoints) +
-                                       " per sweep (split it, or use fewer values per axis)");
-  }
-  // Check every axis value against the base scenario first: a malformed value stops here.
-  for (const auto& axis : spec.axes) {
-    if (axis.values.empty()) throw InputError("--vary", axis.path, "empty value list");
-    for (const auto& v : axis.values) {
-      std::vector<std::string> probe = sets;
-      probe.push_back(override_text(axis.path, v));
-      try {
-        load_scenario(file, probe);
-      } catch (const InputError& e) {
-        if (!e.infeasible()) throw InputError(e.file(), e.path(), e.message() + " (sweep axis " + axis.path + ")");
-      }
+CompareSpec parse_compare_block(const JsonReader& in, const nlohmann::json& raw) {
+  CompareSpec spec;
+  if (in.has("designs")) {
+    const auto& designs = raw.at("designs");
+    if (!designs.is_array()) in.fail("designs", "expected an array of design names such as \"ddp+ep8\"");
+    for (const auto& d : designs) {
+      if (!d.is_string()) in.fail("designs", "expected design names such as \"ddp+ep8\"");
+      spec.designs.push_back(d.get<std::string>());
     }
   }
-  std::vector<PointOverrides> points;
-  if (!spec.axes.empty()) {
-    std::vector<std::size_t> idx(spec.axes.size(), 0);
-    while (true) {
-      PointOverrides p;
-      for (std::size_t a = 0; a < spec.axes.size(); ++a) p.emplace_back(spec.axes[a].path, spec.axes[a].values[idx[a]]);
-      points.push_back(std::move(p));
-      std::size_t a = spec.axes.size();
-      while (a > 0 && ++idx[a - 1] == spec.axes[a - 1].values.size()) idx[--a] = 0;
-      if (a == 0) break;
-    }
-  }
-  for (const auto& p : spec.include) points.push_back(p);
-  if (points.empty()) points.emplace_back();  // no axes: the scenario itself
-  return points;
+  in.finish();
+  return spec;
 }
 
 }  // namespace moesim

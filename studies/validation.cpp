@@ -1,4 +1,4 @@
-#include "sim/validation.hpp"
+#include "studies/validation.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,6 @@
 #include "models/memory/optimizer_layouts.hpp"
 #include "models/plan/rank_layout.hpp"
 #include "sim/step_simulation.hpp"
-#include "sim/sweep.hpp"
 
 namespace moesim {
 
@@ -52,13 +51,12 @@ ValidationCheck compare(const std::string& metric, double predicted, double meas
   return c;
 }
 
-StepResult simulate_record(const std::string& scenario, const std::vector<std::string>& sets) {
-  const Scenario s = load_scenario(scenario, sets);
-  return simulate(s, SimOptions{}).result;
+StepResult simulate_record(const ScenarioSource& source, const PointOverrides& point = {}) {
+  return simulate(compose(source, changes_of(point))).result;
 }
 
 void step_checks(const JsonReader& rec, const nlohmann::json& raw, const std::string& scenario, const Sets& extra, ValidationRecord& out) {
-  const StepResult r = simulate_record(scenario, set_list(rec, raw, extra));
+  const StepResult r = simulate_record(read_scenario(scenario, set_list(rec, raw, extra)));
   const JsonReader m = rec.object("measured");
   const auto tol = rec.optional_object("tolerance");
   const double mfu_tol = tol ? tol->number_or("mfu_points", 2, Range::positive()) : 2;
@@ -86,10 +84,9 @@ void range_checks(const JsonReader& rec, const nlohmann::json& raw, const std::s
   const auto tol = rec.optional_object("tolerance");
   const double mfu_tol = tol ? tol->number_or("mfu_points", 2, Range::positive()) : 2;
   if (tol) tol->finish();
+  const ScenarioSource source = read_scenario(scenario, set_list(rec, raw, extra));
   for (const auto& v : raw.at("vary").at("values")) {
-    auto sets = set_list(rec, raw, extra);
-    sets.push_back(override_text(path, v));
-    const double mfu = kPoints * simulate_record(scenario, sets).mfu;
+    const double mfu = kPoints * simulate_record(source, {{path, v}}).mfu;
     // Signed distance outside the published band [lo, hi] (0 inside it).
     const double band_lo = kPoints * lo, band_hi = kPoints * hi;
     const double nearest = std::clamp(mfu, band_lo, band_hi);
@@ -134,11 +131,9 @@ void layout_checks(const JsonReader& rec, ValidationRecord& out) {
 }
 
 void schedule_checks(const JsonReader& rec, const nlohmann::json& raw, const std::string& scenario, const Sets& extra, ValidationRecord& out) {
+  const ScenarioSource source = read_scenario(scenario, set_list(rec, raw, extra));
   auto count = [&](const std::string& design, auto&& predicate) {
-    auto sets = set_list(rec, raw, extra);
-    sets.push_back(override_text("design", design));
-    const Scenario s = load_scenario(scenario, sets);
-    const Simulation sim = simulate(s, SimOptions{});
+    const Simulation sim = simulate(compose(source, changes_of({{"design", design}})));
     return predicate(sim.step.graph);
   };
   // FSDP: every all-gather of one block's unit starts a collective phase (F: AG; B: AG + RS).

@@ -1,0 +1,43 @@
+// Sweeps: the Cartesian product of axes (plus explicitly included points), each point composed
+// from one scenario source with its changes and simulated with the full replay and ledger, on a
+// pool of threads. The result is indexed by point, so it is the same whatever the thread count.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/input/scenario.hpp"
+#include "sim/step_simulation.hpp"
+
+namespace moesim {
+
+struct SweepPoint {
+  std::size_t index = 0;
+  PointOverrides values;
+  bool ok = false;
+  std::string error;  // why the point is an impossible plan
+  std::optional<Scenario> scenario;
+  std::optional<StepResult> result;
+};
+
+struct SweepResult {
+  std::vector<SweepPoint> points;
+};
+
+using SweepProgress = std::function<void(std::size_t done, std::size_t total)>;
+
+// Every point's changes. Malformed axes (a missing path, an empty value list, a value of the
+// wrong type) throw InputError before any point runs; an impossible plan at one point is
+// recorded in that point and the sweep goes on.
+std::vector<PointOverrides> expand_points(const ScenarioSource& source, const SweepSpec& spec);
+// Points [first, first + count) of `points`, on `jobs` threads.
+SweepResult run_points(const ScenarioSource& source, const std::vector<PointOverrides>& points, std::size_t first,
+                       std::size_t count, int jobs, const SweepProgress& progress);
+
+// One point, as run_points runs it.
+SweepPoint run_point(const ScenarioSource& source, const PointOverrides& point, std::size_t index);
+
+}  // namespace moesim
