@@ -12,6 +12,7 @@
 #include "models/memory/ledger.hpp"
 #include "reports/output_file.hpp"
 #include "reports/ledger_report.hpp"
+#include "sim/step_simulation.hpp"
 
 namespace moesim::cli {
 
@@ -39,7 +40,7 @@ Runner add_ledger_command(CLI::App& app) {
     const Scenario s = load_scenario(args->scenario, args->sets);
     const Inventory inv = build_inventory(s.arch);
     const FlopsPerToken flops = flop_conventions().get(s.flop_convention).per_token(s.arch, inv);
-    const MemoryLedger ledger = build_ledger(s.arch, inv, s.plan, s.hardware);
+    const MemoryLedger ledger = scenario_ledger(s, inv);
     const LedgerInputs in{s, inv, flops, ledger};
     listing << ledger_table(in);
     if (!args->json_out.empty()) write_output(args->json_out, json_text(ledger_json(in)));

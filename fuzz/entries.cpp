@@ -65,7 +65,7 @@ void check_step(const StepResult& r) {
 void exercise(const Scenario& s) {
   const Inventory inv = build_inventory(s.arch);
   flop_conventions().get(s.flop_convention).per_token(s.arch, inv);
-  build_ledger(s.arch, inv, s.plan, s.hardware);
+  scenario_ledger(s, inv);
   const BatchShape shape = batch_shape(s.plan, s.arch);
   const double simulated_ranks = static_cast<double>(s.plan.pp * simulated_ranks_per_stage(s.arch, s.plan, SimOptions{}));
   const double work = static_cast<double>(s.arch.num_layers) * static_cast<double>(shape.microbatches) *

@@ -73,6 +73,7 @@ nlohmann::json ledger_json(const LedgerInputs& in) {
           {"capacity_GiB", worst.capacity / kGiB},
           {"oom", in.ledger.oom},
           {"breaking_phase", name_of(worst.peak_phase)},
+          {"in_flight_source", in.ledger.in_flight_source},
           {"stages", stages},
           {"inputs", in.scenario.resolved}};
 }
@@ -87,6 +88,7 @@ std::string ledger_table(const LedgerInputs& in) {
      << " GFLOP/token (" << in.flops.convention << ")\n";
   os << "plan     world " << p.world() << " = PP " << p.pp << " x DP " << p.dp() << " (EP-MP " << p.ep << " x EP-DP " << p.ep_dp()
      << "), microbatch " << batch.microbatch_tokens << " tokens x m=" << batch.microbatches << "\n";
+  os << "in flight: microbatches per stage from " << in.ledger.in_flight_source << "\n";
   for (const auto& s : in.ledger.stages) {
     os << "\nstage " << s.stage << ": " << s.layers << " layers, " << fmt("%.3f", s.local_params / 1e9) << "B local params, "
        << s.in_flight_microbatches << " microbatch(es) in flight\n";

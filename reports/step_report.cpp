@@ -66,6 +66,7 @@ nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
           {"critical_path_s", phase_map(r.critical_path_s)},
           {"bytes_per_rank", bytes},
           {"in_flight_microbatches", r.in_flight},
+          {"in_flight_source", r.ledger.in_flight_source},
           {"dropped_fraction", r.dropped_fraction},
           {"tasks", r.tasks},
           {"simulated_ranks", r.simulated_ranks},
@@ -104,6 +105,9 @@ std::string step_table(const Scenario& sc, const StepResult& r) {
   os << "memory   peak allocated " << fmt("%.1f", worst.peak_allocated / kGiB) << " GiB (" << name_of(worst.peak_phase)
      << "), device " << fmt("%.1f", worst.device_total / kGiB) << " of " << fmt("%.1f", worst.capacity / kGiB) << " GiB: "
      << (r.ledger.oom ? "OUT OF MEMORY" : "fits") << "\n";
+  os << "         in flight per stage:";
+  for (const std::int64_t n : r.in_flight) os << " " << n;
+  os << " microbatch(es), from " << r.ledger.in_flight_source << "\n";
   os << "replay   " << r.tasks << " tasks on " << r.simulated_ranks << " simulated rank(s)\n";
   return os.str();
 }

@@ -19,6 +19,29 @@ PipeOp interleaved_op(std::int64_t k, std::int64_t P, std::int64_t v, bool forwa
 
 }  // namespace
 
+std::int64_t peak_chunks_in_flight(const std::vector<PipeOp>& ops) {
+  std::int64_t held = 0, peak = 0;
+  for (const PipeOp& op : ops) {
+    held += op.forward ? 1 : -1;
+    peak = std::max(peak, held);
+  }
+  return peak;
+}
+
+std::int64_t microbatches_for_chunks(const ParallelPlan& plan, std::int64_t chunks) {
+  const std::int64_t v = plan.pp_schedule == PipelineSchedule::interleaved_1f1b ? plan.pp_virtual : 1;
+  return (chunks + v - 1) / v;
+}
+
+InFlight schedule_in_flight(const ParallelPlan& plan, std::int64_t microbatches) {
+  InFlight out;
+  for (std::int64_t stage = 0; stage < plan.pp; ++stage) {
+    out.microbatches.push_back(microbatches_for_chunks(plan, peak_chunks_in_flight(stage_schedule(plan, stage, microbatches))));
+  }
+  out.source = "the pipeline schedule's pass order on each stage";
+  return out;
+}
+
 std::vector<PipeOp> stage_schedule(const ParallelPlan& plan, std::int64_t stage, std::int64_t m) {
   std::vector<PipeOp> ops;
   const std::int64_t P = plan.pp;

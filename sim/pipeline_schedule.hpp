@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "models/memory/ledger.hpp"
 #include "models/plan/parallel_plan.hpp"
 
 namespace moesim {
@@ -16,5 +17,17 @@ struct PipeOp {
 };
 
 std::vector<PipeOp> stage_schedule(const ParallelPlan& plan, std::int64_t stage, std::int64_t microbatches);
+
+// Model chunks whose activations a stage holds at once: the most forward passes not yet matched
+// by their backward along the stage's op order (its compute stream runs the passes in this
+// order, so the replay holds exactly these).
+std::int64_t peak_chunks_in_flight(const std::vector<PipeOp>& ops);
+
+// Chunks held, in whole-stage microbatch equivalents (a chunk holds 1/v of the stage's layers,
+// rounded up to whole microbatches) — what the memory ledger charges.
+std::int64_t microbatches_for_chunks(const ParallelPlan& plan, std::int64_t chunks);
+
+// Every stage's count from its op order: what `moesim ledger` uses without a replay.
+InFlight schedule_in_flight(const ParallelPlan& plan, std::int64_t microbatches);
 
 }  // namespace moesim

@@ -123,7 +123,7 @@ class StepBuilder {
     TaskId cursor = pipeline_.receive(emit_, r, sr, op);
     const std::vector<std::int64_t> units = units_of(sr, op);
     st.done.clear();
-    span.first = static_cast<TaskId>(out_.graph.size());  // the pass's first task after the receive
+    const auto first_task = static_cast<TaskId>(out_.graph.size());
     for (std::size_t i = 0; i < units.size(); ++i) {
       const std::int64_t u = units[i];
       cursor = st.sync->before_unit({!op.forward, units, i, st.done, op.microbatch}, cursor);
@@ -132,6 +132,7 @@ class StepBuilder {
       st.done[u] = cursor;
       if (!op.forward) st.sync->after_unit_backward(u, op.microbatch, cursor);
     }
+    span.first = first_on_compute_stream(first_task);
     if (op.forward) {
       const TaskId sent = pipeline_.send(emit_, r, sr, op, cursor);
       span.last = sent == kNoTask ? cursor : sent;
@@ -140,6 +141,15 @@ class StepBuilder {
       span.last = cursor;
       pipeline_.send(emit_, r, sr, op, cursor);
     }
+  }
+
+  // The first compute-stream task from `from` on: where a pass starts saving activations (the
+  // FSDP gathers before it may run ahead on their own stream).
+  TaskId first_on_compute_stream(TaskId from) const {
+    for (TaskId id = from; id < out_.graph.size(); ++id) {
+      if (out_.graph.task(id).stream == StreamKind::compute) return id;
+    }
+    return kNoTask;
   }
 
   void forward_unit(std::uint32_t r, std::int64_t u, std::int32_t mb, PhaseTag phase, TaskId& cursor) {

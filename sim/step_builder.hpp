@@ -26,11 +26,13 @@ struct SimRank : RankCoords {
   double represents = 1;  // real ranks this simulated rank stands for
 };
 
+// A pass's activations are held from its first compute-stream kernel (forward) to its last
+// compute kernel (backward).
 struct OpSpan {
   std::uint32_t rank = 0;
   PipeOp op;
-  TaskId first = kNoTask;
-  TaskId last = kNoTask;
+  TaskId first = kNoTask;  // the pass's first kernel on the compute stream
+  TaskId last = kNoTask;   // its last compute kernel (forward: its send, when it has one)
 };
 
 struct BuiltStep {

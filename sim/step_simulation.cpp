@@ -1,7 +1,5 @@
 #include "sim/step_simulation.hpp"
 
-#include <algorithm>
-#include <map>
 
 #include "models/common/units.hpp"
 #include "models/costs/profile_cost_book.hpp"
@@ -10,40 +8,13 @@
 
 namespace moesim {
 
-namespace {
-
-// Microbatch-chunks whose activations a rank holds at once: from the start of a forward pass
-// to the end of the matching backward, counted on the replayed timeline.
-std::vector<std::int64_t> measure_in_flight(const BuiltStep& step, const ReplayResult& r, std::int64_t stages,
-                                            std::int64_t chunks_per_stage) {
-  std::vector<std::int64_t> out(static_cast<std::size_t>(stages), 0);
-  std::map<std::tuple<std::uint32_t, int, int>, std::pair<double, double>> spans;
-  for (const OpSpan& s : step.ops) {
-    if (s.first == kNoTask || s.last == kNoTask) continue;
-    auto& span = spans[{s.rank, s.op.microbatch, s.op.chunk}];
-    if (s.op.forward) span.first = r.start[s.first];
-    else span.second = r.finish[s.last];
-  }
-  std::map<std::uint32_t, std::vector<std::pair<double, int>>> edges;
-  for (const auto& [key, span] : spans) {
-    edges[std::get<0>(key)].push_back({span.first, +1});
-    edges[std::get<0>(key)].push_back({span.second, -1});
-  }
-  for (auto& [rank, e] : edges) {
-    std::sort(e.begin(), e.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first < b.first : a.second < b.second; });
-    int held = 0, peak = 0;
-    for (const auto& [t, d] : e) peak = std::max(peak, held += d);
-    auto& slot = out[static_cast<std::size_t>(step.ranks[rank].stage)];
-    slot = std::max<std::int64_t>(slot, (peak + chunks_per_stage - 1) / chunks_per_stage);
-  }
-  return out;
-}
-
-}  // namespace
-
 Simulation simulate(const Scenario& sc, const SimOptions& options) {
   const ProfileCostBook costs(sc.hardware, sc.cost_models);
   return simulate(sc, costs, options);
+}
+
+MemoryLedger scenario_ledger(const Scenario& sc, const Inventory& inv) {
+  return build_ledger(sc.arch, inv, sc.plan, sc.hardware, schedule_in_flight(sc.plan, batch_shape(sc.plan, sc.arch).microbatches));
 }
 
 Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions& options) {
@@ -80,11 +51,14 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
       for (std::size_t l = 0; l < kLinkClasses; ++l) r.bytes_per_rank[k][l] = std::max(r.bytes_per_rank[k][l], rt.bytes[k][l]);
     }
   }
-  const std::int64_t chunks = sc.plan.pp_schedule == PipelineSchedule::interleaved_1f1b ? sc.plan.pp_virtual : 1;
-  r.in_flight = measure_in_flight(sim.step, sim.replay, sc.plan.pp, chunks);
+  InFlight in_flight{{}, "the replay: from each pass's first compute kernel to its backward's last"};
+  for (const std::int64_t chunks : measured_chunks_in_flight(sim.step, sim.replay, sc.plan.pp)) {
+    in_flight.microbatches.push_back(microbatches_for_chunks(sc.plan, chunks));
+  }
+  r.in_flight = in_flight.microbatches;
   r.tasks = sim.step.graph.size();
   r.simulated_ranks = sim.step.ranks.size();
-  r.ledger = build_ledger(sc.arch, inv, sc.plan, sc.hardware, r.in_flight);
+  r.ledger = build_ledger(sc.arch, inv, sc.plan, sc.hardware, in_flight);
   return sim;
 }
 

@@ -1,6 +1,8 @@
 // One scenario, simulated: build the step's DAG, replay it, and turn the timeline into the
 // numbers users plan with (step time, tokens/s/GPU, MFU, exposed phases, bytes per rank) plus
-// the memory ledger fed with the in-flight microbatches the replay measured.
+// the memory ledger fed with the in-flight microbatches the replay measured. Without a replay,
+// scenario_ledger() takes them from the pipeline schedule's pass order, which the replay holds
+// to (the tests check that both agree).
 #pragma once
 
 #include <array>
@@ -31,7 +33,7 @@ struct StepResult {
   double idle_s = 0;                        // pipeline bubble and waiting on the critical rank
   std::array<double, kPhases> critical_path_s{};
   std::array<std::array<double, kLinkClasses>, kCollectiveKinds> bytes_per_rank{};  // worst simulated rank
-  std::vector<std::int64_t> in_flight;  // per stage, measured from the replay
+  std::vector<std::int64_t> in_flight;  // per stage, measured from the replay (microbatch equivalents)
   double dropped_fraction = 0;
   std::size_t tasks = 0;
   std::size_t simulated_ranks = 0;
@@ -48,5 +50,8 @@ struct Simulation {
 Simulation simulate(const Scenario& scenario, const SimOptions& options = {});
 // With another cost book (tests use hand-set ones); the sharing policy is still the scenario's.
 Simulation simulate(const Scenario& scenario, const CostBook& costs, const SimOptions& options);
+
+// The memory ledger alone, with the in-flight counts of the pipeline schedule (`moesim ledger`).
+MemoryLedger scenario_ledger(const Scenario& scenario, const Inventory& inventory);
 
 }  // namespace moesim

@@ -1,6 +1,8 @@
 #include "sim/timeline_metrics.hpp"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 namespace moesim {
 
@@ -77,6 +79,31 @@ TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r) {
     m.critical_path[static_cast<std::size_t>(g.task(id).phase)] += r.finish[id] - r.start[id];
   }
   return m;
+}
+
+std::vector<std::int64_t> measured_chunks_in_flight(const BuiltStep& step, const ReplayResult& r, std::int64_t stages) {
+  std::vector<std::int64_t> out(static_cast<std::size_t>(stages), 0);
+  std::map<std::tuple<std::uint32_t, int, int>, std::pair<double, double>> spans;  // (rank, microbatch, chunk)
+  for (const OpSpan& s : step.ops) {
+    if (s.first == kNoTask || s.last == kNoTask) continue;
+    auto& span = spans[{s.rank, s.op.microbatch, s.op.chunk}];
+    if (s.op.forward) span.first = r.start[s.first];
+    else span.second = r.finish[s.last];
+  }
+  std::map<std::uint32_t, std::vector<std::pair<double, int>>> edges;
+  for (const auto& [key, span] : spans) {
+    edges[std::get<0>(key)].push_back({span.first, +1});
+    edges[std::get<0>(key)].push_back({span.second, -1});
+  }
+  for (auto& [rank, e] : edges) {
+    // At equal times a release comes before an acquisition: the next pass starts as one ends.
+    std::sort(e.begin(), e.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first < b.first : a.second < b.second; });
+    int held = 0, peak = 0;
+    for (const auto& [t, d] : e) peak = std::max(peak, held += d);
+    auto& slot = out[static_cast<std::size_t>(step.ranks[rank].stage)];
+    slot = std::max<std::int64_t>(slot, peak);
+  }
+  return out;
 }
 
 }  // namespace moesim

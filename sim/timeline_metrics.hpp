@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/engine.hpp"
+#include "sim/step_builder.hpp"
 #include "sim/task_graph.hpp"
 
 namespace moesim {
@@ -31,5 +32,10 @@ struct TimelineMetrics {
 };
 
 TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r);
+
+// Model chunks whose activations each stage holds at once on the replayed timeline: from a
+// pass's first compute kernel to the end of its backward's last, the most at any moment on any
+// of the stage's simulated ranks.
+std::vector<std::int64_t> measured_chunks_in_flight(const BuiltStep& step, const ReplayResult& r, std::int64_t stages);
 
 }  // namespace moesim

@@ -25,7 +25,7 @@ std::optional<bool> fits(const ScenarioSource& source, const std::string& design
   try {
     const Scenario s = compose(source, changes_of({{"design", design}, {"architecture.moe.num_experts", experts}}));
     const Inventory inv = build_inventory(s.arch);
-    return !build_ledger(s.arch, inv, s.plan, s.hardware).oom;
+    return !scenario_ledger(s, inv).oom;
   } catch (const InputError& e) {
     if (e.infeasible()) return std::nullopt;
     throw;

@@ -1,6 +1,7 @@
 #include "models/memory/ledger.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "models/common/units.hpp"
 #include "models/plan/rank_layout.hpp"
@@ -83,13 +84,15 @@ StageLedger stage_ledger(const Architecture& arch, const Inventory& inv, const P
 }  // namespace
 
 MemoryLedger build_ledger(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
-                          const HardwareProfile& hw, const std::vector<std::int64_t>& in_flight) {
+                          const HardwareProfile& hw, const InFlight& in_flight) {
+  if (in_flight.microbatches.size() != static_cast<std::size_t>(plan.pp)) {
+    throw std::logic_error("build_ledger: in-flight counts for " + std::to_string(in_flight.microbatches.size()) +
+                           " stages, the plan has " + std::to_string(plan.pp));
+  }
   MemoryLedger ledger;
-  const std::int64_t m = batch_shape(plan, arch).microbatches;
+  ledger.in_flight_source = in_flight.source;
   for (std::int64_t stage = 0; stage < plan.pp; ++stage) {
-    const auto s = static_cast<std::size_t>(stage);
-    const std::int64_t held = s < in_flight.size() ? in_flight[s] : in_flight_microbatches(plan, stage, m);
-    ledger.stages.push_back(stage_ledger(arch, inv, plan, hw, stage, held));
+    ledger.stages.push_back(stage_ledger(arch, inv, plan, hw, stage, in_flight.microbatches[static_cast<std::size_t>(stage)]));
   }
   for (std::size_t i = 0; i < ledger.stages.size(); ++i) {
     if (ledger.stages[i].headroom < ledger.stages[ledger.worst_stage].headroom) ledger.worst_stage = i;

@@ -65,16 +65,23 @@ struct StageLedger {
   std::vector<LedgerItem> top_contributors;
 };
 
+// Microbatches whose activations each pipeline stage holds at once (whole-stage equivalents),
+// and where the counts came from. The ledger does not derive them: the pipeline schedule
+// (sim/pipeline_schedule) and the replay do.
+struct InFlight {
+  std::vector<std::int64_t> microbatches;  // per stage
+  std::string source;
+};
+
 struct MemoryLedger {
   std::vector<StageLedger> stages;
   std::size_t worst_stage = 0;  // the stage with the least headroom
   bool oom = false;
+  std::string in_flight_source;
 };
 
-// `in_flight`: microbatches each stage holds at once as measured by a replay; empty: the
-// pipeline schedule's warm-up counts.
 MemoryLedger build_ledger(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
-                          const HardwareProfile& hw, const std::vector<std::int64_t>& in_flight = {});
+                          const HardwareProfile& hw, const InFlight& in_flight);
 
 // Pieces, exposed for tests and for the simulator.
 struct LocalTensor;
@@ -83,8 +90,5 @@ std::vector<LedgerItem> persistent_state(const std::vector<LocalTensor>& tensors
 std::vector<PhaseSet> working_memory(const Architecture& arch, const ParallelPlan& plan,
                                      const std::vector<LocalTensor>& tensors, std::int64_t stage,
                                      std::int64_t in_flight);
-
-// Microbatches whose activations a stage holds at once under the plan's pipeline schedule.
-std::int64_t in_flight_microbatches(const ParallelPlan& plan, std::int64_t stage, std::int64_t microbatches);
 
 }  // namespace moesim

@@ -50,16 +50,6 @@ double PhaseSet::bytes() const {
   return sum;
 }
 
-std::int64_t in_flight_microbatches(const ParallelPlan& plan, std::int64_t stage, std::int64_t m) {
-  // 1F1B (PipeDream-Flush, Narayanan et al. 2021): stage s warms up with P - s forwards before
-  // its first backward. Interleaved 1F1B (Megatron-LM): 2(P - s - 1) + (v - 1)P + 1 model-chunk
-  // forwards in flight, each chunk holding 1/v of the stage's layers.
-  if (plan.pp == 1) return 1;
-  if (plan.pp_schedule == PipelineSchedule::one_f_one_b) return std::min(plan.pp - stage, m);
-  const std::int64_t chunks = std::min(2 * (plan.pp - stage - 1) + (plan.pp_virtual - 1) * plan.pp + 1, m * plan.pp_virtual);
-  return (chunks + plan.pp_virtual - 1) / plan.pp_virtual;  // whole-stage microbatch equivalents
-}
-
 std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& plan,
                                      const std::vector<LocalTensor>& tensors, std::int64_t stage,
                                      std::int64_t in_flight) {

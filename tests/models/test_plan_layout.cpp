@@ -49,16 +49,3 @@ TEST_CASE("Microbatches follow global batch / (microbatch tokens x DP)", "[unit]
   CHECK(batch_shape(s.plan, s.arch).microbatches == 1);
 }
 
-TEST_CASE("In-flight microbatches per stage under 1F1B and interleaved 1F1B", "[unit]") {
-  ParallelPlan p;
-  p.pp = 4;
-  CHECK(in_flight_microbatches(p, 0, 16) == 4);
-  CHECK(in_flight_microbatches(p, 3, 16) == 1);
-  CHECK(in_flight_microbatches(p, 0, 2) == 2);
-  p.pp_schedule = PipelineSchedule::interleaved_1f1b;
-  p.pp_virtual = 2;
-  // 2(P-1) + (v-1)P + 1 = 11 chunk-forwards of half a stage each -> 6 stage-microbatches.
-  CHECK(in_flight_microbatches(p, 0, 16) == 6);
-  p.pp = 1;
-  CHECK(in_flight_microbatches(p, 0, 16) == 1);
-}

@@ -1,5 +1,7 @@
 #include "tests/support/fixtures.hpp"
 
+#include "sim/step_simulation.hpp"
+
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -62,7 +64,7 @@ std::string slurp(const std::string& path) {
 
 LedgerRun run_ledger(const Scenario& s) {
   LedgerRun r{s, build_inventory(s.arch), {}};
-  r.ledger = build_ledger(r.scenario.arch, r.inventory, r.scenario.plan, r.scenario.hardware);
+  r.ledger = scenario_ledger(r.scenario, r.inventory);
   return r;
 }
 
