@@ -5,7 +5,6 @@
 #include <iostream>
 #include <memory>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,7 +18,12 @@
 #include "models/costs/compute_costs.hpp"
 #include "models/common/json_reader.hpp"
 #include "models/common/json_file.hpp"
+#include "models/arch/flops.hpp"
+#include "models/memory/optimizer_layouts.hpp"
+#include "reports/cost_report.hpp"
 #include "reports/output_file.hpp"
+#include "sim/resource_sharing.hpp"
+#include "sim/schedules/param_sync.hpp"
 
 namespace moesim::cli {
 
@@ -39,29 +43,6 @@ double parse_size(const std::string& text, const std::string& option) {
   const double value = std::strtod(m[1].str().c_str(), nullptr) * scale;
   if (!std::isfinite(value)) throw InputError("", option, "\"" + text + "\" is too large");
   return value;
-}
-
-// Four significant digits, but whole numbers of 10^4 and more without an exponent.
-std::string fmt(double v) {
-  if (std::fabs(v) >= 1e4 && std::fabs(v) < 1e15) return std::to_string(std::llround(v));
-  std::ostringstream os;
-  os.precision(4);
-  os << v;
-  return os.str();
-}
-
-std::string fmt_time(double s) {
-  if (s == 0) return "0";
-  if (s < 1e-3) return fmt(s * 1e6) + " us";
-  if (s < 1) return fmt(s * 1e3) + " ms";
-  return fmt(s) + " s";
-}
-
-std::string fmt_bytes(double b) {
-  if (b >= kGiB) return fmt(b / kGiB) + " GiB";
-  if (b >= kMiB) return fmt(b / kMiB) + " MiB";
-  if (b >= kKiB) return fmt(b / kKiB) + " KiB";
-  return fmt(b) + " B";
 }
 
 struct Common {
@@ -88,20 +69,6 @@ void emit(const Common& c, const std::string& text, const nlohmann::json& j) {
   if (!c.json_out.empty()) write_output(c.json_out, json_text(j));
 }
 
-nlohmann::json kernel_json(const KernelTime& t) {
-  return {{"time_us", t.time_s * 1e6}, {"flops", t.flops}, {"hbm_bytes", t.hbm_bytes},
-          {"achieved_TFLOPs", t.achieved_TFLOPs}, {"rate_TFLOPs", t.rate_TFLOPs},
-          {"memory_bound", t.memory_bound}};
-}
-
-std::string kernel_line(const std::string& label, const KernelTime& t) {
-  std::string s = label + ": " + fmt_time(t.time_s);
-  if (t.flops > 0) s += ", " + fmt(t.achieved_TFLOPs) + " TFLOP/s achieved";
-  if (t.rate_TFLOPs > 0) s += " (sustained rate " + fmt(t.rate_TFLOPs) + ")";
-  if (t.memory_bound) s += ", HBM-bound (" + fmt_bytes(t.hbm_bytes) + ")";
-  return s + "\n";
-}
-
 std::string or_default(const std::string& name, std::string_view fallback) {
   return name.empty() ? std::string(fallback) : name;
 }
@@ -121,35 +88,13 @@ int run_collective(const CollectiveArgs& a) {
   req.ranks = a.ranks;
   req.ranks_per_node = a.ranks_per_node;
   req.algorithm = a.algorithm;
-  const CollectiveCost best = model.cost(hw, req);
-  std::ostringstream text;
-  text << name_of(req.kind) << " of " << fmt_bytes(req.bytes) << " over " << req.ranks << " ranks ("
-       << best.nodes << " NVLink domain" << (best.nodes > 1 ? "s" : "") << ") on " << hw.name << ", model "
-       << model.name() << "\n";
-  nlohmann::json alts = nlohmann::json::array();
+  CollectiveQuote quote{hw.name, std::string(model.name()), req, model.cost(hw, req), {}};
   for (const auto& alg : model.algorithms(hw, req)) {
     CollectiveRequest forced = req;
     forced.algorithm = alg;
-    const CollectiveCost c = model.cost(hw, forced);
-    text << (alg == best.algorithm ? "* " : "  ") << alg << ": time " << fmt_time(c.time_s) << " (latency "
-         << fmt_time(c.latency_s) << "), algbw " << fmt(c.algbw_GBps) << " GB/s, busbw " << fmt(c.busbw_GBps)
-         << " GB/s, per rank " << fmt_bytes(c.nvlink_bytes_per_rank) << " NVLink + "
-         << fmt_bytes(c.nic_bytes_per_rank) << " NIC\n";
-    alts.push_back({{"algorithm", alg}, {"time_us", c.time_s * 1e6}, {"busbw_GBps", c.busbw_GBps}});
+    quote.algorithms.push_back(model.cost(hw, forced));
   }
-  if (req.ranks == 1) text << "  group of one: nothing to communicate, time 0\n";
-  const nlohmann::json j = {
-      {"profile", hw.name}, {"model", model.name()},
-      {"request", {{"kind", name_of(req.kind)}, {"bytes", req.bytes}, {"ranks", req.ranks},
-                   {"ranks_per_node", req.ranks_per_node}, {"algorithm", req.algorithm}}},
-      {"result", {{"algorithm", best.algorithm}, {"time_us", best.time_s * 1e6},
-                  {"latency_us", best.latency_s * 1e6}, {"algbw_GBps", best.algbw_GBps},
-                  {"busbw_GBps", best.busbw_GBps}, {"nodes", best.nodes},
-                  {"ranks_per_node", best.ranks_per_node},
-                  {"nvlink_bytes_per_rank", best.nvlink_bytes_per_rank},
-                  {"nic_bytes_per_rank", best.nic_bytes_per_rank}}},
-      {"algorithms", alts}};
-  emit(a.c, text.str(), j);
+  emit(a.c, collective_text(quote), collective_json(quote));
   return 0;
 }
 
@@ -201,7 +146,7 @@ int run_grouped(const GroupedArgs& a) {
   const KernelTime t = model.time(hw, {rows, dbl(a.n), dbl(a.k)});
   double total = 0;
   for (double r : rows) total += r;
-  const std::string head = "grouped GEMM, " + std::to_string(rows.size()) + " experts, " + fmt(total) +
+  const std::string head = "grouped GEMM, " + std::to_string(rows.size()) + " experts, " + significant(total) +
                            " rows, [rows, " + std::to_string(a.k) + "] x [" + std::to_string(a.k) + ", " +
                            std::to_string(a.n) + "] BF16 on " + hw.name;
   nlohmann::json j = {{"profile", hw.name}, {"model", model.name()},
@@ -240,14 +185,34 @@ int run_memory(const MemoryArgs& a) {
   const KernelTime t = model.time(hw, bytes);
   nlohmann::json j = {{"profile", hw.name}, {"model", model.name()}, {"request", {{"bytes", bytes}}},
                       {"result", kernel_json(t)}};
-  emit(a.c, kernel_line("memory-bound kernel moving " + fmt_bytes(bytes) + " on " + hw.name, t), j);
+  emit(a.c, kernel_line("memory-bound kernel moving " + bytes_text(bytes) + " on " + hw.name, t), j);
   return 0;
 }
 }  // namespace
 
+// Every registry of models chosen by name, and how a scenario chooses from it.
+std::vector<ModelFamily> registered_models() {
+  const auto family = [](const auto& registry, std::string choose_with) {
+    return ModelFamily{registry.kind(), std::move(choose_with), registry.entries()};
+  };
+  return {family(gemm_cost_models(), "cost_models.gemm"),
+          family(grouped_gemm_cost_models(), "cost_models.grouped_gemm"),
+          family(attention_cost_models(), "cost_models.attention"),
+          family(memory_bound_cost_models(), "cost_models.memory"),
+          family(collective_models(), "cost_models.collective"),
+          family(resource_sharing_models(), "cost_models.resource_sharing"),
+          family(param_sync_models(), "plan.design: ddp or fsdp"),
+          family(optimizer_layouts(), "plan.optimizer.layout"),
+          family(flop_conventions(), "flop_convention")};
+}
+
 Runner add_cost_command(CLI::App& app) {
-  auto* cost = app.add_subcommand("cost", "price one kernel or collective with the cost models");
-  cost->require_subcommand(1);
+  auto* cost = app.add_subcommand("cost", "price one kernel or collective with the cost models (--list: every registered model)");
+  cost->require_subcommand(0, 1);
+  auto list = std::make_shared<Common>();
+  auto listing = std::make_shared<bool>(false);
+  cost->add_flag("--list", *listing, "list every registered model with its description, and the scenario key that chooses it");
+  cost->add_option("--json", list->json_out, "with --list: also write the list as JSON to FILE ('-' for standard output)");
 
   auto col = std::make_shared<CollectiveArgs>();
   auto* c = add_sub(cost, "collective", "NCCL collective: time, algbw, busbw, algorithm", col->c);
@@ -288,12 +253,17 @@ Runner add_cost_command(CLI::App& app) {
 
   return [=]() -> int {
     if (!cost->parsed()) return -1;
+    if (*listing) {
+      const auto families = registered_models();
+      emit(*list, model_listing(families), model_listing_json(families));
+      return 0;
+    }
     if (c->parsed()) return run_collective(*col);
     if (g->parsed()) return run_gemm(*gemm);
     if (gg->parsed()) return run_grouped(*grp);
     if (at->parsed()) return run_attention(*att);
     if (me->parsed()) return run_memory(*mem);
-    return -1;
+    throw InputError("moesim cost", "", "give a kernel or collective to price (collective, gemm, grouped-gemm, attention, memory) or --list");
   };
 }
 

@@ -13,6 +13,13 @@ namespace {
 
 std::string coll_name(std::size_t k) { return std::string(name_of(static_cast<CollectiveKind>(k))); }
 
+nlohmann::json kind_map(const std::array<double, kTaskKinds>& values, double idle) {
+  nlohmann::json out = nlohmann::json::object();
+  for (std::size_t k = 0; k < kTaskKinds; ++k) out[name_of(static_cast<TaskKind>(k))] = values[k];
+  out["idle"] = idle;
+  return out;
+}
+
 nlohmann::json phase_map(const std::array<double, kPhases>& values) {
   nlohmann::json out = nlohmann::json::object();
   for (std::size_t p = 0; p < kPhases; ++p) out[name_of(static_cast<PhaseTag>(p))] = values[p];
@@ -39,6 +46,20 @@ nlohmann::json memory_by_class(const StageLedger& worst) {
 
 }  // namespace
 
+nlohmann::json cost_models_json(const CostModelChoice& c) {
+  return {{"gemm", c.gemm},
+          {"grouped_gemm", c.grouped_gemm},
+          {"attention", c.attention},
+          {"memory", c.memory},
+          {"collective", c.collective},
+          {"resource_sharing", c.resource_sharing}};
+}
+
+std::string cost_models_text(const CostModelChoice& c) {
+  return "gemm " + c.gemm + ", grouped_gemm " + c.grouped_gemm + ", attention " + c.attention + ", memory " + c.memory +
+         ", collective " + c.collective + ", resource_sharing " + c.resource_sharing;
+}
+
 nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
   const auto& worst = r.ledger.stages[r.ledger.worst_stage];
   nlohmann::json bytes = nlohmann::json::object();
@@ -54,6 +75,7 @@ nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
           {"params_active", r.params_active},
           {"flops_per_token", r.flops.total},
           {"flop_convention", r.flops.convention},
+          {"cost_models", cost_models_json(sc.cost_models)},
           {"world", r.world},
           {"microbatches", r.microbatches},
           {"global_batch_tokens", r.global_tokens},
@@ -63,6 +85,7 @@ nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
           {"mfu_peak_TFLOPs", sc.hardware.gpu.peak_bf16_TFLOPs.value},
           {"exposed_s", phase_map(r.exposed_s)},
           {"idle_s", r.idle_s},
+          {"time_by_kind_s", kind_map(r.exposed_by_kind_s, r.idle_s)},
           {"critical_path_s", phase_map(r.critical_path_s)},
           {"bytes_per_rank", bytes},
           {"in_flight_microbatches", r.in_flight},
@@ -96,6 +119,11 @@ std::string step_table(const Scenario& sc, const StepResult& r) {
        << name_of(static_cast<PhaseTag>(p)) << "\n";
   }
   if (r.idle_s > 0) os << "  " << fmt("%10.2f ms", r.idle_s * 1e3) << "  " << fmt("%5.1f%%", 100 * r.idle_s / r.step_time_s) << "  idle / bubble\n";
+  os << "the same split by kind of task:";
+  for (std::size_t k = 0; k < kTaskKinds; ++k) {
+    os << "  " << name_of(static_cast<TaskKind>(k)) << " " << fmt("%.2f ms", r.exposed_by_kind_s[k] * 1e3);
+  }
+  os << "  idle " << fmt("%.2f ms", r.idle_s * 1e3) << "\n";
   os << "bytes sent per rank per step (NVLink / NIC):\n";
   for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
     if (r.bytes_per_rank[k][0] + r.bytes_per_rank[k][1] == 0) continue;
@@ -108,7 +136,8 @@ std::string step_table(const Scenario& sc, const StepResult& r) {
   os << "         in flight per stage:";
   for (const std::int64_t n : r.in_flight) os << " " << n;
   os << " microbatch(es), from " << r.ledger.in_flight_source << "\n";
-  os << "replay   " << r.tasks << " tasks on " << r.simulated_ranks << " simulated rank(s)\n";
+  os << "replay   " << r.tasks << " tasks on " << r.simulated_ranks << " simulated rank(s); models: " << cost_models_text(sc.cost_models)
+     << "\n";
   return os.str();
 }
 

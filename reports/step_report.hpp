@@ -10,6 +10,10 @@
 
 namespace moesim {
 
+// The models a result was computed with, by kind (the scenario's `cost_models` choice).
+nlohmann::json cost_models_json(const CostModelChoice& choice);
+std::string cost_models_text(const CostModelChoice& choice);
+
 nlohmann::json step_json(const Scenario& scenario, const StepResult& r);
 std::string step_table(const Scenario& scenario, const StepResult& r);
 

@@ -20,7 +20,7 @@ std::string trace_json(const Simulation& sim) {
     const Task& t = g.task(id);
     const double dur = sim.replay.finish[id] - sim.replay.start[id];
     if (dur <= 0) continue;
-    nlohmann::json args = {{"phase", name_of(t.phase)}};
+    nlohmann::json args = {{"phase", name_of(t.phase)}, {"kind", name_of(t.kind)}};
     if (t.microbatch >= 0) args["microbatch"] = t.microbatch;
     if (t.layer >= 0) args["layer"] = t.layer;
     if (is_communication(t.kind)) {

@@ -21,7 +21,12 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
   Simulation sim;
   const Inventory inv = build_inventory(sc.arch);
   sim.step = build_step(sc.arch, inv, sc.plan, costs, options);
-  const auto sharing = resource_sharing_models().get(sc.cost_models.resource_sharing).make(sc.hardware);
+  std::unique_ptr<ResourceSharing> sharing;
+  try {
+    sharing = resource_sharing_models().get(sc.cost_models.resource_sharing).make(sc.hardware);
+  } catch (const UnknownNameError& e) {
+    throw InputError(sc.file, "cost_models.resource_sharing", e.what());
+  }
   sim.replay = replay(sim.step.graph, *sharing);
   const TimelineMetrics tm = measure(sim.step.graph, sim.replay);
 

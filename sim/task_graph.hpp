@@ -11,7 +11,7 @@
 
 #include <boost/graph/adjacency_list.hpp>
 
-#include "models/costs/collective_model.hpp"
+#include "models/costs/cost_types.hpp"
 
 namespace moesim {
 

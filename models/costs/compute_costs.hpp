@@ -8,18 +8,10 @@
 #include <vector>
 
 #include "models/common/registry.hpp"
+#include "models/costs/cost_types.hpp"
 #include "models/hw/hardware_profile.hpp"
 
 namespace moesim {
-
-struct KernelTime {
-  double time_s = 0;           // wall time of the kernel, launch overhead included
-  double flops = 0;            // useful floating-point operations (0 for memory-bound kernels)
-  double hbm_bytes = 0;        // estimated HBM traffic (reads + writes)
-  double achieved_TFLOPs = 0;  // flops / time_s / 1e12
-  double rate_TFLOPs = 0;      // the sustained rate the compute term used (0 if none)
-  bool memory_bound = false;   // the HBM roofline floor set the time
-};
 
 // Piecewise-linear interpolation of a profile table in log(x), clamped to the end values: GEMM
 // efficiency grows roughly with log(rows) between the measured points (report Table 44).
@@ -27,20 +19,6 @@ double interpolate_log_x(const ProfileTable& table, double x);
 
 // Sustained dense BF16 GEMM rate at M = rows, from compute.gemm_bf16_TFLOPs_by_rows.
 double dense_gemm_rate_TFLOPs(const HardwareProfile& hw, double rows);
-
-// C[M,N] = A[M,K] · B[K,N] in BF16.
-struct GemmShape {
-  double m = 0;  // rows of A and C
-  double n = 0;  // columns of B and C
-  double k = 0;  // the reduction dimension
-};
-
-// One grouped GEMM: expert e multiplies rows_per_expert[e] rows by its own [K, N] weight.
-struct GroupedGemmShape {
-  std::span<const double> rows_per_expert;
-  double n = 0;
-  double k = 0;
-};
 
 class GemmCost {
  public:
@@ -56,20 +34,6 @@ class GroupedGemmCost {
   virtual std::string_view name() const = 0;
   virtual std::string_view description() const = 0;  // one line, for `moesim cost --list`
   virtual KernelTime time(const HardwareProfile& hw, const GroupedGemmShape& shape) const = 0;
-};
-
-struct AttentionShape {
-  double sequences = 1;  // sequences in the microbatch
-  double seq_len = 0;    // tokens per sequence
-  double heads = 0;      // query heads
-  double kv_heads = 0;   // key/value heads (GQA); 0 means = heads
-  double head_dim = 0;
-  bool causal = true;
-};
-
-struct AttentionTime {
-  KernelTime forward;
-  KernelTime backward;
 };
 
 class AttentionCost {

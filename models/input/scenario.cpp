@@ -95,6 +95,24 @@ void apply_change(ScenarioInputs& s, const ScenarioChange& c) {
   apply_override(s.doc, o, c.origin);
 }
 
+// Every chosen cost model must be registered (the resource-sharing policy's registry is the
+// engine's: sim checks that name).
+void check_cost_models(const ScenarioInputs& src) {
+  const CostModelChoice& c = src.cost_models;
+  const auto check = [&](const char* key, auto&& lookup) {
+    try {
+      lookup();
+    } catch (const UnknownNameError& e) {
+      throw InputError(src.file, std::string("cost_models.") + key, e.what());
+    }
+  };
+  check("gemm", [&] { gemm_cost_models().get(c.gemm); });
+  check("grouped_gemm", [&] { grouped_gemm_cost_models().get(c.grouped_gemm); });
+  check("attention", [&] { attention_cost_models().get(c.attention); });
+  check("memory", [&] { memory_bound_cost_models().get(c.memory); });
+  check("collective", [&] { collective_models().get(c.collective); });
+}
+
 Scenario parse_composed(const ScenarioInputs& src) {
   Scenario s;
   s.file = src.file;
@@ -191,6 +209,7 @@ Scenario compose(const ScenarioSource& source, const std::vector<ScenarioChange>
     throw InputError(src.file, "flop_convention", e.what());
   }
   try {
+    check_cost_models(src);
     return parse_composed(src);
   } catch (const InputError& e) {
     blame(e, src);

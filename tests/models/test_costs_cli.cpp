@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "tests/support/fixtures.hpp"
@@ -64,4 +65,53 @@ TEST_CASE("moesim cost rejects bad input with exit code 2", "[unit]") {
   CHECK(run("cost grouped-gemm" + profile() + " --experts 4 --tokens 16 --top-k 8 --n 8 --k 8") == 2);
   CHECK(run("cost grouped-gemm" + profile() + " --n 8 --k 8") == 2);
   CHECK(run("cost") == 2);
+}
+
+TEST_CASE("moesim cost --list names every registered model with a description and the key that chooses it", "[unit]") {
+  test::TempDir dir;
+  const std::string out = dir.path("models.json");
+  REQUIRE(run("cost --list --json " + out) == 0);
+  const auto families = nlohmann::json::parse(slurp(out));
+  std::set<std::string> kinds;
+  for (const auto& f : families) {
+    kinds.insert(f["chosen_with"].get<std::string>());
+    CHECK_FALSE(f["models"].empty());
+    for (const auto& m : f["models"]) {
+      INFO(m["name"]);
+      CHECK(m["description"].get<std::string>().size() > 20);
+    }
+  }
+  for (const char* key : {"cost_models.gemm", "cost_models.grouped_gemm", "cost_models.attention", "cost_models.memory",
+                          "cost_models.collective", "cost_models.resource_sharing", "flop_convention", "plan.optimizer.layout"}) {
+    CHECK(kinds.count(key) == 1);
+  }
+  CHECK(run("cost") == 2);  // neither a kernel nor --list
+}
+
+TEST_CASE("A scenario chooses its cost models by name; the step JSON says which were used", "[unit]") {
+  test::TempDir dir;
+  nlohmann::json doc = test::inline_fig8_document("ddp-ep8");
+  doc["cost_models"] = {{"gemm", "table"}, {"collective", "nccl"}, {"resource_sharing", "fair_share"}};
+  const std::string scenario = dir.write("scenario.json", doc.dump());
+  REQUIRE(run("simulate " + scenario + " --json " + dir.path("step.json")) == 0);
+  const auto step = nlohmann::json::parse(slurp(dir.path("step.json")));
+  CHECK(step["cost_models"] == nlohmann::json{{"gemm", "table"}, {"grouped_gemm", "table"}, {"attention", "flash"},
+                                              {"memory", "hbm"}, {"collective", "nccl"}, {"resource_sharing", "fair_share"}});
+  try {
+    load_scenario(scenario, {"cost_models.gemm=roofline"});
+    FAIL("accepted an unknown GEMM model");
+  } catch (const InputError& e) {
+    CHECK(e.file() == "--set");
+    CHECK(e.path() == "cost_models.gemm");
+    CHECK_THAT(e.message(), Catch::Contains("valid: table"));
+  }
+  doc["cost_models"] = {{"gemmm", "table"}};
+  const std::string typo = dir.write("typo.json", doc.dump());
+  try {
+    load_scenario(typo, {});
+    FAIL("accepted an unknown cost model kind");
+  } catch (const InputError& e) {
+    CHECK(e.path() == "cost_models.gemmm");
+  }
+  CHECK(run("simulate " + scenario + " --set cost_models.resource_sharing=max_min") == 2);
 }

@@ -1,0 +1,87 @@
+// The values cost models take and give: kernel shapes and times, collective requests and costs.
+// Plain types, so that reports can render results without seeing any cost model.
+// Collective byte counts follow nccl-tests (NVIDIA/nccl-tests doc/PERFORMANCE.md): `bytes` is the
+// per-rank buffer size —
+//   all_reduce      the buffer (input = output),
+//   all_gather      the OUTPUT (every rank ends with `bytes`; it contributed bytes / ranks),
+//   reduce_scatter  the INPUT (every rank ends with bytes / ranks),
+//   all_to_all      the total send buffer per rank (bytes / ranks to each peer, itself included),
+//   broadcast       the buffer,
+//   send_recv       what each rank sends to its one peer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace moesim {
+
+enum class CollectiveKind : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast };
+inline constexpr std::size_t kCollectiveKinds = static_cast<std::size_t>(CollectiveKind::broadcast) + 1;  // the last one
+
+std::string_view name_of(CollectiveKind k);
+// Throws UnknownNameError listing the valid kinds.
+CollectiveKind parse_collective_kind(std::string_view name);
+const std::vector<CollectiveKind>& all_collective_kinds();
+
+struct CollectiveRequest {
+  CollectiveKind kind = CollectiveKind::all_reduce;
+  double bytes = 0;        // nccl-tests convention above
+  int ranks = 1;           // group size
+  int ranks_per_node = 0;  // group ranks sharing one NVLink domain; 0: min(ranks, domain size)
+  std::string algorithm;   // "" = the fastest available; else forced (error if unavailable)
+};
+
+struct CollectiveCost {
+  std::string algorithm;              // the one used ("none" for a group of one)
+  double time_s = 0;
+  double latency_s = 0;               // the fixed part of time_s
+  double algbw_GBps = 0;              // bytes / time, GB = 1e9
+  double busbw_GBps = 0;              // algbw x busbw_factor
+  double nvlink_bytes_per_rank = 0;   // sent by one rank over NVLink
+  double nic_bytes_per_rank = 0;      // sent by one rank over its NIC rail
+  int nodes = 1;                      // NVLink domains the group spans
+  int ranks_per_node = 1;             // group ranks in each of them (as resolved)
+};
+
+struct KernelTime {
+  double time_s = 0;           // wall time of the kernel, launch overhead included
+  double flops = 0;            // useful floating-point operations (0 for memory-bound kernels)
+  double hbm_bytes = 0;        // estimated HBM traffic (reads + writes)
+  double achieved_TFLOPs = 0;  // flops / time_s / 1e12
+  double rate_TFLOPs = 0;      // the sustained rate the compute term used (0 if none)
+  bool memory_bound = false;   // the HBM roofline floor set the time
+};
+
+// C[M,N] = A[M,K] · B[K,N] in BF16.
+struct GemmShape {
+  double m = 0;  // rows of A and C
+  double n = 0;  // columns of B and C
+  double k = 0;  // the reduction dimension
+};
+
+// One grouped GEMM: expert e multiplies rows_per_expert[e] rows by its own [K, N] weight.
+struct GroupedGemmShape {
+  std::span<const double> rows_per_expert;
+  double n = 0;
+  double k = 0;
+};
+
+struct AttentionShape {
+  double sequences = 1;  // sequences in the microbatch
+  double seq_len = 0;    // tokens per sequence
+  double heads = 0;      // query heads
+  double kv_heads = 0;   // key/value heads (GQA); 0 means = heads
+  double head_dim = 0;
+  bool causal = true;
+};
+
+struct AttentionTime {
+  KernelTime forward;
+  KernelTime backward;
+};
+
+}  // namespace moesim
