@@ -29,11 +29,11 @@ struct Event {
 
 class Engine {
  public:
-  Engine(const TaskGraph& g, const ResourceSharing& sharing) : g_(g), sharing_(sharing) {
+  Engine(const TaskGraph& g, const ResourceSharing& sharing) : graph_(g), sharing_(sharing) {
     const std::size_t n = g.size();
-    r_.start.assign(n, 0);
-    r_.finish.assign(n, 0);
-    r_.cause.assign(n, kNoTask);
+    result_.start.assign(n, 0);
+    result_.finish.assign(n, 0);
+    result_.cause.assign(n, kNoTask);
     pending_.assign(n, 0);
     stream_next_.assign(n, kNoTask);
     const auto slots = static_cast<std::size_t>(g.ranks()) * static_cast<std::size_t>(StreamKind::count);
@@ -63,7 +63,7 @@ class Engine {
   }
 
   ReplayResult run() {
-    for (TaskId id = 0; id < g_.size(); ++id) {
+    for (TaskId id = 0; id < graph_.size(); ++id) {
       if (pending_[id] == 0) became_ready(id, kNoTask);
     }
     flush_starts();
@@ -78,14 +78,14 @@ class Engine {
       done += units_[ev.unit].count;
       flush_starts();
     }
-    if (done != g_.size()) throw std::logic_error("replay stalled: a dependency cycle or an incomplete collective group");
-    return std::move(r_);
+    if (done != graph_.size()) throw std::logic_error("replay stalled: a dependency cycle or an incomplete collective group");
+    return std::move(result_);
   }
 
  private:
   void became_ready(TaskId id, TaskId cause) {
-    r_.cause[id] = cause;
-    const auto group = g_.task(id).group;
+    result_.cause[id] = cause;
+    const auto group = graph_.task(id).group;
     if (group == kNoGroup) {
       to_start_.push_back({id, false});
       return;
@@ -103,13 +103,13 @@ class Engine {
       if (is_group) members_.insert(members_.end(), group_members_[what].begin(), group_members_[what].end());
       else members_.push_back(what);
       u.count = static_cast<std::uint32_t>(members_.size()) - u.first;
-      const Task& t0 = g_.task(members_[u.first]);
+      const Task& t0 = graph_.task(members_[u.first]);
       u.demand.communication = is_communication(t0.kind);
       u.demand.link = t0.link_bytes[static_cast<std::size_t>(LinkClass::nic)] > 0 ? LinkClass::nic : LinkClass::nvlink;
       for (TaskId m : members(u)) {
-        u.remaining = std::max(u.remaining, g_.task(m).work_s);
-        r_.start[m] = now_;
-        const std::uint32_t rank = g_.task(m).rank;
+        u.remaining = std::max(u.remaining, graph_.task(m).work_s);
+        result_.start[m] = now_;
+        const std::uint32_t rank = graph_.task(m).rank;
         running_[rank].push_back(uid);
         count(mix_[rank], u.demand) += 1;
         touched_.push_back(rank);
@@ -134,9 +134,9 @@ class Engine {
     Unit& u = units_[uid];
     touched_.clear();
     for (TaskId m : members(u)) {
-      r_.finish[m] = now_;
-      if (now_ >= r_.makespan) { r_.makespan = now_; r_.last = m; }
-      const std::uint32_t rank = g_.task(m).rank;
+      result_.finish[m] = now_;
+      if (now_ >= result_.makespan) { result_.makespan = now_; result_.last = m; }
+      const std::uint32_t rank = graph_.task(m).rank;
       auto& list = running_[rank];
       list.erase(std::find(list.begin(), list.end(), uid));
       count(mix_[rank], u.demand) -= 1;
@@ -144,7 +144,7 @@ class Engine {
     }
     u.version = std::numeric_limits<std::uint32_t>::max();
     for (TaskId m : members(u)) {
-      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(m), g_.dag()); e != end; ++e) release(static_cast<TaskId>(boost::target(*e, g_.dag())), m);
+      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(m), graph_.dag()); e != end; ++e) release(static_cast<TaskId>(boost::target(*e, graph_.dag())), m);
       if (stream_next_[m] != kNoTask) release(stream_next_[m], m);
     }
     rerate(touched_);
@@ -169,7 +169,7 @@ class Engine {
     for (auto uid : units) {
       Unit& u = units_[uid];
       double rate = std::numeric_limits<double>::infinity();
-      for (TaskId m : members(u)) rate = std::min(rate, sharing_.rate(mix_[g_.task(m).rank], u.demand));
+      for (TaskId m : members(u)) rate = std::min(rate, sharing_.rate(mix_[graph_.task(m).rank], u.demand));
       if (u.rate > 0) u.remaining = std::max(0.0, u.remaining - (now_ - u.updated) * u.rate);
       if (rate == u.rate && u.version != 0) {
         u.updated = now_;
@@ -182,9 +182,9 @@ class Engine {
     }
   }
 
-  const TaskGraph& g_;
+  const TaskGraph& graph_;
   const ResourceSharing& sharing_;
-  ReplayResult r_;
+  ReplayResult result_;
   std::vector<std::uint32_t> pending_;
   std::vector<TaskId> stream_next_;
   std::vector<std::vector<TaskId>> group_members_;

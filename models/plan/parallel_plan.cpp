@@ -165,20 +165,21 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
   if (p.design == Design::fsdp && p.fsdp_shard != 0 && p.dp() % p.fsdp_shard != 0) {
     fail("fsdp.shard_degree", "shard degree " + s(p.fsdp_shard) + " does not divide the DP degree " + s(p.dp()));
   }
-  const std::int64_t mb_tokens = p.microbatch_sequences * a.sequence_length;
-  const std::int64_t step_tokens_per_mb = mb_tokens * p.dp();
+  const BatchShape shape = batch_shape(p, a);
+  const std::int64_t step_tokens_per_mb = shape.microbatch_tokens * p.dp();
   if (p.global_batch_tokens < step_tokens_per_mb) {
-    fail("batch.global_batch_tokens", "global batch " + s(p.global_batch_tokens) + " tokens is smaller than one microbatch on every DP rank (" +
-                                                s(mb_tokens) + " x DP " + s(p.dp()) + " = " + s(step_tokens_per_mb) + ")");
+    fail("batch.global_batch_tokens", "global batch " + s(p.global_batch_tokens) +
+                                          " tokens is smaller than one microbatch on every DP rank (" +
+                                          s(shape.microbatch_tokens) + " x DP " + s(p.dp()) + " = " +
+                                          s(step_tokens_per_mb) + ")");
   }
-  if (p.pp_schedule == PipelineSchedule::interleaved_1f1b && p.pp > 1 &&
-      (p.global_batch_tokens / step_tokens_per_mb) % p.pp != 0) {
-    fail("batch.global_batch_tokens", "interleaved 1F1B needs the microbatch count (" +
-                                          s(p.global_batch_tokens / step_tokens_per_mb) +
+  if (p.pp_schedule == PipelineSchedule::interleaved_1f1b && p.pp > 1 && shape.microbatches % p.pp != 0) {
+    fail("batch.global_batch_tokens", "interleaved 1F1B needs the microbatch count (" + s(shape.microbatches) +
                                           ") to be a multiple of the PP degree " + s(p.pp));
   }
   if (p.global_batch_tokens % step_tokens_per_mb != 0) {
-    fail("batch.global_batch_tokens", "global batch " + s(p.global_batch_tokens) + " is not a multiple of microbatch tokens x DP = " + s(step_tokens_per_mb));
+    fail("batch.global_batch_tokens", "global batch " + s(p.global_batch_tokens) +
+                                          " is not a multiple of microbatch tokens x DP = " + s(step_tokens_per_mb));
   }
 }
 
