@@ -37,8 +37,9 @@ Runner add_bench_command(CLI::App& app) {
       ranks = sim.result.simulated_ranks;
     }
     std::sort(ms.begin(), ms.end());
-    std::printf("%s: %zu tasks on %zu simulated rank(s); per simulation: median %.3f ms, min %.3f ms, max %.3f ms (%d runs)\n",
-                s.name.c_str(), tasks, ranks, ms[ms.size() / 2], ms.front(), ms.back(), args->repeat);
+    std::printf(
+        "%s: %zu tasks on %zu simulated rank(s); per simulation: median %.3f ms, min %.3f ms, max %.3f ms (%d runs)\n",
+        s.name.c_str(), tasks, ranks, ms[ms.size() / 2], ms.front(), ms.back(), args->repeat);
     return 0;
   };
 }

@@ -12,13 +12,13 @@
 
 #include "cli/commands.hpp"
 #include "cli/listing.hpp"
+#include "models/arch/flops.hpp"
 #include "models/common/errors.hpp"
+#include "models/common/json_file.hpp"
+#include "models/common/json_reader.hpp"
 #include "models/common/units.hpp"
 #include "models/costs/collective_model.hpp"
 #include "models/costs/compute_costs.hpp"
-#include "models/common/json_reader.hpp"
-#include "models/common/json_file.hpp"
-#include "models/arch/flops.hpp"
 #include "models/memory/optimizer_layouts.hpp"
 #include "reports/cost_report.hpp"
 #include "reports/output_file.hpp"
@@ -37,9 +37,15 @@ double parse_size(const std::string& text, const std::string& option) {
     throw InputError("", option, "\"" + text + "\" is not a size; use bytes or a unit: 4096, 256MiB, 1GiB, 2GB");
   }
   const std::string unit = m[3].str();
-  const double scale = unit == "KiB" ? kKiB : unit == "MiB" ? kMiB : unit == "GiB" ? kGiB
-                       : unit == "TiB" ? kGiB * 1024 : unit == "KB" ? 1e3 : unit == "MB" ? 1e6
-                       : unit == "GB" ? 1e9 : unit == "TB" ? 1e12 : 1.0;
+  const double scale = unit == "KiB"   ? kKiB
+                       : unit == "MiB" ? kMiB
+                       : unit == "GiB" ? kGiB
+                       : unit == "TiB" ? kGiB * 1024
+                       : unit == "KB"  ? 1e3
+                       : unit == "MB"  ? 1e6
+                       : unit == "GB"  ? 1e9
+                       : unit == "TB"  ? 1e12
+                                       : 1.0;
   const double value = std::strtod(m[1].str().c_str(), nullptr) * scale;
   if (!std::isfinite(value)) throw InputError("", option, "\"" + text + "\" is too large");
   return value;
@@ -124,10 +130,12 @@ int run_gemm(const GemmArgs& a) {
   const HardwareProfile hw = load_profile(a.c.profile);
   const GemmCost& model = gemm_cost_models().get(or_default(a.c.model, kDefaultGemmCost));
   const KernelTime t = model.time(hw, {dbl(a.m), dbl(a.n), dbl(a.k)});
-  const std::string head = "GEMM [" + std::to_string(a.m) + ", " + std::to_string(a.k) + "] x [" +
-                           std::to_string(a.k) + ", " + std::to_string(a.n) + "] BF16 on " + hw.name;
-  nlohmann::json j = {{"profile", hw.name}, {"model", model.name()},
-                      {"request", {{"m", a.m}, {"n", a.n}, {"k", a.k}}}, {"result", kernel_json(t)}};
+  const std::string head = "GEMM [" + std::to_string(a.m) + ", " + std::to_string(a.k) + "] x [" + std::to_string(a.k) +
+                           ", " + std::to_string(a.n) + "] BF16 on " + hw.name;
+  nlohmann::json j = {{"profile", hw.name},
+                      {"model", model.name()},
+                      {"request", {{"m", a.m}, {"n", a.n}, {"k", a.k}}},
+                      {"result", kernel_json(t)}};
   emit(a.c, kernel_line(head, t), j);
   return 0;
 }
@@ -149,7 +157,8 @@ int run_grouped(const GroupedArgs& a) {
   const std::string head = "grouped GEMM, " + std::to_string(rows.size()) + " experts, " + significant(total) +
                            " rows, [rows, " + std::to_string(a.k) + "] x [" + std::to_string(a.k) + ", " +
                            std::to_string(a.n) + "] BF16 on " + hw.name;
-  nlohmann::json j = {{"profile", hw.name}, {"model", model.name()},
+  nlohmann::json j = {{"profile", hw.name},
+                      {"model", model.name()},
                       {"request", {{"rows_per_expert", rows}, {"n", a.n}, {"k", a.k}}},
                       {"result", kernel_json(t)}};
   emit(a.c, kernel_line(head, t), j);
@@ -170,9 +179,15 @@ int run_attention(const AttentionArgs& a) {
   const std::string head = std::string(s.causal ? "causal" : "full") + " flash attention, " +
                            std::to_string(a.sequences) + " x " + std::to_string(a.seq_len) + " tokens, " +
                            std::to_string(a.heads) + " heads x " + std::to_string(a.head_dim) + " on " + hw.name;
-  nlohmann::json j = {{"profile", hw.name}, {"model", model.name()},
-                      {"request", {{"sequences", a.sequences}, {"seq_len", a.seq_len}, {"heads", a.heads},
-                                   {"kv_heads", a.kv_heads}, {"head_dim", a.head_dim}, {"causal", s.causal}}},
+  nlohmann::json j = {{"profile", hw.name},
+                      {"model", model.name()},
+                      {"request",
+                       {{"sequences", a.sequences},
+                        {"seq_len", a.seq_len},
+                        {"heads", a.heads},
+                        {"kv_heads", a.kv_heads},
+                        {"head_dim", a.head_dim},
+                        {"causal", s.causal}}},
                       {"result", {{"forward", kernel_json(t.forward)}, {"backward", kernel_json(t.backward)}}}};
   emit(a.c, head + "\n" + kernel_line("  forward", t.forward) + kernel_line("  backward", t.backward), j);
   return 0;
@@ -183,8 +198,8 @@ int run_memory(const MemoryArgs& a) {
   const MemoryBoundCost& model = memory_bound_cost_models().get(or_default(a.c.model, kDefaultMemoryBoundCost));
   const double bytes = parse_size(a.bytes, "--bytes");
   const KernelTime t = model.time(hw, bytes);
-  nlohmann::json j = {{"profile", hw.name}, {"model", model.name()}, {"request", {{"bytes", bytes}}},
-                      {"result", kernel_json(t)}};
+  nlohmann::json j = {
+      {"profile", hw.name}, {"model", model.name()}, {"request", {{"bytes", bytes}}}, {"result", kernel_json(t)}};
   emit(a.c, kernel_line("memory-bound kernel moving " + bytes_text(bytes) + " on " + hw.name, t), j);
   return 0;
 }
@@ -207,12 +222,15 @@ std::vector<ModelFamily> registered_models() {
 }
 
 Runner add_cost_command(CLI::App& app) {
-  auto* cost = app.add_subcommand("cost", "price one kernel or collective with the cost models (--list: every registered model)");
+  auto* cost = app.add_subcommand(
+      "cost", "price one kernel or collective with the cost models (--list: every registered model)");
   cost->require_subcommand(0, 1);
   auto list = std::make_shared<Common>();
   auto listing = std::make_shared<bool>(false);
-  cost->add_flag("--list", *listing, "list every registered model with its description, and the scenario key that chooses it");
-  cost->add_option("--json", list->json_out, "with --list: also write the list as JSON to FILE ('-' for standard output)");
+  cost->add_flag("--list", *listing,
+                 "list every registered model with its description, and the scenario key that chooses it");
+  cost->add_option("--json", list->json_out,
+                   "with --list: also write the list as JSON to FILE ('-' for standard output)");
 
   auto col = std::make_shared<CollectiveArgs>();
   auto* c = add_sub(cost, "collective", "NCCL collective: time, algbw, busbw, algorithm", col->c);
@@ -263,7 +281,9 @@ Runner add_cost_command(CLI::App& app) {
     if (gg->parsed()) return run_grouped(*grp);
     if (at->parsed()) return run_attention(*att);
     if (me->parsed()) return run_memory(*mem);
-    throw InputError("moesim cost", "", "give a kernel or collective to price (collective, gemm, grouped-gemm, attention, memory) or --list");
+    throw InputError(
+        "moesim cost", "",
+        "give a kernel or collective to price (collective, gemm, grouped-gemm, attention, memory) or --list");
   };
 }
 

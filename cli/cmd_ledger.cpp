@@ -10,8 +10,8 @@
 #include "models/arch/inventory.hpp"
 #include "models/input/scenario.hpp"
 #include "models/memory/ledger.hpp"
-#include "reports/output_file.hpp"
 #include "reports/ledger_report.hpp"
+#include "reports/output_file.hpp"
 #include "sim/step_simulation.hpp"
 
 namespace moesim::cli {
@@ -25,7 +25,8 @@ struct ScenarioArgs {
 
 void add_scenario_args(CLI::App* sub, ScenarioArgs& a) {
   sub->add_option("scenario", a.scenario, "scenario JSON file")->required();
-  sub->add_option("--set", a.sets, "override a scenario field: PATH=VALUE (repeatable), e.g. architecture.moe.num_experts=64");
+  sub->add_option("--set", a.sets,
+                  "override a scenario field: PATH=VALUE (repeatable), e.g. architecture.moe.num_experts=64");
   sub->add_option("--json", a.json_out, "also write the result as JSON to FILE ('-' for standard output)");
 }
 }  // namespace

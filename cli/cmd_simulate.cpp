@@ -19,7 +19,8 @@ Runner add_simulate_command(CLI::App& app) {
     bool all_ranks = false;
   };
   auto args = std::make_shared<Args>();
-  auto* sub = app.add_subcommand("simulate", "replay one training step: step time, tokens/s/GPU, MFU, exposed phases, memory");
+  auto* sub =
+      app.add_subcommand("simulate", "replay one training step: step time, tokens/s/GPU, MFU, exposed phases, memory");
   sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
   sub->add_option("--set", args->sets, "override a scenario field: PATH=VALUE (repeatable)");
   sub->add_option("--json", args->json_out, "write the result as JSON to FILE ('-' for standard output)");

@@ -11,8 +11,8 @@
 #include "cli/mpi_world.hpp"
 #include "cli/progress.hpp"
 #include "models/input/scenario.hpp"
-#include "reports/output_file.hpp"
 #include "reports/html_report.hpp"
+#include "reports/output_file.hpp"
 #include "reports/sweep_report.hpp"
 #include "reports/trace_writer.hpp"
 #include "studies/compare.hpp"
@@ -25,13 +25,15 @@ struct OutputArgs {
 };
 
 std::ostream& listing_for(const OutputArgs& o, const std::string& trace_out = "") {
-  return listing_stream({{"--json", &o.json_out}, {"--csv", &o.csv_out}, {"--html", &o.html_out}, {"--trace", &trace_out}});
+  return listing_stream(
+      {{"--json", &o.json_out}, {"--csv", &o.csv_out}, {"--html", &o.html_out}, {"--trace", &trace_out}});
 }
 
 void add_outputs(CLI::App* sub, OutputArgs& o) {
   sub->add_option("--json", o.json_out, "write the JSON document to FILE ('-' for standard output)");
   sub->add_option("--csv", o.csv_out, "write one CSV row per point to FILE ('-' for standard output)");
-  sub->add_option("--html", o.html_out, "write a self-contained HTML page with plots to FILE ('-' for standard output)");
+  sub->add_option("--html", o.html_out,
+                  "write a self-contained HTML page with plots to FILE ('-' for standard output)");
 }
 
 int default_jobs() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
@@ -49,9 +51,11 @@ Runner add_sweep_command(CLI::App& app) {
   auto* sub = app.add_subcommand("sweep", "simulate the Cartesian product of the scenario's (and --vary) axes");
   sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
   sub->add_option("--set", args->sets, "override a scenario field for every point: PATH=VALUE (repeatable)");
-  sub->add_option("--vary", args->vary, "an axis: PATH=V1,V2,... or PATH=A..B (doubling) or A..B+S; sizes like 128Ki, 4Mi (repeatable)");
+  sub->add_option("--vary", args->vary,
+                  "an axis: PATH=V1,V2,... or PATH=A..B (doubling) or A..B+S; sizes like 128Ki, 4Mi (repeatable)");
   sub->add_option("-j,--jobs", args->jobs, "threads (default: all cores)")->check(CLI::Range(1, 4096));
-  sub->add_option("--trace-point", args->trace_point, "index of the point to write a Perfetto trace for (with --trace)");
+  sub->add_option("--trace-point", args->trace_point,
+                  "index of the point to write a Perfetto trace for (with --trace)");
   sub->add_option("--trace", args->trace_out, "trace file for --trace-point");
   add_outputs(sub, args->out);
   return [sub, args]() -> int {
@@ -63,11 +67,13 @@ Runner add_sweep_command(CLI::App& app) {
     for (const auto& v : args->vary) spec.axes.push_back(parse_axis(v));
     const auto points = expand_points(source, spec);
     if (args->trace_point >= static_cast<int>(points.size())) {
-      throw InputError("--trace-point", std::to_string(args->trace_point), "no such point; the sweep has " + std::to_string(points.size()));
+      throw InputError("--trace-point", std::to_string(args->trace_point),
+                       "no such point; the sweep has " + std::to_string(points.size()));
     }
     // Under MPI each rank takes a contiguous slice; rank 0 writes the one report.
     const MpiWorld world;
-    const std::size_t n = points.size(), size = static_cast<std::size_t>(world.size()), rank = static_cast<std::size_t>(world.rank());
+    const std::size_t n = points.size(), size = static_cast<std::size_t>(world.size()),
+                      rank = static_cast<std::size_t>(world.rank());
     const std::size_t first = rank * (n / size) + std::min(rank, n % size);
     const std::size_t count = n / size + (rank < n % size ? 1 : 0);
     Progress progress(world.size() > 1 ? "sweep (rank " + std::to_string(rank) + ")" : "sweep", count);
@@ -103,9 +109,12 @@ Runner add_compare_command(CLI::App& app) {
     OutputArgs out;
   };
   auto args = std::make_shared<Args>();
-  auto* sub = app.add_subcommand("compare", "designs side by side, with batch crossovers and expert-count memory walls");
+  auto* sub =
+      app.add_subcommand("compare", "designs side by side, with batch crossovers and expert-count memory walls");
   sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
-  sub->add_option("--design", args->designs, "fsdp, ddp, ddp+ep8, ddp+ep8+pp4, fsdp+hsdp8, ddp+nodistopt ... (repeatable; default: the scenario's compare.designs)");
+  sub->add_option("--design", args->designs,
+                  "fsdp, ddp, ddp+ep8, ddp+ep8+pp4, fsdp+hsdp8, ddp+nodistopt ... (repeatable; default: the scenario's "
+                  "compare.designs)");
   sub->add_option("--set", args->sets, "override a scenario field: PATH=VALUE (repeatable)");
   sub->add_option("-j,--jobs", args->jobs, "threads (default: all cores)")->check(CLI::Range(1, 4096));
   add_outputs(sub, args->out);
@@ -115,7 +124,9 @@ Runner add_compare_command(CLI::App& app) {
     const ScenarioSource source = read_scenario(args->scenario, args->sets);
     const Scenario base = compose(source);
     const std::vector<std::string> designs = args->designs.empty() ? source.compare.designs : args->designs;
-    if (designs.empty()) throw InputError("--design", "", "no designs: give --design at least once or a compare.designs list in the scenario");
+    if (designs.empty())
+      throw InputError("--design", "",
+                       "no designs: give --design at least once or a compare.designs list in the scenario");
     const CompareResult result = compare_designs(source, designs, args->jobs);
     listing << compare_table(result);
     const nlohmann::json doc = compare_json(base.name, result);

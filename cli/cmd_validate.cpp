@@ -21,18 +21,24 @@ Runner add_validate_command(CLI::App& app) {
   auto* sub = app.add_subcommand("validate", "simulate validation datasets and compare with published measurements");
   sub->add_option("datasets", args->datasets, "dataset files (default: scenarios/validation/seed.json)");
   sub->add_option("--json", args->json_out, "write the report as JSON to FILE ('-' for standard output)");
-  sub->add_option("--set", args->sets, "override a field in every record's scenario (sensitivity studies), e.g. hardware.interference.compute_slowdown_with_comm.value=0.3");
-  sub->add_option("--sensitivity", args->sensitivity,
-                  "instead of one report, scale every assumed number of the hardware profile by 1 -+ FRACTION and print a table")
+  sub->add_option("--set", args->sets,
+                  "override a field in every record's scenario (sensitivity studies), e.g. "
+                  "hardware.interference.compute_slowdown_with_comm.value=0.3");
+  sub->add_option(
+         "--sensitivity", args->sensitivity,
+         "instead of one report, scale every assumed number of the hardware profile by 1 -+ FRACTION and print a table")
       ->check(CLI::Range(0.0, 0.9));
-  sub->add_option("--sensitivity-scenario", args->sensitivity_scenario, "scenario whose hardware profile lists the assumptions");
+  sub->add_option("--sensitivity-scenario", args->sensitivity_scenario,
+                  "scenario whose hardware profile lists the assumptions");
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;
     std::ostream& listing = listing_stream({{"--json", &args->json_out}});
     std::vector<std::string> datasets = args->datasets;
     if (datasets.empty()) datasets.push_back("scenarios/validation/seed.json");
     if (args->sensitivity > 0) {
-      for (const auto& file : datasets) std::cout << sensitivity_table(sensitivity(file, args->sensitivity_scenario, args->sensitivity), args->sensitivity);
+      for (const auto& file : datasets)
+        std::cout << sensitivity_table(sensitivity(file, args->sensitivity_scenario, args->sensitivity),
+                                       args->sensitivity);
       return 0;
     }
     nlohmann::json all = nlohmann::json::array();

@@ -19,8 +19,9 @@ inline std::ostream& listing_stream(std::initializer_list<std::pair<const char*,
   for (const auto& [option, path] : outputs) {
     if (*path != "-") continue;
     if (to_stdout != nullptr) {
-      throw InputError(option, "", std::string("'-' (standard output) is already taken by ") + to_stdout +
-                                       "; at most one output may be '-'");
+      throw InputError(
+          option, "",
+          std::string("'-' (standard output) is already taken by ") + to_stdout + "; at most one output may be '-'");
     }
     to_stdout = option;
   }

@@ -36,16 +36,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "moesim 0.1.0");
   std::vector<moesim::cli::Runner> runners = {
-      moesim::cli::add_ledger_command(app),
-      moesim::cli::add_inventory_command(app),
-      moesim::cli::add_simulate_command(app),
-      moesim::cli::add_bench_command(app),
-      moesim::cli::add_sweep_command(app),
-      moesim::cli::add_compare_command(app),
-      moesim::cli::add_validate_command(app),
-      moesim::cli::add_cost_command(app),
-      moesim::cli::add_fit_command(app),
-      moesim::cli::add_import_command(app),
+      moesim::cli::add_ledger_command(app),   moesim::cli::add_inventory_command(app),
+      moesim::cli::add_simulate_command(app), moesim::cli::add_bench_command(app),
+      moesim::cli::add_sweep_command(app),    moesim::cli::add_compare_command(app),
+      moesim::cli::add_validate_command(app), moesim::cli::add_cost_command(app),
+      moesim::cli::add_fit_command(app),      moesim::cli::add_import_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -10,9 +10,7 @@ namespace moesim::cli {
 
 namespace {
 // Set by OpenMPI's and MPICH/PMI launchers; without one, the sweep stays a single process.
-bool launched_by_mpi() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr;
-}
+bool launched_by_mpi() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr; }
 }  // namespace
 
 MpiWorld::MpiWorld() {
@@ -46,7 +44,9 @@ std::vector<std::string> MpiWorld::gather(const std::string& mine) const {
   MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
   std::vector<std::string> out;
   if (rank_ == 0) {
-    for (int r = 0; r < size_; ++r) out.push_back(all.substr(static_cast<std::size_t>(offsets[static_cast<std::size_t>(r)]), static_cast<std::size_t>(lengths[static_cast<std::size_t>(r)])));
+    for (int r = 0; r < size_; ++r)
+      out.push_back(all.substr(static_cast<std::size_t>(offsets[static_cast<std::size_t>(r)]),
+                               static_cast<std::size_t>(lengths[static_cast<std::size_t>(r)])));
   }
   return out;
 #else

@@ -21,8 +21,9 @@ class Progress {
     if (tty_) {
       constexpr int kWidth = 30;
       const int filled = static_cast<int>(kWidth * static_cast<double>(done) / static_cast<double>(total));
-      std::fprintf(stderr, "\r%s [%s%s] %zu/%zu  %.1fs elapsed, ETA %.1fs ", what_.c_str(), std::string(filled, '#').c_str(),
-                   std::string(kWidth - filled, '.').c_str(), done, total, elapsed, eta);
+      std::fprintf(stderr, "\r%s [%s%s] %zu/%zu  %.1fs elapsed, ETA %.1fs ", what_.c_str(),
+                   std::string(filled, '#').c_str(), std::string(kWidth - filled, '.').c_str(), done, total, elapsed,
+                   eta);
     } else if (total >= 100 && done % (total / 10) == 0 && done < total) {
       std::fprintf(stderr, "%s: %zu/%zu points, %.1fs elapsed, ETA %.1fs\n", what_.c_str(), done, total, elapsed, eta);
     }

@@ -18,9 +18,9 @@
 #include "models/arch/inventory.hpp"
 #include "models/input/scenario.hpp"
 #include "models/memory/ledger.hpp"
+#include "reports/output_file.hpp"
 #include "sim/step_builder.hpp"
 #include "sim/step_simulation.hpp"
-#include "reports/output_file.hpp"
 #include "studies/sweep.hpp"
 
 namespace moesim::fuzz {
@@ -67,7 +67,8 @@ void exercise(const Scenario& s) {
   flop_conventions().get(s.flop_convention).per_token(s.arch, inv);
   scenario_ledger(s, inv);
   const BatchShape shape = batch_shape(s.plan, s.arch);
-  const double simulated_ranks = static_cast<double>(s.plan.pp * simulated_ranks_per_stage(s.arch, s.plan, SimOptions{}));
+  const double simulated_ranks =
+      static_cast<double>(s.plan.pp * simulated_ranks_per_stage(s.arch, s.plan, SimOptions{}));
   const double work = static_cast<double>(s.arch.num_layers) * static_cast<double>(shape.microbatches) *
                       static_cast<double>(std::max<std::int64_t>(1, s.plan.pp_virtual)) * simulated_ranks;
   if (work > kMaxReplayWork) return;
@@ -107,12 +108,15 @@ bool finite_nonneg(double v) { return std::isfinite(v) && v >= 0; }
 
 std::string step_output_problem(const StepResult& r) {
   if (!(std::isfinite(r.step_time_s) && r.step_time_s > 0)) return "step time not finite and positive";
-  if (!(std::isfinite(r.tokens_per_s_per_gpu) && r.tokens_per_s_per_gpu > 0)) return "tokens/s/GPU not finite and positive";
+  if (!(std::isfinite(r.tokens_per_s_per_gpu) && r.tokens_per_s_per_gpu > 0))
+    return "tokens/s/GPU not finite and positive";
   if (!(std::isfinite(r.mfu) && r.mfu > 0 && r.mfu <= 1)) return "MFU outside (0, 1]: " + std::to_string(r.mfu);
-  for (double v : r.exposed_s) if (!finite_nonneg(v)) return "exposed time not finite";
+  for (double v : r.exposed_s)
+    if (!finite_nonneg(v)) return "exposed time not finite";
   if (!finite_nonneg(r.idle_s)) return "idle time not finite";
   for (const auto& by_link : r.bytes_per_rank)
-    for (double v : by_link) if (!finite_nonneg(v)) return "bytes per rank not finite";
+    for (double v : by_link)
+      if (!finite_nonneg(v)) return "bytes per rank not finite";
   if (!(r.dropped_fraction >= 0 && r.dropped_fraction <= 1)) return "dropped fraction outside [0, 1]";
   if (r.ledger.stages.empty()) return "no memory ledger";
   for (const auto& st : r.ledger.stages) {
@@ -125,9 +129,8 @@ std::string step_output_problem(const StepResult& r) {
 void scenario_input(std::string_view data) {
   // Placed beside the Figure 8 scenarios so that their relative section paths resolve.
   const std::string file = kSource + "/scenarios/fig8/fuzz-input.json";
-  refused_or_accepted([&] {
-    exercise(compose(read_scenario_document(parse_json_text(std::string(data), file), file, {})));
-  });
+  refused_or_accepted(
+      [&] { exercise(compose(read_scenario_document(parse_json_text(std::string(data), file), file, {}))); });
 }
 
 void profile_input(std::string_view data) {
@@ -158,17 +161,17 @@ void overrides_input(std::string_view data) {
     const std::size_t first_points = std::min<std::size_t>(points.size(), 2);
     const SweepResult r = run_points(source, points, 0, first_points, 1, nullptr);
     for (const auto& p : r.points) {
-      if (p.ok) check_step(*p.result);
-      else if (p.error.empty()) finding("sweep point refused without a reason");
+      if (p.ok)
+        check_step(*p.result);
+      else if (p.error.empty())
+        finding("sweep point refused without a reason");
     }
   });
 }
 
 void measurements_input(std::string_view data) {
   const std::string file = scratch_file("measurements.json", data);
-  refused_or_accepted([&] {
-    fit::format_fit_table(fit::fit_profile({file}, kBaseProfile, fit::FitOptions{}));
-  });
+  refused_or_accepted([&] { fit::format_fit_table(fit::fit_profile({file}, kBaseProfile, fit::FitOptions{})); });
 }
 
 void nccl_tests_input(std::string_view data) {
@@ -193,9 +196,8 @@ void plan_space_input(std::string_view data) {
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {
-      {"scenario", scenario_input},         {"profile", profile_input},
-      {"overrides", overrides_input},       {"measurements", measurements_input},
-      {"nccl_tests", nccl_tests_input},     {"plan_space", plan_space_input},
+      {"scenario", scenario_input},         {"profile", profile_input},       {"overrides", overrides_input},
+      {"measurements", measurements_input}, {"nccl_tests", nccl_tests_input}, {"plan_space", plan_space_input},
   };
   return all;
 }

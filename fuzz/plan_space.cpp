@@ -65,7 +65,8 @@ std::vector<std::string> plan_space_overrides(std::string_view data) {
   s.push_back(set("plan.ddp.grad_sync", in.pick<const char*>({"all_reduce", "reduce_scatter"})));
   s.push_back(set("plan.ddp.distributed_optimizer", in.pick<const char*>({"true", "false"})));
   s.push_back(set("plan.optimizer.type", in.pick<const char*>({"adamw", "muon", "sgd"})));
-  s.push_back(set("plan.optimizer.layout", in.pick<const char*>({"per_tensor", "concat_then_shard", "same_param_count"})));
+  s.push_back(
+      set("plan.optimizer.layout", in.pick<const char*>({"per_tensor", "concat_then_shard", "same_param_count"})));
   return s;
 }
 

@@ -31,8 +31,9 @@ std::string bytes_text(double b) {
 }
 
 nlohmann::json kernel_json(const KernelTime& t) {
-  return {{"time_us", t.time_s * 1e6}, {"flops", t.flops}, {"hbm_bytes", t.hbm_bytes},
-          {"achieved_TFLOPs", t.achieved_TFLOPs}, {"rate_TFLOPs", t.rate_TFLOPs}, {"memory_bound", t.memory_bound}};
+  return {{"time_us", t.time_s * 1e6},    {"flops", t.flops},
+          {"hbm_bytes", t.hbm_bytes},     {"achieved_TFLOPs", t.achieved_TFLOPs},
+          {"rate_TFLOPs", t.rate_TFLOPs}, {"memory_bound", t.memory_bound}};
 }
 
 std::string kernel_line(const std::string& label, const KernelTime& t) {
@@ -46,13 +47,13 @@ std::string kernel_line(const std::string& label, const KernelTime& t) {
 std::string collective_text(const CollectiveQuote& q) {
   std::ostringstream text;
   text << name_of(q.request.kind) << " of " << bytes_text(q.request.bytes) << " over " << q.request.ranks << " ranks ("
-       << q.best.nodes << " NVLink domain" << (q.best.nodes > 1 ? "s" : "") << ") on " << q.profile << ", model " << q.model
-       << "\n";
+       << q.best.nodes << " NVLink domain" << (q.best.nodes > 1 ? "s" : "") << ") on " << q.profile << ", model "
+       << q.model << "\n";
   for (const auto& c : q.algorithms) {
-    text << (c.algorithm == q.best.algorithm ? "* " : "  ") << c.algorithm << ": time " << time_text(c.time_s) << " (latency "
-         << time_text(c.latency_s) << "), algbw " << significant(c.algbw_GBps) << " GB/s, busbw " << significant(c.busbw_GBps)
-         << " GB/s, per rank " << bytes_text(c.nvlink_bytes_per_rank) << " NVLink + " << bytes_text(c.nic_bytes_per_rank)
-         << " NIC\n";
+    text << (c.algorithm == q.best.algorithm ? "* " : "  ") << c.algorithm << ": time " << time_text(c.time_s)
+         << " (latency " << time_text(c.latency_s) << "), algbw " << significant(c.algbw_GBps) << " GB/s, busbw "
+         << significant(c.busbw_GBps) << " GB/s, per rank " << bytes_text(c.nvlink_bytes_per_rank) << " NVLink + "
+         << bytes_text(c.nic_bytes_per_rank) << " NIC\n";
   }
   if (q.request.ranks == 1) text << "  group of one: nothing to communicate, time 0\n";
   return text.str();
@@ -67,12 +68,22 @@ nlohmann::json collective_json(const CollectiveQuote& q) {
   const CollectiveCost& b = q.best;
   return {{"profile", q.profile},
           {"model", q.model},
-          {"request", {{"kind", name_of(r.kind)}, {"bytes", r.bytes}, {"ranks", r.ranks}, {"ranks_per_node", r.ranks_per_node},
-                       {"algorithm", r.algorithm}}},
-          {"result", {{"algorithm", b.algorithm}, {"time_us", b.time_s * 1e6}, {"latency_us", b.latency_s * 1e6},
-                      {"algbw_GBps", b.algbw_GBps}, {"busbw_GBps", b.busbw_GBps}, {"nodes", b.nodes},
-                      {"ranks_per_node", b.ranks_per_node}, {"nvlink_bytes_per_rank", b.nvlink_bytes_per_rank},
-                      {"nic_bytes_per_rank", b.nic_bytes_per_rank}}},
+          {"request",
+           {{"kind", name_of(r.kind)},
+            {"bytes", r.bytes},
+            {"ranks", r.ranks},
+            {"ranks_per_node", r.ranks_per_node},
+            {"algorithm", r.algorithm}}},
+          {"result",
+           {{"algorithm", b.algorithm},
+            {"time_us", b.time_s * 1e6},
+            {"latency_us", b.latency_s * 1e6},
+            {"algbw_GBps", b.algbw_GBps},
+            {"busbw_GBps", b.busbw_GBps},
+            {"nodes", b.nodes},
+            {"ranks_per_node", b.ranks_per_node},
+            {"nvlink_bytes_per_rank", b.nvlink_bytes_per_rank},
+            {"nic_bytes_per_rank", b.nic_bytes_per_rank}}},
           {"algorithms", alternatives}};
 }
 

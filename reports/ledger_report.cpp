@@ -15,7 +15,8 @@ std::string gib(double bytes) { return fmt("%9.2f GiB", bytes / kGiB); }
 nlohmann::json items_json(const std::vector<LedgerItem>& items) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& i : items) {
-    out.push_back({{"name", i.name}, {"class", name_of(i.cls)}, {"bytes", i.bytes}, {"GiB", i.bytes / kGiB}, {"basis", i.basis}});
+    out.push_back(
+        {{"name", i.name}, {"class", name_of(i.cls)}, {"bytes", i.bytes}, {"GiB", i.bytes / kGiB}, {"basis", i.basis}});
   }
   return out;
 }
@@ -28,8 +29,13 @@ nlohmann::json model_json(const LedgerInputs& in) {
           {"tensors", in.inventory.tensors.size()},
           {"flops_per_token", f.total},
           {"flop_convention", f.convention},
-          {"flops_breakdown", {{"attention_projections", f.attention_projections}, {"attention_scores", f.attention_scores},
-                               {"dense_mlp", f.dense_mlp}, {"router", f.router}, {"experts", f.experts}, {"lm_head", f.lm_head}}}};
+          {"flops_breakdown",
+           {{"attention_projections", f.attention_projections},
+            {"attention_scores", f.attention_scores},
+            {"dense_mlp", f.dense_mlp},
+            {"router", f.router},
+            {"experts", f.experts},
+            {"lm_head", f.lm_head}}}};
 }
 
 }  // namespace
@@ -42,31 +48,53 @@ nlohmann::json ledger_json(const LedgerInputs& in) {
   for (const auto& s : in.ledger.stages) {
     nlohmann::json phases = nlohmann::json::array();
     for (const auto& ph : s.phases) {
-      phases.push_back({{"phase", name_of(ph.phase)}, {"bytes", ph.bytes()}, {"GiB", ph.bytes() / kGiB}, {"items", items_json(ph.items)}});
+      phases.push_back({{"phase", name_of(ph.phase)},
+                        {"bytes", ph.bytes()},
+                        {"GiB", ph.bytes() / kGiB},
+                        {"items", items_json(ph.items)}});
     }
-    stages.push_back({{"stage", s.stage}, {"layers", s.layers}, {"local_params", s.local_params},
+    stages.push_back({{"stage", s.stage},
+                      {"layers", s.layers},
+                      {"local_params", s.local_params},
                       {"in_flight_microbatches", s.in_flight_microbatches},
-                      {"persistent", items_json(s.persistent)}, {"persistent_GiB", s.persistent_bytes / kGiB},
-                      {"phases", phases}, {"peak_phase", name_of(s.peak_phase)},
-                      {"peak_allocated_GiB", s.peak_allocated / kGiB}, {"peak_reserved_GiB", s.peak_reserved / kGiB},
-                      {"runtime_reserves_GiB", s.runtime_reserves / kGiB}, {"device_total_GiB", s.device_total / kGiB},
-                      {"capacity_GiB", s.capacity / kGiB}, {"headroom_GiB", s.headroom / kGiB}, {"oom", s.oom},
+                      {"persistent", items_json(s.persistent)},
+                      {"persistent_GiB", s.persistent_bytes / kGiB},
+                      {"phases", phases},
+                      {"peak_phase", name_of(s.peak_phase)},
+                      {"peak_allocated_GiB", s.peak_allocated / kGiB},
+                      {"peak_reserved_GiB", s.peak_reserved / kGiB},
+                      {"runtime_reserves_GiB", s.runtime_reserves / kGiB},
+                      {"device_total_GiB", s.device_total / kGiB},
+                      {"capacity_GiB", s.capacity / kGiB},
+                      {"headroom_GiB", s.headroom / kGiB},
+                      {"oom", s.oom},
                       {"top_contributors", items_json(s.top_contributors)},
-                      {"optimizer_layout", {{"layout", s.optimizer.layout}, {"largest_rank_GiB", s.optimizer.largest_bytes / kGiB},
-                                            {"even_share_GiB", s.optimizer.even_share_bytes / kGiB},
-                                            {"replicated_tensors", s.optimizer.replicated_tensors},
-                                            {"sharded_tensors", s.optimizer.sharded_tensors}}}});
+                      {"optimizer_layout",
+                       {{"layout", s.optimizer.layout},
+                        {"largest_rank_GiB", s.optimizer.largest_bytes / kGiB},
+                        {"even_share_GiB", s.optimizer.even_share_bytes / kGiB},
+                        {"replicated_tensors", s.optimizer.replicated_tensors},
+                        {"sharded_tensors", s.optimizer.sharded_tensors}}}});
   }
   const auto& worst = in.ledger.stages[in.ledger.worst_stage];
   return {{"schema", "moesim-ledger/1"},
           {"scenario", in.scenario.name},
           {"design", name_of(p.design)},
           {"model", model_json(in)},
-          {"plan", {{"world", p.world()}, {"pp", p.pp}, {"dp", p.dp()}, {"ep_mp", p.ep}, {"ep_dp", p.ep_dp()},
-                    {"distributed_optimizer", p.distributed_optimizer}, {"microbatch_tokens", batch.microbatch_tokens},
-                    {"microbatches", batch.microbatches}, {"global_batch_tokens", p.global_batch_tokens}}},
-          {"hardware", {{"name", hw.name}, {"fragmentation_fraction", hw.memory.fragmentation_fraction.value},
-                        {"fragmentation_source", hw.memory.fragmentation_fraction.source}}},
+          {"plan",
+           {{"world", p.world()},
+            {"pp", p.pp},
+            {"dp", p.dp()},
+            {"ep_mp", p.ep},
+            {"ep_dp", p.ep_dp()},
+            {"distributed_optimizer", p.distributed_optimizer},
+            {"microbatch_tokens", batch.microbatch_tokens},
+            {"microbatches", batch.microbatches},
+            {"global_batch_tokens", p.global_batch_tokens}}},
+          {"hardware",
+           {{"name", hw.name},
+            {"fragmentation_fraction", hw.memory.fragmentation_fraction.value},
+            {"fragmentation_source", hw.memory.fragmentation_fraction.source}}},
           {"peak_allocated_GiB", worst.peak_allocated / kGiB},
           {"peak_reserved_GiB", worst.peak_reserved / kGiB},
           {"device_total_GiB", worst.device_total / kGiB},
@@ -82,30 +110,34 @@ std::string ledger_table(const LedgerInputs& in) {
   std::ostringstream os;
   const auto& p = in.scenario.plan;
   const BatchShape batch = batch_shape(p, in.scenario.arch);
-  os << "scenario " << in.scenario.name << "  (design " << name_of(p.design) << ", hardware " << in.scenario.hardware.name << ")\n";
+  os << "scenario " << in.scenario.name << "  (design " << name_of(p.design) << ", hardware "
+     << in.scenario.hardware.name << ")\n";
   os << "model    " << in.scenario.arch.name << ": " << fmt("%.2f", in.inventory.params_total / 1e9) << "B total, "
      << fmt("%.2f", in.inventory.params_active / 1e9) << "B active, " << fmt("%.3f", in.flops.total / 1e9)
      << " GFLOP/token (" << in.flops.convention << ")\n";
-  os << "plan     world " << p.world() << " = PP " << p.pp << " x DP " << p.dp() << " (EP-MP " << p.ep << " x EP-DP " << p.ep_dp()
-     << "), microbatch " << batch.microbatch_tokens << " tokens x m=" << batch.microbatches << "\n";
+  os << "plan     world " << p.world() << " = PP " << p.pp << " x DP " << p.dp() << " (EP-MP " << p.ep << " x EP-DP "
+     << p.ep_dp() << "), microbatch " << batch.microbatch_tokens << " tokens x m=" << batch.microbatches << "\n";
   os << "in flight: microbatches per stage from " << in.ledger.in_flight_source << "\n";
   for (const auto& s : in.ledger.stages) {
-    os << "\nstage " << s.stage << ": " << s.layers << " layers, " << fmt("%.3f", s.local_params / 1e9) << "B local params, "
-       << s.in_flight_microbatches << " microbatch(es) in flight\n";
+    os << "\nstage " << s.stage << ": " << s.layers << " layers, " << fmt("%.3f", s.local_params / 1e9)
+       << "B local params, " << s.in_flight_microbatches << " microbatch(es) in flight\n";
     os << "  persistent training state\n";
     for (const auto& i : s.persistent) os << "    " << gib(i.bytes) << "  " << i.name << "  [" << i.basis << "]\n";
     os << "    " << gib(s.persistent_bytes) << "  total\n";
     os << "  working memory by phase\n";
     for (const auto& ph : s.phases) {
-      os << "    " << gib(ph.bytes()) << "  " << name_of(ph.phase) << (ph.phase == s.peak_phase ? "  <- peak" : "") << "\n";
+      os << "    " << gib(ph.bytes()) << "  " << name_of(ph.phase) << (ph.phase == s.peak_phase ? "  <- peak" : "")
+         << "\n";
       for (const auto& i : ph.items) {
         if (i.bytes > 0) os << "      " << gib(i.bytes) << "  " << i.name << "\n";
       }
     }
-    os << "  optimizer layout " << s.optimizer.layout << ": largest rank " << gib(s.optimizer.largest_bytes) << " vs even share "
-       << gib(s.optimizer.even_share_bytes) << ", " << s.optimizer.replicated_tensors << " tensor(s) replicated\n";
-    os << "  peak allocated " << gib(s.peak_allocated) << " (" << name_of(s.peak_phase) << "), reserved " << gib(s.peak_reserved)
-       << ", + runtime reserves " << gib(s.runtime_reserves) << " = " << gib(s.device_total) << " of " << gib(s.capacity) << "\n";
+    os << "  optimizer layout " << s.optimizer.layout << ": largest rank " << gib(s.optimizer.largest_bytes)
+       << " vs even share " << gib(s.optimizer.even_share_bytes) << ", " << s.optimizer.replicated_tensors
+       << " tensor(s) replicated\n";
+    os << "  peak allocated " << gib(s.peak_allocated) << " (" << name_of(s.peak_phase) << "), reserved "
+       << gib(s.peak_reserved) << ", + runtime reserves " << gib(s.runtime_reserves) << " = " << gib(s.device_total)
+       << " of " << gib(s.capacity) << "\n";
     os << "  verdict: " << (s.oom ? "OUT OF MEMORY" : "fits") << " (headroom " << gib(s.headroom) << ")\n";
     if (s.oom) {
       os << "  top contributors:\n";
@@ -121,8 +153,9 @@ std::string inventory_table(const Inventory& inv) {
     std::string shape;
     for (auto d : t.shape) shape += (shape.empty() ? "" : " x ") + std::to_string(d);
     char line[256];
-    std::snprintf(line, sizeof line, "%-40s %-16s %5lld  %16lld  [%s]\n", t.name.c_str(), std::string(name_of(t.cls)).c_str(),
-                  static_cast<long long>(t.layer), static_cast<long long>(t.numel), shape.c_str());
+    std::snprintf(line, sizeof line, "%-40s %-16s %5lld  %16lld  [%s]\n", t.name.c_str(),
+                  std::string(name_of(t.cls)).c_str(), static_cast<long long>(t.layer), static_cast<long long>(t.numel),
+                  shape.c_str());
     os << line;
   }
   os << fmt("total %.4fB params, ", inv.params_total / 1e9) << fmt("active %.4fB\n", inv.params_active / 1e9);
@@ -132,9 +165,13 @@ std::string inventory_table(const Inventory& inv) {
 nlohmann::json inventory_json(const Inventory& inv) {
   nlohmann::json tensors = nlohmann::json::array();
   for (const auto& t : inv.tensors) {
-    tensors.push_back({{"name", t.name}, {"shape", t.shape}, {"numel", t.numel}, {"class", name_of(t.cls)}, {"layer", t.layer}});
+    tensors.push_back(
+        {{"name", t.name}, {"shape", t.shape}, {"numel", t.numel}, {"class", name_of(t.cls)}, {"layer", t.layer}});
   }
-  return {{"schema", "moesim-inventory/1"}, {"params_total", inv.params_total}, {"params_active", inv.params_active}, {"tensors", tensors}};
+  return {{"schema", "moesim-inventory/1"},
+          {"params_total", inv.params_total},
+          {"params_active", inv.params_active},
+          {"tensors", tensors}};
 }
 
 }  // namespace moesim

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 // Temporary files being written, visible to the signal handler. A slot is claimed with an
 // atomic flag and holds a NUL-terminated path, so the handler needs no locks or allocation.
-constexpr std::size_t kSlots = 16;  // concurrent replace_atomically calls (the CLI makes one at a time)
+constexpr std::size_t kSlots = 16;        // concurrent replace_atomically calls (the CLI makes one at a time)
 constexpr std::size_t kPathBytes = 4096;  // PATH_MAX on Linux
 // Links followed before giving up, as the kernel does (MAXSYMLINKS, linux/namei.h).
 constexpr int kMaxSymlinks = 40;

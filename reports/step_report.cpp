@@ -10,7 +10,6 @@ namespace moesim {
 
 namespace {
 
-
 std::string coll_name(std::size_t k) { return std::string(name_of(static_cast<CollectiveKind>(k))); }
 
 nlohmann::json kind_map(const std::array<double, kTaskKinds>& values, double idle) {
@@ -47,12 +46,8 @@ nlohmann::json memory_by_class(const StageLedger& worst) {
 }  // namespace
 
 nlohmann::json cost_models_json(const CostModelChoice& c) {
-  return {{"gemm", c.gemm},
-          {"grouped_gemm", c.grouped_gemm},
-          {"attention", c.attention},
-          {"memory", c.memory},
-          {"collective", c.collective},
-          {"resource_sharing", c.resource_sharing}};
+  return {{"gemm", c.gemm},     {"grouped_gemm", c.grouped_gemm}, {"attention", c.attention},
+          {"memory", c.memory}, {"collective", c.collective},     {"resource_sharing", c.resource_sharing}};
 }
 
 std::string cost_models_text(const CostModelChoice& c) {
@@ -106,19 +101,22 @@ nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
 std::string step_table(const Scenario& sc, const StepResult& r) {
   std::ostringstream os;
   const auto& worst = r.ledger.stages[r.ledger.worst_stage];
-  os << "scenario " << sc.name << "  (design " << r.design << ", hardware " << sc.hardware.name << ", " << r.world << " GPUs)\n";
-  os << "model    " << fmt("%.2f", r.params_total / 1e9) << "B total, " << fmt("%.2f", r.params_active / 1e9) << "B active, "
-     << fmt("%.3f", r.flops.total / 1e9) << " GFLOP/token (" << r.flops.convention << ")\n";
-  os << "step     " << fmt("%.1f", r.step_time_s * 1e3) << " ms for " << fmt("%.0f", r.global_tokens) << " tokens (m=" << r.microbatches
-     << "), " << fmt("%.0f", r.tokens_per_s_per_gpu) << " tokens/s/GPU, MFU " << fmt("%.1f", 100 * r.mfu) << "% of "
-     << fmt("%.0f", sc.hardware.gpu.peak_bf16_TFLOPs.value) << " TFLOP/s\n";
+  os << "scenario " << sc.name << "  (design " << r.design << ", hardware " << sc.hardware.name << ", " << r.world
+     << " GPUs)\n";
+  os << "model    " << fmt("%.2f", r.params_total / 1e9) << "B total, " << fmt("%.2f", r.params_active / 1e9)
+     << "B active, " << fmt("%.3f", r.flops.total / 1e9) << " GFLOP/token (" << r.flops.convention << ")\n";
+  os << "step     " << fmt("%.1f", r.step_time_s * 1e3) << " ms for " << fmt("%.0f", r.global_tokens)
+     << " tokens (m=" << r.microbatches << "), " << fmt("%.0f", r.tokens_per_s_per_gpu) << " tokens/s/GPU, MFU "
+     << fmt("%.1f", 100 * r.mfu) << "% of " << fmt("%.0f", sc.hardware.gpu.peak_bf16_TFLOPs.value) << " TFLOP/s\n";
   os << "time split on the critical rank (compute first, then exposed communication, then idle):\n";
   for (std::size_t p = 0; p < kPhases; ++p) {
     if (r.exposed_s[p] <= 0) continue;
-    os << "  " << fmt("%10.2f ms", r.exposed_s[p] * 1e3) << "  " << fmt("%5.1f%%", 100 * r.exposed_s[p] / r.step_time_s) << "  "
-       << name_of(static_cast<PhaseTag>(p)) << "\n";
+    os << "  " << fmt("%10.2f ms", r.exposed_s[p] * 1e3) << "  " << fmt("%5.1f%%", 100 * r.exposed_s[p] / r.step_time_s)
+       << "  " << name_of(static_cast<PhaseTag>(p)) << "\n";
   }
-  if (r.idle_s > 0) os << "  " << fmt("%10.2f ms", r.idle_s * 1e3) << "  " << fmt("%5.1f%%", 100 * r.idle_s / r.step_time_s) << "  idle / bubble\n";
+  if (r.idle_s > 0)
+    os << "  " << fmt("%10.2f ms", r.idle_s * 1e3) << "  " << fmt("%5.1f%%", 100 * r.idle_s / r.step_time_s)
+       << "  idle / bubble\n";
   os << "the same split by kind of task:";
   for (std::size_t k = 0; k < kTaskKinds; ++k) {
     os << "  " << name_of(static_cast<TaskKind>(k)) << " " << fmt("%.2f ms", r.exposed_by_kind_s[k] * 1e3);
@@ -127,17 +125,17 @@ std::string step_table(const Scenario& sc, const StepResult& r) {
   os << "bytes sent per rank per step (NVLink / NIC):\n";
   for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
     if (r.bytes_per_rank[k][0] + r.bytes_per_rank[k][1] == 0) continue;
-    os << "  " << fmt("%10.2f GiB", r.bytes_per_rank[k][0] / kGiB) << " / " << fmt("%8.2f GiB", r.bytes_per_rank[k][1] / kGiB) << "  "
-       << coll_name(k) << "\n";
+    os << "  " << fmt("%10.2f GiB", r.bytes_per_rank[k][0] / kGiB) << " / "
+       << fmt("%8.2f GiB", r.bytes_per_rank[k][1] / kGiB) << "  " << coll_name(k) << "\n";
   }
   os << "memory   peak allocated " << fmt("%.1f", worst.peak_allocated / kGiB) << " GiB (" << name_of(worst.peak_phase)
-     << "), device " << fmt("%.1f", worst.device_total / kGiB) << " of " << fmt("%.1f", worst.capacity / kGiB) << " GiB: "
-     << (r.ledger.oom ? "OUT OF MEMORY" : "fits") << "\n";
+     << "), device " << fmt("%.1f", worst.device_total / kGiB) << " of " << fmt("%.1f", worst.capacity / kGiB)
+     << " GiB: " << (r.ledger.oom ? "OUT OF MEMORY" : "fits") << "\n";
   os << "         in flight per stage:";
   for (const std::int64_t n : r.in_flight) os << " " << n;
   os << " microbatch(es), from " << r.ledger.in_flight_source << "\n";
-  os << "replay   " << r.tasks << " tasks on " << r.simulated_ranks << " simulated rank(s); models: " << cost_models_text(sc.cost_models)
-     << "\n";
+  os << "replay   " << r.tasks << " tasks on " << r.simulated_ranks
+     << " simulated rank(s); models: " << cost_models_text(sc.cost_models) << "\n";
   return os.str();
 }
 

@@ -16,7 +16,6 @@ nlohmann::json values_json(const PointOverrides& values) {
   return out;
 }
 
-
 std::string csv_cell(std::string s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";
@@ -36,8 +35,10 @@ std::string values_text(const nlohmann::json& values, const char* sep) {
 
 nlohmann::json sweep_point_json(const SweepPoint& p) {
   nlohmann::json j = {{"index", p.index}, {"values", values_json(p.values)}, {"status", p.ok ? "ok" : "invalid"}};
-  if (p.ok) j["result"] = step_json(*p.scenario, *p.result);
-  else j["error"] = p.error;
+  if (p.ok)
+    j["result"] = step_json(*p.scenario, *p.result);
+  else
+    j["error"] = p.error;
   return j;
 }
 
@@ -47,7 +48,10 @@ nlohmann::json sweep_document(const std::string& name, const SweepSpec& spec, nl
   std::size_t invalid = 0;
   for (const auto& p : points) invalid += p.at("status") == "ok" ? 0 : 1;
   const std::size_t total = points.size();
-  return {{"schema", "moesim-sweep/1"}, {"scenario", name}, {"axes", axes}, {"points", std::move(points)},
+  return {{"schema", "moesim-sweep/1"},
+          {"scenario", name},
+          {"axes", axes},
+          {"points", std::move(points)},
           {"summary", {{"points", total}, {"invalid", invalid}}}};
 }
 
@@ -59,9 +63,24 @@ nlohmann::json sweep_json(const std::string& name, const SweepSpec& spec, const 
 
 std::string sweep_csv(const nlohmann::json& doc) {
   std::ostringstream os;
-  static const char* kColumns[] = {"design", "hardware", "world", "params_total", "params_active", "flops_per_token", "flop_convention",
-                                   "microbatches", "global_batch_tokens", "step_time_s", "tokens_per_s_per_gpu", "mfu", "peak_allocated_GiB",
-                                   "peak_reserved_GiB", "device_total_GiB", "capacity_GiB", "oom", "breaking_phase"};
+  static const char* kColumns[] = {"design",
+                                   "hardware",
+                                   "world",
+                                   "params_total",
+                                   "params_active",
+                                   "flops_per_token",
+                                   "flop_convention",
+                                   "microbatches",
+                                   "global_batch_tokens",
+                                   "step_time_s",
+                                   "tokens_per_s_per_gpu",
+                                   "mfu",
+                                   "peak_allocated_GiB",
+                                   "peak_reserved_GiB",
+                                   "device_total_GiB",
+                                   "capacity_GiB",
+                                   "oom",
+                                   "breaking_phase"};
   os << "index,values,status";
   for (const char* k : kColumns) os << "," << k;
   os << ",error\n";
@@ -84,9 +103,10 @@ std::string sweep_table(const nlohmann::json& doc) {
     }
     const auto& r = p.at("result");
     os << r.at("design").get<std::string>() << "  MFU " << fmt("%.1f%%", 100 * r.at("mfu").get<double>()) << "  "
-       << fmt("%.0f", r.at("tokens_per_s_per_gpu").get<double>()) << " tok/s/GPU  step " << fmt("%.1f ms", 1e3 * r.at("step_time_s").get<double>())
-       << "  memory " << fmt("%.1f", r.at("device_total_GiB").get<double>()) << "/" << fmt("%.1f GiB", r.at("capacity_GiB").get<double>())
-       << (r.at("oom").get<bool>() ? "  OOM" : "") << "\n";
+       << fmt("%.0f", r.at("tokens_per_s_per_gpu").get<double>()) << " tok/s/GPU  step "
+       << fmt("%.1f ms", 1e3 * r.at("step_time_s").get<double>()) << "  memory "
+       << fmt("%.1f", r.at("device_total_GiB").get<double>()) << "/"
+       << fmt("%.1f GiB", r.at("capacity_GiB").get<double>()) << (r.at("oom").get<bool>() ? "  OOM" : "") << "\n";
   }
   return os.str();
 }
@@ -97,19 +117,29 @@ nlohmann::json compare_json(const std::string& name, const CompareResult& result
   nlohmann::json crossovers = nlohmann::json::array();
   for (const auto& c : result.crossovers) {
     nlohmann::json probes = nlohmann::json::array();
-    for (const auto& [batch, mfu] : c.probes) probes.push_back({{"global_batch_tokens", batch}, {"ddp_mfu", mfu.first}, {"fsdp_mfu", mfu.second}});
-    crossovers.push_back({{"ddp_design", c.ddp_design}, {"fsdp_design", c.fsdp_design},
-                          {"global_batch_tokens", c.global_batch_tokens ? nlohmann::json(*c.global_batch_tokens) : nlohmann::json()},
-                          {"probes", probes}, {"note", c.note}});
+    for (const auto& [batch, mfu] : c.probes)
+      probes.push_back({{"global_batch_tokens", batch}, {"ddp_mfu", mfu.first}, {"fsdp_mfu", mfu.second}});
+    crossovers.push_back(
+        {{"ddp_design", c.ddp_design},
+         {"fsdp_design", c.fsdp_design},
+         {"global_batch_tokens", c.global_batch_tokens ? nlohmann::json(*c.global_batch_tokens) : nlohmann::json()},
+         {"probes", probes},
+         {"note", c.note}});
   }
   nlohmann::json walls = nlohmann::json::array();
   for (const auto& w : result.walls) {
-    walls.push_back({{"design", w.design},
-                     {"largest_fitting_experts", w.largest_fitting_experts ? nlohmann::json(*w.largest_fitting_experts) : nlohmann::json()},
-                     {"first_oom_experts", w.first_oom_experts ? nlohmann::json(*w.first_oom_experts) : nlohmann::json()},
-                     {"note", w.note}});
+    walls.push_back(
+        {{"design", w.design},
+         {"largest_fitting_experts",
+          w.largest_fitting_experts ? nlohmann::json(*w.largest_fitting_experts) : nlohmann::json()},
+         {"first_oom_experts", w.first_oom_experts ? nlohmann::json(*w.first_oom_experts) : nlohmann::json()},
+         {"note", w.note}});
   }
-  return {{"schema", "moesim-compare/1"}, {"scenario", name}, {"designs", designs}, {"batch_crossovers", crossovers}, {"expert_walls", walls}};
+  return {{"schema", "moesim-compare/1"},
+          {"scenario", name},
+          {"designs", designs},
+          {"batch_crossovers", crossovers},
+          {"expert_walls", walls}};
 }
 
 std::string compare_table(const CompareResult& result) {
@@ -117,14 +147,18 @@ std::string compare_table(const CompareResult& result) {
   os << sweep_table(sweep_json("", SweepSpec{}, result.points));
   for (const auto& c : result.crossovers) {
     os << "crossover " << c.ddp_design << " vs " << c.fsdp_design << ": ";
-    if (c.global_batch_tokens) os << c.ddp_design << " reaches " << c.fsdp_design << "'s MFU at a global batch of " << *c.global_batch_tokens << " tokens\n";
-    else os << c.note << "\n";
+    if (c.global_batch_tokens)
+      os << c.ddp_design << " reaches " << c.fsdp_design << "'s MFU at a global batch of " << *c.global_batch_tokens
+         << " tokens\n";
+    else
+      os << c.note << "\n";
   }
   for (const auto& w : result.walls) {
     os << "expert wall " << w.design << ": ";
     if (w.largest_fitting_experts) os << "largest N that fits " << *w.largest_fitting_experts;
     if (w.first_oom_experts) os << ", OOM at " << *w.first_oom_experts;
-    if (!w.note.empty()) os << (w.largest_fitting_experts ? " (" : "") << w.note << (w.largest_fitting_experts ? ")" : "");
+    if (!w.note.empty())
+      os << (w.largest_fitting_experts ? " (" : "") << w.note << (w.largest_fitting_experts ? ")" : "");
     os << "\n";
   }
   return os.str();

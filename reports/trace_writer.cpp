@@ -9,10 +9,15 @@ std::string trace_json(const Simulation& sim) {
   nlohmann::json events = nlohmann::json::array();
   for (std::uint32_t r = 0; r < g.ranks(); ++r) {
     const SimRank& sr = sim.step.ranks[r];
-    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", r},
+    events.push_back({{"ph", "M"},
+                      {"name", "process_name"},
+                      {"pid", r},
                       {"args", {{"name", "stage " + std::to_string(sr.stage) + " rank " + std::to_string(sr.dp)}}}});
     for (int s = 0; s < static_cast<int>(StreamKind::count); ++s) {
-      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", s},
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_name"},
+                        {"pid", r},
+                        {"tid", s},
                         {"args", {{"name", name_of(static_cast<StreamKind>(s))}}}});
     }
   }
@@ -27,8 +32,14 @@ std::string trace_json(const Simulation& sim) {
       args["nvlink_bytes"] = t.link_bytes[static_cast<std::size_t>(LinkClass::nvlink)];
       args["nic_bytes"] = t.link_bytes[static_cast<std::size_t>(LinkClass::nic)];
     }
-    events.push_back({{"ph", "X"}, {"name", g.label_text(t.label)}, {"cat", name_of(t.phase)}, {"pid", t.rank},
-                      {"tid", static_cast<int>(t.stream)}, {"ts", sim.replay.start[id] * 1e6}, {"dur", dur * 1e6}, {"args", args}});
+    events.push_back({{"ph", "X"},
+                      {"name", g.label_text(t.label)},
+                      {"cat", name_of(t.phase)},
+                      {"pid", t.rank},
+                      {"tid", static_cast<int>(t.stream)},
+                      {"ts", sim.replay.start[id] * 1e6},
+                      {"dur", dur * 1e6},
+                      {"args", args}});
   }
   return nlohmann::json({{"traceEvents", events}, {"displayTimeUnit", "ms"}}).dump() + "\n";
 }

@@ -50,18 +50,36 @@ nlohmann::json validation_json(const ValidationReport& r) {
   for (const auto& rec : r.records) {
     nlohmann::json checks = nlohmann::json::array();
     for (const auto& c : rec.checks) {
-      checks.push_back({{"metric", c.metric}, {"predicted", c.predicted}, {"measured", c.measured}, {"error", c.error},
-                        {"tolerance", c.tolerance}, {"pass", c.pass}});
+      checks.push_back({{"metric", c.metric},
+                        {"predicted", c.predicted},
+                        {"measured", c.measured},
+                        {"error", c.error},
+                        {"tolerance", c.tolerance},
+                        {"pass", c.pass}});
     }
-    records.push_back({{"id", rec.id}, {"kind", rec.kind}, {"source", rec.source}, {"status", status_of(rec)},
-                       {"known_gap", rec.known_gap}, {"error", rec.error}, {"checks", checks}});
+    records.push_back({{"id", rec.id},
+                       {"kind", rec.kind},
+                       {"source", rec.source},
+                       {"status", status_of(rec)},
+                       {"known_gap", rec.known_gap},
+                       {"error", rec.error},
+                       {"checks", checks}});
   }
   nlohmann::json summary = nlohmann::json::object();
   for (const auto& [metric, s] : summarize(r)) {
-    summary[metric] = {{"checks", s.n}, {"mean_abs_error", s.n ? s.sum / static_cast<double>(s.n) : 0.0}, {"max_abs_error", s.max}, {"outside_tolerance", s.wrong}};
+    summary[metric] = {{"checks", s.n},
+                       {"mean_abs_error", s.n ? s.sum / static_cast<double>(s.n) : 0.0},
+                       {"max_abs_error", s.max},
+                       {"outside_tolerance", s.wrong}};
   }
-  return {{"schema", "moesim-validation-report/1"}, {"dataset", r.name}, {"file", r.file}, {"records", records}, {"summary", summary},
-          {"failures", r.failures()}, {"known_gaps", r.known_gaps()}, {"closed_gaps", r.closed_gaps()}};
+  return {{"schema", "moesim-validation-report/1"},
+          {"dataset", r.name},
+          {"file", r.file},
+          {"records", records},
+          {"summary", summary},
+          {"failures", r.failures()},
+          {"known_gaps", r.known_gaps()},
+          {"closed_gaps", r.closed_gaps()}};
 }
 
 std::string validation_table(const ValidationReport& r) {
@@ -72,34 +90,38 @@ std::string validation_table(const ValidationReport& r) {
     if (!rec.error.empty()) os << "      error: " << rec.error << "\n";
     for (const auto& c : rec.checks) {
       const bool rel = c.metric == "tokens_per_s_per_gpu";
-      os << "      " << c.metric << ": predicted " << fmt("%.4g", c.predicted) << ", published " << fmt("%.4g", c.measured) << ", error "
+      os << "      " << c.metric << ": predicted " << fmt("%.4g", c.predicted) << ", published "
+         << fmt("%.4g", c.measured) << ", error "
          << (rel ? fmt("%+.1f%%", 100 * c.error) : fmt("%+.3g", c.error) + unit_of(c.metric)) << " (tolerance "
-         << (rel ? fmt("%.0f%%", 100 * c.tolerance) : fmt("%.3g", c.tolerance)) << ")" << (c.pass ? "" : "  <- outside") << "\n";
+         << (rel ? fmt("%.0f%%", 100 * c.tolerance) : fmt("%.3g", c.tolerance)) << ")" << (c.pass ? "" : "  <- outside")
+         << "\n";
     }
     if (!rec.pass() && !rec.known_gap.empty()) os << "      documented gap: " << rec.known_gap << "\n";
   }
   os << "summary:\n";
   for (const auto& [metric, s] : summarize(r)) {
-    os << "  " << metric << ": " << s.n << " checks, mean |error| " << fmt("%.3g", s.n ? s.sum / static_cast<double>(s.n) : 0.0)
-       << ", max |error| " << fmt("%.3g", s.max) << unit_of(metric) << ", " << s.wrong << " outside tolerance\n";
+    os << "  " << metric << ": " << s.n << " checks, mean |error| "
+       << fmt("%.3g", s.n ? s.sum / static_cast<double>(s.n) : 0.0) << ", max |error| " << fmt("%.3g", s.max)
+       << unit_of(metric) << ", " << s.wrong << " outside tolerance\n";
   }
-  os << "records: " << r.records.size() << ", failures " << r.failures() << ", documented gaps " << r.known_gaps() << ", gaps closed "
-     << r.closed_gaps() << "\n";
+  os << "records: " << r.records.size() << ", failures " << r.failures() << ", documented gaps " << r.known_gaps()
+     << ", gaps closed " << r.closed_gaps() << "\n";
   return os.str();
 }
 
 std::string sensitivity_table(const std::vector<SensitivityRow>& rows, double fraction) {
   std::ostringstream os;
   const std::string minus = fmt("-%.0f%%", 100 * fraction), plus = fmt("+%.0f%%", 100 * fraction);
-  os << "| assumption | value | mean abs MFU error (pts) " << minus << " / as is / " << plus << " | OOM verdicts right " << minus << " / as is / "
-     << plus << " |\n|---|---|---|---|\n";
+  os << "| assumption | value | mean abs MFU error (pts) " << minus << " / as is / " << plus << " | OOM verdicts right "
+     << minus << " / as is / " << plus << " |\n|---|---|---|---|\n";
   auto cell = [](const SensitivityRow& r, int i, bool oom) {
     if (std::isnan(r.mean_mfu_error[i])) return std::string("out of range");
     return oom ? std::to_string(r.oom_right[i]) : fmt("%.2f", r.mean_mfu_error[i]);
   };
   for (const auto& r : rows) {
-    os << "| `" << r.path << "` | " << fmt("%g", r.value) << " | " << cell(r, 0, false) << " / " << cell(r, 1, false) << " / " << cell(r, 2, false)
-       << " | " << cell(r, 0, true) << " / " << cell(r, 1, true) << " / " << cell(r, 2, true) << " of " << r.oom_total << " |\n";
+    os << "| `" << r.path << "` | " << fmt("%g", r.value) << " | " << cell(r, 0, false) << " / " << cell(r, 1, false)
+       << " / " << cell(r, 2, false) << " | " << cell(r, 0, true) << " / " << cell(r, 1, true) << " / "
+       << cell(r, 2, true) << " of " << r.oom_total << " |\n";
   }
   return os.str();
 }

@@ -9,7 +9,7 @@ namespace moesim {
 
 namespace {
 
-struct Unit {  // one running thing: a task, or a collective's members moving together
+struct Unit {               // one running thing: a task, or a collective's members moving together
   std::uint32_t first = 0;  // members are members_[first, first + count)
   std::uint32_t count = 0;
   double remaining = 0;
@@ -41,7 +41,8 @@ class Engine {
     for (TaskId id = 0; id < n; ++id) {
       const auto& t = g.task(id);
       if (!stream_is_ordered(t.stream)) continue;
-      const auto slot = static_cast<std::size_t>(t.rank) * static_cast<std::size_t>(StreamKind::count) + static_cast<std::size_t>(t.stream);
+      const auto slot = static_cast<std::size_t>(t.rank) * static_cast<std::size_t>(StreamKind::count) +
+                        static_cast<std::size_t>(t.stream);
       if (last[slot] != kNoTask) {
         stream_next_[last[slot]] = id;
         ++pending_[id];
@@ -49,7 +50,8 @@ class Engine {
       last[slot] = id;
     }
     for (TaskId id = 0; id < n; ++id) {
-      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(id), g.dag()); e != end; ++e) ++pending_[boost::target(*e, g.dag())];
+      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(id), g.dag()); e != end; ++e)
+        ++pending_[boost::target(*e, g.dag())];
     }
     group_members_.resize(g.groups());
     group_ready_.assign(g.groups(), 0);
@@ -78,7 +80,8 @@ class Engine {
       done += units_[ev.unit].count;
       flush_starts();
     }
-    if (done != graph_.size()) throw std::logic_error("replay stalled: a dependency cycle or an incomplete collective group");
+    if (done != graph_.size())
+      throw std::logic_error("replay stalled: a dependency cycle or an incomplete collective group");
     return std::move(result_);
   }
 
@@ -100,8 +103,10 @@ class Engine {
       const auto uid = static_cast<std::uint32_t>(units_.size());
       Unit u;
       u.first = static_cast<std::uint32_t>(members_.size());
-      if (is_group) members_.insert(members_.end(), group_members_[what].begin(), group_members_[what].end());
-      else members_.push_back(what);
+      if (is_group)
+        members_.insert(members_.end(), group_members_[what].begin(), group_members_[what].end());
+      else
+        members_.push_back(what);
       u.count = static_cast<std::uint32_t>(members_.size()) - u.first;
       const Task& t0 = graph_.task(members_[u.first]);
       u.demand.communication = is_communication(t0.kind);
@@ -135,7 +140,10 @@ class Engine {
     touched_.clear();
     for (TaskId m : members(u)) {
       result_.finish[m] = now_;
-      if (now_ >= result_.makespan) { result_.makespan = now_; result_.last = m; }
+      if (now_ >= result_.makespan) {
+        result_.makespan = now_;
+        result_.last = m;
+      }
       const std::uint32_t rank = graph_.task(m).rank;
       auto& list = running_[rank];
       list.erase(std::find(list.begin(), list.end(), uid));
@@ -144,7 +152,8 @@ class Engine {
     }
     u.version = std::numeric_limits<std::uint32_t>::max();
     for (TaskId m : members(u)) {
-      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(m), graph_.dag()); e != end; ++e) release(static_cast<TaskId>(boost::target(*e, graph_.dag())), m);
+      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(m), graph_.dag()); e != end; ++e)
+        release(static_cast<TaskId>(boost::target(*e, graph_.dag())), m);
       if (stream_next_[m] != kNoTask) release(stream_next_[m], m);
     }
     rerate(touched_);
@@ -190,7 +199,7 @@ class Engine {
   std::vector<std::vector<TaskId>> group_members_;
   std::vector<std::size_t> group_ready_;
   std::vector<std::vector<std::uint32_t>> running_;  // per rank: running unit ids
-  std::vector<RunningMix> mix_;                       // per rank: what those units ask of it
+  std::vector<RunningMix> mix_;                      // per rank: what those units ask of it
   std::vector<Unit> units_;
   std::vector<TaskId> members_;
   std::vector<std::pair<std::uint32_t, bool>> to_start_;  // (task, false) or (group, true)
@@ -203,8 +212,6 @@ class Engine {
 
 }  // namespace
 
-ReplayResult replay(const TaskGraph& graph, const ResourceSharing& sharing) {
-  return Engine(graph, sharing).run();
-}
+ReplayResult replay(const TaskGraph& graph, const ResourceSharing& sharing) { return Engine(graph, sharing).run(); }
 
 }  // namespace moesim

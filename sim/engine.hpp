@@ -16,7 +16,7 @@ struct ReplayResult {
   std::vector<double> finish;
   std::vector<TaskId> cause;  // the predecessor whose completion let the task start (kNoTask: none)
   double makespan = 0;
-  TaskId last = kNoTask;      // a task that finishes at the makespan
+  TaskId last = kNoTask;  // a task that finishes at the makespan
 };
 
 ReplayResult replay(const TaskGraph& graph, const ResourceSharing& sharing);

@@ -36,7 +36,8 @@ std::int64_t microbatches_for_chunks(const ParallelPlan& plan, std::int64_t chun
 InFlight schedule_in_flight(const ParallelPlan& plan, std::int64_t microbatches) {
   InFlight out;
   for (std::int64_t stage = 0; stage < plan.pp; ++stage) {
-    out.microbatches.push_back(microbatches_for_chunks(plan, peak_chunks_in_flight(stage_schedule(plan, stage, microbatches))));
+    out.microbatches.push_back(
+        microbatches_for_chunks(plan, peak_chunks_in_flight(stage_schedule(plan, stage, microbatches))));
   }
   out.source = "the pipeline schedule's pass order on each stage";
   return out;

@@ -17,11 +17,11 @@ namespace {
 // One simulated rank's share of the step: its kernels' times and what its strategy needs.
 struct RankState {
   std::vector<LocalTensor> tensors;
-  std::vector<LayerWork> layers;                  // by layer index (this stage's only)
+  std::vector<LayerWork> layers;  // by layer index (this stage's only)
   EdgeWork edge;
-  std::map<std::int64_t, double> local_params;   // elements held per unit (-1 embedding, L head)
-  std::map<std::int64_t, double> unit_numel;     // full elements per unit
-  std::map<std::int64_t, TaskId> done;           // last compute task of each unit, this pass
+  std::map<std::int64_t, double> local_params;  // elements held per unit (-1 embedding, L head)
+  std::map<std::int64_t, double> unit_numel;    // full elements per unit
+  std::map<std::int64_t, TaskId> done;          // last compute task of each unit, this pass
   std::unique_ptr<ParamSync> sync;
 };
 
@@ -48,8 +48,10 @@ class StepBuilder {
     ranks_.resize(out_.ranks.size());
     // About a dozen tasks per block and microbatch pass; reserving avoids regrowth.
     constexpr std::size_t kTasksPerBlockPass = 12, kTasksPerRankStep = 64;
-    out_.graph.reserve(out_.ranks.size() * static_cast<std::size_t>(2 * shape_.microbatches * (arch_.num_layers / plan_.pp + 2)) *
-                           kTasksPerBlockPass + kTasksPerRankStep);
+    out_.graph.reserve(out_.ranks.size() *
+                           static_cast<std::size_t>(2 * shape_.microbatches * (arch_.num_layers / plan_.pp + 2)) *
+                           kTasksPerBlockPass +
+                       kTasksPerRankStep);
     for (std::uint32_t r = 0; r < out_.ranks.size(); ++r) prepare(r);
     for (std::uint32_t r = 0; r < out_.ranks.size(); ++r) {
       for (const PipeOp& op : stage_schedule(plan_, out_.ranks[r].stage, shape_.microbatches)) {
@@ -127,8 +129,10 @@ class StepBuilder {
     for (std::size_t i = 0; i < units.size(); ++i) {
       const std::int64_t u = units[i];
       cursor = st.sync->before_unit({!op.forward, units, i, st.done, op.microbatch}, cursor);
-      if (op.forward) forward_unit(r, u, op.microbatch, PhaseTag::forward, cursor);
-      else backward_unit(r, u, op.microbatch, cursor);
+      if (op.forward)
+        forward_unit(r, u, op.microbatch, PhaseTag::forward, cursor);
+      else
+        backward_unit(r, u, op.microbatch, cursor);
       st.done[u] = cursor;
       if (!op.forward) st.sync->after_unit_backward(u, op.microbatch, cursor);
     }
@@ -155,12 +159,13 @@ class StepBuilder {
   void forward_unit(std::uint32_t r, std::int64_t u, std::int32_t mb, PhaseTag phase, TaskId& cursor) {
     const RankState& st = ranks_[r];
     if (u == -1) {
-      cursor = emit_.kernel({r, StreamKind::compute, phase, mb, u}, TaskKind::memory, st.edge.embed.fwd, "embedding", cursor);
+      cursor = emit_.kernel({r, StreamKind::compute, phase, mb, u}, TaskKind::memory, st.edge.embed.fwd, "embedding",
+                            cursor);
       return;
     }
     if (u == arch_.num_layers) {
-      cursor = emit_.kernel({r, StreamKind::compute, phase, mb, u}, TaskKind::compute, st.edge.head.fwd, "LM head + loss",
-                            cursor);
+      cursor = emit_.kernel({r, StreamKind::compute, phase, mb, u}, TaskKind::compute, st.edge.head.fwd,
+                            "LM head + loss", cursor);
       return;
     }
     const LayerWork& w = st.layers[static_cast<std::size_t>(u)];
@@ -195,10 +200,12 @@ class StepBuilder {
       return;
     }
     const TaskId post = emit_.kernel(at, TaskKind::compute, w.post.bwd, "combine backward", cursor);
-    const TaskId shared = w.shared.bwd > 0 ? emit_.kernel({r, StreamKind::side, PhaseTag::backward, mb, u},
-                                                          TaskKind::compute, w.shared.bwd, "shared expert backward", post)
-                                           : kNoTask;
-    const TaskId x = routed_experts(emit_, plan_, at, ExpertPass::backward, {w.a2a_bytes, w.experts.bwd + selective}, post);
+    const TaskId shared = w.shared.bwd > 0
+                              ? emit_.kernel({r, StreamKind::side, PhaseTag::backward, mb, u}, TaskKind::compute,
+                                             w.shared.bwd, "shared expert backward", post)
+                              : kNoTask;
+    const TaskId x =
+        routed_experts(emit_, plan_, at, ExpertPass::backward, {w.a2a_bytes, w.experts.bwd + selective}, post);
     cursor = emit_.kernel(at, TaskKind::compute, w.pre.bwd, "attention + router backward", x, shared);
   }
 

@@ -47,7 +47,7 @@ struct BuiltStep {
 // expert shards unevenly; then one per expert shard (EP-MP index). All of them with all_ranks.
 std::int64_t simulated_ranks_per_stage(const Architecture& arch, const ParallelPlan& plan, const SimOptions& options);
 
-BuiltStep build_step(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
-                     const CostBook& costs, const SimOptions& options);
+BuiltStep build_step(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan, const CostBook& costs,
+                     const SimOptions& options);
 
 }  // namespace moesim

@@ -66,18 +66,15 @@ Task StepEmitter::communication(const TaskPlace& at, TaskKind kind, CollectiveKi
 
 TaskId StepEmitter::collective(const TaskPlace& at, const CollectiveCall& call, TaskId after) {
   const SimRank& rank = step_.ranks[at.rank];
-  const CollectiveKey key{call.communicator,
-                          rank.stage,
-                          communicator_instance(plan_, rank, call.communicator),
-                          call.purpose,
-                          at.microbatch,
-                          static_cast<std::int32_t>(at.layer),
+  const CollectiveKey key{call.communicator, rank.stage,    communicator_instance(plan_, rank, call.communicator),
+                          call.purpose,      at.microbatch, static_cast<std::int32_t>(at.layer),
                           call.bucket};
   auto [group, fresh] = collective_groups_.try_emplace(key, 0u);
   if (fresh) group->second = step_.graph.new_group();
   const CommCost& cost = priced(call.kind, call.bytes, communicator_shape(plan_, call.communicator));
   auto [label, new_label] = collective_labels_.try_emplace({at.phase, call.kind}, 0u);
-  if (new_label) label->second = step_.graph.label(std::string(name_of(at.phase)) + " " + std::string(name_of(call.kind)));
+  if (new_label)
+    label->second = step_.graph.label(std::string(name_of(at.phase)) + " " + std::string(name_of(call.kind)));
   Task t = communication(at, TaskKind::collective, call.kind, cost, group->second);
   t.label = label->second;
   return add(t, after);
@@ -86,7 +83,8 @@ TaskId StepEmitter::collective(const TaskPlace& at, const CollectiveCall& call, 
 TaskId StepEmitter::transfer(std::uint32_t rank, const TransferKey& key, double bytes, TaskId after) {
   auto [group, fresh] = transfer_groups_.try_emplace(key, 0u);
   if (fresh) group->second = step_.graph.new_group();
-  const CommCost& cost = priced(CollectiveKind::send_recv, bytes, communicator_shape(plan_, Communicator::pp_neighbours));
+  const CommCost& cost =
+      priced(CollectiveKind::send_recv, bytes, communicator_shape(plan_, Communicator::pp_neighbours));
   Task t = communication({rank, StreamKind::comm_pp, PhaseTag::pp_p2p, key.microbatch, -1}, TaskKind::p2p,
                          CollectiveKind::send_recv, cost, group->second);
   t.label = step_.graph.label(key.gradients ? "activation grads p2p" : "activations p2p");

@@ -18,14 +18,19 @@ namespace moesim {
 
 // Why a collective runs; with the communicator and the step position it names one call.
 enum class CollectivePurpose : std::uint8_t {
-  ep_dispatch_forward, ep_combine_forward,        // EP all-to-alls around the routed experts
-  ep_dispatch_backward, ep_combine_backward,
-  ep_dispatch_recompute, ep_combine_recompute,    // full recompute replays the forward ones
-  fsdp_gather_forward, fsdp_gather_backward,      // FSDP2 unit materialization
-  fsdp_reduce_scatter, hsdp_replica_all_reduce,   // FSDP2 gradient reduction (HSDP: + replicas)
-  gradient_bucket,                                // DDP bucketed reduction
-  grad_norm,                                      // gradient-norm reduction before clipping
-  weight_rebuild,                                 // distributed optimizer's coalesced all-gather
+  ep_dispatch_forward,
+  ep_combine_forward,  // EP all-to-alls around the routed experts
+  ep_dispatch_backward,
+  ep_combine_backward,
+  ep_dispatch_recompute,
+  ep_combine_recompute,  // full recompute replays the forward ones
+  fsdp_gather_forward,
+  fsdp_gather_backward,  // FSDP2 unit materialization
+  fsdp_reduce_scatter,
+  hsdp_replica_all_reduce,  // FSDP2 gradient reduction (HSDP: + replicas)
+  gradient_bucket,          // DDP bucketed reduction
+  grad_norm,                // gradient-norm reduction before clipping
+  weight_rebuild,           // distributed optimizer's coalesced all-gather
 };
 
 // One collective call as every member names it: ranks whose keys are equal run it together.
@@ -46,8 +51,8 @@ struct TransferKey {
   std::int64_t to_stage = 0;
   std::int64_t dp = 0;  // the DP index both ends share
   std::int32_t microbatch = 0;
-  std::int32_t chunk = 0;    // the model chunk both sides name the transfer by
-  bool gradients = false;    // backward: activation gradients
+  std::int32_t chunk = 0;  // the model chunk both sides name the transfer by
+  bool gradients = false;  // backward: activation gradients
   auto operator<=>(const TransferKey&) const = default;
 };
 
@@ -64,7 +69,7 @@ struct CollectiveCall {
   Communicator communicator = Communicator::dp;
   CollectivePurpose purpose = CollectivePurpose::grad_norm;
   CollectiveKind kind = CollectiveKind::all_reduce;
-  double bytes = 0;         // nccl-tests convention (collective_model.hpp)
+  double bytes = 0;  // nccl-tests convention (collective_model.hpp)
   std::int32_t bucket = -1;
 };
 

@@ -1,6 +1,5 @@
 #include "sim/step_simulation.hpp"
 
-
 #include "models/common/units.hpp"
 #include "models/costs/profile_cost_book.hpp"
 #include "models/plan/design_spec.hpp"
@@ -14,7 +13,8 @@ Simulation simulate(const Scenario& sc, const SimOptions& options) {
 }
 
 MemoryLedger scenario_ledger(const Scenario& sc, const Inventory& inv) {
-  return build_ledger(sc.arch, inv, sc.plan, sc.hardware, schedule_in_flight(sc.plan, batch_shape(sc.plan, sc.arch).microbatches));
+  return build_ledger(sc.arch, inv, sc.plan, sc.hardware,
+                      schedule_in_flight(sc.plan, batch_shape(sc.plan, sc.arch).microbatches));
 }
 
 Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions& options) {
@@ -53,7 +53,8 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
   r.critical_path_s = tm.critical_path;
   for (const auto& rt : tm.ranks) {
     for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
-      for (std::size_t l = 0; l < kLinkClasses; ++l) r.bytes_per_rank[k][l] = std::max(r.bytes_per_rank[k][l], rt.bytes[k][l]);
+      for (std::size_t l = 0; l < kLinkClasses; ++l)
+        r.bytes_per_rank[k][l] = std::max(r.bytes_per_rank[k][l], rt.bytes[k][l]);
     }
   }
   InFlight in_flight{{}, "the replay: from each pass's first compute kernel to its backward's last"};

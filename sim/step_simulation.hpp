@@ -27,10 +27,10 @@ struct StepResult {
   double global_tokens = 0;
   double step_time_s = 0;
   double tokens_per_s_per_gpu = 0;
-  double mfu = 0;  // useful model FLOPs / (GPUs x step x nominal peak), as a fraction
+  double mfu = 0;                           // useful model FLOPs / (GPUs x step x nominal peak), as a fraction
   std::array<double, kPhases> exposed_s{};  // the critical rank's exclusive split by phase
   std::array<double, kTaskKinds> exposed_by_kind_s{};  // the same split by kind of task
-  double idle_s = 0;                        // pipeline bubble and waiting on the critical rank
+  double idle_s = 0;                                   // pipeline bubble and waiting on the critical rank
   std::array<double, kPhases> critical_path_s{};
   std::array<std::array<double, kLinkClasses>, kCollectiveKinds> bytes_per_rank{};  // worst simulated rank
   std::vector<std::int64_t> in_flight;  // per stage, measured from the replay (microbatch equivalents)

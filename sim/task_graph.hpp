@@ -26,9 +26,19 @@ enum class TaskKind : std::uint8_t { compute, memory, collective, p2p, count };
 inline constexpr std::size_t kTaskKinds = static_cast<std::size_t>(TaskKind::count);
 // What a task is for: the replay attributes exposed time to these.
 enum class PhaseTag : std::uint8_t {
-  forward, backward, recompute, accumulate, optimizer,         // compute stream
-  fsdp_gather, fsdp_reduce, grad_sync, weight_rebuild,         // parameter-sized communication
-  ep_dispatch, ep_combine, pp_p2p, count
+  forward,
+  backward,
+  recompute,
+  accumulate,
+  optimizer,  // compute stream
+  fsdp_gather,
+  fsdp_reduce,
+  grad_sync,
+  weight_rebuild,  // parameter-sized communication
+  ep_dispatch,
+  ep_combine,
+  pp_p2p,
+  count
 };
 // Link classes for bandwidth sharing and per-rank byte ledgers.
 enum class LinkClass : std::uint8_t { nvlink, nic, count };
@@ -40,7 +50,7 @@ const char* name_of(TaskKind k);
 bool is_communication(TaskKind k);
 
 using TaskId = std::uint32_t;
-inline constexpr TaskId kNoTask = 0xffffffffu;       // "no such task" (no dependency, no cause)
+inline constexpr TaskId kNoTask = 0xffffffffu;          // "no such task" (no dependency, no cause)
 inline constexpr std::uint32_t kNoGroup = 0xffffffffu;  // a task that is no collective's member
 
 struct Task {
@@ -52,7 +62,7 @@ struct Task {
   double work_s = 0;                                 // duration alone, at full rate
   double link_bytes[kLinkClasses] = {0, 0};          // bytes this rank moves over nvlink / nic (for ledgers)
   std::uint32_t group = kNoGroup;                    // collective instance: members start together, end together
-  std::uint32_t label = 0;           // index into TaskGraph::labels (trace names)
+  std::uint32_t label = 0;                           // index into TaskGraph::labels (trace names)
   std::int32_t microbatch = -1;
   std::int32_t layer = -1;
 };

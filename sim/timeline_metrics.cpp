@@ -12,8 +12,13 @@ bool is_compute_stream(StreamKind s) { return s == StreamKind::compute || s == S
 
 // Exclusive split of [0, step] for one rank: compute wins over communication, communication over
 // idle; among communications, the one that started first is charged.
-void split_rank(const TaskGraph& g, const ReplayResult& r, const std::vector<TaskId>& ids, double step, RankTimeline& out) {
-  struct Edge { double t; int delta; TaskId id; };
+void split_rank(const TaskGraph& g, const ReplayResult& r, const std::vector<TaskId>& ids, double step,
+                RankTimeline& out) {
+  struct Edge {
+    double t;
+    int delta;
+    TaskId id;
+  };
   std::vector<Edge> edges;
   edges.reserve(ids.size() * 2);
   for (TaskId id : ids) {
@@ -21,9 +26,8 @@ void split_rank(const TaskGraph& g, const ReplayResult& r, const std::vector<Tas
     edges.push_back({r.start[id], +1, id});
     edges.push_back({r.finish[id], -1, id});
   }
-  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
-    return a.t != b.t ? a.t < b.t : a.delta < b.delta;
-  });
+  std::sort(edges.begin(), edges.end(),
+            [](const Edge& a, const Edge& b) { return a.t != b.t ? a.t < b.t : a.delta < b.delta; });
   std::vector<TaskId> active;
   double t = 0;
   auto charge = [&](double until) {
@@ -31,7 +35,10 @@ void split_rank(const TaskGraph& g, const ReplayResult& r, const std::vector<Tas
     const double dt = until - t;
     TaskId pick = kNoTask;
     for (TaskId id : active) {
-      if (is_compute_stream(g.task(id).stream)) { pick = id; break; }
+      if (is_compute_stream(g.task(id).stream)) {
+        pick = id;
+        break;
+      }
     }
     if (pick == kNoTask) {
       for (TaskId id : active) {
@@ -48,8 +55,10 @@ void split_rank(const TaskGraph& g, const ReplayResult& r, const std::vector<Tas
   };
   for (const Edge& e : edges) {
     charge(e.t);
-    if (e.delta > 0) active.push_back(e.id);
-    else active.erase(std::find(active.begin(), active.end(), e.id));
+    if (e.delta > 0)
+      active.push_back(e.id);
+    else
+      active.erase(std::find(active.begin(), active.end(), e.id));
   }
   charge(step);
 }
@@ -87,8 +96,10 @@ std::vector<std::int64_t> measured_chunks_in_flight(const BuiltStep& step, const
   for (const OpSpan& s : step.ops) {
     if (s.first == kNoTask || s.last == kNoTask) continue;
     auto& span = spans[{s.rank, s.op.microbatch, s.op.chunk}];
-    if (s.op.forward) span.first = r.start[s.first];
-    else span.second = r.finish[s.last];
+    if (s.op.forward)
+      span.first = r.start[s.first];
+    else
+      span.second = r.finish[s.last];
   }
   std::map<std::uint32_t, std::vector<std::pair<double, int>>> edges;
   for (const auto& [key, span] : spans) {
@@ -97,7 +108,9 @@ std::vector<std::int64_t> measured_chunks_in_flight(const BuiltStep& step, const
   }
   for (auto& [rank, e] : edges) {
     // At equal times a release comes before an acquisition: the next pass starts as one ends.
-    std::sort(e.begin(), e.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first < b.first : a.second < b.second; });
+    std::sort(e.begin(), e.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second < b.second;
+    });
     int held = 0, peak = 0;
     for (const auto& [t, d] : e) peak = std::max(peak, held += d);
     auto& slot = out[static_cast<std::size_t>(step.ranks[rank].stage)];

@@ -67,7 +67,12 @@ ExpertWall expert_wall(const ScenarioSource& source, const std::string& design, 
   for (std::int64_t n = ((base.arch.moe->top_k + step - 1) / step) * step; n <= kMaxExperts; n *= 2) {
     const auto ok = fits(source, design, n);
     if (!ok) continue;
-    if (*ok) lo = n; else { hi = n; break; }
+    if (*ok)
+      lo = n;
+    else {
+      hi = n;
+      break;
+    }
   }
   if (hi == 0) {
     if (lo) w.largest_fitting_experts = lo;
@@ -78,10 +83,15 @@ ExpertWall expert_wall(const ScenarioSource& source, const std::string& design, 
     const std::int64_t mid = lo + ((hi - lo) / 2 / step) * step;
     if (mid == lo) break;
     const auto ok = fits(source, design, mid);
-    if (ok && *ok) lo = mid; else hi = mid;
+    if (ok && *ok)
+      lo = mid;
+    else
+      hi = mid;
   }
-  if (lo) w.largest_fitting_experts = lo;
-  else w.note = "out of memory at the smallest expert count";
+  if (lo)
+    w.largest_fitting_experts = lo;
+  else
+    w.note = "out of memory at the smallest expert count";
   w.first_oom_experts = hi;
   return w;
 }

@@ -15,7 +15,7 @@ namespace moesim {
 struct BatchCrossover {
   std::string ddp_design;
   std::string fsdp_design;
-  std::optional<std::int64_t> global_batch_tokens;  // smallest tried where DDP's MFU >= FSDP's
+  std::optional<std::int64_t> global_batch_tokens;                         // smallest tried where DDP's MFU >= FSDP's
   std::vector<std::pair<std::int64_t, std::pair<double, double>>> probes;  // batch -> (ddp, fsdp) MFU
   std::string note;
 };

@@ -8,9 +8,10 @@ std::vector<PointOverrides> expand_points(const ScenarioSource& source, const Sw
   double product = 1;
   for (const auto& axis : spec.axes) product *= static_cast<double>(axis.values.size());
   if (product + static_cast<double>(spec.include.size()) > static_cast<double>(kMaxSweepPoints)) {
-    throw InputError("--vary", "", "the axes make " + brief(product + static_cast<double>(spec.include.size())) +
-                                       " points; at most " + std::to_string(kMaxSweepPoints) +
-                                       " per sweep (split it, or use fewer values per axis)");
+    throw InputError("--vary", "",
+                     "the axes make " + brief(product + static_cast<double>(spec.include.size())) +
+                         " points; at most " + std::to_string(kMaxSweepPoints) +
+                         " per sweep (split it, or use fewer values per axis)");
   }
   // Check every axis value against the base scenario first: a malformed value stops here.
   for (const auto& axis : spec.axes) {

@@ -17,13 +17,16 @@ bool ValidationRecord::pass() const {
   return error.empty() && std::all_of(checks.begin(), checks.end(), [](const ValidationCheck& c) { return c.pass; });
 }
 std::size_t ValidationReport::failures() const {
-  return static_cast<std::size_t>(std::count_if(records.begin(), records.end(), [](const auto& r) { return !r.pass() && r.known_gap.empty(); }));
+  return static_cast<std::size_t>(
+      std::count_if(records.begin(), records.end(), [](const auto& r) { return !r.pass() && r.known_gap.empty(); }));
 }
 std::size_t ValidationReport::known_gaps() const {
-  return static_cast<std::size_t>(std::count_if(records.begin(), records.end(), [](const auto& r) { return !r.pass() && !r.known_gap.empty(); }));
+  return static_cast<std::size_t>(
+      std::count_if(records.begin(), records.end(), [](const auto& r) { return !r.pass() && !r.known_gap.empty(); }));
 }
 std::size_t ValidationReport::closed_gaps() const {
-  return static_cast<std::size_t>(std::count_if(records.begin(), records.end(), [](const auto& r) { return r.pass() && !r.known_gap.empty(); }));
+  return static_cast<std::size_t>(
+      std::count_if(records.begin(), records.end(), [](const auto& r) { return r.pass() && !r.known_gap.empty(); }));
 }
 
 namespace {
@@ -55,25 +58,31 @@ StepResult simulate_record(const ScenarioSource& source, const PointOverrides& p
   return simulate(compose(source, changes_of(point))).result;
 }
 
-void step_checks(const JsonReader& rec, const nlohmann::json& raw, const std::string& scenario, const Sets& extra, ValidationRecord& out) {
+void step_checks(const JsonReader& rec, const nlohmann::json& raw, const std::string& scenario, const Sets& extra,
+                 ValidationRecord& out) {
   const StepResult r = simulate_record(read_scenario(scenario, set_list(rec, raw, extra)));
   const JsonReader m = rec.object("measured");
   const auto tol = rec.optional_object("tolerance");
   const double mfu_tol = tol ? tol->number_or("mfu_points", 2, Range::positive()) : 2;
   const double tok_tol = tol ? tol->number_or("tokens_rel", 0.05, Range::positive()) : 0.05;
   if (tol) tol->finish();
-  if (m.has("mfu")) out.checks.push_back(compare("mfu", kPoints * r.mfu, kPoints * m.number("mfu", Range::between(0, 1)), mfu_tol, false));
+  if (m.has("mfu"))
+    out.checks.push_back(
+        compare("mfu", kPoints * r.mfu, kPoints * m.number("mfu", Range::between(0, 1)), mfu_tol, false));
   if (m.has("tokens_per_s_per_gpu")) {
-    out.checks.push_back(compare("tokens_per_s_per_gpu", r.tokens_per_s_per_gpu, m.number("tokens_per_s_per_gpu", Range::positive()), tok_tol, true));
+    out.checks.push_back(compare("tokens_per_s_per_gpu", r.tokens_per_s_per_gpu,
+                                 m.number("tokens_per_s_per_gpu", Range::positive()), tok_tol, true));
   }
   if (m.has("oom")) {
     const bool measured = m.boolean("oom");
-    out.checks.push_back({"oom", r.ledger.oom ? 1.0 : 0.0, measured ? 1.0 : 0.0, r.ledger.oom == measured ? 0.0 : 1.0, 0, r.ledger.oom == measured});
+    out.checks.push_back({"oom", r.ledger.oom ? 1.0 : 0.0, measured ? 1.0 : 0.0, r.ledger.oom == measured ? 0.0 : 1.0,
+                          0, r.ledger.oom == measured});
   }
   m.finish();
 }
 
-void range_checks(const JsonReader& rec, const nlohmann::json& raw, const std::string& scenario, const Sets& extra, ValidationRecord& out) {
+void range_checks(const JsonReader& rec, const nlohmann::json& raw, const std::string& scenario, const Sets& extra,
+                  ValidationRecord& out) {
   const JsonReader vary = rec.object("vary");
   const std::string path = vary.string("path");
   vary.integer_list("values", Range::at_least(1));
@@ -108,7 +117,11 @@ void bytes_checks(const JsonReader& rec, ValidationRecord& out) {
   const double expected = m.number("bytes", Range::positive());
   m.finish();
   const double numel = 64.0 * 8192 * 4096;  // a stacked expert tensor; divisible by every group here
-  const TensorInfo t{"t", {64, 8192, 4096}, static_cast<std::int64_t>(numel), routed ? TensorClass::routed_expert : TensorClass::attention, 1};
+  const TensorInfo t{"t",
+                     {64, 8192, 4096},
+                     static_cast<std::int64_t>(numel),
+                     routed ? TensorClass::routed_expert : TensorClass::attention,
+                     1};
   const LocalTensor lt{&t, routed ? numel / static_cast<double>(plan.ep) : numel, routed ? plan.ep_dp() : plan.dp()};
   OptimizerShardReport report;
   double sum = 0;
@@ -123,14 +136,17 @@ void layout_checks(const JsonReader& rec, ValidationRecord& out) {
   const std::int64_t group = rec.integer("group", Range::between(1, 1 << 20));
   const LayoutResult r = optimizer_layouts().get(layout).assign(tensors, group, 1);
   const JsonReader m = rec.object("measured");
-  if (m.has("largest")) out.checks.push_back(compare("largest", r.largest, m.number("largest", Range::non_negative()), 0, false));
+  if (m.has("largest"))
+    out.checks.push_back(compare("largest", r.largest, m.number("largest", Range::non_negative()), 0, false));
   if (m.has("replicated")) {
-    out.checks.push_back(compare("replicated", static_cast<double>(r.replicated_tensors), static_cast<double>(m.integer("replicated", Range::non_negative())), 0, false));
+    out.checks.push_back(compare("replicated", static_cast<double>(r.replicated_tensors),
+                                 static_cast<double>(m.integer("replicated", Range::non_negative())), 0, false));
   }
   m.finish();
 }
 
-void schedule_checks(const JsonReader& rec, const nlohmann::json& raw, const std::string& scenario, const Sets& extra, ValidationRecord& out) {
+void schedule_checks(const JsonReader& rec, const nlohmann::json& raw, const std::string& scenario, const Sets& extra,
+                     ValidationRecord& out) {
   const ScenarioSource source = read_scenario(scenario, set_list(rec, raw, extra));
   auto count = [&](const std::string& design, auto&& predicate) {
     const Simulation sim = simulate(compose(source, changes_of({{"design", design}})));
@@ -152,8 +168,10 @@ void schedule_checks(const JsonReader& rec, const nlohmann::json& raw, const std
     return static_cast<double>(std::unique(mbs.begin(), mbs.end()) - mbs.begin());
   });
   const JsonReader m = rec.object("measured");
-  out.checks.push_back(compare("fsdp_collective_phases_per_unit", fsdp, m.number("fsdp_collective_phases_per_unit", Range::non_negative()), 0, false));
-  out.checks.push_back(compare("ddp_gradient_reductions", ddp, m.number("ddp_gradient_reductions", Range::non_negative()), 0, false));
+  out.checks.push_back(compare("fsdp_collective_phases_per_unit", fsdp,
+                               m.number("fsdp_collective_phases_per_unit", Range::non_negative()), 0, false));
+  out.checks.push_back(
+      compare("ddp_gradient_reductions", ddp, m.number("ddp_gradient_reductions", Range::non_negative()), 0, false));
   m.finish();
 }
 
@@ -161,9 +179,11 @@ void schedule_checks(const JsonReader& rec, const nlohmann::json& raw, const std
 
 namespace {
 
-void collect_assumptions(const nlohmann::json& node, const std::string& path, std::vector<std::pair<std::string, double>>& out) {
+void collect_assumptions(const nlohmann::json& node, const std::string& path,
+                         std::vector<std::pair<std::string, double>>& out) {
   if (!node.is_object()) return;
-  if (node.contains("kind") && node.at("kind") == "assumption" && node.contains("value") && node.at("value").is_number()) {
+  if (node.contains("kind") && node.at("kind") == "assumption" && node.contains("value") &&
+      node.at("value").is_number()) {
     out.emplace_back(path + ".value", node.at("value").get<double>());
     return;
   }
@@ -171,7 +191,8 @@ void collect_assumptions(const nlohmann::json& node, const std::string& path, st
 }
 
 void score(const ValidationReport& r, SensitivityRow& row, int slot) {
-  const bool broken = std::any_of(r.records.begin(), r.records.end(), [](const auto& rec) { return !rec.error.empty(); });
+  const bool broken =
+      std::any_of(r.records.begin(), r.records.end(), [](const auto& rec) { return !rec.error.empty(); });
   if (broken) {  // the scaled value left the field's allowed range
     row.mean_mfu_error[slot] = std::nan("");
     return;
@@ -180,8 +201,14 @@ void score(const ValidationReport& r, SensitivityRow& row, int slot) {
   std::size_t n = 0, right = 0, total = 0;
   for (const auto& rec : r.records) {
     for (const auto& c : rec.checks) {
-      if (c.metric.rfind("mfu", 0) == 0) { sum += std::fabs(c.error); ++n; }
-      if (c.metric == "oom") { ++total; right += c.pass ? 1 : 0; }
+      if (c.metric.rfind("mfu", 0) == 0) {
+        sum += std::fabs(c.error);
+        ++n;
+      }
+      if (c.metric == "oom") {
+        ++total;
+        right += c.pass ? 1 : 0;
+      }
     }
   }
   row.mean_mfu_error[slot] = n ? sum / static_cast<double>(n) : 0.0;
@@ -225,13 +252,19 @@ ValidationReport validate_dataset(const std::string& file, const std::vector<std
     out.kind = rec.choice("kind", {"step", "step_range", "bytes_per_param", "layout", "schedule"});
     out.source = rec.string("source");
     out.known_gap = rec.string_or("known_gap", "");
-    const std::string scenario = rec.has("scenario") ? (fs::path(file).parent_path() / rec.string("scenario")).lexically_normal().string() : "";
+    const std::string scenario =
+        rec.has("scenario") ? (fs::path(file).parent_path() / rec.string("scenario")).lexically_normal().string() : "";
     try {
-      if (out.kind == "step") step_checks(rec, records[i], scenario, extra_sets, out);
-      else if (out.kind == "step_range") range_checks(rec, records[i], scenario, extra_sets, out);
-      else if (out.kind == "bytes_per_param") bytes_checks(rec, out);
-      else if (out.kind == "layout") layout_checks(rec, out);
-      else schedule_checks(rec, records[i], scenario, extra_sets, out);
+      if (out.kind == "step")
+        step_checks(rec, records[i], scenario, extra_sets, out);
+      else if (out.kind == "step_range")
+        range_checks(rec, records[i], scenario, extra_sets, out);
+      else if (out.kind == "bytes_per_param")
+        bytes_checks(rec, out);
+      else if (out.kind == "layout")
+        layout_checks(rec, out);
+      else
+        schedule_checks(rec, records[i], scenario, extra_sets, out);
       rec.has("set");
       rec.has("tolerance");
       rec.finish();

@@ -22,7 +22,7 @@ struct ValidationRecord {
   std::string source;
   std::string known_gap;  // non-empty: a documented gap, reported but not failing
   std::vector<ValidationCheck> checks;
-  std::string error;      // the record could not be evaluated
+  std::string error;  // the record could not be evaluated
   bool pass() const;
 };
 
@@ -30,9 +30,9 @@ struct ValidationReport {
   std::string name;
   std::string file;
   std::vector<ValidationRecord> records;
-  std::size_t failures() const;        // failing records without a documented gap
-  std::size_t known_gaps() const;      // failing records with one
-  std::size_t closed_gaps() const;     // records with a documented gap that now pass
+  std::size_t failures() const;     // failing records without a documented gap
+  std::size_t known_gaps() const;   // failing records with one
+  std::size_t closed_gaps() const;  // records with a documented gap that now pass
 };
 
 // Throws InputError for a malformed dataset (path of the offending entry). `extra_sets` are
@@ -42,7 +42,7 @@ ValidationReport validate_dataset(const std::string& file, const std::vector<std
 // Sensitivity of a dataset to each assumed profile number: every quantity with kind
 // "assumption" in the hardware profile of the dataset's scenarios, scaled by (1 -+ fraction).
 struct SensitivityRow {
-  std::string path;   // e.g. hardware.memory.fragmentation_fraction.value
+  std::string path;  // e.g. hardware.memory.fragmentation_fraction.value
   double value = 0;
   double mean_mfu_error[3] = {0, 0, 0};  // |error| in points at -fraction, as is, +fraction
   std::size_t oom_right[3] = {0, 0, 0};

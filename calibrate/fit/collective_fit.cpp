@@ -113,7 +113,7 @@ FitOutput fit_collectives(const FitInputs& in) {
       c.report->note = std::string("not fitted: ") + e.what();
       continue;
     }
-    c.algbw = 1e-3 / c.fit.slope;  // bytes per us -> GB/s
+    c.algbw = 1e-3 / c.fit.slope;                                          // bytes per us -> GB/s
     c.busbw = c.algbw * busbw_factor(parse_collective_kind(c.kind), c.n);  // nccl-tests PERFORMANCE.md
     c.report->model = sig4(c.fit.intercept) + " us + S / " + sig4(c.algbw) + " GB/s (busbw " + sig4(c.busbw) + ")";
     c.report->rms_rel = c.fit.rms_rel;
@@ -143,10 +143,12 @@ FitOutput fit_collectives(const FitInputs& in) {
     const double eff = c->busbw / nvl;  // hardware_profiles/README.md: busbw efficiency
     const std::string source = "moesim fit: " + c->kind + " " + c->algorithm + " over " + std::to_string(c->n) +
                                " ranks in one NVLink domain; " + fit_text(*c) + " / nvlink_bw_GBps_per_direction " +
-                               sig4(nvl) + assumed_text(*c) + "; " + residual_text(c->fit.rms_rel, c->fit.max_rel, c->fit.points) +
+                               sig4(nvl) + assumed_text(*c) + "; " +
+                               residual_text(c->fit.rms_rel, c->fit.max_rel, c->fit.points) +
                                "; measurements: " + in.provenance(c->files);
     out.updates.push_back({{"interconnect", "intra_node", c->algorithm, "busbw_efficiency", c->kind},
-                           fitted_quantity(eff, source), sig4(round_sig4(eff))});
+                           fitted_quantity(eff, source),
+                           sig4(round_sig4(eff))});
     append(c->report->field, "intra_node." + c->algorithm + ".busbw_efficiency." + c->kind);
     by_algorithm[c->algorithm].push_back(c);
   }
@@ -164,8 +166,9 @@ FitOutput fit_collectives(const FitInputs& in) {
       append(what, c->kind + " " + sig4(c->fit.intercept) + " us - " + std::to_string(intra_steps(*c)) + " x " +
                        sig4(hop) + " us" + (v < 0 ? " (negative, taken as 0)" : ""));
       if (v < 0) {  // the profile's hop latency alone exceeds the measured intercept
-        append(c->report->note, "intercept below " + std::to_string(intra_steps(*c)) + " x hop_latency_us: base latency 0, " +
-                                    "small messages over-predicted by " + sig4(-v) + " us");
+        append(c->report->note, "intercept below " + std::to_string(intra_steps(*c)) +
+                                    " x hop_latency_us: base latency 0, " + "small messages over-predicted by " +
+                                    sig4(-v) + " us");
       }
       worst_rms = std::max(worst_rms, c->fit.rms_rel), worst_max = std::max(worst_max, c->fit.max_rel);
       points += c->fit.points;
@@ -173,10 +176,11 @@ FitOutput fit_collectives(const FitInputs& in) {
     }
     new_base[alg] = median_of(values);
     const std::string source = "moesim fit: median over curves of intercept - pipeline steps x hop_latency_us, " +
-                               std::string("the model's latency (models/costs/collective_algorithms.cpp): ") + what + "; " +
-                               residual_text(worst_rms, worst_max, points) + " (worst curve)" +
+                               std::string("the model's latency (models/costs/collective_algorithms.cpp): ") + what +
+                               "; " + residual_text(worst_rms, worst_max, points) + " (worst curve)" +
                                "; measurements: " + in.provenance(files);
-    out.updates.push_back({{"interconnect", "intra_node", alg, "base_latency_us"}, fitted_quantity(new_base[alg], source),
+    out.updates.push_back({{"interconnect", "intra_node", alg, "base_latency_us"},
+                           fitted_quantity(new_base[alg], source),
                            sig4(round_sig4(new_base[alg])) + " us"});
   }
   // Across domains: the NIC share of the model's bytes over the fitted time, and the intercept
@@ -193,13 +197,17 @@ FitOutput fit_collectives(const FitInputs& in) {
   for (auto& [key, c] : curves) {
     if (c.domains < 2 || c.algbw <= 0 || c.algorithm.empty()) continue;
     const int m = c.domains, n = c.n;
-    if (n % m != 0) { c.report->note = "not mapped: ranks do not split evenly over domains"; continue; }
+    if (n % m != 0) {
+      c.report->note = "not mapped: ranks do not split evenly over domains";
+      continue;
+    }
     const double r = static_cast<double>(n) / m;
     const auto& ic = hw.interconnect.intra_node;
     double nic = 0, net_hop = 0;
     if (c.algorithm == "ring" && c.kind != "all_to_all" && c.kind != "send_recv") {
       nic = c.busbw / (r * line);  // ring: each rank's NIC carries busbw-bytes / r
-      const int steps = c.kind == "all_reduce" ? 2 * (n - 1) : n - 1, inter = c.kind == "all_reduce" ? 2 * (m - 1) : m - 1;
+      const int steps = c.kind == "all_reduce" ? 2 * (n - 1) : n - 1,
+                inter = c.kind == "all_reduce" ? 2 * (m - 1) : m - 1;
       // ring latency = base + (steps - inter) x NVLink hop + inter x network hop
       net_hop = (c.fit.intercept - base_of("ring", ic.ring) - (steps - inter) * hop) / inter;
     } else if ((c.algorithm == "tree" || c.algorithm == "nvls_tree") && c.kind == "all_reduce") {
@@ -209,7 +217,7 @@ FitOutput fit_collectives(const FitInputs& in) {
       net_hop = (c.fit.intercept - intra) / (2 * ceil_log2(m));  // tree: + 2 log2(m) network hops
     } else if (c.algorithm == "p2p") {
       nic = (c.kind == "all_to_all" ? (n - r) / n : 1.0) * c.algbw / line;  // off-domain share on its own rail
-      net_hop = c.fit.intercept - base_of("p2p", ic.p2p);  // p2p: base + one network hop
+      net_hop = c.fit.intercept - base_of("p2p", ic.p2p);                   // p2p: base + one network hop
     } else {
       c.report->note = "not mapped: no inter-node formula for " + c.algorithm + " " + c.kind;
       continue;
@@ -227,18 +235,22 @@ FitOutput fit_collectives(const FitInputs& in) {
     c.report->field = "inter_node.nic_efficiency, inter_node.hop_latency_us";
   }
   if (!nics.empty()) {
-    const std::string tail = "; " + residual_text(worst_rms, worst_max, points) + " (worst curve); measurements: " +
-                             in.provenance(files);
-    out.updates.push_back({{"interconnect", "inter_node", "nic_efficiency"},
-                           fitted_quantity(median_of(nics), "moesim fit: median over inter-domain curves of the NIC " +
-                                           std::string("share of the bytes the model sends per rail / fitted time / ") +
-                                           sig4(line) + " GB/s line rate (models/costs/collective_algorithms.cpp): " + what + tail),
-                           sig4(round_sig4(median_of(nics)))});
-    out.updates.push_back({{"interconnect", "inter_node", "hop_latency_us"},
-                           fitted_quantity(median_of(hops), "moesim fit: median over inter-domain curves of (intercept - " +
-                                           std::string("intra-domain latency) / network steps, the model's latency ") +
-                                           "(models/costs/collective_algorithms.cpp): " + what + tail),
-                           sig4(round_sig4(median_of(hops))) + " us"});
+    const std::string tail =
+        "; " + residual_text(worst_rms, worst_max, points) + " (worst curve); measurements: " + in.provenance(files);
+    out.updates.push_back(
+        {{"interconnect", "inter_node", "nic_efficiency"},
+         fitted_quantity(median_of(nics),
+                         "moesim fit: median over inter-domain curves of the NIC " +
+                             std::string("share of the bytes the model sends per rail / fitted time / ") + sig4(line) +
+                             " GB/s line rate (models/costs/collective_algorithms.cpp): " + what + tail),
+         sig4(round_sig4(median_of(nics)))});
+    out.updates.push_back(
+        {{"interconnect", "inter_node", "hop_latency_us"},
+         fitted_quantity(median_of(hops),
+                         "moesim fit: median over inter-domain curves of (intercept - " +
+                             std::string("intra-domain latency) / network steps, the model's latency ") +
+                             "(models/costs/collective_algorithms.cpp): " + what + tail),
+         sig4(round_sig4(median_of(hops))) + " us"});
   }
   return out;
 }

@@ -52,7 +52,8 @@ ProfileTable fit_gemm(const FitInputs& in, FitOutput& out) {
   const std::string source = "moesim fit: median over dense BF16 GEMMs with N, K >= " + sig4(in.options.gemm_min_nk) +
                              " of 2MNK / median time, per M; " + residual_text(s.rms_rel, s.max_rel, n) +
                              " (shapes against their M's median); measurements: " + in.provenance(files);
-  out.updates.push_back({{"compute", "gemm_bf16_TFLOPs_by_rows"}, table_json("rows", "TFLOPs", table.points, source),
+  out.updates.push_back({{"compute", "gemm_bf16_TFLOPs_by_rows"},
+                         table_json("rows", "TFLOPs", table.points, source),
                          std::to_string(table.points.size()) + " points"});
   table.kind = SourceKind::fitted;
   return table;
@@ -90,15 +91,21 @@ void fit_grouped(const FitInputs& in, const ProfileTable& dense, bool dense_fitt
   }
   const Spread s = relative_spread(values, refs);
   const int n = static_cast<int>(values.size());
-  CurveReport rep{"grouped GEMM / dense by rows per expert", n, std::to_string(pts.size()) + " points, median per x",
-                  s.rms_rel, s.max_rel, "", ""};
+  CurveReport rep{"grouped GEMM / dense by rows per expert",
+                  n,
+                  std::to_string(pts.size()) + " points, median per x",
+                  s.rms_rel,
+                  s.max_rel,
+                  "",
+                  ""};
   for (const auto& p : pts) {
     if (!(p.y > 0 && p.y <= 1.5)) rep.note = "not mapped: ratio " + sig4(p.y) + " outside (0, 1.5]";
   }
   if (rep.note.empty()) {
     rep.field = "compute.grouped_gemm_efficiency_by_rows_per_expert";
     const std::string source =
-        "moesim fit: uniform-routing grouped GEMM rate (2 x rows x fixed dims / median time, best method per shape) / " +
+        "moesim fit: uniform-routing grouped GEMM rate (2 x rows x fixed dims / median time, best method per shape) "
+        "/ " +
         std::string(dense_fitted ? "the fitted" : "the base profile's") + " dense table at the same total rows, by " +
         "mean rows per expert, median over shapes; " + residual_text(s.rms_rel, s.max_rel, n) +
         " (shapes against their median); measurements: " + in.provenance(files);
@@ -134,10 +141,11 @@ void fit_hbm(const FitInputs& in, FitOutput& out) {
   out.curves.push_back({"hbm GB/s (" + best_kind + ", >= " + sig4(in.options.hbm_min_bytes / (1 << 20)) + " MiB)", n,
                         "max " + sig4(best) + " GB/s", s.rms_rel, s.max_rel, "compute.hbm_sustained_GBps", ""});
   const std::string source = "moesim fit: highest (bytes read + written) / median time of the memory-bound kernels " +
-                             std::string("at >= ") + sig4(in.options.hbm_min_bytes / (1 << 20)) + " MiB, from " + best_kind +
-                             "; " + residual_text(s.rms_rel, s.max_rel, n) + " (its large sizes against the max)" +
-                             "; measurements: " + in.provenance(files);
-  out.updates.push_back({{"compute", "hbm_sustained_GBps"}, fitted_quantity(best, source), sig4(round_sig4(best)) + " GB/s"});
+                             std::string("at >= ") + sig4(in.options.hbm_min_bytes / (1 << 20)) + " MiB, from " +
+                             best_kind + "; " + residual_text(s.rms_rel, s.max_rel, n) +
+                             " (its large sizes against the max)" + "; measurements: " + in.provenance(files);
+  out.updates.push_back(
+      {{"compute", "hbm_sustained_GBps"}, fitted_quantity(best, source), sig4(round_sig4(best)) + " GB/s"});
 }
 
 // Interference: slowdown = median GEMM time with a collective on another stream / median alone,
@@ -160,13 +168,14 @@ void fit_interference(const FitInputs& in, FitOutput& out) {
   const double slowdown = std::clamp(ratio - 1.0, 0.0, 0.95);
   const int n = static_cast<int>(ratios.size());
   out.curves.push_back({"gemm slowdown with comm", n, "x" + sig4(ratio) + " time", s.rms_rel, s.max_rel,
-                        "interference.compute_slowdown_with_comm", slowdown != ratio - 1 ? "clamped to [0, 0.95]" : ""});
+                        "interference.compute_slowdown_with_comm",
+                        slowdown != ratio - 1 ? "clamped to [0, 0.95]" : ""});
   const std::string source = "moesim fit: median over backgrounds of GEMM median time with / alone - 1 (" + what + ")" +
                              (slowdown != ratio - 1 ? ", clamped to [0, 0.95]" : "") + "; " +
                              residual_text(s.rms_rel, s.max_rel, n) + " (time ratios against their median)" +
                              "; measurements: " + in.provenance(files);
-  out.updates.push_back({{"interference", "compute_slowdown_with_comm"}, fitted_quantity(slowdown, source),
-                         sig4(round_sig4(slowdown))});
+  out.updates.push_back(
+      {{"interference", "compute_slowdown_with_comm"}, fitted_quantity(slowdown, source), sig4(round_sig4(slowdown))});
 }
 
 }  // namespace

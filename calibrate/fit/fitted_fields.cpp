@@ -43,7 +43,8 @@ nlohmann::ordered_json fitted_quantity(double value, const std::string& source) 
 
 std::string residual_text(double rms_rel, double max_rel, int points) {
   char buf[96];
-  std::snprintf(buf, sizeof buf, "residual rms %.2f%%, max %.2f%% over %d points", 100 * rms_rel, 100 * max_rel, points);
+  std::snprintf(buf, sizeof buf, "residual rms %.2f%%, max %.2f%% over %d points", 100 * rms_rel, 100 * max_rel,
+                points);
   return buf;
 }
 

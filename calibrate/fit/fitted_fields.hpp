@@ -17,7 +17,7 @@ struct FitOptions {
   // NCCL algorithm behind all_reduce measurements that do not name one ("" = only where it is
   // unambiguous: one NVLink domain and no NVLS in the base profile).
   std::string all_reduce_algorithm;
-  double gemm_min_nk = 4096;            // dense GEMMs with N and K at least this build the table
+  double gemm_min_nk = 4096;                 // dense GEMMs with N and K at least this build the table
   double hbm_min_bytes = 256.0 * (1 << 20);  // memory-kernel points at least this large (past L2)
 };
 
@@ -29,13 +29,13 @@ struct FieldUpdate {
 };
 
 struct CurveReport {
-  std::string curve;   // "all_reduce ring n=8 (1 domain)", "gemm TFLOPs by rows", ...
+  std::string curve;  // "all_reduce ring n=8 (1 domain)", "gemm TFLOPs by rows", ...
   int points = 0;
   std::string model;   // "21.3 us + S / 371 GB/s (busbw 650 GB/s)"
   double rms_rel = 0;  // relative residuals of the points against the fitted model
   double max_rel = 0;
-  std::string field;   // the profile field it set, or "" when not mapped
-  std::string note;    // why not mapped, or what was assumed
+  std::string field;  // the profile field it set, or "" when not mapped
+  std::string note;   // why not mapped, or what was assumed
 };
 
 struct FitOutput {

@@ -46,8 +46,8 @@ FitResult fit_profile(const std::vector<std::string>& measurement_files, const s
     // One profile describes one node type: refuse to mix GPU models.
     if (!a.device_name.empty() && !b.device_name.empty() && a.device_name != b.device_name) {
       throw InputError(path, "environment.device.name",
-                       "\"" + b.device_name + "\" differs from \"" + a.device_name + "\" in " +
-                           in.files.front().file + ": fit one node type at a time");
+                       "\"" + b.device_name + "\" differs from \"" + a.device_name + "\" in " + in.files.front().file +
+                           ": fit one node type at a time");
     }
   }
   FitOutput out = fit_collectives(in);
@@ -59,7 +59,8 @@ FitResult fit_profile(const std::vector<std::string>& measurement_files, const s
     }
     throw InputError(measurement_files.front(), "",
                      "no measurement could be fitted to a profile field (need collective sweeps, dense GEMMs, "
-                     "grouped GEMMs, memory kernels or interference records)" + why);
+                     "grouped GEMMs, memory kernels or interference records)" +
+                         why);
   }
   for (const auto& u : out.updates) apply(profile, u);
   std::string files;

@@ -11,8 +11,8 @@ namespace moesim::fit {
 struct LineFit {
   double intercept = 0;
   double slope = 0;
-  double rms_rel = 0;   // root mean square of (model - t) / t over the points
-  double max_rel = 0;   // largest |model - t| / t
+  double rms_rel = 0;  // root mean square of (model - t) / t over the points
+  double max_rel = 0;  // largest |model - t| / t
   int points = 0;
   bool intercept_clamped = false;  // the free fit gave a negative intercept; refitted through 0
 };

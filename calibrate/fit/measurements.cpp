@@ -7,8 +7,8 @@
 #include <map>
 #include <utility>
 
-#include "models/common/json_reader.hpp"
 #include "models/common/json_file.hpp"
+#include "models/common/json_reader.hpp"
 
 namespace moesim::fit {
 
@@ -17,33 +17,76 @@ namespace {
 enum class T { integer, number, number_or_null, string, boolean, int_list, any };
 using Keys = std::vector<std::pair<const char*, T>>;
 
-const Keys kCommonOptional = {{"iters", T::integer},   {"warmup", T::integer}, {"median_us", T::number},
-                              {"p10_us", T::number},   {"p90_us", T::number},  {"mean_us", T::number},
-                              {"min_us", T::number},   {"max_us", T::number}};
-const Keys kCollective = {{"count", T::integer},      {"op", T::string},          {"algbw_GBps", T::number},
-                          {"busbw_GBps", T::number},  {"check_mismatches", T::integer}, {"in_place", T::boolean}};
+const Keys kCommonOptional = {{"iters", T::integer}, {"warmup", T::integer}, {"median_us", T::number},
+                              {"p10_us", T::number}, {"p90_us", T::number},  {"mean_us", T::number},
+                              {"min_us", T::number}, {"max_us", T::number}};
+const Keys kCollective = {{"count", T::integer},
+                          {"op", T::string},
+                          {"algbw_GBps", T::number},
+                          {"busbw_GBps", T::number},
+                          {"check_mismatches", T::integer},
+                          {"in_place", T::boolean}};
 const std::map<std::string, Keys> kKindExtras = {
-    {"all_reduce_bucketed", {{"buckets", T::integer}, {"bucket_bytes", T::int_list}, {"cap_bytes", T::integer},
-                             {"pool_bytes", T::integer}, {"buffers_reused", T::boolean}}},
+    {"all_reduce_bucketed",
+     {{"buckets", T::integer},
+      {"bucket_bytes", T::int_list},
+      {"cap_bytes", T::integer},
+      {"pool_bytes", T::integer},
+      {"buffers_reused", T::boolean}}},
     {"all_gather", {{"send_count", T::integer}}},
     {"reduce_scatter", {{"recv_count", T::integer}}},
-    {"all_to_all", {{"d", T::integer}, {"row_bytes", T::integer}, {"rows_per_rank", T::integer},
-                    {"max_send_rows", T::integer}, {"max_recv_rows", T::integer}, {"counts", T::any},
-                    {"zipf_s", T::number}, {"experts", T::integer}, {"top_k", T::integer}, {"seed", T::integer}}},
+    {"all_to_all",
+     {{"d", T::integer},
+      {"row_bytes", T::integer},
+      {"rows_per_rank", T::integer},
+      {"max_send_rows", T::integer},
+      {"max_recv_rows", T::integer},
+      {"counts", T::any},
+      {"zipf_s", T::number},
+      {"experts", T::integer},
+      {"top_k", T::integer},
+      {"seed", T::integer}}},
     {"send_recv", {{"src_rank", T::integer}, {"dst_rank", T::integer}}},
-    {"gemm", {{"name", T::string}, {"count", T::integer}, {"accumulate", T::string}, {"library", T::string},
-              {"algo", T::string}, {"workspace_bytes", T::integer}, {"operand_sets", T::integer},
-              {"flops", T::number}, {"tflops", T::number}, {"check_rel_error", T::number_or_null}}},
-    {"grouped_gemm", {{"rows_dim", T::string}, {"tokens", T::integer}, {"experts", T::integer},
-                      {"top_k", T::integer}, {"seed", T::integer}, {"active_experts", T::integer},
-                      {"flops", T::number}, {"tflops", T::number}, {"check_rel_error", T::number_or_null}}},
-    {"memory", {{"elements", T::integer}, {"bytes_per_element", T::number}, {"buffer_copies", T::integer},
-                {"GBps", T::number}, {"check_mismatches", T::integer}}},
-    {"interference", {{"background_bytes", T::integer}, {"background_reps", T::integer},
-                      {"alone_median_us", T::number}, {"alone_p10_us", T::number}, {"alone_p90_us", T::number},
-                      {"slowdown", T::number_or_null}, {"tflops_alone", T::number}, {"tflops", T::number},
-                      {"background_alone_median_us", T::number}, {"background_overlapped_mean_us", T::number},
-                      {"background_slowdown", T::number}, {"check_rel_error", T::number_or_null}}},
+    {"gemm",
+     {{"name", T::string},
+      {"count", T::integer},
+      {"accumulate", T::string},
+      {"library", T::string},
+      {"algo", T::string},
+      {"workspace_bytes", T::integer},
+      {"operand_sets", T::integer},
+      {"flops", T::number},
+      {"tflops", T::number},
+      {"check_rel_error", T::number_or_null}}},
+    {"grouped_gemm",
+     {{"rows_dim", T::string},
+      {"tokens", T::integer},
+      {"experts", T::integer},
+      {"top_k", T::integer},
+      {"seed", T::integer},
+      {"active_experts", T::integer},
+      {"flops", T::number},
+      {"tflops", T::number},
+      {"check_rel_error", T::number_or_null}}},
+    {"memory",
+     {{"elements", T::integer},
+      {"bytes_per_element", T::number},
+      {"buffer_copies", T::integer},
+      {"GBps", T::number},
+      {"check_mismatches", T::integer}}},
+    {"interference",
+     {{"background_bytes", T::integer},
+      {"background_reps", T::integer},
+      {"alone_median_us", T::number},
+      {"alone_p10_us", T::number},
+      {"alone_p90_us", T::number},
+      {"slowdown", T::number_or_null},
+      {"tflops_alone", T::number},
+      {"tflops", T::number},
+      {"background_alone_median_us", T::number},
+      {"background_overlapped_mean_us", T::number},
+      {"background_slowdown", T::number},
+      {"check_rel_error", T::number_or_null}}},
 };
 
 // Type-checks an informational key (present or not) so that a null, NaN-like or mistyped value
@@ -54,7 +97,9 @@ void info(const JsonReader& r, const nlohmann::json& raw, const char* key, T typ
   switch (type) {
     case T::integer: r.integer(key, Range::non_negative()); break;
     case T::number: r.number(key, Range::non_negative()); break;
-    case T::number_or_null: if (!v.is_null()) r.number(key, Range::non_negative()); break;
+    case T::number_or_null:
+      if (!v.is_null()) r.number(key, Range::non_negative());
+      break;
     case T::string: r.string(key); break;
     case T::boolean: r.boolean(key); break;
     case T::int_list: r.integer_list(key, Range::non_negative()); break;
@@ -106,14 +151,14 @@ Measurement parse_record(const JsonReader& r, const nlohmann::json& raw) {
   }
   m.group = r.string("group");
   m.label = r.string("label");
-  m.dtype = r.choice("dtype", {"fp32", "bf16", "fp16", "fp64", "fp8_e4m3", "fp8_e5m2", "int8", "uint8",
-                               "int32", "uint32", "int64", "uint64", "bf16->fp32"});
+  m.dtype = r.choice("dtype", {"fp32", "bf16", "fp16", "fp64", "fp8_e4m3", "fp8_e5m2", "int8", "uint8", "int32",
+                               "uint32", "int64", "uint64", "bf16->fp32"});
   m.group_size = static_cast<int>(r.integer("group_size", Range::between(1, 1e6)));
   m.check = r.choice("check", {"ok", "failed", "skipped"});
   m.nodes = static_cast<int>(r.integer_or("nodes", 0, Range::between(1, 1e6)));
   m.source = r.string_or("source", "");
-  m.algorithm = r.choice_or("algorithm", "", {"ring", "tree", "nvls", "nvls_tree", "collnet_direct",
-                                              "collnet_chain", "pat"});
+  m.algorithm =
+      r.choice_or("algorithm", "", {"ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain", "pat"});
   for (const auto& [key, type] : kCommonOptional) info(r, raw, key, type);
   if (auto it = kKindExtras.find(kind_family(m.kind)); it != kKindExtras.end()) {
     for (const auto& [key, type] : it->second) info(r, raw, key, type);
@@ -161,17 +206,16 @@ void check_sweeps(const std::vector<Measurement>& ms, const nlohmann::json& arr,
     const Measurement& m = ms[i];
     if (!is_collective_kind(m.kind) && !is_memory_kind(m.kind)) continue;
     const std::string op = arr[i].contains("op") ? arr[i]["op"].dump() : "";
-    const std::string key = m.kind + "|" + m.dtype + "|" + std::to_string(m.group_size) + "|" + m.label + "|" +
-                            op + "|" + m.algorithm;
+    const std::string key =
+        m.kind + "|" + m.dtype + "|" + std::to_string(m.group_size) + "|" + m.label + "|" + op + "|" + m.algorithm;
     auto [it, fresh] = last.emplace(key, &m);
     if (!fresh) {
       if (m.bytes <= it->second->bytes) {
         throw InputError(file, m.path + ".bytes",
                          std::to_string(m.bytes) + " is not larger than the previous point of this sweep (" +
                              it->second->path + ", " + std::to_string(it->second->bytes) +
-                             " bytes): sizes within a sweep (kind " + m.kind + ", dtype " + m.dtype +
-                             ", group_size " + std::to_string(m.group_size) + ", label \"" + m.label +
-                             "\") must increase");
+                             " bytes): sizes within a sweep (kind " + m.kind + ", dtype " + m.dtype + ", group_size " +
+                             std::to_string(m.group_size) + ", label \"" + m.label + "\") must increase");
       }
       it->second = &m;
     }
@@ -197,8 +241,8 @@ MeasurementEnvironment parse_environment(const JsonReader& e, const nlohmann::js
 
 const std::vector<std::string>& measurement_kinds() {
   static const std::vector<std::string> kinds = {
-      "all_reduce", "all_reduce_bucketed", "all_gather", "reduce_scatter", "all_to_all", "send_recv",
-      "gemm", "grouped_gemm", "memcpy_d2d", "grad_accum_bf16_to_fp32", "adamw_fp32", "interference"};
+      "all_reduce", "all_reduce_bucketed", "all_gather", "reduce_scatter",          "all_to_all", "send_recv",
+      "gemm",       "grouped_gemm",        "memcpy_d2d", "grad_accum_bf16_to_fp32", "adamw_fp32", "interference"};
   return kinds;
 }
 

@@ -26,12 +26,12 @@ struct Measurement {
   std::string path;  // JSON path inside the file, e.g. "measurements[12]"
   std::string kind, group, label, dtype;
   int group_size = 1;
-  int nodes = 1;  // hosts the group spans: the record's "nodes" (importer), else environment.node_count
-  std::vector<double> times_us;  // raw per-iteration times (nccl-tests: its one average)
-  double median_us = 0;          // recomputed from times_us (linear interpolation, as the harness)
-  std::string check = "skipped"; // ok, failed, skipped
-  std::string source;            // importer: "LOG:LINE" of the row; "" for harness records
-  std::string algorithm;         // importer: NCCL algorithm when the log names it; "" unknown
+  int nodes = 1;                  // hosts the group spans: the record's "nodes" (importer), else environment.node_count
+  std::vector<double> times_us;   // raw per-iteration times (nccl-tests: its one average)
+  double median_us = 0;           // recomputed from times_us (linear interpolation, as the harness)
+  std::string check = "skipped";  // ok, failed, skipped
+  std::string source;             // importer: "LOG:LINE" of the row; "" for harness records
+  std::string algorithm;          // importer: NCCL algorithm when the log names it; "" unknown
   // Collectives and memory-bound kernels: bytes (nccl-tests convention / read + written).
   std::int64_t bytes = 0;
   // Dense GEMM and interference: the problem; grouped GEMM: the fixed dimensions (0 = "rows").

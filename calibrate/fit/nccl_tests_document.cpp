@@ -52,8 +52,9 @@ nlohmann::ordered_json nccl_tests_document(const std::vector<NcclTestsLog>& logs
   const NcclTestsLog* widest = &logs.front();
   for (const auto& log : logs) {
     if (!log.device_name.empty() && !widest->device_name.empty() && log.device_name != widest->device_name) {
-      throw InputError(log.file, "", "device \"" + log.device_name + "\" differs from \"" + widest->device_name +
-                                         "\" in " + widest->file + ": import logs of one node type at a time");
+      throw InputError(log.file, "",
+                       "device \"" + log.device_name + "\" differs from \"" + widest->device_name + "\" in " +
+                           widest->file + ": import logs of one node type at a time");
     }
     if (log.ranks > widest->ranks || (widest->device_name.empty() && !log.device_name.empty())) widest = &log;
   }
@@ -61,12 +62,18 @@ nlohmann::ordered_json nccl_tests_document(const std::vector<NcclTestsLog>& logs
   doc["schema"] = "moesim-measurements/1";
   nlohmann::ordered_json sources = nlohmann::ordered_json::array();
   for (const auto& log : logs) {
-    sources.push_back({{"file", log.file}, {"kind", log.kind}, {"kind_from", log.kind_from},
-                       {"group_size", log.ranks}, {"nodes", std::max<std::size_t>(1, log.hosts.size())},
-                       {"rows", log.rows.size()}, {"nccl_tests_version", log.tests_version},
+    sources.push_back({{"file", log.file},
+                       {"kind", log.kind},
+                       {"kind_from", log.kind_from},
+                       {"group_size", log.ranks},
+                       {"nodes", std::max<std::size_t>(1, log.hosts.size())},
+                       {"rows", log.rows.size()},
+                       {"nccl_tests_version", log.tests_version},
                        {"algorithm", log.algorithm.empty() ? "unknown" : log.algorithm}});
   }
-  doc["tool"] = {{"name", "moesim import nccl-tests"}, {"version", "0.1.0"}, {"command_line", command_line},
+  doc["tool"] = {{"name", "moesim import nccl-tests"},
+                 {"version", "0.1.0"},
+                 {"command_line", command_line},
                  {"source_logs", sources}};
   doc["status"] = "complete";
   doc["error"] = nullptr;

@@ -35,9 +35,9 @@ bool all_digits(const std::string& s) {
 // nccl-tests type names (its -d option) -> moesim dtype names.
 std::string dtype_of(const std::string& t) {
   static const std::map<std::string, std::string> names = {
-      {"float", "fp32"},   {"half", "fp16"},     {"bfloat16", "bf16"},    {"double", "fp64"},
-      {"int8", "int8"},    {"uint8", "uint8"},   {"int32", "int32"},      {"uint32", "uint32"},
-      {"int64", "int64"},  {"uint64", "uint64"}, {"f8e4m3", "fp8_e4m3"}, {"f8e5m2", "fp8_e5m2"}};
+      {"float", "fp32"},  {"half", "fp16"},     {"bfloat16", "bf16"},   {"double", "fp64"},
+      {"int8", "int8"},   {"uint8", "uint8"},   {"int32", "int32"},     {"uint32", "uint32"},
+      {"int64", "int64"}, {"uint64", "uint64"}, {"f8e4m3", "fp8_e4m3"}, {"f8e5m2", "fp8_e5m2"}};
   auto it = names.find(t);
   return it == names.end() ? "" : it->second;
 }
@@ -61,13 +61,14 @@ std::set<std::string> binaries_in(const std::string& s) {
   return out;
 }
 
-double number_at(const std::vector<std::string>& t, std::size_t i, const std::string& what,
-                 const std::string& file, int line) {
+double number_at(const std::vector<std::string>& t, std::size_t i, const std::string& what, const std::string& file,
+                 int line) {
   char* end = nullptr;
   const double v = i < t.size() ? std::strtod(t[i].c_str(), &end) : NAN;
   if (i >= t.size() || end == t[i].c_str() || *end != '\0' || !std::isfinite(v) || v < 0) {
-    fail_at(file, line, "column " + std::to_string(i + 1) + " (" + what + "): expected a non-negative number, got \"" +
-                            (i < t.size() ? t[i] : std::string("<missing>")) + "\"");
+    fail_at(file, line,
+            "column " + std::to_string(i + 1) + " (" + what + "): expected a non-negative number, got \"" +
+                (i < t.size() ? t[i] : std::string("<missing>")) + "\"");
   }
   return v;
 }
@@ -78,8 +79,9 @@ std::int64_t count_at(const std::vector<std::string>& t, std::size_t i, const st
   const double v = number_at(t, i, what, file, line);
   constexpr double kExact = 9007199254740992.0;  // 2^53: every integer below is a double exactly
   if (v != std::floor(v) || v > kExact) {
-    fail_at(file, line, "column " + std::to_string(i + 1) + " (" + what + "): expected a whole number up to 2^53, got \"" +
-                            t[i] + "\"");
+    fail_at(file, line,
+            "column " + std::to_string(i + 1) + " (" + what + "): expected a whole number up to 2^53, got \"" + t[i] +
+                "\"");
   }
   return static_cast<std::int64_t>(v);
 }
@@ -108,7 +110,8 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
   NcclTestsLog log;
   log.file = file;
   static const std::regex prefix(R"(^\[\d+,\d+\]<std(out|err)>:)");
-  static const std::regex rank_line(R"(^#\s*Rank\s+(\d+)\s.*?\bon\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s+(.+?)\s*$)");
+  static const std::regex rank_line(
+      R"(^#\s*Rank\s+(\d+)\s.*?\bon\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s+(.+?)\s*$)");
   static const std::regex iters_re(R"(warmup iters:\s*(\d+)\s+iters:\s*(\d+))");
   static const std::regex algo_re(R"(NCCL_ALGO set by environment to\s+(\S+))");
   static const std::regex nranks_re(R"(\bnranks\s+(\d+))");
@@ -142,8 +145,11 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
         const int rank = small_int(m[1], "rank", file, ln);
         rank_hosts[rank] = m[2];
         if (log.device_name.empty()) log.device_name = m[5];
-        log.devices.push_back({{"index", rank}, {"name", m[5].str()}, {"host", m[2].str()},
-                               {"device", small_int(m[3], "device", file, ln)}, {"pci_bus_id", m[4].str()}});
+        log.devices.push_back({{"index", rank},
+                               {"name", m[5].str()},
+                               {"host", m[2].str()},
+                               {"device", small_int(m[3], "device", file, ln)},
+                               {"pci_bus_id", m[4].str()}});
       }
       const auto t = tokens(s.substr(1));
       if (t.size() >= 6 && t[0] == "size" && t[1] == "count" && t[2] == "type") {
@@ -151,10 +157,12 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
         if (time_it == t.end()) fail_at(file, ln, "table header has no \"time\" column");
         if (!h.active) ++log.tables;
         h = Header{true, static_cast<int>(time_it - t.begin()), 2, -1, 1.0};
-        if (auto r = std::find(t.begin(), time_it, "redop"); r != time_it) h.redop_col = static_cast<int>(r - t.begin());
+        if (auto r = std::find(t.begin(), time_it, "redop"); r != time_it)
+          h.redop_col = static_cast<int>(r - t.begin());
       } else if (h.active && s.find("(elements)") != std::string::npos) {
         if (s.find("(ms)") != std::string::npos) h.time_scale = 1e3;
-      } else if (s.find("Avg bus bandwidth") != std::string::npos || s.find("Out of bounds values") != std::string::npos) {
+      } else if (s.find("Avg bus bandwidth") != std::string::npos ||
+                 s.find("Out of bounds values") != std::string::npos) {
         h.active = false;
       }
     } else {
@@ -167,8 +175,9 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
         row.line = ln;
         row.table = log.tables - 1;
         if (t.size() < static_cast<std::size_t>(h.time_col + 4)) {
-          fail_at(file, ln, "table row has " + std::to_string(t.size()) + " columns; expected at least " +
-                                std::to_string(h.time_col + 4) + " (size, count, type, ..., time, algbw, busbw, #wrong)");
+          fail_at(file, ln,
+                  "table row has " + std::to_string(t.size()) + " columns; expected at least " +
+                      std::to_string(h.time_col + 4) + " (size, count, type, ..., time, algbw, busbw, #wrong)");
         }
         row.bytes = count_at(t, 0, "size in bytes", file, ln);
         row.count = count_at(t, 1, "count", file, ln);
@@ -184,8 +193,9 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
         if (row.time_us <= 0) fail_at(file, ln, "out-of-place time must be positive");
         const std::string key = std::to_string(row.table) + "|" + row.dtype + "|" + row.redop;
         if (auto it = last_size.find(key); it != last_size.end() && row.bytes <= it->second) {
-          fail_at(file, ln, "size " + std::to_string(row.bytes) + " does not increase (previous row: " +
-                                std::to_string(it->second) + ")");
+          fail_at(file, ln,
+                  "size " + std::to_string(row.bytes) +
+                      " does not increase (previous row: " + std::to_string(it->second) + ")");
         }
         last_size[key] = row.bytes;
         log.rows.push_back(row);
@@ -196,17 +206,22 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
     mentioned.insert(b.begin(), b.end());
   }
   if (log.rows.empty()) {
-    throw InputError(file, "", "no nccl-tests result rows: expected a '#  size  count  type ...' header followed by rows");
+    throw InputError(file, "",
+                     "no nccl-tests result rows: expected a '#  size  count  type ...' header followed by rows");
   }
   // Which collective: --kind, else the banner, else the binary named in the log, else the file name.
   auto one_of = [&](const std::set<std::string>& found, const char* how) {
     if (found.size() > 1) {
       std::string list;
       for (const auto& k : found) list += (list.empty() ? "" : ", ") + k;
-      throw InputError(file, "", std::string("the log's ") + how + "s name several collectives (" + list +
-                                     "): split the log or pass --kind");
+      throw InputError(
+          file, "",
+          std::string("the log's ") + how + "s name several collectives (" + list + "): split the log or pass --kind");
     }
-    if (!found.empty() && log.kind.empty()) { log.kind = *found.begin(); log.kind_from = how; }
+    if (!found.empty() && log.kind.empty()) {
+      log.kind = *found.begin();
+      log.kind_from = how;
+    }
   };
   one_of(banners, "banner");
   one_of(mentioned, "binary name");
@@ -219,18 +234,21 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
     log.kind_from = "--kind";
   }
   if (log.kind.empty()) {
-    throw InputError(file, "", "cannot tell which collective this log measured (no banner, no *_perf name); pass --kind");
+    throw InputError(file, "",
+                     "cannot tell which collective this log measured (no banner, no *_perf name); pass --kind");
   }
   log.ranks = !rank_hosts.empty() ? static_cast<int>(rank_hosts.size()) : nranks_info;
   if (opts.ranks > 0) {
     if (log.ranks > 0 && log.ranks != opts.ranks) {
-      throw InputError(file, "", "the log lists " + std::to_string(log.ranks) + " ranks but --ranks is " +
-                                     std::to_string(opts.ranks));
+      throw InputError(
+          file, "",
+          "the log lists " + std::to_string(log.ranks) + " ranks but --ranks is " + std::to_string(opts.ranks));
     }
     log.ranks = opts.ranks;
   }
   if (log.ranks < 1) {
-    throw InputError(file, "", "cannot tell the group size: no '# Using devices' rank lines and no 'nranks N'; pass --ranks");
+    throw InputError(file, "",
+                     "cannot tell the group size: no '# Using devices' rank lines and no 'nranks N'; pass --ranks");
   }
   for (const auto& [rank, host] : rank_hosts) {
     if (std::find(log.hosts.begin(), log.hosts.end(), host) == log.hosts.end()) log.hosts.push_back(host);

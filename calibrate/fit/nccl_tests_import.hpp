@@ -20,8 +20,8 @@ struct NcclTestsOptions {
 };
 
 struct NcclTestsRow {
-  int line = 0;  // 1-based line in the log
-  int table = 0; // 0-based: a new table starts at every header after a summary
+  int line = 0;   // 1-based line in the log
+  int table = 0;  // 0-based: a new table starts at every header after a summary
   std::int64_t bytes = 0, count = 0;
   std::string dtype;  // moesim name (fp32, bf16, ...)
   std::string redop;  // "" for non-reductions
@@ -31,7 +31,7 @@ struct NcclTestsRow {
 
 struct NcclTestsLog {
   std::string file;
-  std::string kind;  // measurement kind: all_reduce, all_gather, reduce_scatter, all_to_all, send_recv
+  std::string kind;       // measurement kind: all_reduce, all_gather, reduce_scatter, all_to_all, send_recv
   std::string kind_from;  // how the kind was found: "--kind", "banner", "binary name", "file name"
   int ranks = 0;
   std::vector<std::string> hosts;  // distinct, in rank order

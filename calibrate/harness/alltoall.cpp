@@ -2,9 +2,9 @@
 // (seeded, Zipf-skewed) row counts, rows of d BF16 values; and plain send/recv between pairs.
 #include <algorithm>
 
-#include "groups.hpp"
 #include "data_init.hpp"
 #include "errors.hpp"
+#include "groups.hpp"
 #include "report_table.hpp"
 #include "routing.hpp"
 
@@ -45,10 +45,15 @@ void run_alltoall(GroupEnv& g) {
     const int n = ctx.world;
     const auto& cfg = g.shapes.alltoall;
     const std::int64_t d = cfg.d, row_bytes = 2 * d;
-    struct Case { std::string label; Matrix counts; double zipf_s; };
+    struct Case {
+        std::string label;
+        Matrix counts;
+        double zipf_s;
+    };
     std::vector<Case> cases;
     const std::int64_t top = g.opts.quick ? std::max<std::int64_t>(n, cfg.rows_per_rank / 16) : 4 * cfg.rows_per_rank;
-    for (std::int64_t rows : geometric(n, top, 2)) cases.push_back({"uniform", alltoall_counts(n, rows, 1, 1, -1, 0), -1});
+    for (std::int64_t rows : geometric(n, top, 2))
+        cases.push_back({"uniform", alltoall_counts(n, rows, 1, 1, -1, 0), -1});
     for (double s : cfg.zipf_s)
         cases.push_back({"routed_zipf_s=" + json::format_double(s),
                          alltoall_counts(n, cfg.rows_per_rank, cfg.experts, cfg.top_k, s, cfg.seed), s});
@@ -60,7 +65,10 @@ void run_alltoall(GroupEnv& g) {
         const auto& l = layouts.back();
         const std::int64_t s = *std::max_element(l.send_rows.begin(), l.send_rows.end()) * row_bytes;
         const std::int64_t r = *std::max_element(l.recv_rows.begin(), l.recv_rows.end()) * row_bytes;
-        if (s <= cap && r <= cap) { send_need = std::max(send_need, s); recv_need = std::max(recv_need, r); }
+        if (s <= cap && r <= cap) {
+            send_need = std::max(send_need, s);
+            recv_need = std::max(recv_need, r);
+        }
     }
     if (ctx.root()) print_collective_header("alltoall bf16 rows of " + std::to_string(d) + " (send/recv group)", n);
     if (send_need == 0) return skip_point(g, "all_to_all", "no case fits the free-memory cap");
@@ -82,8 +90,14 @@ void run_alltoall(GroupEnv& g) {
         const std::int64_t max_send = *std::max_element(l.send_rows.begin(), l.send_rows.end());
         const std::int64_t max_recv = *std::max_element(l.recv_rows.begin(), l.recv_rows.end());
         const std::string what = "all_to_all " + cases[ci].label + " rows " + std::to_string(rows);
-        if (max_send * row_bytes > send_need || max_recv * row_bytes > recv_need) { skip_point(g, what, "exceeds the free-memory cap"); continue; }
-        if (out_of_time && cases[ci].label == "uniform") { skip_point(g, what, "time budget"); continue; }
+        if (max_send * row_bytes > send_need || max_recv * row_bytes > recv_need) {
+            skip_point(g, what, "exceeds the free-memory cap");
+            continue;
+        }
+        if (out_of_time && cases[ci].label == "uniform") {
+            skip_point(g, what, "time budget");
+            continue;
+        }
         CollectivePoint p{"all_to_all", cases[ci].label, "bf16", "", bytes, rows * d, busbw_factor_gather(n)};
         p.enqueue = [&] {
             nccl_group(ctx, [&](Slot& s) {
@@ -91,18 +105,25 @@ void run_alltoall(GroupEnv& g) {
                 const auto* sb = send[index_of(s)].as<bf16_bits>();
                 auto* rb = recv[index_of(s)].as<bf16_bits>();
                 for (std::size_t q = 0; q < c.size(); ++q) {
-                    if (c[r][q]) CAL_NCCL(ncclSend(sb + l.send_off[r][q] * d, static_cast<std::size_t>(c[r][q] * d), ncclBfloat16, static_cast<int>(q), s.comm, s.stream));
-                    if (c[q][r]) CAL_NCCL(ncclRecv(rb + l.recv_off[r][q] * d, static_cast<std::size_t>(c[q][r] * d), ncclBfloat16, static_cast<int>(q), s.comm, s.stream));
+                    if (c[r][q])
+                        CAL_NCCL(ncclSend(sb + l.send_off[r][q] * d, static_cast<std::size_t>(c[r][q] * d),
+                                          ncclBfloat16, static_cast<int>(q), s.comm, s.stream));
+                    if (c[q][r])
+                        CAL_NCCL(ncclRecv(rb + l.recv_off[r][q] * d, static_cast<std::size_t>(c[q][r] * d),
+                                          ncclBfloat16, static_cast<int>(q), s.comm, s.stream));
                 }
             });
         };
-        p.poison = [&](Slot& s) { poison(recv[index_of(s)].get(), static_cast<std::uint64_t>(l.recv_rows[static_cast<std::size_t>(s.rank)] * row_bytes), s.stream); };
+        p.poison = [&](Slot& s) {
+            poison(recv[index_of(s)].get(),
+                   static_cast<std::uint64_t>(l.recv_rows[static_cast<std::size_t>(s.rank)] * row_bytes), s.stream);
+        };
         p.check = [&](Slot& s) {
             const auto r = static_cast<std::size_t>(s.rank);
             for (std::size_t q = 0; q < c.size(); ++q)
-                check_bf16(recv[index_of(s)].as<bf16_bits>() + l.recv_off[r][q] * d, static_cast<std::uint64_t>(c[q][r] * d),
-                           stream_seed(g.opts.seed, kRoleAllToAll, q), static_cast<std::uint64_t>(l.send_off[q][r] * d),
-                           s.counter->ptr(), s.stream);
+                check_bf16(recv[index_of(s)].as<bf16_bits>() + l.recv_off[r][q] * d,
+                           static_cast<std::uint64_t>(c[q][r] * d), stream_seed(g.opts.seed, kRoleAllToAll, q),
+                           static_cast<std::uint64_t>(l.send_off[q][r] * d), s.counter->ptr(), s.stream);
         };
         p.extra.set("d", d);
         p.extra.set("row_bytes", row_bytes);
@@ -116,9 +137,16 @@ void run_alltoall(GroupEnv& g) {
         p.extra.set("max_send_rows", max_send);
         p.extra.set("max_recv_rows", max_recv);
         p.extra.set("counts", matrix_json(c));
-        const double est = cases[ci].label == "uniform" ? extrapolate_s(last_s, last_b, static_cast<double>(bytes)) : last_s;
-        if (!measure_collective(g, p, est)) { out_of_time = true; continue; }
-        if (cases[ci].label == "uniform") { last_s = g.timer.last_iter_s(); last_b = static_cast<double>(bytes); }
+        const double est =
+            cases[ci].label == "uniform" ? extrapolate_s(last_s, last_b, static_cast<double>(bytes)) : last_s;
+        if (!measure_collective(g, p, est)) {
+            out_of_time = true;
+            continue;
+        }
+        if (cases[ci].label == "uniform") {
+            last_s = g.timer.last_iter_s();
+            last_b = static_cast<double>(bytes);
+        }
     }
 }
 
@@ -132,7 +160,8 @@ void run_sendrecv(GroupEnv& g) {
     const auto sizes = geometric(1024, g.opts.quick ? (16LL << 20) : (1LL << 30), 2);
     const std::int64_t cap = buffer_cap(g, 2);
     std::int64_t need = 0;
-    for (std::int64_t b : sizes) if (b <= cap) need = b;
+    for (std::int64_t b : sizes)
+        if (b <= cap) need = b;
     if (need == 0) return skip_point(g, "send_recv", "no size fits the free-memory cap");
     std::vector<DeviceBuffer> send, recv;
     for (auto& s : ctx.slots) {
@@ -151,15 +180,22 @@ void run_sendrecv(GroupEnv& g) {
             CollectivePoint p{"send_recv", label, "bf16", "", bytes, count, 1.0};
             p.enqueue = [&, count, a, b] {
                 nccl_group(ctx, [&](Slot& s) {
-                    if (s.rank == a) CAL_NCCL(ncclSend(send[index_of(s)].get(), static_cast<std::size_t>(count), ncclBfloat16, b, s.comm, s.stream));
-                    if (s.rank == b) CAL_NCCL(ncclRecv(recv[index_of(s)].get(), static_cast<std::size_t>(count), ncclBfloat16, a, s.comm, s.stream));
+                    if (s.rank == a)
+                        CAL_NCCL(ncclSend(send[index_of(s)].get(), static_cast<std::size_t>(count), ncclBfloat16, b,
+                                          s.comm, s.stream));
+                    if (s.rank == b)
+                        CAL_NCCL(ncclRecv(recv[index_of(s)].get(), static_cast<std::size_t>(count), ncclBfloat16, a,
+                                          s.comm, s.stream));
                 });
             };
-            p.poison = [&, bytes](Slot& s) { poison(recv[index_of(s)].get(), static_cast<std::uint64_t>(bytes), s.stream); };
+            p.poison = [&, bytes](Slot& s) {
+                poison(recv[index_of(s)].get(), static_cast<std::uint64_t>(bytes), s.stream);
+            };
             p.check = [&, count, a, b](Slot& s) {
                 if (s.rank == b)
                     check_bf16(recv[index_of(s)].as<bf16_bits>(), static_cast<std::uint64_t>(count),
-                               stream_seed(g.opts.seed, kRoleSendRecv, static_cast<std::uint64_t>(a)), 0, s.counter->ptr(), s.stream);
+                               stream_seed(g.opts.seed, kRoleSendRecv, static_cast<std::uint64_t>(a)), 0,
+                               s.counter->ptr(), s.stream);
             };
             p.extra.set("src_rank", a);
             p.extra.set("dst_rank", b);

@@ -54,8 +54,7 @@ void Budget::begin_group(const std::string& group) {
 
 void Budget::end_group() {
     if (!records_.empty())
-        records_.back().used_s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - group_start_).count();
+        records_.back().used_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - group_start_).count();
 }
 
 double Budget::group_left_s() const {

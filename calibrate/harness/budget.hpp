@@ -16,12 +16,12 @@ void request_stop();
 bool stop_requested();
 
 class Budget {
-public:
+  public:
     Budget(double total_s, const std::vector<std::string>& groups);
 
     void begin_group(const std::string& group);
     void end_group();
-    double group_left_s() const;   // seconds left in the current group's share (huge if unlimited)
+    double group_left_s() const;      // seconds left in the current group's share (huge if unlimited)
     bool afford(double est_s) const;  // est_s fits the share and no stop was requested
     void skip(const std::string& what, const std::string& reason);
     double elapsed_s() const;
@@ -29,7 +29,7 @@ public:
 
     json::Value to_json() const;
 
-private:
+  private:
     struct GroupRecord {
         std::string group;
         double share_s = 0, used_s = 0;

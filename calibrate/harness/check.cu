@@ -15,9 +15,8 @@ unsigned blocks_for(std::uint64_t n) {
     return static_cast<unsigned>(b < 32768 ? (b ? b : 1) : 32768);
 }
 
-__global__ void sum_f32_kernel(const float* out, std::uint64_t n, std::uint64_t base,
-                               std::uint64_t role, int ranks, std::uint64_t first, float scale,
-                               float tol, unsigned long long* counter) {
+__global__ void sum_f32_kernel(const float* out, std::uint64_t n, std::uint64_t base, std::uint64_t role, int ranks,
+                               std::uint64_t first, float scale, float tol, unsigned long long* counter) {
     unsigned long long bad = 0;
     for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
          i += std::uint64_t(gridDim.x) * blockDim.x) {
@@ -29,8 +28,8 @@ __global__ void sum_f32_kernel(const float* out, std::uint64_t n, std::uint64_t 
     if (bad) atomicAdd(counter, bad);
 }
 
-__global__ void bf16_kernel(const bf16_bits* out, std::uint64_t n, std::uint64_t seed,
-                            std::uint64_t first, unsigned long long* counter) {
+__global__ void bf16_kernel(const bf16_bits* out, std::uint64_t n, std::uint64_t seed, std::uint64_t first,
+                            unsigned long long* counter) {
     unsigned long long bad = 0;
     for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
          i += std::uint64_t(gridDim.x) * blockDim.x)
@@ -38,8 +37,8 @@ __global__ void bf16_kernel(const bf16_bits* out, std::uint64_t n, std::uint64_t
     if (bad) atomicAdd(counter, bad);
 }
 
-__global__ void f32_kernel(const float* out, std::uint64_t n, std::uint64_t seed,
-                           std::uint64_t first, unsigned long long* counter) {
+__global__ void f32_kernel(const float* out, std::uint64_t n, std::uint64_t seed, std::uint64_t first,
+                           unsigned long long* counter) {
     unsigned long long bad = 0;
     for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
          i += std::uint64_t(gridDim.x) * blockDim.x)
@@ -61,9 +60,7 @@ DeviceCounter::~DeviceCounter() {
     }
 }
 
-void DeviceCounter::reset(cudaStream_t s) {
-    CAL_CUDA(cudaMemsetAsync(ptr_, 0, sizeof(unsigned long long), s));
-}
+void DeviceCounter::reset(cudaStream_t s) { CAL_CUDA(cudaMemsetAsync(ptr_, 0, sizeof(unsigned long long), s)); }
 
 std::uint64_t DeviceCounter::read(cudaStream_t s) {
     unsigned long long v = 0;
@@ -72,9 +69,8 @@ std::uint64_t DeviceCounter::read(cudaStream_t s) {
     return v;
 }
 
-void check_sum_f32(const float* out, std::uint64_t n, std::uint64_t base, std::uint64_t role,
-                   int ranks, std::uint64_t first, float scale, unsigned long long* counter,
-                   cudaStream_t s) {
+void check_sum_f32(const float* out, std::uint64_t n, std::uint64_t base, std::uint64_t role, int ranks,
+                   std::uint64_t first, float scale, unsigned long long* counter, cudaStream_t s) {
     if (!n) return;
     // Summation order differs between NCCL algorithms: allow n^2 ulps of the magnitude (<= n).
     const float tol = scale * (1.2e-7f * float(ranks) * float(ranks) + 1e-6f);
@@ -89,8 +85,8 @@ void check_bf16(const bf16_bits* out, std::uint64_t n, std::uint64_t seed, std::
     CAL_CHECK_LAUNCH();
 }
 
-void check_f32(const float* out, std::uint64_t n, std::uint64_t seed, std::uint64_t first,
-               unsigned long long* counter, cudaStream_t s) {
+void check_f32(const float* out, std::uint64_t n, std::uint64_t seed, std::uint64_t first, unsigned long long* counter,
+               cudaStream_t s) {
     if (!n) return;
     f32_kernel<<<blocks_for(n), kThreads, 0, s>>>(out, n, seed, first, counter);
     CAL_CHECK_LAUNCH();

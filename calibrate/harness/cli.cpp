@@ -10,10 +10,9 @@
 namespace moesim::cal {
 
 const std::vector<std::string>& all_group_names() {
-    static const std::vector<std::string> names = {
-        "allreduce", "bucketed", "allgather",    "reducescatter", "alltoall",
-        "sendrecv",  "gemm",     "grouped_gemm", "memory",        "interference",
-        "sequence"};
+    static const std::vector<std::string> names = {"allreduce", "bucketed",     "allgather", "reducescatter",
+                                                   "alltoall",  "sendrecv",     "gemm",      "grouped_gemm",
+                                                   "memory",    "interference", "sequence"};
     return names;
 }
 
@@ -22,8 +21,7 @@ std::string usage_text() {
     o << "usage: moesim-calibrate [options]\n"
          "  --shapes FILE          model shapes (JSON, schema moesim-shapes/1); default: built-in fig8-n48\n"
          "  --only LIST            comma list of groups: ";
-    for (std::size_t i = 0; i < all_group_names().size(); ++i)
-        o << (i ? "," : "") << all_group_names()[i];
+    for (std::size_t i = 0; i < all_group_names().size(); ++i) o << (i ? "," : "") << all_group_names()[i];
     o << "\n"
          "  --budget-s SECONDS     total wall-time budget; each group gets a share and trims its sweep\n"
          "  --iters N              timed iterations per point (default 50; budget may lower to 5)\n"
@@ -41,16 +39,13 @@ std::string usage_text() {
 
 namespace {
 
-[[noreturn]] void bad(const std::string& what) {
-    throw HarnessError("command line: " + what + "\n" + usage_text());
-}
+[[noreturn]] void bad(const std::string& what) { throw HarnessError("command line: " + what + "\n" + usage_text()); }
 
 template <typename T>
 T parse_number(const std::string& flag, const std::string& text) {
     T v{};
     auto r = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (r.ec != std::errc() || r.ptr != text.data() + text.size())
-        bad(flag + " expects a number, got '" + text + "'");
+    if (r.ec != std::errc() || r.ptr != text.data() + text.size()) bad(flag + " expects a number, got '" + text + "'");
     return v;
 }
 
@@ -89,17 +84,30 @@ Options parse_options(int argc, char** argv) {
             if (i + 1 >= argc) bad(a + " needs a value");
             return argv[++i];
         };
-        if (a == "-h" || a == "--help") o.help = true;
-        else if (a == "--shapes") o.shapes_file = next();
-        else if (a == "--only") o.groups = split_groups(next());
-        else if (a == "--budget-s") o.budget_s = parse_number<double>(a, next());
-        else if (a == "--iters") { o.iters = parse_number<int>(a, next()); iters_set = true; }
-        else if (a == "--warmup") { o.warmup = parse_number<int>(a, next()); warmup_set = true; }
-        else if (a == "-o" || a == "--output") o.output = next();
-        else if (a == "--quick") o.quick = true;
-        else if (a == "--seed") o.seed = parse_number<std::uint64_t>(a, next());
-        else if (a == "--max-bytes") o.max_bytes = parse_number<std::int64_t>(a, next());
-        else if (a == "--write-default-shapes") o.write_default_shapes = next();
+        if (a == "-h" || a == "--help")
+            o.help = true;
+        else if (a == "--shapes")
+            o.shapes_file = next();
+        else if (a == "--only")
+            o.groups = split_groups(next());
+        else if (a == "--budget-s")
+            o.budget_s = parse_number<double>(a, next());
+        else if (a == "--iters") {
+            o.iters = parse_number<int>(a, next());
+            iters_set = true;
+        } else if (a == "--warmup") {
+            o.warmup = parse_number<int>(a, next());
+            warmup_set = true;
+        } else if (a == "-o" || a == "--output")
+            o.output = next();
+        else if (a == "--quick")
+            o.quick = true;
+        else if (a == "--seed")
+            o.seed = parse_number<std::uint64_t>(a, next());
+        else if (a == "--max-bytes")
+            o.max_bytes = parse_number<std::int64_t>(a, next());
+        else if (a == "--write-default-shapes")
+            o.write_default_shapes = next();
         else if (a == "--inject-failure") {
             const std::string v = next();
             const auto colon = v.find(':');
@@ -108,8 +116,8 @@ Options parse_options(int argc, char** argv) {
                 (o.inject_library != "cuda" && o.inject_library != "nccl" && o.inject_library != "cublas"))
                 bad("--inject-failure expects LIB:NAME with LIB cuda, nccl or cublas, e.g. nccl:all_gather");
             o.inject_measurement = v.substr(colon + 1);
-        }
-        else bad("unknown option '" + a + "'");
+        } else
+            bad("unknown option '" + a + "'");
     }
     if (o.quick) {
         if (!iters_set) o.iters = 5;

@@ -3,9 +3,9 @@
 // bytes = the gathered output (nccl-tests); each rank contributes bytes / n.
 #include <algorithm>
 
-#include "groups.hpp"
 #include "data_init.hpp"
 #include "errors.hpp"
+#include "groups.hpp"
 #include "report_table.hpp"
 
 namespace moesim::cal {
@@ -17,7 +17,10 @@ void run_allgather(GroupEnv& g) {
     std::vector<std::int64_t> sizes;
     for (std::int64_t b : geometric(1024, g.opts.quick ? (64LL << 20) : (4LL << 30), 2))
         if (b >= unit) sizes.push_back(b / unit * unit);
-    struct Named { std::string label; std::int64_t bytes; };
+    struct Named {
+        std::string label;
+        std::int64_t bytes;
+    };
     std::vector<Named> extra;
     if (g.shapes.allgather_flat_bytes > 0) {
         std::int64_t flat = g.shapes.allgather_flat_bytes / unit * unit;
@@ -28,11 +31,15 @@ void run_allgather(GroupEnv& g) {
         for (const auto& u : g.shapes.fsdp_units) extra.push_back({"fsdp_unit:" + u.name, u.bytes / unit * unit});
     const std::int64_t cap = buffer_cap(g, 1.0 + 1.0 / n);
     std::int64_t need = 0;
-    for (std::int64_t b : sizes) if (b <= cap) need = std::max(need, b);
-    for (const auto& e : extra) if (e.bytes <= cap) need = std::max(need, e.bytes);
+    for (std::int64_t b : sizes)
+        if (b <= cap) need = std::max(need, b);
+    for (const auto& e : extra)
+        if (e.bytes <= cap) need = std::max(need, e.bytes);
     if (ctx.root()) print_collective_header("all_gather bf16, out of place", n);
-    const std::size_t usable = static_cast<std::size_t>(std::count_if(sizes.begin(), sizes.end(), [cap](std::int64_t b) { return b <= cap; }));
-    skip_rest(g, "all_gather", sizes, usable, "exceeds the free-memory cap of " + human_bytes(static_cast<double>(cap)));
+    const std::size_t usable =
+        static_cast<std::size_t>(std::count_if(sizes.begin(), sizes.end(), [cap](std::int64_t b) { return b <= cap; }));
+    skip_rest(g, "all_gather", sizes, usable,
+              "exceeds the free-memory cap of " + human_bytes(static_cast<double>(cap)));
     if (need == 0) return;
     std::vector<DeviceBuffer> send, recv;
     for (auto& s : ctx.slots) {
@@ -49,7 +56,8 @@ void run_allgather(GroupEnv& g) {
         p.enqueue = [&, sc] {
             nccl_group(ctx, [&](Slot& s) {
                 const std::size_t k = index_of(s);
-                CAL_NCCL(ncclAllGather(send[k].get(), recv[k].get(), static_cast<std::size_t>(sc), ncclBfloat16, s.comm, s.stream));
+                CAL_NCCL(ncclAllGather(send[k].get(), recv[k].get(), static_cast<std::size_t>(sc), ncclBfloat16, s.comm,
+                                       s.stream));
             });
         };
         p.poison = [&, b](Slot& s) { poison(recv[index_of(s)].get(), static_cast<std::uint64_t>(b), s.stream); };
@@ -57,8 +65,8 @@ void run_allgather(GroupEnv& g) {
             const bf16_bits* out = recv[index_of(s)].as<bf16_bits>();
             for (int r = 0; r < n; ++r)
                 check_bf16(out + static_cast<std::int64_t>(r) * sc, static_cast<std::uint64_t>(sc),
-                           stream_seed(g.opts.seed, kRoleAllGather, static_cast<std::uint64_t>(r)), 0,
-                           s.counter->ptr(), s.stream);
+                           stream_seed(g.opts.seed, kRoleAllGather, static_cast<std::uint64_t>(r)), 0, s.counter->ptr(),
+                           s.stream);
         };
         p.extra.set("send_count", sc);
         return measure_collective(g, p, est);
@@ -74,8 +82,8 @@ void run_allgather(GroupEnv& g) {
     }
     for (const auto& e : extra) {
         if (e.bytes > cap) {
-            skip_point(g, "all_gather " + e.label, "needs " + human_bytes(static_cast<double>(e.bytes)) +
-                                                       " per GPU, over the free-memory cap");
+            skip_point(g, "all_gather " + e.label,
+                       "needs " + human_bytes(static_cast<double>(e.bytes)) + " per GPU, over the free-memory cap");
             continue;
         }
         point(e.label, e.bytes, extrapolate_s(last_s, last_b, static_cast<double>(e.bytes)));

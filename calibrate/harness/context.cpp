@@ -20,8 +20,7 @@ DeviceBuffer::DeviceBuffer(int device, std::uint64_t bytes) : device_(device), b
 
 DeviceBuffer::~DeviceBuffer() { release(); }
 
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
-    : device_(o.device_), ptr_(o.ptr_), bytes_(o.bytes_) {
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : device_(o.device_), ptr_(o.ptr_), bytes_(o.bytes_) {
     o.ptr_ = nullptr;
 }
 
@@ -86,7 +85,8 @@ Context::Context(int* argc, char*** argv) {
         world = proc_count;
     } else {  // this process drives every visible GPU
         slots.resize(static_cast<std::size_t>(ndev));
-        for (int i = 0; i < ndev; ++i) slots[static_cast<std::size_t>(i)].device = slots[static_cast<std::size_t>(i)].rank = i;
+        for (int i = 0; i < ndev; ++i)
+            slots[static_cast<std::size_t>(i)].device = slots[static_cast<std::size_t>(i)].rank = i;
         world = ndev;
     }
     for (auto& s : slots) {
@@ -146,14 +146,13 @@ void Context::sync_stream(const Slot& s, cudaStream_t st, double timeout_s) {
         if (s.comm) {
             ncclResult_t async = ncclSuccess;
             CAL_NCCL(ncclCommGetAsyncError(s.comm, &async));
-            if (async != ncclSuccess && async != ncclInProgress)
-                CAL_NCCL(async);  // throws with the NCCL error string
+            if (async != ncclSuccess && async != ncclInProgress) CAL_NCCL(async);  // throws with the NCCL error string
         }
         const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (waited > timeout_s)
             throw HarnessError("device " + std::to_string(s.device) + " did not finish within " +
-                               std::to_string(static_cast<int>(timeout_s)) + " s [measurement: " +
-                               current_measurement() + "]");
+                               std::to_string(static_cast<int>(timeout_s)) +
+                               " s [measurement: " + current_measurement() + "]");
         if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
 }

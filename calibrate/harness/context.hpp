@@ -18,16 +18,16 @@ namespace moesim::cal {
 
 struct Slot {
     int device = 0;
-    int rank = 0;                       // rank in the NCCL communicator
-    cudaStream_t stream = nullptr;      // main stream: collectives, GEMMs, timing
-    cudaStream_t side = nullptr;        // second stream: background work for interference
+    int rank = 0;                   // rank in the NCCL communicator
+    cudaStream_t stream = nullptr;  // main stream: collectives, GEMMs, timing
+    cudaStream_t side = nullptr;    // second stream: background work for interference
     ncclComm_t comm = nullptr;
     std::unique_ptr<DeviceCounter> counter;
 };
 
 // Owns one device allocation; frees it on destruction (errors ignored while unwinding).
 class DeviceBuffer {
-public:
+  public:
     DeviceBuffer() = default;
     DeviceBuffer(int device, std::uint64_t bytes);
     ~DeviceBuffer();
@@ -36,11 +36,13 @@ public:
     DeviceBuffer(const DeviceBuffer&) = delete;
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
     template <typename T>
-    T* as() const { return static_cast<T*>(ptr_); }
+    T* as() const {
+        return static_cast<T*>(ptr_);
+    }
     void* get() const { return ptr_; }
     std::uint64_t bytes() const { return bytes_; }
 
-private:
+  private:
     void release();
     int device_ = 0;
     void* ptr_ = nullptr;
@@ -48,7 +50,7 @@ private:
 };
 
 class Context {
-public:
+  public:
     // Starts MPI (when built with it), picks devices, creates streams and the communicator.
     Context(int* argc, char*** argv);
     ~Context();
@@ -80,7 +82,7 @@ public:
     // After a failure: ends the other MPI ranks (no-op without MPI or with one process).
     void abort_run();
 
-private:
+  private:
     bool mpi_ = false;
     bool shut_ = false;
 };

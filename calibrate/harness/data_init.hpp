@@ -49,15 +49,26 @@ CAL_HD bf16_bits float_to_bf16(float f) {
     return static_cast<bf16_bits>(u >> 16);
 }
 
-CAL_HD bf16_bits rand_bf16(std::uint64_t seed, std::uint64_t i) {
-    return float_to_bf16(rand_value(seed, i));
-}
+CAL_HD bf16_bits rand_bf16(std::uint64_t seed, std::uint64_t i) { return float_to_bf16(rand_value(seed, i)); }
 
 // Roles of the data streams, so that no two buffers of a run share values.
 enum Role : std::uint64_t {
-    kRoleAllReduce = 1, kRoleBuckets, kRoleAllGather, kRoleReduceScatter, kRoleAllToAll,
-    kRoleSendRecv, kRoleGemmX, kRoleGemmW, kRoleMemSrc, kRoleMemAcc, kRoleMemGrad,
-    kRoleAdamP, kRoleAdamG, kRoleAdamM, kRoleAdamV, kRoleInterfere
+    kRoleAllReduce = 1,
+    kRoleBuckets,
+    kRoleAllGather,
+    kRoleReduceScatter,
+    kRoleAllToAll,
+    kRoleSendRecv,
+    kRoleGemmX,
+    kRoleGemmW,
+    kRoleMemSrc,
+    kRoleMemAcc,
+    kRoleMemGrad,
+    kRoleAdamP,
+    kRoleAdamG,
+    kRoleAdamM,
+    kRoleAdamV,
+    kRoleInterfere
 };
 
 // Seeds of distinct buffers: keep streams apart even for neighbouring ranks and roles.

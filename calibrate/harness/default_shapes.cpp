@@ -51,8 +51,8 @@ std::vector<std::int64_t> buckets(const std::vector<Param>& params, std::int64_t
     return out;
 }
 
-void add_linear(std::vector<GemmShape>& g, const std::string& name, std::int64_t t,
-                std::int64_t out_f, std::int64_t in_f, std::int64_t count) {
+void add_linear(std::vector<GemmShape>& g, const std::string& name, std::int64_t t, std::int64_t out_f,
+                std::int64_t in_f, std::int64_t count) {
     g.push_back({name + "_fwd", t, out_f, in_f, Layout::Fwd, count});
     g.push_back({name + "_dgrad", t, in_f, out_f, Layout::Dgrad, count});
     g.push_back({name + "_wgrad", out_f, in_f, t, Layout::Wgrad, count});
@@ -97,12 +97,10 @@ Shapes default_shapes() {
     gg.seed = 1234;
     gg.zipf_s = {0.0, 1.0};
     const std::int64_t h2 = 2 * m.expert_hidden, h = m.expert_hidden;
-    gg.gemms = {{"expert_up_gate_fwd", Layout::Fwd, 0, h2, d, 'm'},
-                {"expert_down_fwd", Layout::Fwd, 0, d, h, 'm'},
-                {"expert_up_gate_dgrad", Layout::Dgrad, 0, d, h2, 'm'},
-                {"expert_down_dgrad", Layout::Dgrad, 0, h, d, 'm'},
-                {"expert_up_gate_wgrad", Layout::Wgrad, h2, d, 0, 'k'},
-                {"expert_down_wgrad", Layout::Wgrad, d, h, 0, 'k'}};
+    gg.gemms = {
+        {"expert_up_gate_fwd", Layout::Fwd, 0, h2, d, 'm'},     {"expert_down_fwd", Layout::Fwd, 0, d, h, 'm'},
+        {"expert_up_gate_dgrad", Layout::Dgrad, 0, d, h2, 'm'}, {"expert_down_dgrad", Layout::Dgrad, 0, h, d, 'm'},
+        {"expert_up_gate_wgrad", Layout::Wgrad, h2, d, 0, 'k'}, {"expert_down_wgrad", Layout::Wgrad, d, h, 0, 'k'}};
 
     s.buckets.cap_bytes = 250LL << 20;
     s.buckets.bucket_bytes = buckets(params, s.buckets.cap_bytes);

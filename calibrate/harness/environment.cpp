@@ -28,8 +28,7 @@ std::string driver_version() {
     std::istringstream ss(line);
     std::string word;
     while (ss >> word)
-        if (!word.empty() && std::isdigit(static_cast<unsigned char>(word[0])) &&
-            word.find('.') != std::string::npos)
+        if (!word.empty() && std::isdigit(static_cast<unsigned char>(word[0])) && word.find('.') != std::string::npos)
             return word;
     return "unknown";
 }
@@ -54,7 +53,10 @@ json::Value device_info(int dev) {
     }
     auto attr = [dev](cudaDeviceAttr a) {
         int v = 0;
-        if (cudaDeviceGetAttribute(&v, a, dev) != cudaSuccess) { cudaGetLastError(); v = 0; }
+        if (cudaDeviceGetAttribute(&v, a, dev) != cudaSuccess) {
+            cudaGetLastError();
+            v = 0;
+        }
         return v;
     };
     char bus[32] = {0};
@@ -64,7 +66,7 @@ json::Value device_info(int dev) {
     d.set("pci_bus_id", std::string(bus));
     d.set("compute_capability", std::to_string(p.major) + "." + std::to_string(p.minor));
     d.set("sm_count", p.multiProcessorCount);
-    d.set("sm_clock_mhz", attr(cudaDevAttrClockRate) / 1000);          // peak, kHz -> MHz
+    d.set("sm_clock_mhz", attr(cudaDevAttrClockRate) / 1000);  // peak, kHz -> MHz
     d.set("memory_clock_mhz", attr(cudaDevAttrMemoryClockRate) / 1000);
     d.set("memory_bus_width_bits", p.memoryBusWidth);
     d.set("memory_bytes", static_cast<std::int64_t>(p.totalGlobalMem));
@@ -119,7 +121,10 @@ json::Value collect_environment(const Context* ctx) {
 
     json::Value devs = json::Value::array();
     int visible = 0;
-    if (cudaGetDeviceCount(&visible) != cudaSuccess) { cudaGetLastError(); visible = 0; }
+    if (cudaGetDeviceCount(&visible) != cudaSuccess) {
+        cudaGetLastError();
+        visible = 0;
+    }
     if (ctx) {
         for (const auto& s : ctx->slots) devs.push_back(device_info(s.device));
     } else {

@@ -63,8 +63,8 @@ namespace detail {
 
 void call_failed(const char* call, const std::string& what, const char* file, int line) {
     const char* base = std::strrchr(file, '/');
-    std::string msg = std::string(call) + " failed: " + what + " (" + (base ? base + 1 : file) +
-                      ":" + std::to_string(line) + ")";
+    std::string msg =
+        std::string(call) + " failed: " + what + " (" + (base ? base + 1 : file) + ":" + std::to_string(line) + ")";
     const std::string& m = current_measurement();
     msg += m.empty() ? std::string(" [outside any measurement]") : " [measurement: " + m + "]";
     throw HarnessError(msg);

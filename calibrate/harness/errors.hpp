@@ -14,7 +14,7 @@
 namespace moesim::cal {
 
 class HarnessError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
@@ -23,13 +23,13 @@ const std::string& current_measurement();
 
 // Sets the current measurement name for its lifetime; restores the previous one after.
 class MeasurementScope {
-public:
+  public:
     explicit MeasurementScope(std::string name);
     ~MeasurementScope();
     MeasurementScope(const MeasurementScope&) = delete;
     MeasurementScope& operator=(const MeasurementScope&) = delete;
 
-private:
+  private:
     std::string previous_;
 };
 

@@ -14,10 +14,10 @@ namespace moesim::cal {
 namespace {
 
 // Measures one GEMM; false when the budget could not afford it.
-bool measure_gemm(GroupEnv& g, LtGemm& lt, const std::string& label, const std::string& name,
-                  const GemmDims& d, std::int64_t count, double peak_tflops_guess) {
-    const std::string what = "gemm " + name + " " + std::to_string(d.m) + "x" + std::to_string(d.n) +
-                             "x" + std::to_string(d.k) + " " + layout_name(d.layout);
+bool measure_gemm(GroupEnv& g, LtGemm& lt, const std::string& label, const std::string& name, const GemmDims& d,
+                  std::int64_t count, double peak_tflops_guess) {
+    const std::string what = "gemm " + name + " " + std::to_string(d.m) + "x" + std::to_string(d.n) + "x" +
+                             std::to_string(d.k) + " " + layout_name(d.layout);
     // Estimate from a rate of 600 TFLOP/s plus launch overhead; only to decide whether to try.
     const double est = d.flops() / (peak_tflops_guess * 1e12) + 10e-6;
     if (!g.timer.affordable(est)) {
@@ -65,7 +65,8 @@ bool measure_gemm(GroupEnv& g, LtGemm& lt, const std::string& label, const std::
     rec.set("tflops", tflops);
     rec.set("check", err <= kGemmTolerance ? "ok" : "failed");
     rec.set("check_rel_error", std::isfinite(err) ? json::Value(err) : json::Value());
-    if (g.ctx.root()) print_gemm_row(name, d.m, d.n, d.k, layout_name(d.layout), r, tflops, err <= kGemmTolerance ? "ok" : "failed");
+    if (g.ctx.root())
+        print_gemm_row(name, d.m, d.n, d.k, layout_name(d.layout), r, tflops, err <= kGemmTolerance ? "ok" : "failed");
     emit(g, std::move(rec));
     return true;
 }
@@ -75,18 +76,21 @@ bool measure_gemm(GroupEnv& g, LtGemm& lt, const std::string& label, const std::
 void run_gemm(GroupEnv& g) {
     Slot& slot = g.ctx.first();
     LtGemm lt(slot.device);
-    if (g.ctx.root()) print_gemm_header("BF16 GEMM (cuBLASLt, FP32 accumulate) on device " + std::to_string(slot.device));
+    if (g.ctx.root())
+        print_gemm_header("BF16 GEMM (cuBLASLt, FP32 accumulate) on device " + std::to_string(slot.device));
     std::vector<GemmShape> shapes = g.shapes.gemm;
     if (g.opts.quick && shapes.size() > 6) shapes.resize(6);
     for (const auto& s : shapes)
         if (!measure_gemm(g, lt, "shape", s.name, {s.m, s.n, s.k, s.layout}, s.count, 600)) break;
     std::vector<GemmDims> grid;
-    const std::vector<std::int64_t> nk = g.opts.quick ? std::vector<std::int64_t>{4096} : std::vector<std::int64_t>{2048, 4096, 8192};
+    const std::vector<std::int64_t> nk =
+        g.opts.quick ? std::vector<std::int64_t>{4096} : std::vector<std::int64_t>{2048, 4096, 8192};
     const auto ms = g.opts.quick ? std::vector<std::int64_t>{128, 1024, 8192} : geometric(128, 65536, 2);
     for (std::int64_t m : ms)
         for (std::int64_t n : nk)
             for (std::int64_t k : nk) grid.push_back({m, n, k, Layout::Fwd});
-    std::stable_sort(grid.begin(), grid.end(), [](const GemmDims& a, const GemmDims& b) { return a.flops() < b.flops(); });
+    std::stable_sort(grid.begin(), grid.end(),
+                     [](const GemmDims& a, const GemmDims& b) { return a.flops() < b.flops(); });
     for (std::size_t i = 0; i < grid.size(); ++i) {
         const auto& d = grid[i];
         const std::string name = "grid_" + std::to_string(d.m) + "x" + std::to_string(d.n) + "x" + std::to_string(d.k);

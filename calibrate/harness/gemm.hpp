@@ -31,7 +31,7 @@ struct CublasArgs {
 CublasArgs cublas_args(const GemmDims& d);
 
 class LtGemm {
-public:
+  public:
     static constexpr std::size_t kWorkspaceBytes = 64ull << 20;
     explicit LtGemm(int device);
     ~LtGemm();
@@ -44,7 +44,7 @@ public:
     void run(const Plan& p, const bf16_bits* x, const bf16_bits* w, bf16_bits* c, cudaStream_t s);
     void* workspace() const { return workspace_.get(); }
 
-private:
+  private:
     int device_;
     cublasLtHandle_t handle_ = nullptr;
     DeviceBuffer workspace_;
@@ -72,8 +72,8 @@ GemmOperands make_operands(const Slot& slot, const GemmDims& d, std::uint64_t ba
 double sampled_gemm_error(const GemmOperands& op, cudaStream_t s, int samples);
 
 // Reference value of C[i][j] for operands stored as in GemmOperands (first = stream offsets).
-double reference_element(const GemmDims& d, std::uint64_t seed_x, std::uint64_t first_x,
-                         std::uint64_t seed_w, std::uint64_t first_w, std::int64_t i, std::int64_t j);
+double reference_element(const GemmDims& d, std::uint64_t seed_x, std::uint64_t first_x, std::uint64_t seed_w,
+                         std::uint64_t first_w, std::int64_t i, std::int64_t j);
 
 // BF16 operands give errors between 1e-3 and 1e-2 (METHOD.md); allow 2e-2.
 constexpr double kGemmTolerance = 2e-2;

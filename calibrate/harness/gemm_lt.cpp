@@ -20,9 +20,24 @@ CublasArgs cublas_args(const GemmDims& d) {
     a.K = d.k;
     a.ldc = d.n;
     switch (d.layout) {
-        case Layout::Fwd: a.ta = CUBLAS_OP_T; a.lda = d.k; a.tb = CUBLAS_OP_N; a.ldb = d.k; break;
-        case Layout::Dgrad: a.ta = CUBLAS_OP_N; a.lda = d.n; a.tb = CUBLAS_OP_N; a.ldb = d.k; break;
-        case Layout::Wgrad: a.ta = CUBLAS_OP_N; a.lda = d.n; a.tb = CUBLAS_OP_T; a.ldb = d.m; break;
+        case Layout::Fwd:
+            a.ta = CUBLAS_OP_T;
+            a.lda = d.k;
+            a.tb = CUBLAS_OP_N;
+            a.ldb = d.k;
+            break;
+        case Layout::Dgrad:
+            a.ta = CUBLAS_OP_N;
+            a.lda = d.n;
+            a.tb = CUBLAS_OP_N;
+            a.ldb = d.k;
+            break;
+        case Layout::Wgrad:
+            a.ta = CUBLAS_OP_N;
+            a.lda = d.n;
+            a.tb = CUBLAS_OP_T;
+            a.ldb = d.m;
+            break;
     }
     return a;
 }
@@ -57,18 +72,24 @@ std::shared_ptr<LtGemm::Plan> LtGemm::plan(const GemmDims& d) {
     CAL_CUBLAS(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     CAL_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &g.ta, sizeof g.ta));
     CAL_CUBLAS(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &g.tb, sizeof g.tb));
-    auto rows = [](cublasOperation_t t, std::int64_t r, std::int64_t c) { return static_cast<std::uint64_t>(t == CUBLAS_OP_N ? r : c); };
-    auto cols = [](cublasOperation_t t, std::int64_t r, std::int64_t c) { return static_cast<std::uint64_t>(t == CUBLAS_OP_N ? c : r); };
+    auto rows = [](cublasOperation_t t, std::int64_t r, std::int64_t c) {
+        return static_cast<std::uint64_t>(t == CUBLAS_OP_N ? r : c);
+    };
+    auto cols = [](cublasOperation_t t, std::int64_t r, std::int64_t c) {
+        return static_cast<std::uint64_t>(t == CUBLAS_OP_N ? c : r);
+    };
     CAL_CUBLAS(cublasLtMatrixLayoutCreate(&p->a, CUDA_R_16BF, rows(g.ta, g.M, g.K), cols(g.ta, g.M, g.K), g.lda));
     CAL_CUBLAS(cublasLtMatrixLayoutCreate(&p->b, CUDA_R_16BF, rows(g.tb, g.K, g.N), cols(g.tb, g.K, g.N), g.ldb));
-    CAL_CUBLAS(cublasLtMatrixLayoutCreate(&p->c, CUDA_R_16BF, static_cast<std::uint64_t>(g.M), static_cast<std::uint64_t>(g.N), g.ldc));
+    CAL_CUBLAS(cublasLtMatrixLayoutCreate(&p->c, CUDA_R_16BF, static_cast<std::uint64_t>(g.M),
+                                          static_cast<std::uint64_t>(g.N), g.ldc));
     cublasLtMatmulPreference_t pref = nullptr;
     CAL_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
     const std::size_t ws = kWorkspaceBytes;
     CAL_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
     cublasLtMatmulHeuristicResult_t res{};
     int found = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, p->op, p->a, p->b, p->c, p->c, pref, 1, &res, &found);
+    const cublasStatus_t st =
+        cublasLtMatmulAlgoGetHeuristic(handle_, p->op, p->a, p->b, p->c, p->c, pref, 1, &res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     if (st == CUBLAS_STATUS_NOT_SUPPORTED || found == 0) return nullptr;
     CAL_CUBLAS(st);
@@ -80,8 +101,8 @@ std::shared_ptr<LtGemm::Plan> LtGemm::plan(const GemmDims& d) {
 void LtGemm::run(const Plan& p, const bf16_bits* x, const bf16_bits* w, bf16_bits* c, cudaStream_t s) {
     const float alpha = 1.0f, beta = 0.0f;
     CAL_CUDA(cudaSetDevice(device_));  // launches go to the current device
-    CAL_CUBLAS(cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, c, p.c, c, p.c, &p.algo,
-                              workspace_.get(), kWorkspaceBytes, s));
+    CAL_CUBLAS(cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, c, p.c, c, p.c, &p.algo, workspace_.get(),
+                              kWorkspaceBytes, s));
 }
 
 GemmOperands make_operands(const Slot& slot, const GemmDims& d, std::uint64_t base_seed, std::int64_t max_bytes) {
@@ -104,8 +125,8 @@ GemmOperands make_operands(const Slot& slot, const GemmDims& d, std::uint64_t ba
     return op;
 }
 
-double reference_element(const GemmDims& d, std::uint64_t seed_x, std::uint64_t first_x,
-                         std::uint64_t seed_w, std::uint64_t first_w, std::int64_t i, std::int64_t j) {
+double reference_element(const GemmDims& d, std::uint64_t seed_x, std::uint64_t first_x, std::uint64_t seed_w,
+                         std::uint64_t first_w, std::int64_t i, std::int64_t j) {
     double acc = 0;
     for (std::int64_t kk = 0; kk < d.k; ++kk) {
         const std::int64_t xi = d.layout == Layout::Wgrad ? kk * d.m + i : i * d.k + kk;

@@ -66,10 +66,18 @@ void run_grouped_gemm(GroupEnv& g) {
         const auto rows = route_rows(cfg.tokens, cfg.experts, cfg.top_k, skew, cfg.seed, cfg.seed + 1);
         for (const auto& s : shapes) {
             for (const char* method : {"cublasGemmGroupedBatchedEx", "cublasLt_per_expert_4streams"}) {
-                const std::string what = "grouped_gemm " + s.name + " zipf_s=" + json::format_double(skew) + " " + method;
+                const std::string what =
+                    "grouped_gemm " + s.name + " zipf_s=" + json::format_double(skew) + " " + method;
                 const bool grouped_api = std::string(method) == "cublasGemmGroupedBatchedEx";
-                if (grouped_api && !MOESIM_HAVE_GROUPED_BATCHED) { skip_point(g, what, "cuBLAS older than 12.5"); continue; }
-                if (stop || !g.timer.affordable(0)) { stop = true; skip_point(g, what, stop_requested() ? "interrupted" : "time budget"); continue; }
+                if (grouped_api && !MOESIM_HAVE_GROUPED_BATCHED) {
+                    skip_point(g, what, "cuBLAS older than 12.5");
+                    continue;
+                }
+                if (stop || !g.timer.affordable(0)) {
+                    stop = true;
+                    skip_point(g, what, stop_requested() ? "interrupted" : "time budget");
+                    continue;
+                }
                 MeasurementScope scope(what);
                 GroupedOperands op = make_grouped(slot, s, rows, cfg.seed);
                 Enqueue enqueue;
@@ -80,7 +88,8 @@ void run_grouped_gemm(GroupEnv& g) {
                     // A library that rejects this type combination is a skip, not a failed run.
                     const cublasStatus_t probe = batched->call();
                     if (probe == CUBLAS_STATUS_NOT_SUPPORTED || probe == CUBLAS_STATUS_INVALID_VALUE) {
-                        skip_point(g, what, std::string("cublasGemmGroupedBatchedEx returned ") + cublas_status_name(probe));
+                        skip_point(g, what,
+                                   std::string("cublasGemmGroupedBatchedEx returned ") + cublas_status_name(probe));
                         continue;
                     }
                     CAL_CUBLAS(probe);
@@ -90,7 +99,10 @@ void run_grouped_gemm(GroupEnv& g) {
                         plans.push_back(lt.plan(p.dims));
                         if (!plans.back()) break;
                     }
-                    if (plans.empty() || !plans.back()) { skip_point(g, what, "cuBLASLt heuristic returned no algorithm"); continue; }
+                    if (plans.empty() || !plans.back()) {
+                        skip_point(g, what, "cuBLASLt heuristic returned no algorithm");
+                        continue;
+                    }
                     enqueue = per_expert_lt(lts, slot, op, plans, streams, events);
                 }
                 poison(op.c.get(), op.c.bytes(), slot.stream);
@@ -119,7 +131,8 @@ void run_grouped_gemm(GroupEnv& g) {
                 rec.set("check_rel_error", std::isfinite(err) ? json::Value(err) : json::Value());
                 if (g.ctx.root())
                     print_gemm_row(s.name + (grouped_api ? " [grouped]" : " [lt x4]"), s.rows_dim == 'm' ? 0 : s.m, s.n,
-                                   s.rows_dim == 'k' ? 0 : s.k, layout_name(s.layout), r, tflops, err <= kGemmTolerance ? "ok" : "failed");
+                                   s.rows_dim == 'k' ? 0 : s.k, layout_name(s.layout), r, tflops,
+                                   err <= kGemmTolerance ? "ok" : "failed");
                 emit(g, std::move(rec));
             }
         }

@@ -29,7 +29,9 @@ GroupedOperands make_grouped(const Slot& slot, const GroupedGemmShape& s, const 
         if (r == 0) continue;
         ExpertProblem p;
         p.dims = expert_dims(s, r);
-        p.off_x = ox; p.off_w = ow; p.off_c = oc;
+        p.off_x = ox;
+        p.off_w = ow;
+        p.off_c = oc;
         ox += p.dims.m * p.dims.k;
         ow += p.dims.n * p.dims.k;
         oc += p.dims.m * p.dims.n;
@@ -58,7 +60,8 @@ double grouped_error(const GroupedOperands& g, cudaStream_t s) {
             const auto i = static_cast<std::int64_t>(h % static_cast<std::uint64_t>(p.dims.m));
             const auto j = static_cast<std::int64_t>((h >> 32) % static_cast<std::uint64_t>(p.dims.n));
             bf16_bits got = 0;
-            CAL_CUDA(cudaMemcpy(&got, g.c.as<bf16_bits>() + p.off_c + i * p.dims.n + j, sizeof got, cudaMemcpyDeviceToHost));
+            CAL_CUDA(
+                cudaMemcpy(&got, g.c.as<bf16_bits>() + p.off_c + i * p.dims.n + j, sizeof got, cudaMemcpyDeviceToHost));
             const double out = bf16_to_float(got);
             if (!std::isfinite(out)) return INFINITY;
             const double ref = reference_element(p.dims, g.seed_x, static_cast<std::uint64_t>(p.off_x), g.seed_w,
@@ -73,8 +76,14 @@ double grouped_error(const GroupedOperands& g, cudaStream_t s) {
 GroupedBatched::GroupedBatched(const Slot& slot, cublasHandle_t handle, const GroupedOperands& op)
     : handle_(handle), count_(static_cast<int>(op.experts.size())) {
     const std::size_t E = op.experts.size();
-    ta_.resize(E); tb_.resize(E);
-    m_.resize(E); n_.resize(E); k_.resize(E); lda_.resize(E); ldb_.resize(E); ldc_.resize(E);
+    ta_.resize(E);
+    tb_.resize(E);
+    m_.resize(E);
+    n_.resize(E);
+    k_.resize(E);
+    lda_.resize(E);
+    ldb_.resize(E);
+    ldc_.resize(E);
     group_size_.assign(E, 1);
     alpha_.assign(E, 1.0f);
     beta_.assign(E, 0.0f);
@@ -82,9 +91,14 @@ GroupedBatched::GroupedBatched(const Slot& slot, cublasHandle_t handle, const Gr
     for (std::size_t e = 0; e < E; ++e) {
         const ExpertProblem& p = op.experts[e];
         const CublasArgs a = cublas_args(p.dims);
-        ta_[e] = a.ta; tb_[e] = a.tb;
-        m_[e] = static_cast<int>(a.M); n_[e] = static_cast<int>(a.N); k_[e] = static_cast<int>(a.K);
-        lda_[e] = static_cast<int>(a.lda); ldb_[e] = static_cast<int>(a.ldb); ldc_[e] = static_cast<int>(a.ldc);
+        ta_[e] = a.ta;
+        tb_[e] = a.tb;
+        m_[e] = static_cast<int>(a.M);
+        n_[e] = static_cast<int>(a.N);
+        k_[e] = static_cast<int>(a.K);
+        lda_[e] = static_cast<int>(a.lda);
+        ldb_[e] = static_cast<int>(a.ldb);
+        ldc_[e] = static_cast<int>(a.ldc);
         ptrs[e] = op.w.as<bf16_bits>() + p.off_w;
         ptrs[E + e] = op.x.as<bf16_bits>() + p.off_x;
         ptrs[2 * E + e] = op.c.as<bf16_bits>() + p.off_c;

@@ -47,11 +47,11 @@ double grouped_error(const GroupedOperands& g, cudaStream_t s);
 // with the pointer arrays in device memory. call() returns CUBLAS_STATUS_NOT_SUPPORTED when the
 // harness was built against a cuBLAS older than 12.5.
 class GroupedBatched {
-public:
+  public:
     GroupedBatched(const Slot& slot, cublasHandle_t handle, const GroupedOperands& op);
     cublasStatus_t call() const;
 
-private:
+  private:
     cublasHandle_t handle_;
     int count_ = 0;
     std::vector<cublasOperation_t> ta_, tb_;

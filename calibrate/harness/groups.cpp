@@ -42,8 +42,7 @@ void emit(GroupEnv& g, json::Value rec) {
 }
 
 std::uint64_t checked_run(GroupEnv& g, const std::function<void(Slot&)>& poison_outputs,
-                          const std::function<void()>& enqueue,
-                          const std::function<void(Slot&)>& check_outputs) {
+                          const std::function<void()>& enqueue, const std::function<void(Slot&)>& check_outputs) {
     for (auto& s : g.ctx.slots) {
         CAL_CUDA(cudaSetDevice(s.device));
         s.counter->reset(s.stream);
@@ -104,21 +103,22 @@ bool measure_collective(GroupEnv& g, CollectivePoint& p, double est_iter_s) {
     add_bandwidth(rec, p.bytes, p.bus_factor, r);
     add_timing(rec, r);
     for (const auto& m : p.extra.members()) rec.set(m.first, m.second);
-    if (p.poison) add_check(rec, bad);
-    else rec.set("check", "skipped");
+    if (p.poison)
+        add_check(rec, bad);
+    else
+        rec.set("check", "skipped");
     const double algbw = r.stats.median > 0 ? static_cast<double>(p.bytes) / (r.stats.median * 1e3) : 0;
     if (g.ctx.root())
-        print_collective_row(p.bytes, p.count, p.dtype, p.redop.empty() ? "none" : p.redop, p.label, r,
-                             algbw, algbw * p.bus_factor, check);
+        print_collective_row(p.bytes, p.count, p.dtype, p.redop.empty() ? "none" : p.redop, p.label, r, algbw,
+                             algbw * p.bus_factor, check);
     emit(g, std::move(rec));
     return true;
 }
 
-void skip_rest(GroupEnv& g, const std::string& kind, const std::vector<std::int64_t>& sizes,
-               std::size_t from, const std::string& reason) {
+void skip_rest(GroupEnv& g, const std::string& kind, const std::vector<std::int64_t>& sizes, std::size_t from,
+               const std::string& reason) {
     if (from >= sizes.size()) return;
-    skip_point(g, kind + " sizes " + std::to_string(sizes[from]) + ".." + std::to_string(sizes.back()) + " B",
-               reason);
+    skip_point(g, kind + " sizes " + std::to_string(sizes[from]) + ".." + std::to_string(sizes.back()) + " B", reason);
 }
 
 }  // namespace moesim::cal

@@ -55,8 +55,7 @@ void emit(GroupEnv& g, json::Value rec);
 // One correctness run: reset counters, poison outputs, enqueue once, run the per-slot checks,
 // and return the total mismatches over all GPUs and processes.
 std::uint64_t checked_run(GroupEnv& g, const std::function<void(Slot&)>& poison_outputs,
-                          const std::function<void()>& enqueue,
-                          const std::function<void(Slot&)>& check_outputs);
+                          const std::function<void()>& enqueue, const std::function<void(Slot&)>& check_outputs);
 
 // "1.0 GiB" style text for progress lines.
 std::string human_bytes(double bytes);
@@ -67,14 +66,19 @@ std::vector<std::int64_t> geometric(std::int64_t lo, std::int64_t hi, std::int64
 // --- One measured collective point: budget check, correctness run, timed run, record and
 // table row. Shared by the all-reduce, all-gather, reduce-scatter, all-to-all and send/recv groups.
 struct CollectivePoint {
-    CollectivePoint(std::string kind_, std::string label_, std::string dtype_, std::string redop_,
-                    std::int64_t bytes_, std::int64_t count_, double bus_factor_)
-        : kind(std::move(kind_)), label(std::move(label_)), dtype(std::move(dtype_)), redop(std::move(redop_)),
-          bytes(bytes_), count(count_), bus_factor(bus_factor_) {}
-    std::string kind;    // all_reduce, all_reduce_bucketed, all_gather, reduce_scatter, ...
-    std::string label;   // sweep, bucket_sequence, coalesced_flat, fsdp_unit:block3, ...
-    std::string dtype;   // fp32, bf16
-    std::string redop;   // sum, avg, or "" for data movement
+    CollectivePoint(std::string kind_, std::string label_, std::string dtype_, std::string redop_, std::int64_t bytes_,
+                    std::int64_t count_, double bus_factor_)
+        : kind(std::move(kind_)),
+          label(std::move(label_)),
+          dtype(std::move(dtype_)),
+          redop(std::move(redop_)),
+          bytes(bytes_),
+          count(count_),
+          bus_factor(bus_factor_) {}
+    std::string kind;         // all_reduce, all_reduce_bucketed, all_gather, reduce_scatter, ...
+    std::string label;        // sweep, bucket_sequence, coalesced_flat, fsdp_unit:block3, ...
+    std::string dtype;        // fp32, bf16
+    std::string redop;        // sum, avg, or "" for data movement
     std::int64_t bytes = 0;   // nccl-tests convention for the kind
     std::int64_t count = 0;   // elements
     double bus_factor = 1.0;  // busbw = algbw * bus_factor
@@ -89,8 +93,8 @@ struct CollectivePoint {
 bool measure_collective(GroupEnv& g, CollectivePoint& p, double est_iter_s);
 
 // Skips the remaining sizes of a sweep in one entry.
-void skip_rest(GroupEnv& g, const std::string& kind, const std::vector<std::int64_t>& sizes,
-               std::size_t from, const std::string& reason);
+void skip_rest(GroupEnv& g, const std::string& kind, const std::vector<std::int64_t>& sizes, std::size_t from,
+               const std::string& reason);
 
 // ncclGroupStart, body(slot) for every local slot, ncclGroupEnd.
 void nccl_group(Context& ctx, const std::function<void(Slot&)>& body);

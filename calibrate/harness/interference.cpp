@@ -6,9 +6,9 @@
 #include <cmath>
 #include <memory>
 
-#include "groups.hpp"
 #include "errors.hpp"
 #include "gemm.hpp"
+#include "groups.hpp"
 #include "report_table.hpp"
 
 namespace moesim::cal {
@@ -29,7 +29,9 @@ void run_interference(GroupEnv& g) {
     const GemmDims d{cfg.gemm.m, cfg.gemm.n, cfg.gemm.k, cfg.gemm.layout};
     const std::int64_t ar_bytes = cfg.allreduce_bytes / 4 * 4, drow = g.shapes.alltoall.d;
     const std::int64_t a2a_rows = std::max<std::int64_t>(n, cfg.alltoall_rows_per_rank / n * n);
-    if (ctx.root()) print_gemm_header("interference: GEMM alone vs with a collective on another stream (group size " + std::to_string(n) + ")");
+    if (ctx.root())
+        print_gemm_header("interference: GEMM alone vs with a collective on another stream (group size " +
+                          std::to_string(n) + ")");
     if (!g.timer.affordable(0)) return skip_point(g, "interference", stop_requested() ? "interrupted" : "time budget");
     const std::int64_t need = GemmOperands::bytes_for(d) + 2 * ar_bytes + 4 * a2a_rows * drow;
     if (need > buffer_cap(g, 1)) return skip_point(g, "interference", "buffers exceed the free-memory cap");
@@ -57,7 +59,8 @@ void run_interference(GroupEnv& g) {
         for (auto& s : ctx.slots) {
             const std::size_t i = idx(s);
             // LtGemm::run selects the slot's device before launching.
-            lts[i]->run(*plans[i], ops[i].x.as<bf16_bits>(), ops[i].w.as<bf16_bits>(), ops[i].c.as<bf16_bits>(), s.stream);
+            lts[i]->run(*plans[i], ops[i].x.as<bf16_bits>(), ops[i].w.as<bf16_bits>(), ops[i].c.as<bf16_bits>(),
+                        s.stream);
         }
     };
     auto all_reduce = [&](bool side) {
@@ -72,23 +75,34 @@ void run_interference(GroupEnv& g) {
             const auto* sb = a2a_send[idx(s)].as<bf16_bits>();
             auto* rb = a2a_recv[idx(s)].as<bf16_bits>();
             for (int q = 0; q < n; ++q) {
-                CAL_NCCL(ncclSend(sb + q * per_peer, static_cast<std::size_t>(per_peer), ncclBfloat16, q, s.comm, side ? s.side : s.stream));
-                CAL_NCCL(ncclRecv(rb + q * per_peer, static_cast<std::size_t>(per_peer), ncclBfloat16, q, s.comm, side ? s.side : s.stream));
+                CAL_NCCL(ncclSend(sb + q * per_peer, static_cast<std::size_t>(per_peer), ncclBfloat16, q, s.comm,
+                                  side ? s.side : s.stream));
+                CAL_NCCL(ncclRecv(rb + q * per_peer, static_cast<std::size_t>(per_peer), ncclBfloat16, q, s.comm,
+                                  side ? s.side : s.stream));
             }
         });
     };
     MeasurementScope alone_scope("interference: gemm alone");
     const TimedRun alone = g.timer.run(all_slots(ctx), true, gemm);
-    struct Bg { std::string name; std::int64_t bytes; std::function<void(bool)> run; };
-    const std::vector<Bg> backgrounds = {{"all_reduce", ar_bytes, all_reduce}, {"all_to_all", a2a_rows * drow * 2, all_to_all}};
+    struct Bg {
+        std::string name;
+        std::int64_t bytes;
+        std::function<void(bool)> run;
+    };
+    const std::vector<Bg> backgrounds = {{"all_reduce", ar_bytes, all_reduce},
+                                         {"all_to_all", a2a_rows * drow * 2, all_to_all}};
     for (const auto& bg : backgrounds) {
         const std::string what = "interference gemm+" + bg.name;
-        if (!g.timer.affordable(alone.stats.median * 1e-6 * 3)) { skip_point(g, what, stop_requested() ? "interrupted" : "time budget"); continue; }
+        if (!g.timer.affordable(alone.stats.median * 1e-6 * 3)) {
+            skip_point(g, what, stop_requested() ? "interrupted" : "time budget");
+            continue;
+        }
         MeasurementScope bg_scope(what);
         const TimedRun bg_alone = g.timer.run(all_slots(ctx), true, [&] { bg.run(false); });
         const int iters = alone.iters;
         const double window_us = alone.stats.median * (iters + 2);
-        const int reps = static_cast<int>(std::clamp(std::ceil(window_us / std::max(1.0, bg_alone.stats.median)) + 4.0, 4.0, 400.0));
+        const int reps =
+            static_cast<int>(std::clamp(std::ceil(window_us / std::max(1.0, bg_alone.stats.median)) + 4.0, 4.0, 400.0));
         Slot& s0 = ctx.first();
         CAL_CUDA(cudaSetDevice(s0.device));
         std::vector<cudaEvent_t> ev(static_cast<std::size_t>(3 + 2 * iters));
@@ -137,7 +151,8 @@ void run_interference(GroupEnv& g) {
         rec.set("alone_median_us", alone.stats.median);
         rec.set("alone_p10_us", alone.stats.p10);
         rec.set("alone_p90_us", alone.stats.p90);
-        rec.set("slowdown", with.iters && alone.stats.median > 0 ? json::Value(with.stats.median / alone.stats.median) : json::Value());
+        rec.set("slowdown", with.iters && alone.stats.median > 0 ? json::Value(with.stats.median / alone.stats.median)
+                                                                 : json::Value());
         rec.set("tflops_alone", alone.stats.median > 0 ? d.flops() / (alone.stats.median * 1e6) : 0.0);
         rec.set("tflops", with.stats.median > 0 ? d.flops() / (with.stats.median * 1e6) : 0.0);
         rec.set("background_alone_median_us", bg_alone.stats.median);
@@ -146,9 +161,11 @@ void run_interference(GroupEnv& g) {
         rec.set("check", err <= kGemmTolerance ? "ok" : "failed");
         rec.set("check_rel_error", std::isfinite(err) ? json::Value(err) : json::Value());
         if (ctx.root()) {
-            print_gemm_row("alone", d.m, d.n, d.k, layout_name(d.layout), alone, d.flops() / (alone.stats.median * 1e6), "-");
+            print_gemm_row("alone", d.m, d.n, d.k, layout_name(d.layout), alone, d.flops() / (alone.stats.median * 1e6),
+                           "-");
             print_gemm_row("with " + bg.name + " (x" + std::to_string(with.iters) + " inside)", d.m, d.n, d.k,
-                           layout_name(d.layout), with, with.stats.median > 0 ? d.flops() / (with.stats.median * 1e6) : 0.0,
+                           layout_name(d.layout), with,
+                           with.stats.median > 0 ? d.flops() / (with.stats.median * 1e6) : 0.0,
                            err <= kGemmTolerance ? "ok" : "failed");
         }
         emit(g, std::move(rec));

@@ -75,7 +75,10 @@ void write_value(std::string& out, const Value& v, int indent) {
         case Value::Type::String: write_string(out, v.as_string()); break;
         case Value::Type::Array: {
             const auto& a = v.as_array();
-            if (a.empty()) { out += "[]"; break; }
+            if (a.empty()) {
+                out += "[]";
+                break;
+            }
             if (all_numbers(v)) {  // compact: times_us arrays, size lists
                 out.push_back('[');
                 for (std::size_t i = 0; i < a.size(); ++i) {
@@ -96,7 +99,10 @@ void write_value(std::string& out, const Value& v, int indent) {
         }
         case Value::Type::Object: {
             const auto& m = v.members();
-            if (m.empty()) { out += "{}"; break; }
+            if (m.empty()) {
+                out += "{}";
+                break;
+            }
             out += "{\n";
             for (std::size_t i = 0; i < m.size(); ++i) {
                 out += pad;

@@ -15,7 +15,7 @@ using Items = std::vector<Value>;
 using Member = std::pair<std::string, Value>;
 
 class Value {
-public:
+  public:
     enum class Type { Null, Bool, Int, Double, String, Array, Object };
 
     Value() = default;
@@ -32,8 +32,16 @@ public:
     Value(std::string s) : type_(Type::String), string_(std::move(s)) {}
     Value(Items a) : type_(Type::Array), array_(std::move(a)) {}
 
-    static Value object() { Value v; v.type_ = Type::Object; return v; }
-    static Value array() { Value v; v.type_ = Type::Array; return v; }
+    static Value object() {
+        Value v;
+        v.type_ = Type::Object;
+        return v;
+    }
+    static Value array() {
+        Value v;
+        v.type_ = Type::Array;
+        return v;
+    }
     template <typename T>
     static Value array_of(const std::vector<T>& items) {
         Value v = array();
@@ -64,7 +72,7 @@ public:
     void push_back(Value v) { array_.push_back(std::move(v)); }
     std::size_t size() const { return type_ == Type::Object ? members_.size() : array_.size(); }
 
-private:
+  private:
     Type type_ = Type::Null;
     bool bool_ = false;
     std::int64_t int_ = 0;

@@ -10,7 +10,7 @@ namespace moesim::cal::json {
 namespace {
 
 class Parser {
-public:
+  public:
     Parser(const std::string& text, const std::string& source) : s_(text), source_(source) {}
 
     Value document() {
@@ -20,7 +20,7 @@ public:
         return v;
     }
 
-private:
+  private:
     const std::string& s_;
     const std::string& source_;
     std::size_t pos_ = 0;
@@ -28,15 +28,19 @@ private:
     [[noreturn]] void fail(const std::string& what) const {
         std::size_t line = 1, col = 1;
         for (std::size_t i = 0; i < pos_ && i < s_.size(); ++i) {
-            if (s_[i] == '\n') { ++line; col = 1; } else { ++col; }
+            if (s_[i] == '\n') {
+                ++line;
+                col = 1;
+            } else {
+                ++col;
+            }
         }
         throw HarnessError(source_ + ":" + std::to_string(line) + ":" + std::to_string(col) +
                            ": invalid JSON: " + what);
     }
 
     void skip_ws() {
-        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' ||
-                                    s_[pos_] == '\r'))
+        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
             ++pos_;
     }
 
@@ -53,7 +57,10 @@ private:
 
     bool match_word(const char* w) {
         std::size_t n = std::char_traits<char>::length(w);
-        if (s_.compare(pos_, n, w) == 0) { pos_ += n; return true; }
+        if (s_.compare(pos_, n, w) == 0) {
+            pos_ += n;
+            return true;
+        }
         return false;
     }
 
@@ -73,7 +80,10 @@ private:
     Value object(int depth) {
         expect('{');
         Value obj = Value::object();
-        if (peek() == '}') { ++pos_; return obj; }
+        if (peek() == '}') {
+            ++pos_;
+            return obj;
+        }
         for (;;) {
             if (peek() != '"') fail("expected a string key");
             std::string key = string();
@@ -83,20 +93,29 @@ private:
             char c = peek();
             ++pos_;
             if (c == '}') return obj;
-            if (c != ',') { --pos_; fail("expected ',' or '}'"); }
+            if (c != ',') {
+                --pos_;
+                fail("expected ',' or '}'");
+            }
         }
     }
 
     Value array(int depth) {
         expect('[');
         Value arr = Value::array();
-        if (peek() == ']') { ++pos_; return arr; }
+        if (peek() == ']') {
+            ++pos_;
+            return arr;
+        }
         for (;;) {
             arr.push_back(value(depth + 1));
             char c = peek();
             ++pos_;
             if (c == ']') return arr;
-            if (c != ',') { --pos_; fail("expected ',' or ']'"); }
+            if (c != ',') {
+                --pos_;
+                fail("expected ',' or ']'");
+            }
         }
     }
 
@@ -124,10 +143,14 @@ private:
         for (int i = 0; i < 4; ++i) {
             char h = s_[pos_++];
             v <<= 4;
-            if (h >= '0' && h <= '9') v |= static_cast<unsigned>(h - '0');
-            else if (h >= 'a' && h <= 'f') v |= static_cast<unsigned>(h - 'a' + 10);
-            else if (h >= 'A' && h <= 'F') v |= static_cast<unsigned>(h - 'A' + 10);
-            else fail("bad hex digit in \\u escape");
+            if (h >= '0' && h <= '9')
+                v |= static_cast<unsigned>(h - '0');
+            else if (h >= 'a' && h <= 'f')
+                v |= static_cast<unsigned>(h - 'a' + 10);
+            else if (h >= 'A' && h <= 'F')
+                v |= static_cast<unsigned>(h - 'A' + 10);
+            else
+                fail("bad hex digit in \\u escape");
         }
         return v;
     }
@@ -140,7 +163,10 @@ private:
             char c = s_[pos_++];
             if (c == '"') return out;
             if (static_cast<unsigned char>(c) < 0x20) fail("control character in string");
-            if (c != '\\') { out.push_back(c); continue; }
+            if (c != '\\') {
+                out.push_back(c);
+                continue;
+            }
             if (pos_ >= s_.size()) fail("unterminated escape");
             char e = s_[pos_++];
             switch (e) {
@@ -172,7 +198,10 @@ private:
         if (s_[pos_] == '-') ++pos_;
         while (pos_ < s_.size()) {
             char c = s_[pos_];
-            if (std::isdigit(static_cast<unsigned char>(c))) { ++pos_; continue; }
+            if (std::isdigit(static_cast<unsigned char>(c))) {
+                ++pos_;
+                continue;
+            }
             if (c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-') {
                 integral = false;
                 ++pos_;
@@ -189,15 +218,16 @@ private:
         }
         double d = 0.0;
         auto r = std::from_chars(first, last, d);
-        if (r.ec != std::errc() || r.ptr != last) { pos_ = start; fail("malformed number"); }
+        if (r.ec != std::errc() || r.ptr != last) {
+            pos_ = start;
+            fail("malformed number");
+        }
         return Value(d);
     }
 };
 
 }  // namespace
 
-Value parse(const std::string& text, const std::string& source_name) {
-    return Parser(text, source_name).document();
-}
+Value parse(const std::string& text, const std::string& source_name) { return Parser(text, source_name).document(); }
 
 }  // namespace moesim::cal::json

@@ -34,9 +34,10 @@ void print_run_banner(const Context& ctx, const Options& o, const json::Value& e
     for (const auto& d : env.find("devices")->as_array())
         std::printf("#   GPU %lld: %s, %lld SMs, %lld MiB, bus %s\n", static_cast<long long>(d.find("index")->as_int()),
                     d.find("name")->as_string().c_str(), static_cast<long long>(d.find("sm_count")->as_int()),
-                    static_cast<long long>(d.find("memory_bytes")->as_int() >> 20), d.find("pci_bus_id")->as_string().c_str());
-    std::printf("# group size %d (%d process%s, %d node%s)%s\n", ctx.world, ctx.proc_count, ctx.proc_count > 1 ? "es" : "",
-                ctx.node_count, ctx.node_count > 1 ? "s" : "",
+                    static_cast<long long>(d.find("memory_bytes")->as_int() >> 20),
+                    d.find("pci_bus_id")->as_string().c_str());
+    std::printf("# group size %d (%d process%s, %d node%s)%s\n", ctx.world, ctx.proc_count,
+                ctx.proc_count > 1 ? "es" : "", ctx.node_count, ctx.node_count > 1 ? "s" : "",
                 ctx.world == 1 ? ": collectives run on one rank (NCCL local copies), send/recv skipped" : "");
     std::printf("# budget %s, iters %d, warmup %d%s\n",
                 o.budget_s > 0 ? (std::to_string(static_cast<int>(o.budget_s)) + " s").c_str() : "unlimited", o.iters,
@@ -77,7 +78,8 @@ int main(int argc, char** argv) {
     if (visible_device_count(why) == 0) {
         out.set_status("no_device", "no CUDA device: " + why);
         out.flush();
-        std::fprintf(stderr, "moesim-calibrate: no CUDA device (%s); wrote %s with the environment and no measurements\n",
+        std::fprintf(stderr,
+                     "moesim-calibrate: no CUDA device (%s); wrote %s with the environment and no measurements\n",
                      why.c_str(), opts.output.c_str());
         return 3;
     }

@@ -13,7 +13,7 @@
 namespace moesim::cal {
 
 class MeasurementsWriter {
-public:
+  public:
     MeasurementsWriter(std::string path, json::Value tool, json::Value environment);
     void add(json::Value record) { measurements_.push_back(std::move(record)); }
     std::size_t count() const { return measurements_.size(); }
@@ -24,7 +24,7 @@ public:
     // Writes the document; returns false (and prints why) if the file cannot be written.
     bool flush() const;
 
-private:
+  private:
     std::string path_;
     json::Value tool_, environment_, shapes_, budget_;
     std::string status_ = "running", error_;

@@ -15,12 +15,13 @@ namespace {
 
 struct Kernel {
     std::string kind;
-    double bytes_per_element;  // moved per element per iteration
+    double bytes_per_element;               // moved per element per iteration
     std::int64_t arrays_bytes_per_element;  // resident bytes per element (all arrays)
 };
 
 int copies_for(std::int64_t set_bytes, int l2) {
-    return static_cast<int>(std::min<std::int64_t>(256, std::max<std::int64_t>(1, (3LL * l2 + set_bytes - 1) / set_bytes)));
+    return static_cast<int>(
+        std::min<std::int64_t>(256, std::max<std::int64_t>(1, (3LL * l2 + set_bytes - 1) / set_bytes)));
 }
 
 }  // namespace
@@ -30,7 +31,9 @@ void run_memory(GroupEnv& g) {
     CAL_CUDA(cudaSetDevice(slot.device));
     int l2 = 0;
     CAL_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, slot.device));
-    if (g.ctx.root()) print_rate_header("memory-bound kernels on device " + std::to_string(slot.device) + " (bytes read + written)", "GB/s");
+    if (g.ctx.root())
+        print_rate_header("memory-bound kernels on device " + std::to_string(slot.device) + " (bytes read + written)",
+                          "GB/s");
     const std::int64_t cap = buffer_cap(g, 1);
     const std::vector<Kernel> kernels = {{"memcpy_d2d", 4.0, 4},  // counted per BF16 element: 2 read + 2 written
                                          {"grad_accum_bf16_to_fp32", kGradAccumBytesPerElement, 6},
@@ -46,7 +49,10 @@ void run_memory(GroupEnv& g) {
             const std::int64_t set_bytes = n * k.arrays_bytes_per_element;
             const int copies = copies_for(set_bytes, l2);
             const std::string what = k.kind + " " + std::to_string(n) + " elements";
-            if (set_bytes * copies > cap) { skip_point(g, what, "exceeds the free-memory cap"); break; }
+            if (set_bytes * copies > cap) {
+                skip_point(g, what, "exceeds the free-memory cap");
+                break;
+            }
             if (!g.timer.affordable(extrapolate_s(last_s, last_n, static_cast<double>(n)))) {
                 skip_point(g, what + " and larger", stop_requested() ? "interrupted" : "time budget");
                 break;
@@ -66,14 +72,25 @@ void run_memory(GroupEnv& g) {
                                              cudaMemcpyDeviceToDevice, slot.stream));
                 };
                 prepare = [&, un] { poison(bufs[1].get(), 2 * un, slot.stream); };
-                verify = [&, un] { check_bf16(bufs[1].as<bf16_bits>(), un, stream_seed(seed, kRoleMemSrc, 0), 0, slot.counter->ptr(), slot.stream); };
+                verify = [&, un] {
+                    check_bf16(bufs[1].as<bf16_bits>(), un, stream_seed(seed, kRoleMemSrc, 0), 0, slot.counter->ptr(),
+                               slot.stream);
+                };
             } else if (k.kind == "grad_accum_bf16_to_fp32") {
                 bufs.emplace_back(slot.device, 4 * total);
                 bufs.emplace_back(slot.device, 2 * total);
                 fill_bf16(bufs[1].as<bf16_bits>(), total, stream_seed(seed, kRoleMemGrad, 0), 0, slot.stream);
-                launch = [&, un](int j) { grad_accum_bf16_to_f32(bufs[0].as<float>() + j * un, bufs[1].as<bf16_bits>() + j * un, un, slot.stream); };
-                prepare = [&, total] { fill_f32(bufs[0].as<float>(), total, stream_seed(seed, kRoleMemAcc, 0), 0, slot.stream); };
-                verify = [&, un] { check_grad_accum(bufs[0].as<float>(), un, stream_seed(seed, kRoleMemAcc, 0), stream_seed(seed, kRoleMemGrad, 0), slot.counter->ptr(), slot.stream); };
+                launch = [&, un](int j) {
+                    grad_accum_bf16_to_f32(bufs[0].as<float>() + j * un, bufs[1].as<bf16_bits>() + j * un, un,
+                                           slot.stream);
+                };
+                prepare = [&, total] {
+                    fill_f32(bufs[0].as<float>(), total, stream_seed(seed, kRoleMemAcc, 0), 0, slot.stream);
+                };
+                verify = [&, un] {
+                    check_grad_accum(bufs[0].as<float>(), un, stream_seed(seed, kRoleMemAcc, 0),
+                                     stream_seed(seed, kRoleMemGrad, 0), slot.counter->ptr(), slot.stream);
+                };
             } else {
                 for (int a = 0; a < 4; ++a) bufs.emplace_back(slot.device, 4 * total);
                 fill_f32(bufs[1].as<float>(), total, stream_seed(seed, kRoleAdamG, 0), 0, slot.stream);
@@ -87,9 +104,10 @@ void run_memory(GroupEnv& g) {
                     fill_f32_abs(bufs[3].as<float>(), total, stream_seed(seed, kRoleAdamV, 0), v_scale, slot.stream);
                 };
                 verify = [&, un] {
-                    check_adamw(bufs[0].as<float>(), bufs[2].as<float>(), bufs[3].as<float>(), un, stream_seed(seed, kRoleAdamP, 0),
-                                stream_seed(seed, kRoleAdamG, 0), stream_seed(seed, kRoleAdamM, 0), stream_seed(seed, kRoleAdamV, 0),
-                                v_scale, hyper, slot.counter->ptr(), slot.stream);
+                    check_adamw(bufs[0].as<float>(), bufs[2].as<float>(), bufs[3].as<float>(), un,
+                                stream_seed(seed, kRoleAdamP, 0), stream_seed(seed, kRoleAdamG, 0),
+                                stream_seed(seed, kRoleAdamM, 0), stream_seed(seed, kRoleAdamV, 0), v_scale, hyper,
+                                slot.counter->ptr(), slot.stream);
                 };
             }
             // Correctness: fresh inputs, exactly one application on copy 0, full comparison.
@@ -102,7 +120,11 @@ void run_memory(GroupEnv& g) {
             const TimedRun r = g.timer.run({&slot}, false, [&] { launch(it++ % copies); });
             const double moved = k.bytes_per_element * static_cast<double>(n);
             const double gbps = r.stats.median > 0 ? moved / (r.stats.median * 1e3) : 0;
-            json::Value rec = base_record(k.kind, g.group, "sweep", k.kind == "memcpy_d2d" ? "bf16" : k.kind == "adamw_fp32" ? "fp32" : "bf16->fp32", 1);
+            json::Value rec = base_record(k.kind, g.group, "sweep",
+                                          k.kind == "memcpy_d2d"   ? "bf16"
+                                          : k.kind == "adamw_fp32" ? "fp32"
+                                                                   : "bf16->fp32",
+                                          1);
             rec.set("elements", n);
             rec.set("bytes", static_cast<std::int64_t>(moved));
             rec.set("bytes_per_element", k.bytes_per_element);

@@ -24,10 +24,14 @@ __global__ void accum_kernel(float* __restrict__ acc, const bf16_bits* __restric
         const uint4 g = reinterpret_cast<const uint4*>(grad)[i];  // 8 bf16
         float4 a0 = reinterpret_cast<float4*>(acc)[2 * i];
         float4 a1 = reinterpret_cast<float4*>(acc)[2 * i + 1];
-        a0.x += __uint_as_float(g.x << 16); a0.y += __uint_as_float(g.x & 0xFFFF0000u);
-        a0.z += __uint_as_float(g.y << 16); a0.w += __uint_as_float(g.y & 0xFFFF0000u);
-        a1.x += __uint_as_float(g.z << 16); a1.y += __uint_as_float(g.z & 0xFFFF0000u);
-        a1.z += __uint_as_float(g.w << 16); a1.w += __uint_as_float(g.w & 0xFFFF0000u);
+        a0.x += __uint_as_float(g.x << 16);
+        a0.y += __uint_as_float(g.x & 0xFFFF0000u);
+        a0.z += __uint_as_float(g.y << 16);
+        a0.w += __uint_as_float(g.y & 0xFFFF0000u);
+        a1.x += __uint_as_float(g.z << 16);
+        a1.y += __uint_as_float(g.z & 0xFFFF0000u);
+        a1.z += __uint_as_float(g.w << 16);
+        a1.w += __uint_as_float(g.w & 0xFFFF0000u);
         reinterpret_cast<float4*>(acc)[2 * i] = a0;
         reinterpret_cast<float4*>(acc)[2 * i + 1] = a1;
     }
@@ -59,15 +63,18 @@ __global__ void adamw_kernel(float* __restrict__ p, const float* __restrict__ g,
 __global__ void check_accum_kernel(const float* acc, std::uint64_t n, std::uint64_t sa, std::uint64_t sg,
                                    unsigned long long* counter) {
     unsigned long long bad = 0;
-    for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n; i += std::uint64_t(gridDim.x) * blockDim.x)
+    for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
+         i += std::uint64_t(gridDim.x) * blockDim.x)
         if (!(acc[i] == rand_value(sa, i) + bf16_to_float(rand_bf16(sg, i)))) ++bad;
     if (bad) atomicAdd(counter, bad);
 }
 
 __global__ void check_adamw_kernel(const float* p, const float* m, const float* v, std::uint64_t n, std::uint64_t sp,
-                                   std::uint64_t sg, std::uint64_t sm, std::uint64_t sv, float v_scale, AdamWHyper h, unsigned long long* counter) {
+                                   std::uint64_t sg, std::uint64_t sm, std::uint64_t sv, float v_scale, AdamWHyper h,
+                                   unsigned long long* counter) {
     unsigned long long bad = 0;
-    for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n; i += std::uint64_t(gridDim.x) * blockDim.x) {
+    for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
+         i += std::uint64_t(gridDim.x) * blockDim.x) {
         float ep = rand_value(sp, i), em = rand_value(sm, i), ev = fabsf(rand_value(sv, i)) * v_scale;
         adamw_element(ep, rand_value(sg, i), em, ev, h);
         auto close = [](float a, float b) { return fabsf(a - b) <= 1e-6f * fabsf(b) + 1e-30f; };
@@ -102,9 +109,10 @@ void check_grad_accum(const float* acc, std::uint64_t n, std::uint64_t seed_acc,
 }
 
 void check_adamw(const float* p, const float* m, const float* v, std::uint64_t n, std::uint64_t seed_p,
-                 std::uint64_t seed_g, std::uint64_t seed_m, std::uint64_t seed_v, float v_scale,
-                 const AdamWHyper& h, unsigned long long* counter, cudaStream_t s) {
-    check_adamw_kernel<<<blocks_for(n), kThreads, 0, s>>>(p, m, v, n, seed_p, seed_g, seed_m, seed_v, v_scale, h, counter);
+                 std::uint64_t seed_g, std::uint64_t seed_m, std::uint64_t seed_v, float v_scale, const AdamWHyper& h,
+                 unsigned long long* counter, cudaStream_t s) {
+    check_adamw_kernel<<<blocks_for(n), kThreads, 0, s>>>(p, m, v, n, seed_p, seed_g, seed_m, seed_v, v_scale, h,
+                                                          counter);
     CAL_CHECK_LAUNCH();
 }
 

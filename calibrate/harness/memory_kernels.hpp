@@ -42,7 +42,7 @@ void check_grad_accum(const float* acc, std::uint64_t n, std::uint64_t seed_acc,
 
 // After exactly one adamw_f32 from p, g, m = streams, v = |stream| * v_scale.
 void check_adamw(const float* p, const float* m, const float* v, std::uint64_t n, std::uint64_t seed_p,
-                 std::uint64_t seed_g, std::uint64_t seed_m, std::uint64_t seed_v, float v_scale,
-                 const AdamWHyper& h, unsigned long long* counter, cudaStream_t s);
+                 std::uint64_t seed_g, std::uint64_t seed_m, std::uint64_t seed_v, float v_scale, const AdamWHyper& h,
+                 unsigned long long* counter, cudaStream_t s);
 
 }  // namespace moesim::cal

@@ -72,9 +72,9 @@ std::vector<std::int64_t> block_parameters(const ModelDims& m, bool moe) {
     if (!moe) {
         for (int i = 0; i < 3; ++i) p.push_back(m.dense_mlp_hidden * d);
     } else {
-        p.push_back(m.routed_experts * d);                            // router
-        p.push_back(m.routed_experts * 2 * m.expert_hidden * d);      // experts up/gate
-        p.push_back(m.routed_experts * d * m.expert_hidden);          // experts down
+        p.push_back(m.routed_experts * d);                        // router
+        p.push_back(m.routed_experts * 2 * m.expert_hidden * d);  // experts up/gate
+        p.push_back(m.routed_experts * d * m.expert_hidden);      // experts down
         for (std::int64_t s = 0; s < m.shared_experts; ++s)
             for (int i = 0; i < 3; ++i) p.push_back(m.shared_expert_hidden * d);
     }

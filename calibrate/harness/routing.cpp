@@ -16,9 +16,8 @@ std::uint64_t Rng::next() {
 
 double Rng::uniform() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
 
-std::vector<std::int64_t> route_rows(std::int64_t tokens, std::int64_t experts, std::int64_t top_k,
-                                     double zipf_s, std::uint64_t popularity_seed,
-                                     std::uint64_t token_seed) {
+std::vector<std::int64_t> route_rows(std::int64_t tokens, std::int64_t experts, std::int64_t top_k, double zipf_s,
+                                     std::uint64_t popularity_seed, std::uint64_t token_seed) {
     const auto E = static_cast<std::size_t>(experts);
     std::vector<double> weight(E, 1.0);
     if (zipf_s > 0) {
@@ -50,9 +49,8 @@ std::vector<std::int64_t> route_rows(std::int64_t tokens, std::int64_t experts, 
     return rows;
 }
 
-std::vector<std::vector<std::int64_t>> alltoall_counts(int n, std::int64_t rows_per_rank,
-                                                       std::int64_t experts, std::int64_t top_k,
-                                                       double zipf_s, std::uint64_t seed) {
+std::vector<std::vector<std::int64_t>> alltoall_counts(int n, std::int64_t rows_per_rank, std::int64_t experts,
+                                                       std::int64_t top_k, double zipf_s, std::uint64_t seed) {
     const auto N = static_cast<std::size_t>(n);
     std::vector<std::vector<std::int64_t>> c(N, std::vector<std::int64_t>(N, 0));
     if (zipf_s < 0) {
@@ -62,8 +60,7 @@ std::vector<std::vector<std::int64_t>> alltoall_counts(int n, std::int64_t rows_
     const std::int64_t tokens = rows_per_rank / top_k;
     for (std::size_t src = 0; src < N; ++src) {
         const auto rows = route_rows(tokens, experts, top_k, zipf_s, seed, seed * 31 + src + 1);
-        for (std::size_t e = 0; e < rows.size(); ++e)
-            c[src][e * N / static_cast<std::size_t>(experts)] += rows[e];
+        for (std::size_t e = 0; e < rows.size(); ++e) c[src][e * N / static_cast<std::size_t>(experts)] += rows[e];
     }
     return c;
 }

@@ -51,7 +51,8 @@ std::string bind(Bound& b, const SeqKernel& k, const SeqPlan& p, Tools& t, std::
             if (!b.plan) return "cuBLASLt heuristic returned no algorithm for " + k.name;
             b.gemm = std::make_unique<GemmOperands>(make_operands(slot, k.dims, seed, GemmOperands::bytes_for(k.dims)));
             b.launch = [&b, &t] {
-                t.lt.run(*b.plan, b.gemm->x.as<bf16_bits>(), b.gemm->w.as<bf16_bits>(), b.gemm->c.as<bf16_bits>(), t.slot.stream);
+                t.lt.run(*b.plan, b.gemm->x.as<bf16_bits>(), b.gemm->w.as<bf16_bits>(), b.gemm->c.as<bf16_bits>(),
+                         t.slot.stream);
             };
             return "";
         }
@@ -60,8 +61,10 @@ std::string bind(Bound& b, const SeqKernel& k, const SeqPlan& p, Tools& t, std::
             if (t.batched_ok) {
                 b.batched = std::make_unique<GroupedBatched>(slot, t.blas, *b.grouped);
                 const cublasStatus_t probe = b.batched->call();
-                if (probe == CUBLAS_STATUS_NOT_SUPPORTED || probe == CUBLAS_STATUS_INVALID_VALUE) t.batched_ok = false;
-                else CAL_CUBLAS(probe);
+                if (probe == CUBLAS_STATUS_NOT_SUPPORTED || probe == CUBLAS_STATUS_INVALID_VALUE)
+                    t.batched_ok = false;
+                else
+                    CAL_CUBLAS(probe);
             }
             if (t.batched_ok) {
                 b.method = "cublasGemmGroupedBatchedEx";
@@ -76,8 +79,9 @@ std::string bind(Bound& b, const SeqKernel& k, const SeqPlan& p, Tools& t, std::
             b.launch = [&b, &t] {
                 const GroupedOperands& g = *b.grouped;
                 for (std::size_t e = 0; e < g.experts.size(); ++e)
-                    t.lt.run(*b.expert_plans[e], g.x.as<bf16_bits>() + g.experts[e].off_x, g.w.as<bf16_bits>() + g.experts[e].off_w,
-                             g.c.as<bf16_bits>() + g.experts[e].off_c, t.slot.stream);
+                    t.lt.run(*b.expert_plans[e], g.x.as<bf16_bits>() + g.experts[e].off_x,
+                             g.w.as<bf16_bits>() + g.experts[e].off_w, g.c.as<bf16_bits>() + g.experts[e].off_c,
+                             t.slot.stream);
             };
             return "";
         }
@@ -142,7 +146,9 @@ void measure_block(GroupEnv& g, Tools& t, const SeqPlan& p) {
     }
     if (!g.timer.affordable(est)) return skip_point(g, what, stop_requested() ? "interrupted" : "time budget");
     const std::int64_t need = plan_bytes(p);
-    if (need > buffer_cap(g, 1)) return skip_point(g, what, "buffers (" + human_bytes(static_cast<double>(need)) + ") exceed the free-memory cap");
+    if (need > buffer_cap(g, 1))
+        return skip_point(g, what,
+                          "buffers (" + human_bytes(static_cast<double>(need)) + ") exceed the free-memory cap");
     MeasurementScope scope(what);
     std::vector<Bound> bound(p.kernels.size());
     for (std::size_t i = 0; i < p.kernels.size(); ++i) {
@@ -151,7 +157,9 @@ void measure_block(GroupEnv& g, Tools& t, const SeqPlan& p) {
     }
     std::uint64_t mismatches = 0;
     const std::vector<double> err = checked_sequence(bound, slot, mismatches);
-    const TimedRun whole = g.timer.run({&slot}, false, [&] { for (auto& b : bound) b.launch(); });
+    const TimedRun whole = g.timer.run({&slot}, false, [&] {
+        for (auto& b : bound) b.launch();
+    });
 
     // Every kernel alone, back to back on its own buffers (the existing per-point timer).
     json::Value kernels = json::Value::array();
@@ -172,7 +180,8 @@ void measure_block(GroupEnv& g, Tools& t, const SeqPlan& p) {
         std::optional<TimedRun> r;
         if (!out_of_time && !g.timer.affordable(0)) {
             out_of_time = true;
-            skip_point(g, what + ": kernels alone from " + k.name + " on", stop_requested() ? "interrupted" : "time budget");
+            skip_point(g, what + ": kernels alone from " + k.name + " on",
+                       stop_requested() ? "interrupted" : "time budget");
         }
         if (!out_of_time) r = g.timer.run({&slot}, false, bound[i].launch);
         const double med = r ? r->stats.median : missing;
@@ -201,7 +210,9 @@ void measure_block(GroupEnv& g, Tools& t, const SeqPlan& p) {
             const std::int64_t kk = k.op == SeqOp::Gemm ? k.dims.k : grp ? (s.rows_dim == 'k' ? 0 : s.k) : 0;
             const char* lay = k.op == SeqOp::Gemm ? layout_name(k.dims.layout) : grp ? layout_name(s.layout) : "mem";
             print_gemm_row("  " + k.name, m, n, kk, lay, *r, secs > 0 ? k.flops / secs / 1e12 : 0,
-                           err[i] < 0 ? "-" : err[i] <= kGemmTolerance ? "ok" : "failed");
+                           err[i] < 0                 ? "-"
+                           : err[i] <= kGemmTolerance ? "ok"
+                                                      : "failed");
         }
     }
     for (const auto& [name, v] : phases) phase_sums.set(name, num(v));
@@ -241,9 +252,10 @@ void measure_block(GroupEnv& g, Tools& t, const SeqPlan& p) {
     rec.set("check_rel_error", std::isfinite(max_err) ? json::Value(max_err) : json::Value());
     rec.set("check_mismatches", mismatches);
     if (g.ctx.root()) {
-        print_gemm_row("SEQUENCE " + label + " (" + std::to_string(p.kernels.size()) + " kernels)", p.tokens, 0, 0, "all",
-                       whole, tflops, ok ? "ok" : "failed");
-        print_note(label + ": sequence median " + json::format_double(whole.stats.median) + " us, sum of kernels alone " +
+        print_gemm_row("SEQUENCE " + label + " (" + std::to_string(p.kernels.size()) + " kernels)", p.tokens, 0, 0,
+                       "all", whole, tflops, ok ? "ok" : "failed");
+        print_note(label + ": sequence median " + json::format_double(whole.stats.median) +
+                   " us, sum of kernels alone " +
                    (std::isfinite(sum) ? json::format_double(sum) + " us" : std::string("n/a (not all timed)")) +
                    "; attention kernels not included");
     }
@@ -256,8 +268,9 @@ void run_sequence(GroupEnv& g) {
     Slot& slot = g.ctx.first();
     CAL_CUDA(cudaSetDevice(slot.device));
     if (g.ctx.root()) {
-        print_gemm_header("kernel sequence of one microbatch through one block, forward + backward, one stream, device " +
-                          std::to_string(slot.device));
+        print_gemm_header(
+            "kernel sequence of one microbatch through one block, forward + backward, one stream, device " +
+            std::to_string(slot.device));
         print_note("attention kernels not included (no flash-attention stand-in in cuBLAS); rows: each kernel alone");
     }
     LtGemm lt(slot.device);

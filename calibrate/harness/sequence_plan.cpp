@@ -176,9 +176,13 @@ json::Value sequence_includes(const SeqPlan& p) {
         a.push_back("dense-MLP GEMMs: up/gate and down, forward, dgrad and wgrad");
     } else {
         a.push_back("router GEMM forward, dgrad and wgrad");
-        a.push_back("routed-expert grouped GEMMs (up/gate, down) forward, dgrad and wgrad over the seeded top-K routing's rows per expert");
+        a.push_back(
+            "routed-expert grouped GEMMs (up/gate, down) forward, dgrad and wgrad over the seeded top-K routing's rows "
+            "per expert");
         a.push_back("shared-expert GEMMs forward, dgrad and wgrad, on the same stream");
-        a.push_back("permute and unpermute, forward and backward: each one BF16 copy of tokens*top_k*d_model elements (cudaMemcpyAsync)");
+        a.push_back(
+            "permute and unpermute, forward and backward: each one BF16 copy of tokens*top_k*d_model elements "
+            "(cudaMemcpyAsync)");
     }
     a.push_back("BF16->FP32 gradient accumulation over the block's parameters (DDP, every microbatch)");
     return a;

@@ -17,18 +17,18 @@ enum class SeqOp { Gemm, Grouped, Copy, GradAccum };
 const char* seq_op_name(SeqOp op);
 
 struct SeqKernel {
-    std::string name;    // attn_qkv_fwd, expert_down_wgrad, permute_copy, ...
-    std::string phase;   // forward, backward, grad_accumulate (the simulator's phase names)
+    std::string name;   // attn_qkv_fwd, expert_down_wgrad, permute_copy, ...
+    std::string phase;  // forward, backward, grad_accumulate (the simulator's phase names)
     SeqOp op = SeqOp::Gemm;
-    GemmDims dims;             // Gemm
-    GroupedGemmShape grouped;  // Grouped: rows per expert from SeqPlan::rows
-    std::int64_t elements = 0; // Copy: BF16 elements; GradAccum: parameters
-    double flops = 0;          // GEMMs: 2mnk (summed over experts)
-    double bytes = 0;          // memory kernels: bytes read + written
+    GemmDims dims;              // Gemm
+    GroupedGemmShape grouped;   // Grouped: rows per expert from SeqPlan::rows
+    std::int64_t elements = 0;  // Copy: BF16 elements; GradAccum: parameters
+    double flops = 0;           // GEMMs: 2mnk (summed over experts)
+    double bytes = 0;           // memory kernels: bytes read + written
 };
 
 struct SeqPlan {
-    std::string block;           // "moe" or "dense"
+    std::string block;               // "moe" or "dense"
     std::int64_t example_layer = 0;  // first layer of this kind (the simulator's layer index)
     std::int64_t layers_of_kind = 0;
     std::int64_t tokens = 0;
@@ -36,7 +36,7 @@ struct SeqPlan {
     std::vector<std::int64_t> rows;
     double zipf_s = 0;
     std::uint64_t seed = 0;
-    std::int64_t params = 0;     // the block's parameters (gradient accumulation)
+    std::int64_t params = 0;  // the block's parameters (gradient accumulation)
     std::vector<SeqKernel> kernels;
 };
 

@@ -22,7 +22,7 @@ namespace {
 
 // Reads one JSON object, remembering which keys were used; finish() rejects the rest.
 class ObjectReader {
-public:
+  public:
     ObjectReader(const json::Value& v, std::string path) : v_(v), path_(std::move(path)) {
         if (!v.is_object()) fail(path_, "must be an object");
     }
@@ -40,8 +40,7 @@ public:
             if (required) fail(sub(key), "is required");
             return def;
         }
-        if (!x->is_int() || x->as_int() < lo)
-            fail(sub(key), "must be an integer >= " + std::to_string(lo));
+        if (!x->is_int() || x->as_int() < lo) fail(sub(key), "must be an integer >= " + std::to_string(lo));
         return x->as_int();
     }
     std::string string(const std::string& key, const std::string& def) {
@@ -61,7 +60,7 @@ public:
     }
     const std::string& path() const { return path_; }
 
-private:
+  private:
     const json::Value& v_;
     std::string path_;
     std::set<std::string> used_;

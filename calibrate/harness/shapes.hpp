@@ -41,8 +41,8 @@ struct GroupedGemmConfig {
 };
 
 struct BucketConfig {
-    std::int64_t cap_bytes = 0;               // informational: the cap the layout was built with
-    std::vector<std::int64_t> bucket_bytes;   // FP32 bytes per bucket, in launch order
+    std::int64_t cap_bytes = 0;              // informational: the cap the layout was built with
+    std::vector<std::int64_t> bucket_bytes;  // FP32 bytes per bucket, in launch order
 };
 
 struct FsdpUnit {
@@ -54,7 +54,7 @@ struct AllToAllConfig {
     std::int64_t rows_per_rank = 0;  // routed rows each rank sends (tokens * top_k)
     std::int64_t d = 0;              // row width in BF16 elements (row bytes = 2 d)
     std::int64_t experts = 0, top_k = 0;
-    std::vector<double> zipf_s;      // skews of the routed (non-uniform) cases
+    std::vector<double> zipf_s;  // skews of the routed (non-uniform) cases
     std::uint64_t seed = 7;
 };
 

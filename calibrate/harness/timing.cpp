@@ -73,16 +73,14 @@ bool PointTimer::affordable(double est_iter_s) const {
     return ctx_.bcast_int(budget_.afford(need) ? 1 : 0) != 0;
 }
 
-TimedRun PointTimer::run(const std::vector<Slot*>& slots, bool across_procs,
-                         const std::function<void()>& enqueue) {
+TimedRun PointTimer::run(const std::vector<Slot*>& slots, bool across_procs, const std::function<void()>& enqueue) {
     TimedRun r;
     // Warm-up (at least one iteration, which also gives the per-iteration estimate).
     r.warmup = std::max(1, opts_.warmup);
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < r.warmup; ++i) enqueue();
     ctx_.sync();
-    const double warm_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / r.warmup;
+    const double warm_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / r.warmup;
 
     int n = opts_.iters;
     if (budget_.limited()) {

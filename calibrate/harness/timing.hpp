@@ -30,7 +30,7 @@ struct TimedRun {
 };
 
 class PointTimer {
-public:
+  public:
     PointTimer(Context& ctx, const Options& opts, Budget& budget);
     ~PointTimer();
     PointTimer(const PointTimer&) = delete;
@@ -47,7 +47,7 @@ public:
     // Seconds per iteration of the last run (for extrapolating the next point).
     double last_iter_s() const { return last_iter_s_; }
 
-private:
+  private:
     struct Pool {
         std::vector<cudaEvent_t> start, stop;
     };

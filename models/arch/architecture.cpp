@@ -31,8 +31,7 @@ AttentionSpec parse_attention(const JsonReader& in) {
   a.qk_norm = in.boolean_or("qk_norm", false);
   in.finish();
   if (a.num_heads % a.num_kv_heads != 0) {
-    in.fail("num_kv_heads", "num_heads (" + std::to_string(a.num_heads) +
-                                ") must be a multiple of num_kv_heads (" +
+    in.fail("num_kv_heads", "num_heads (" + std::to_string(a.num_heads) + ") must be a multiple of num_kv_heads (" +
                                 std::to_string(a.num_kv_heads) + ") for grouped-query attention");
   }
   return a;
@@ -44,12 +43,12 @@ MoeSpec parse_moe(const JsonReader& in) {
   m.top_k = in.integer("top_k", Range::between(1, kMaxExperts));
   m.expert_hidden = in.integer("expert_hidden", Range::between(1, kMaxDim));
   m.shared_experts = in.integer_or("shared_experts", 0, Range::between(0, 64));
-  m.shared_hidden = in.integer_or("shared_hidden", m.shared_experts > 0 ? m.expert_hidden : 0,
-                                  Range::between(0, kMaxDim));
+  m.shared_hidden =
+      in.integer_or("shared_hidden", m.shared_experts > 0 ? m.expert_hidden : 0, Range::between(0, kMaxDim));
   in.finish();
   if (m.top_k > m.num_experts) {
-    in.fail("top_k", "top_k " + std::to_string(m.top_k) + " exceeds num_experts " +
-                         std::to_string(m.num_experts) + "; allowed: 1..num_experts");
+    in.fail("top_k", "top_k " + std::to_string(m.top_k) + " exceeds num_experts " + std::to_string(m.num_experts) +
+                         "; allowed: 1..num_experts");
   }
   if (m.shared_experts > 0 && m.shared_hidden == 0) {
     in.fail("shared_hidden", "must be >= 1 when shared_experts > 0");
@@ -76,8 +75,8 @@ Architecture parse_architecture(const JsonReader& in) {
   for (std::size_t i = 0; i < a.dense_layers.size(); ++i) {
     if (a.dense_layers[i] >= a.num_layers) {
       throw InputError(in.file(), in.child_path("dense_layers") + "[" + std::to_string(i) + "]",
-                       "layer " + std::to_string(a.dense_layers[i]) +
-                           " does not exist; allowed: 0.." + std::to_string(a.num_layers - 1));
+                       "layer " + std::to_string(a.dense_layers[i]) + " does not exist; allowed: 0.." +
+                           std::to_string(a.num_layers - 1));
     }
   }
   if (!a.moe && !a.dense_layers.empty()) {

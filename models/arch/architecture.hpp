@@ -33,8 +33,8 @@ struct Architecture {
   std::int64_t sequence_length = 0;  // training context length S
   bool tie_embeddings = false;
   AttentionSpec attention;
-  std::int64_t dense_hidden = 0;  // SwiGLU hidden width of dense MLP layers
-  std::optional<MoeSpec> moe;     // absent: every layer is dense
+  std::int64_t dense_hidden = 0;           // SwiGLU hidden width of dense MLP layers
+  std::optional<MoeSpec> moe;              // absent: every layer is dense
   std::vector<std::int64_t> dense_layers;  // with moe: layers that keep a dense MLP
 
   std::int64_t attn_dim() const { return attention.num_heads * attention.head_dim; }

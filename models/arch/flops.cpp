@@ -5,7 +5,6 @@ namespace moesim {
 
 namespace {
 
-
 // Olmo-core's benchmark formula (DESIGN.md, from Olmo-core's MoE benchmark FLOP counter):
 // per layer 6(d*d_attn + 2*d*kv_heads*head_dim + d_attn*d) + 12*heads*head_dim*(S+1)/2 (causal
 // half); dense MLP 18*d*h; MoE 6*d*N (router) + 18*d*h_e*K + 18*d*h_shared; plus 6*d*V.
@@ -13,7 +12,8 @@ class OlmoCoreConvention final : public FlopConvention {
  public:
   std::string_view name() const override { return "olmo-core"; }
   std::string_view description() const override {
-    return "Olmo-core's MoE benchmark count: 6x weight FLOPs with the router, causal-half attention scores and the LM head";
+    return "Olmo-core's MoE benchmark count: 6x weight FLOPs with the router, causal-half attention scores and the LM "
+           "head";
   }
   std::string_view source() const override {
     return "Olmo-core benchmark FLOPs/token (causal attention counted as (S+1)/2 keys)";
@@ -74,7 +74,8 @@ class PalmConvention final : public FlopConvention {
  public:
   std::string_view name() const override { return "palm"; }
   std::string_view description() const override {
-    return "PaLM (Chowdhery et al. 2022, App. B): 6N plus full (non-causal) attention scores, as Megatron-LM counts a GPT";
+    return "PaLM (Chowdhery et al. 2022, App. B): 6N plus full (non-causal) attention scores, as Megatron-LM counts a "
+           "GPT";
   }
   std::string_view source() const override {
     return "PaLM App. B: 6 x active matmul params + 12*L*heads*head_dim*S (no causal discount)";
@@ -105,7 +106,8 @@ class SixNConvention final : public FlopConvention {
 }  // namespace
 
 const Registry<FlopConvention>& flop_conventions() {
-  static const auto registry = make_registry<FlopConvention, OlmoCoreConvention, PalmConvention, SixNConvention>("FLOP convention");
+  static const auto registry =
+      make_registry<FlopConvention, OlmoCoreConvention, PalmConvention, SixNConvention>("FLOP convention");
   return registry;
 }
 

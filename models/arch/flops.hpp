@@ -20,7 +20,7 @@ struct FlopsPerToken {
   double attention_scores = 0;       // QK^T and PV
   double dense_mlp = 0;
   double router = 0;
-  double experts = 0;  // routed (K active) + shared experts
+  double experts = 0;         // routed (K active) + shared experts
   double routed_experts = 0;  // the routed part of `experts` (what a dropped token skips)
   double lm_head = 0;
 };

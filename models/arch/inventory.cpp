@@ -16,9 +16,7 @@ std::string_view name_of(TensorClass c) {
   return "?";
 }
 
-bool TensorInfo::is_matmul() const {
-  return cls != TensorClass::norm && cls != TensorClass::embedding;
-}
+bool TensorInfo::is_matmul() const { return cls != TensorClass::norm && cls != TensorClass::embedding; }
 
 namespace {
 struct Builder {
@@ -31,8 +29,8 @@ struct Builder {
 };
 
 // SwiGLU MLP: a fused up/gate projection [2h, d] and a down projection [d, h] (bias-free).
-void add_swiglu(Builder& b, const std::string& prefix, std::int64_t d, std::int64_t h,
-                TensorClass cls, std::int64_t layer) {
+void add_swiglu(Builder& b, const std::string& prefix, std::int64_t d, std::int64_t h, TensorClass cls,
+                std::int64_t layer) {
   b.add(prefix + ".w_up_gate", {2 * h, d}, cls, layer);
   b.add(prefix + ".w_down", {d, h}, cls, layer);
 }
@@ -57,14 +55,11 @@ Inventory build_inventory(const Architecture& a) {
       const MoeSpec& m = *a.moe;
       b.add(p + ".moe.router", {m.num_experts, d}, TensorClass::router, l);
       for (std::int64_t s = 0; s < m.shared_experts; ++s) {
-        add_swiglu(b, p + ".moe.shared." + std::to_string(s), d, m.shared_hidden,
-                   TensorClass::shared_expert, l);
+        add_swiglu(b, p + ".moe.shared." + std::to_string(s), d, m.shared_hidden, TensorClass::shared_expert, l);
       }
       // Routed experts are stacked: [N, 2h_e, d] up/gate and [N, d, h_e] down (DESIGN.md).
-      b.add(p + ".moe.experts.w_up_gate", {m.num_experts, 2 * m.expert_hidden, d},
-            TensorClass::routed_expert, l);
-      b.add(p + ".moe.experts.w_down", {m.num_experts, d, m.expert_hidden},
-            TensorClass::routed_expert, l);
+      b.add(p + ".moe.experts.w_up_gate", {m.num_experts, 2 * m.expert_hidden, d}, TensorClass::routed_expert, l);
+      b.add(p + ".moe.experts.w_down", {m.num_experts, d, m.expert_hidden}, TensorClass::routed_expert, l);
     } else {
       add_swiglu(b, p + ".mlp", d, a.dense_hidden, TensorClass::dense_mlp, l);
     }

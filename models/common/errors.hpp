@@ -24,8 +24,7 @@ class InputError : public std::runtime_error {
   bool infeasible() const { return infeasible_; }
 
  private:
-  static std::string format(const std::string& file, const std::string& path,
-                            const std::string& message) {
+  static std::string format(const std::string& file, const std::string& path, const std::string& message) {
     std::string where = file.empty() ? std::string("<input>") : file;
     if (!path.empty()) where += ": " + path;
     return where + ": " + message;

@@ -41,7 +41,8 @@ Json parse_as(const std::string& text, const std::string& file) {
   } catch (const nlohmann::json::parse_error& e) {
     std::string what = e.what();
     if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
-    throw InputError(file, "", "malformed JSON at " + at(position_of(text, e.byte == 0 ? 0 : e.byte - 1)) + ": " + what);
+    throw InputError(file, "",
+                     "malformed JSON at " + at(position_of(text, e.byte == 0 ? 0 : e.byte - 1)) + ": " + what);
   } catch (const nlohmann::json::exception& e) {
     // e.g. a number too large for a double (1e999)
     throw InputError(file, "", std::string("unreadable JSON: ") + e.what());
@@ -56,18 +57,22 @@ void check_json_depth(std::string_view text, const std::string& file) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
     if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
       if (++depth > kMaxJsonDepth) {
-        throw InputError(file, "", "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels at " +
-                                       at(position_of(text, i)) + "; allowed: at most " +
-                                       std::to_string(kMaxJsonDepth) + " levels of arrays and objects");
+        throw InputError(file, "",
+                         "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels at " +
+                             at(position_of(text, i)) + "; allowed: at most " + std::to_string(kMaxJsonDepth) +
+                             " levels of arrays and objects");
       }
     } else if (c == ']' || c == '}') {
       --depth;  // unbalanced text is the parser's to report

@@ -83,29 +83,26 @@ void JsonReader::fail(std::string_view key, const std::string& message) const {
 
 double JsonReader::as_number(const nlohmann::json& v, const std::string& path, Range range) const {
   if (!v.is_number()) {
-    throw InputError(file_, path, "expected a number in " + range.describe() + ", got " +
-                                      type_name(v) + " " + brief(v));
+    throw InputError(file_, path,
+                     "expected a number in " + range.describe() + ", got " + type_name(v) + " " + brief(v));
   }
   const double x = v.get<double>();
   if (!std::isfinite(x) || !range.contains(x)) {
-    throw InputError(file_, path, "value " + brief(v) + " is out of range; allowed: " +
-                                      range.describe());
+    throw InputError(file_, path, "value " + brief(v) + " is out of range; allowed: " + range.describe());
   }
   return x;
 }
 
-std::int64_t JsonReader::as_integer(const nlohmann::json& v, const std::string& path,
-                                    Range range) const {
+std::int64_t JsonReader::as_integer(const nlohmann::json& v, const std::string& path, Range range) const {
   const bool integral_float = v.is_number_float() && std::floor(v.get<double>()) == v.get<double>();
   if (!(v.is_number_integer() || v.is_number_unsigned() || integral_float)) {
-    throw InputError(file_, path, "expected an integer in " + range.describe() + ", got " +
-                                      type_name(v) + " " + brief(v));
+    throw InputError(file_, path,
+                     "expected an integer in " + range.describe() + ", got " + type_name(v) + " " + brief(v));
   }
   const double x = v.get<double>();
   constexpr double kMaxExact = 9.007199254740992e15;  // 2^53: larger counts are not exact
   if (!range.contains(x) || std::fabs(x) > kMaxExact) {
-    throw InputError(file_, path, "value " + brief(v) + " is out of range; allowed: " +
-                                      range.describe());
+    throw InputError(file_, path, "value " + brief(v) + " is out of range; allowed: " + range.describe());
   }
   return static_cast<std::int64_t>(x);
 }
@@ -123,8 +120,7 @@ std::int64_t JsonReader::integer(std::string_view key, Range range) const {
   return as_integer(require(key), child_path(key), range);
 }
 
-std::int64_t JsonReader::integer_or(std::string_view key, std::int64_t fallback,
-                                    Range range) const {
+std::int64_t JsonReader::integer_or(std::string_view key, std::int64_t fallback, Range range) const {
   const auto* v = find(key);
   return v ? as_integer(*v, child_path(key), range) : fallback;
 }
@@ -135,9 +131,7 @@ bool JsonReader::boolean(std::string_view key) const {
   return v.get<bool>();
 }
 
-bool JsonReader::boolean_or(std::string_view key, bool fallback) const {
-  return has(key) ? boolean(key) : fallback;
-}
+bool JsonReader::boolean_or(std::string_view key, bool fallback) const { return has(key) ? boolean(key) : fallback; }
 
 std::string JsonReader::string(std::string_view key) const {
   const auto& v = require(key);
@@ -149,8 +143,7 @@ std::string JsonReader::string_or(std::string_view key, std::string fallback) co
   return has(key) ? string(key) : fallback;
 }
 
-std::string JsonReader::choice(std::string_view key,
-                               std::initializer_list<std::string_view> allowed) const {
+std::string JsonReader::choice(std::string_view key, std::initializer_list<std::string_view> allowed) const {
   const auto& v = require(key);
   if (v.is_string()) {
     const auto s = v.get<std::string>();
@@ -180,9 +173,7 @@ std::vector<std::int64_t> JsonReader::integer_list_or(std::string_view key, Rang
   return has(key) ? integer_list(key, range) : std::vector<std::int64_t>{};
 }
 
-JsonReader JsonReader::object(std::string_view key) const {
-  return JsonReader(require(key), file_, child_path(key));
-}
+JsonReader JsonReader::object(std::string_view key) const { return JsonReader(require(key), file_, child_path(key)); }
 
 std::optional<JsonReader> JsonReader::optional_object(std::string_view key) const {
   const auto* v = find(key);

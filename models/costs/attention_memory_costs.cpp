@@ -28,7 +28,8 @@ class FlashAttentionCost final : public AttentionCost {
  public:
   std::string_view name() const override { return "flash"; }
   std::string_view description() const override {
-    return "FlashAttention-2: score FLOPs (causal half) over the profile's sustained attention rate, backward 2.5x forward";
+    return "FlashAttention-2: score FLOPs (causal half) over the profile's sustained attention rate, backward 2.5x "
+           "forward";
   }
   AttentionTime time(const HardwareProfile& hw, const AttentionShape& s) const override {
     require_positive(s.sequences, "sequences");

@@ -24,8 +24,7 @@ class CollectiveModel {
   virtual std::string_view name() const = 0;
   virtual std::string_view description() const = 0;  // one line, for `moesim cost --list`
   // Algorithms that can run this request on this profile, in a fixed order.
-  virtual std::vector<std::string> algorithms(const HardwareProfile& hw,
-                                              const CollectiveRequest& req) const = 0;
+  virtual std::vector<std::string> algorithms(const HardwareProfile& hw, const CollectiveRequest& req) const = 0;
   // The forced algorithm, or the fastest available one (ties: the first in algorithms()).
   virtual CollectiveCost cost(const HardwareProfile& hw, const CollectiveRequest& req) const = 0;
 };

@@ -20,7 +20,8 @@
 namespace moesim {
 
 enum class CollectiveKind : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast };
-inline constexpr std::size_t kCollectiveKinds = static_cast<std::size_t>(CollectiveKind::broadcast) + 1;  // the last one
+inline constexpr std::size_t kCollectiveKinds =
+    static_cast<std::size_t>(CollectiveKind::broadcast) + 1;  // the last one
 
 std::string_view name_of(CollectiveKind k);
 // Throws UnknownNameError listing the valid kinds.
@@ -36,15 +37,15 @@ struct CollectiveRequest {
 };
 
 struct CollectiveCost {
-  std::string algorithm;              // the one used ("none" for a group of one)
+  std::string algorithm;  // the one used ("none" for a group of one)
   double time_s = 0;
-  double latency_s = 0;               // the fixed part of time_s
-  double algbw_GBps = 0;              // bytes / time, GB = 1e9
-  double busbw_GBps = 0;              // algbw x busbw_factor
-  double nvlink_bytes_per_rank = 0;   // sent by one rank over NVLink
-  double nic_bytes_per_rank = 0;      // sent by one rank over its NIC rail
-  int nodes = 1;                      // NVLink domains the group spans
-  int ranks_per_node = 1;             // group ranks in each of them (as resolved)
+  double latency_s = 0;              // the fixed part of time_s
+  double algbw_GBps = 0;             // bytes / time, GB = 1e9
+  double busbw_GBps = 0;             // algbw x busbw_factor
+  double nvlink_bytes_per_rank = 0;  // sent by one rank over NVLink
+  double nic_bytes_per_rank = 0;     // sent by one rank over its NIC rail
+  int nodes = 1;                     // NVLink domains the group spans
+  int ranks_per_node = 1;            // group ranks in each of them (as resolved)
 };
 
 struct KernelTime {

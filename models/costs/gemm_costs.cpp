@@ -51,7 +51,8 @@ class TableGroupedGemmCost final : public GroupedGemmCost {
  public:
   std::string_view name() const override { return "table"; }
   std::string_view description() const override {
-    return "Grouped GEMM: each expert at efficiency(its rows) x dense rate(total rows), floored by the largest expert and HBM";
+    return "Grouped GEMM: each expert at efficiency(its rows) x dense rate(total rows), floored by the largest expert "
+           "and HBM";
   }
   KernelTime time(const HardwareProfile& hw, const GroupedGemmShape& shape) const override {
     const auto [rows_per_expert, n, k] = shape;
@@ -80,8 +81,8 @@ class TableGroupedGemmCost final : public GroupedGemmCost {
     double grouped_s = 0;
     for (double r : rows_per_expert) {
       if (r > 0) {
-        grouped_s += 2.0 * r * n * k /
-                     (interpolate_log_x(hw.compute.grouped_gemm_efficiency_by_rows_per_expert, r) * dense_Fps);
+        grouped_s +=
+            2.0 * r * n * k / (interpolate_log_x(hw.compute.grouped_gemm_efficiency_by_rows_per_expert, r) * dense_Fps);
       }
     }
     const double rate = flops / grouped_s / 1e12;
@@ -99,8 +100,7 @@ double interpolate_log_x(const ProfileTable& table, double x) {
   if (p.empty()) throw std::logic_error("interpolate_log_x: empty table (the parser forbids it)");
   if (!(x > p.front().x)) return p.front().y;  // clamp below (also catches x <= 0 and NaN)
   if (x >= p.back().x) return p.back().y;      // clamp above
-  const auto hi = std::upper_bound(p.begin(), p.end(), x,
-                                   [](double v, const TablePoint& pt) { return v < pt.x; });
+  const auto hi = std::upper_bound(p.begin(), p.end(), x, [](double v, const TablePoint& pt) { return v < pt.x; });
   const auto lo = hi - 1;
   const double w = (std::log(x) - std::log(lo->x)) / (std::log(hi->x) - std::log(lo->x));
   return lo->y + w * (hi->y - lo->y);

@@ -34,8 +34,8 @@ PassTimes elementwise(const CostBook& c, double bytes) { return {c.memory(bytes)
 
 }  // namespace
 
-LayerWork layer_work(const Architecture& a, const ParallelPlan& plan, const CostBook& c, std::int64_t layer,
-                     double T, const std::vector<double>& rows) {
+LayerWork layer_work(const Architecture& a, const ParallelPlan& plan, const CostBook& c, std::int64_t layer, double T,
+                     const std::vector<double>& rows) {
   const double e = bytes_of(plan.precision.compute);
   const double d = dbl(a.d_model), q = dbl(a.attn_dim()), kv = dbl(a.kv_dim());
   LayerWork w;

@@ -18,10 +18,10 @@ struct PassTimes {  // one part of a block, compute-stream time of each directio
 
 struct LayerWork {
   bool moe = false;
-  PassTimes pre;      // attention block (+ dense MLP, or + norm/router/permute before dispatch)
-  PassTimes experts;  // routed-expert grouped GEMMs on this rank's rows
-  PassTimes post;     // unpermute / combine weighting / residual
-  PassTimes shared;   // shared experts (side stream)
+  PassTimes pre;                   // attention block (+ dense MLP, or + norm/router/permute before dispatch)
+  PassTimes experts;               // routed-expert grouped GEMMs on this rank's rows
+  PassTimes post;                  // unpermute / combine weighting / residual
+  PassTimes shared;                // shared experts (side stream)
   double a2a_bytes = 0;            // all_to_all send buffer per rank for dispatch (= combine)
   double selective_recompute = 0;  // SwiGLU products recomputed in backward (selective)
 };

@@ -32,16 +32,17 @@ Group make_group(const HardwareProfile& hw, const CollectiveRequest& req) {
     r = std::min(req.ranks, domain);
     if (req.ranks % r != 0) {
       throw InputError("", "ranks_per_node",
-                       std::to_string(req.ranks) + " ranks do not fill NVLink domains of " +
-                           std::to_string(domain) + " GPUs evenly; give ranks_per_node");
+                       std::to_string(req.ranks) + " ranks do not fill NVLink domains of " + std::to_string(domain) +
+                           " GPUs evenly; give ranks_per_node");
     }
   }
   if (r < 1 || r > req.ranks) {
     throw InputError("", "ranks_per_node", "must be between 1 and ranks (" + std::to_string(req.ranks) + ")");
   }
   if (r > domain) {
-    throw InputError("", "ranks_per_node", std::to_string(r) + " exceeds the " + std::to_string(domain) +
-                                               " GPUs of one NVLink domain in hardware profile " + hw.name);
+    throw InputError("", "ranks_per_node",
+                     std::to_string(r) + " exceeds the " + std::to_string(domain) +
+                         " GPUs of one NVLink domain in hardware profile " + hw.name);
   }
   if (req.ranks % r != 0) {
     throw InputError("", "ranks_per_node", "must divide ranks (" + std::to_string(req.ranks) + ")");
@@ -96,7 +97,8 @@ class NcclCollectiveModel final : public CollectiveModel {
  public:
   std::string_view name() const override { return "nccl"; }
   std::string_view description() const override {
-    return "NCCL ring, tree, NVLS, NVLS-tree, hierarchical and P2P algorithms from the profile's link latencies and bandwidths; the fastest available";
+    return "NCCL ring, tree, NVLS, NVLS-tree, hierarchical and P2P algorithms from the profile's link latencies and "
+           "bandwidths; the fastest available";
   }
 
   std::vector<std::string> algorithms(const HardwareProfile& hw, const CollectiveRequest& req) const override {
@@ -128,9 +130,8 @@ class NcclCollectiveModel final : public CollectiveModel {
     if (!best) {
       throw InputError("", "algorithm",
                        "\"" + req.algorithm + "\" cannot run " + std::string(name_of(req.kind)) + " on " +
-                           std::to_string(g.n) + " ranks (" + std::to_string(g.m) + " x " +
-                           std::to_string(g.r) + ") with hardware profile " + hw.name +
-                           "; available: " + join(algorithms(hw, req)));
+                           std::to_string(g.n) + " ranks (" + std::to_string(g.m) + " x " + std::to_string(g.r) +
+                           ") with hardware profile " + hw.name + "; available: " + join(algorithms(hw, req)));
     }
     return *best;
   }
@@ -160,9 +161,9 @@ std::string_view name_of(CollectiveKind k) {
 }
 
 const std::vector<CollectiveKind>& all_collective_kinds() {
-  static const std::vector<CollectiveKind> kinds = {
-      CollectiveKind::all_reduce, CollectiveKind::all_gather, CollectiveKind::reduce_scatter,
-      CollectiveKind::all_to_all, CollectiveKind::send_recv,  CollectiveKind::broadcast};
+  static const std::vector<CollectiveKind> kinds = {CollectiveKind::all_reduce,     CollectiveKind::all_gather,
+                                                    CollectiveKind::reduce_scatter, CollectiveKind::all_to_all,
+                                                    CollectiveKind::send_recv,      CollectiveKind::broadcast};
   return kinds;
 }
 

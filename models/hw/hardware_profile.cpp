@@ -23,9 +23,10 @@ namespace {
 // Provenance fields shared by a quantity and a table: "kind" and a non-empty "source".
 void provenance(const JsonReader& q, SourceKind& kind_out, std::string& source_out) {
   const auto kind = q.choice("kind", {"datasheet", "published", "fitted", "assumption"});
-  kind_out = kind == "datasheet" ? SourceKind::datasheet
+  kind_out = kind == "datasheet"   ? SourceKind::datasheet
              : kind == "published" ? SourceKind::published
-             : kind == "fitted" ? SourceKind::fitted : SourceKind::assumption;
+             : kind == "fitted"    ? SourceKind::fitted
+                                   : SourceKind::assumption;
   source_out = q.string("source");
   if (source_out.empty()) q.fail("source", "must say where the number comes from");
 }
@@ -48,8 +49,8 @@ std::optional<Quantity> optional_quantity(const JsonReader& parent, std::string_
 
 // A table is {"kind", "source", "points": [{x_key: .., y_key: ..}, ...]}: one provenance for the
 // whole curve; at least one point, x strictly increasing, y positive.
-ProfileTable table(const JsonReader& parent, std::string_view key, std::string_view x_key,
-                   std::string_view y_key, Range y_range) {
+ProfileTable table(const JsonReader& parent, std::string_view key, std::string_view x_key, std::string_view y_key,
+                   Range y_range) {
   const JsonReader t = parent.object(key);
   ProfileTable out;
   provenance(t, out.kind, out.source);
@@ -76,8 +77,7 @@ ProfileTable table(const JsonReader& parent, std::string_view key, std::string_v
 // busbw / link rate: above 1 only where the switch reduces in-network (NVLS), so cap at 2.
 const Range kEfficiency{0.0, 2.0, true};
 
-CollectiveEfficiencies efficiencies(const JsonReader& e,
-                                    std::initializer_list<std::string_view> required,
+CollectiveEfficiencies efficiencies(const JsonReader& e, std::initializer_list<std::string_view> required,
                                     std::initializer_list<std::string_view> optional) {
   CollectiveEfficiencies out;
   auto slot = [&out](std::string_view k) -> std::optional<Quantity>& {
@@ -94,8 +94,7 @@ CollectiveEfficiencies efficiencies(const JsonReader& e,
   return out;
 }
 
-CollectiveAlgorithmSpec algorithm(const JsonReader& a,
-                                  std::initializer_list<std::string_view> required,
+CollectiveAlgorithmSpec algorithm(const JsonReader& a, std::initializer_list<std::string_view> required,
                                   std::initializer_list<std::string_view> optional) {
   CollectiveAlgorithmSpec out;
   out.base_latency_us = quantity(a, "base_latency_us", Range::non_negative());
@@ -109,9 +108,8 @@ ComputeSpec parse_compute(const JsonReader& c) {
   s.gemm_bf16_TFLOPs_by_rows = table(c, "gemm_bf16_TFLOPs_by_rows", "rows", "TFLOPs", Range::positive());
   // Published grouped/dense ratios are 0.59-0.96; up to 1.5 leaves room for a grouped kernel
   // that beats a poorly tuned dense one, while catching percentages typed as fractions.
-  s.grouped_gemm_efficiency_by_rows_per_expert =
-      table(c, "grouped_gemm_efficiency_by_rows_per_expert", "rows_per_expert", "fraction_of_dense",
-            Range{0.0, 1.5, true});
+  s.grouped_gemm_efficiency_by_rows_per_expert = table(c, "grouped_gemm_efficiency_by_rows_per_expert",
+                                                       "rows_per_expert", "fraction_of_dense", Range{0.0, 1.5, true});
   s.attention_fwd_TFLOPs = quantity(c, "attention_fwd_TFLOPs", Range::positive());
   s.attention_bwd_TFLOPs = quantity(c, "attention_bwd_TFLOPs", Range::positive());
   s.hbm_sustained_GBps = quantity(c, "hbm_sustained_GBps", Range::positive());
@@ -130,8 +128,7 @@ InterconnectSpec parse_interconnect(const JsonReader& ic) {
     // Which collectives each algorithm runs follows NCCL: ring the reductions, gathers and
     // broadcast, tree only all_reduce, NVLS all_reduce (its all_gather/reduce_scatter are
     // optional: no speedup, nccl issue 1506), point-to-point all_to_all and send/recv.
-    s.intra_node.ring = algorithm(in.object("ring"),
-                                  {"all_reduce", "all_gather", "reduce_scatter", "broadcast"}, {});
+    s.intra_node.ring = algorithm(in.object("ring"), {"all_reduce", "all_gather", "reduce_scatter", "broadcast"}, {});
     s.intra_node.tree = algorithm(in.object("tree"), {"all_reduce"}, {});
     s.intra_node.p2p = algorithm(in.object("p2p"), {"all_to_all", "send_recv"}, {});
     if (const auto nvls = in.optional_object("nvls")) {
@@ -154,13 +151,15 @@ InterconnectSpec parse_interconnect(const JsonReader& ic) {
 void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in) {
   const auto compute = in.object("compute");
   const double peak = h.gpu.peak_bf16_TFLOPs.value;
-  const std::string ceiling = " TFLOP/s exceeds the GPU's nominal peak (gpu.peak_bf16_dense_TFLOPs " + brief(peak) + ")";
+  const std::string ceiling =
+      " TFLOP/s exceeds the GPU's nominal peak (gpu.peak_bf16_dense_TFLOPs " + brief(peak) + ")";
   double best_dense = 0;
   const auto& gemm = h.compute.gemm_bf16_TFLOPs_by_rows.points;
   for (std::size_t i = 0; i < gemm.size(); ++i) {
     best_dense = std::max(best_dense, gemm[i].y);
     if (gemm[i].y > peak) {
-      throw InputError(in.file(), compute.child_path("gemm_bf16_TFLOPs_by_rows") + ".points[" + std::to_string(i) + "].TFLOPs",
+      throw InputError(in.file(),
+                       compute.child_path("gemm_bf16_TFLOPs_by_rows") + ".points[" + std::to_string(i) + "].TFLOPs",
                        brief(gemm[i].y) + ceiling);
     }
   }
@@ -168,7 +167,8 @@ void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in) {
   for (std::size_t i = 0; i < grouped.size(); ++i) {
     if (grouped[i].y * best_dense > peak) {
       throw InputError(in.file(),
-                       compute.child_path("grouped_gemm_efficiency_by_rows_per_expert") + ".points[" + std::to_string(i) + "].fraction_of_dense",
+                       compute.child_path("grouped_gemm_efficiency_by_rows_per_expert") + ".points[" +
+                           std::to_string(i) + "].fraction_of_dense",
                        brief(grouped[i].y) + " x the best dense GEMM rate " + brief(best_dense) + " = " +
                            brief(grouped[i].y * best_dense) + ceiling);
     }
@@ -179,8 +179,10 @@ void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in) {
     if (v > peak) compute.object(key).fail("value", brief(v) + ceiling);
   }
   if (h.compute.hbm_sustained_GBps.value > h.gpu.hbm_bw_GBps.value) {
-    compute.object("hbm_sustained_GBps").fail("value", brief(h.compute.hbm_sustained_GBps.value) +
-        " GB/s exceeds the GPU's HBM bandwidth (gpu.hbm_bw_GBps " + brief(h.gpu.hbm_bw_GBps.value) + ")");
+    compute.object("hbm_sustained_GBps")
+        .fail("value", brief(h.compute.hbm_sustained_GBps.value) +
+                           " GB/s exceeds the GPU's HBM bandwidth (gpu.hbm_bw_GBps " + brief(h.gpu.hbm_bw_GBps.value) +
+                           ")");
   }
 }
 
@@ -218,15 +220,16 @@ HardwareProfile parse_hardware_profile(const JsonReader& in) {
   check_rates_under_peaks(h, in);
   h.interconnect = parse_interconnect(in.object("interconnect"));
   if (h.interconnect.intra_node.domain_gpus.value < h.node.gpus_per_node.value) {
-    in.object("interconnect").object("intra_node").object("domain_gpus")
+    in.object("interconnect")
+        .object("intra_node")
+        .object("domain_gpus")
         .fail("value", "an NVLink domain holds at least the node's " +
                            std::to_string(static_cast<int>(h.node.gpus_per_node.value)) + " GPUs");
   }
   {
     const auto f = in.object("interference");
     // A fraction of GEMM time; B300 measures 0.23-0.27, so 0.95 only rejects nonsense.
-    h.interference.compute_slowdown_with_comm =
-        quantity(f, "compute_slowdown_with_comm", Range::between(0.0, 0.95));
+    h.interference.compute_slowdown_with_comm = quantity(f, "compute_slowdown_with_comm", Range::between(0.0, 0.95));
     f.finish();
   }
   in.finish();

@@ -40,11 +40,11 @@ struct GpuSpec {
 };
 
 struct MemorySpec {
-  Quantity usable_capacity_GiB;    // what the allocator can get on an idle GPU
-  Quantity cuda_context_GiB;       // CUDA context + kernel images, outside the allocator
-  Quantity nccl_buffers_GiB;       // NCCL channel buffers per communicator set
-  Quantity library_workspace_GiB;  // cuBLAS/cuBLASLt workspaces
-  Quantity fragmentation_fraction; // share of reserved memory lost to allocator fragmentation
+  Quantity usable_capacity_GiB;     // what the allocator can get on an idle GPU
+  Quantity cuda_context_GiB;        // CUDA context + kernel images, outside the allocator
+  Quantity nccl_buffers_GiB;        // NCCL channel buffers per communicator set
+  Quantity library_workspace_GiB;   // cuBLAS/cuBLASLt workspaces
+  Quantity fragmentation_fraction;  // share of reserved memory lost to allocator fragmentation
 };
 
 struct NodeSpec {
@@ -57,10 +57,10 @@ struct NodeSpec {
 struct ComputeSpec {
   ProfileTable gemm_bf16_TFLOPs_by_rows;                    // x: rows M, y: TFLOP/s, dense BF16
   ProfileTable grouped_gemm_efficiency_by_rows_per_expert;  // x: rows per expert, y: fraction of dense
-  Quantity attention_fwd_TFLOPs;  // causal flash attention, forward
-  Quantity attention_bwd_TFLOPs;  // causal flash attention, backward
-  Quantity hbm_sustained_GBps;    // streaming kernels (copies, elementwise, optimizer)
-  Quantity kernel_launch_us;      // fixed per-kernel overhead
+  Quantity attention_fwd_TFLOPs;                            // causal flash attention, forward
+  Quantity attention_bwd_TFLOPs;                            // causal flash attention, backward
+  Quantity hbm_sustained_GBps;                              // streaming kernels (copies, elementwise, optimizer)
+  Quantity kernel_launch_us;                                // fixed per-kernel overhead
 };
 
 // Bus-bandwidth efficiency of one collective algorithm, by collective: achieved nccl-tests busbw
@@ -80,11 +80,11 @@ struct CollectiveAlgorithmSpec {
 };
 
 struct IntraNodeSpec {
-  Quantity domain_gpus;     // GPUs sharing one NVLink domain (8 on HGX, 72 on NVL72)
-  Quantity hop_latency_us;  // per pipeline step over NVLink
-  CollectiveAlgorithmSpec ring;  // all_reduce, all_gather, reduce_scatter, broadcast
-  CollectiveAlgorithmSpec tree;  // all_reduce
-  CollectiveAlgorithmSpec p2p;   // all_to_all, send_recv
+  Quantity domain_gpus;                         // GPUs sharing one NVLink domain (8 on HGX, 72 on NVL72)
+  Quantity hop_latency_us;                      // per pipeline step over NVLink
+  CollectiveAlgorithmSpec ring;                 // all_reduce, all_gather, reduce_scatter, broadcast
+  CollectiveAlgorithmSpec tree;                 // all_reduce
+  CollectiveAlgorithmSpec p2p;                  // all_to_all, send_recv
   std::optional<CollectiveAlgorithmSpec> nvls;  // absent: no NVLink SHARP on this node type
 };
 

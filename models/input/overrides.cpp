@@ -47,15 +47,14 @@ namespace {
 
 // "a.b[2].c" into keys and indices; `expr` is the whole expression, for errors.
 std::vector<std::variant<std::string, std::size_t>> parse_path(const std::string& path, const std::string& expr,
-                                                              const std::string& origin) {
+                                                               const std::string& origin) {
   std::vector<std::variant<std::string, std::size_t>> out;
   std::size_t i = 0;
   while (i < path.size()) {
     if (path[i] == '[') {
       const auto close = path.find(']', i);
       const std::string digits = close == std::string::npos ? "" : path.substr(i + 1, close - i - 1);
-      if (digits.empty() || digits.size() > 9 ||
-          digits.find_first_not_of("0123456789") != std::string::npos) {
+      if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) {
         throw InputError(origin, expr, "bad array index in path; expected [N] with N a non-negative integer");
       }
       out.emplace_back(static_cast<std::size_t>(std::stoul(digits)));
@@ -69,7 +68,9 @@ std::vector<std::variant<std::string, std::size_t>> parse_path(const std::string
     if (key.empty()) throw InputError(origin, expr, "empty key in path");
     for (char c : key) {
       if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) {
-        throw InputError(origin, expr, "invalid character '" + std::string(1, c) + "' in path; keys use letters, digits, '_' and '-'");
+        throw InputError(
+            origin, expr,
+            "invalid character '" + std::string(1, c) + "' in path; keys use letters, digits, '_' and '-'");
       }
     }
     out.emplace_back(key);
@@ -121,7 +122,9 @@ void apply_override(nlohmann::json& doc, const Override& o, const std::string& o
     if (const auto* key = std::get_if<std::string>(&step)) {
       if (node->is_null()) *node = nlohmann::json::object();
       if (!node->is_object()) {
-        throw InputError(origin, o.text, "cannot set key \"" + *key + "\": " + dotted_path({walked.begin(), walked.end() - 1}) + " is not an object");
+        throw InputError(origin, o.text,
+                         "cannot set key \"" + *key + "\": " + dotted_path({walked.begin(), walked.end() - 1}) +
+                             " is not an object");
       }
       node = &(*node)[*key];
     } else {

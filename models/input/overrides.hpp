@@ -11,9 +11,9 @@
 namespace moesim {
 
 struct Override {
-  std::string text;  // as the user wrote it, for error messages
+  std::string text;                                          // as the user wrote it, for error messages
   std::vector<std::variant<std::string, std::size_t>> path;  // keys and [indices]
-  std::string dotted;  // canonical "a.b[2].c"
+  std::string dotted;                                        // canonical "a.b[2].c"
   nlohmann::json value;
 };
 

@@ -69,7 +69,8 @@ void apply_change(ScenarioInputs& s, const ScenarioChange& c) {
   }
   if (head == "cost_models" && o.path.size() == 2 && std::holds_alternative<std::string>(o.path[1])) {
     std::string* slot = cost_model_slot(s.cost_models, std::get<std::string>(o.path[1]));
-    if (slot == nullptr) throw InputError(c.origin, o.text, std::string("unknown cost model kind; allowed: ") + kCostModelKeys);
+    if (slot == nullptr)
+      throw InputError(c.origin, o.text, std::string("unknown cost model kind; allowed: ") + kCostModelKeys);
     if (!o.value.is_string()) throw InputError(c.origin, o.text, "a cost model is chosen by its name (a string)");
     *slot = o.value.get<std::string>();
     return;
@@ -129,7 +130,8 @@ Scenario parse_composed(const ScenarioInputs& src) {
     const std::string path = src.plan.prefix.empty() ? "gpus_per_node" : src.plan.prefix + ".gpus_per_node";
     throw InputError(src.plan.file, path,
                      std::to_string(s.plan.gpus_per_node) + " GPUs per node exceeds the " +
-                         std::to_string(static_cast<long long>(node)) + " of hardware profile \"" + s.hardware.name + "\"",
+                         std::to_string(static_cast<long long>(node)) + " of hardware profile \"" + s.hardware.name +
+                         "\"",
                      /*infeasible=*/true);
   }
   s.resolved = {{"architecture", doc.at("architecture")}, {"plan", doc.at("plan")}, {"hardware", doc.at("hardware")}};

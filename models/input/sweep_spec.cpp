@@ -22,7 +22,7 @@ std::optional<double> size_value(const std::string& text) {
     return std::nullopt;
   }
   const std::string unit = text.substr(used);
-  const std::pair<const char*, double> units[] = {{"", 1}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9},
+  const std::pair<const char*, double> units[] = {{"", 1},        {"K", 1e3},        {"M", 1e6},          {"G", 1e9},
                                                   {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}};
   for (const auto& [name, scale] : units) {
     if (unit == name) return v * scale;
@@ -68,15 +68,19 @@ std::vector<nlohmann::json> expand_value(const std::string& text, const std::str
     const double stride = step.empty() ? 0.0 : size_value(step).value_or(-1.0);  // 0: doubling
     if (!a || !b || !std::isfinite(*a) || !std::isfinite(*b) || !std::isfinite(stride) || *a <= 0 || *b < *a ||
         stride < 0 || (!step.empty() && stride == 0)) {
-      throw InputError("--vary", expr, "bad range '" + text + "'; allowed: A..B (doubling from A to B) or A..B+S (step S), with 0 < A <= B, all finite");
+      throw InputError("--vary", expr,
+                       "bad range '" + text +
+                           "'; allowed: A..B (doubling from A to B) or A..B+S (step S), with 0 < A <= B, all finite");
     }
     const double count = stride > 0 ? std::floor((*b - *a) / stride) + 1 : std::floor(std::log2(*b / *a)) + 1;
     if (count > static_cast<double>(kMaxSweepPoints)) {
-      throw InputError("--vary", expr, "range '" + text + "' has " + brief(count) + " values; at most " +
-                                           std::to_string(kMaxSweepPoints) + " points per sweep (use a larger step)");
+      throw InputError("--vary", expr,
+                       "range '" + text + "' has " + brief(count) + " values; at most " +
+                           std::to_string(kMaxSweepPoints) + " points per sweep (use a larger step)");
     }
     std::vector<nlohmann::json> out;
-    for (double v = *a; v <= *b * (1 + 1e-12) && out.size() < kMaxSweepPoints; v = stride > 0 ? v + stride : v * 2) out.push_back(number_json(v));
+    for (double v = *a; v <= *b * (1 + 1e-12) && out.size() < kMaxSweepPoints; v = stride > 0 ? v + stride : v * 2)
+      out.push_back(number_json(v));
     return out;
   }
   if (const auto v = size_value(text); v && text.find_first_of("KMG") != std::string::npos) return {number_json(*v)};
@@ -117,7 +121,8 @@ SweepSpec parse_sweep_block(const JsonReader& in, const nlohmann::json& raw) {
       if (a.has("range")) {
         axis = parse_axis(axis.path + "=" + a.string("range"));
       } else {
-        if (!a.has("values")) a.fail("values", "required: a non-empty array of values (or a \"range\" such as \"128Ki..4Mi\")");
+        if (!a.has("values"))
+          a.fail("values", "required: a non-empty array of values (or a \"range\" such as \"128Ki..4Mi\")");
         const auto& values = axes[i].at("values");
         if (!values.is_array() || values.empty()) a.fail("values", "expected a non-empty array of values");
         axis.values.assign(values.begin(), values.end());
@@ -131,7 +136,8 @@ SweepSpec parse_sweep_block(const JsonReader& in, const nlohmann::json& raw) {
     if (!include.is_array()) in.fail("include", "expected an array of {path: value} objects");
     for (std::size_t i = 0; i < include.size(); ++i) {
       if (!include[i].is_object()) {
-        throw InputError(in.file(), in.child_path("include[" + std::to_string(i) + "]"), "expected an object of path: value");
+        throw InputError(in.file(), in.child_path("include[" + std::to_string(i) + "]"),
+                         "expected an object of path: value");
       }
       PointOverrides p;
       for (const auto& [k, v] : include[i].items()) p.emplace_back(k, v);

@@ -65,8 +65,9 @@ StageLedger stage_ledger(const Architecture& arch, const Inventory& inv, const P
   s.peak_allocated = s.persistent_bytes + peak->bytes();
   // Fragmentation: the share of reserved memory the caching allocator cannot hand out.
   s.peak_reserved = s.peak_allocated / (1.0 - hw.memory.fragmentation_fraction.value);
-  s.runtime_reserves = (hw.memory.cuda_context_GiB.value + hw.memory.nccl_buffers_GiB.value +
-                        hw.memory.library_workspace_GiB.value) * kGiB;
+  s.runtime_reserves =
+      (hw.memory.cuda_context_GiB.value + hw.memory.nccl_buffers_GiB.value + hw.memory.library_workspace_GiB.value) *
+      kGiB;
   s.device_total = s.peak_reserved + s.runtime_reserves;
   s.capacity = hw.memory.usable_capacity_GiB.value * kGiB;
   s.headroom = s.capacity - s.device_total;
@@ -92,7 +93,8 @@ MemoryLedger build_ledger(const Architecture& arch, const Inventory& inv, const 
   MemoryLedger ledger;
   ledger.in_flight_source = in_flight.source;
   for (std::int64_t stage = 0; stage < plan.pp; ++stage) {
-    ledger.stages.push_back(stage_ledger(arch, inv, plan, hw, stage, in_flight.microbatches[static_cast<std::size_t>(stage)]));
+    ledger.stages.push_back(
+        stage_ledger(arch, inv, plan, hw, stage, in_flight.microbatches[static_cast<std::size_t>(stage)]));
   }
   for (std::size_t i = 0; i < ledger.stages.size(); ++i) {
     if (ledger.stages[i].headroom < ledger.stages[ledger.worst_stage].headroom) ledger.worst_stage = i;

@@ -15,9 +15,18 @@
 namespace moesim {
 
 enum class MemClass {
-  compute_weights, grad_buffers, main_weights, optimizer_states,          // persistent
-  activations, activation_grads, logits_loss, weight_grad_transient,      // working
-  fsdp_materialized, fsdp_grad_unsharded, ep_comm_buffers, optimizer_transients,
+  compute_weights,
+  grad_buffers,
+  main_weights,
+  optimizer_states,  // persistent
+  activations,
+  activation_grads,
+  logits_loss,
+  weight_grad_transient,  // working
+  fsdp_materialized,
+  fsdp_grad_unsharded,
+  ep_comm_buffers,
+  optimizer_transients,
 };
 enum class Phase { forward, backward, grad_sync, optimizer_step, weight_rebuild };
 
@@ -60,7 +69,7 @@ struct StageLedger {
   double runtime_reserves = 0;  // CUDA context, NCCL, library workspaces (outside the allocator)
   double device_total = 0;      // reserved + runtime reserves
   double capacity = 0;
-  double headroom = 0;          // capacity - device_total (negative: OOM)
+  double headroom = 0;  // capacity - device_total (negative: OOM)
   bool oom = false;
   std::vector<LedgerItem> top_contributors;
 };

@@ -29,7 +29,10 @@ class PerTensor final : public OptimizerShardLayout {
     for (double n : numels) {
       const bool shard = group > 1 && n >= static_cast<double>(min_numel) && std::fmod(n, d) == 0.0;
       for (auto& x : r.per_rank) x += shard ? n / d : n;
-      if (shard) ++r.cut_tensors; else if (group > 1) ++r.replicated_tensors;
+      if (shard)
+        ++r.cut_tensors;
+      else if (group > 1)
+        ++r.replicated_tensors;
       if (shard) r.sharded_on_largest += n / d;
     }
     return finish(std::move(r), numels, group);
@@ -80,7 +83,8 @@ class SameParamCount final : public OptimizerShardLayout {
     const auto count = static_cast<std::int64_t>(numels.size());
     const std::int64_t per = (count + group - 1) / group;
     for (std::int64_t i = 0; i < count; ++i) {
-      r.per_rank[static_cast<std::size_t>(std::min(i / std::max<std::int64_t>(per, 1), group - 1))] += numels[static_cast<std::size_t>(i)];
+      r.per_rank[static_cast<std::size_t>(std::min(i / std::max<std::int64_t>(per, 1), group - 1))] +=
+          numels[static_cast<std::size_t>(i)];
     }
     r = finish(std::move(r), numels, group);
     r.sharded_on_largest = group > 1 ? r.largest : 0.0;
@@ -91,7 +95,8 @@ class SameParamCount final : public OptimizerShardLayout {
 }  // namespace
 
 const Registry<OptimizerShardLayout>& optimizer_layouts() {
-  static const auto registry = make_registry<OptimizerShardLayout, PerTensor, ConcatThenShard, SameParamCount>("optimizer layout");
+  static const auto registry =
+      make_registry<OptimizerShardLayout, PerTensor, ConcatThenShard, SameParamCount>("optimizer layout");
   return registry;
 }
 

@@ -13,10 +13,10 @@ namespace moesim {
 struct LayoutResult {
   std::vector<double> per_rank;  // elements held by each of the D ranks
   double largest = 0;
-  double even_share = 0;         // total / D
+  double even_share = 0;  // total / D
   std::int64_t replicated_tensors = 0;
-  std::int64_t cut_tensors = 0;  // tensors whose elements live on more than one rank
-  double sharded_on_largest = 0; // elements of the largest rank that other ranks must gather
+  std::int64_t cut_tensors = 0;   // tensors whose elements live on more than one rank
+  double sharded_on_largest = 0;  // elements of the largest rank that other ranks must gather
 };
 
 class OptimizerShardLayout {
@@ -25,8 +25,7 @@ class OptimizerShardLayout {
   virtual std::string_view name() const = 0;
   virtual std::string_view description() const = 0;  // one line, for `moesim cost --list`
   // `numels` in parameter order; `min_numel`: smaller tensors are never sharded.
-  virtual LayoutResult assign(const std::vector<double>& numels, std::int64_t group,
-                              std::int64_t min_numel) const = 0;
+  virtual LayoutResult assign(const std::vector<double>& numels, std::int64_t group, std::int64_t min_numel) const = 0;
 };
 
 const Registry<OptimizerShardLayout>& optimizer_layouts();

@@ -25,8 +25,7 @@ std::vector<double> probabilities(const RoutingSpec& spec, std::int64_t experts)
 
 }  // namespace
 
-ExpertLoad route(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k, double tokens,
-                 std::uint64_t draw) {
+ExpertLoad route(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k, double tokens, std::uint64_t draw) {
   const double total = tokens * static_cast<double>(top_k);
   const auto p = probabilities(spec, experts);
   ExpertLoad load;

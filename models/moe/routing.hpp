@@ -25,8 +25,7 @@ struct ExpertLoad {
 
 // Rows per expert for `tokens` tokens choosing `top_k` of `experts`. `draw` picks an
 // independent sample (layer and microbatch index) from the same seeded stream.
-ExpertLoad route(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k, double tokens,
-                 std::uint64_t draw);
+ExpertLoad route(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k, double tokens, std::uint64_t draw);
 
 // Rows each of the `ranks` EP-MP ranks receives (contiguous expert shards).
 std::vector<double> rows_per_rank(const ExpertLoad& load, std::int64_t ranks);

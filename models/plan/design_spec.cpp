@@ -6,11 +6,13 @@
 namespace moesim {
 
 namespace {
-constexpr const char* kAllowed = "fsdp or ddp, then +epN, +ppN, +vN (interleaved virtual stages), +hsdpN (fsdp), +nodistopt (ddp)";
+constexpr const char* kAllowed =
+    "fsdp or ddp, then +epN, +ppN, +vN (interleaved virtual stages), +hsdpN (fsdp), +nodistopt (ddp)";
 
 std::int64_t number_after(const std::string& token, std::size_t prefix, const std::string& spec) {
   const std::string digits = token.substr(prefix);
-  if (digits.empty() || digits.size() > 7 || digits.find_first_not_of("0123456789") != std::string::npos || std::stoll(digits) < 1) {
+  if (digits.empty() || digits.size() > 7 || digits.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoll(digits) < 1) {
     throw InputError("design", spec, "bad part '" + token + "'; allowed: " + kAllowed);
   }
   return std::stoll(digits);
@@ -35,21 +37,27 @@ std::vector<std::pair<std::string, nlohmann::json>> design_overrides(const std::
   if (fsdp) out.emplace_back("plan.fsdp.shard_degree", 0);
   for (std::size_t i = 1; i < tokens.size(); ++i) {
     const std::string& t = tokens[i];
-    if (t.rfind("hsdp", 0) == 0 && fsdp) out.emplace_back("plan.fsdp.shard_degree", number_after(t, 4, spec));
-    else if (t.rfind("ep", 0) == 0 && !fsdp) out.emplace_back("plan.expert_parallel.degree", number_after(t, 2, spec));
-    else if (t.rfind("pp", 0) == 0) out.emplace_back("plan.pipeline.degree", number_after(t, 2, spec));
+    if (t.rfind("hsdp", 0) == 0 && fsdp)
+      out.emplace_back("plan.fsdp.shard_degree", number_after(t, 4, spec));
+    else if (t.rfind("ep", 0) == 0 && !fsdp)
+      out.emplace_back("plan.expert_parallel.degree", number_after(t, 2, spec));
+    else if (t.rfind("pp", 0) == 0)
+      out.emplace_back("plan.pipeline.degree", number_after(t, 2, spec));
     else if (t.rfind("v", 0) == 0 && t.size() > 1) {
       out.emplace_back("plan.pipeline.schedule", "interleaved_1f1b");
       out.emplace_back("plan.pipeline.virtual_stages", number_after(t, 1, spec));
-    } else if (t == "nodistopt" && !fsdp) out.emplace_back("plan.ddp.distributed_optimizer", false);
-    else throw InputError("design", spec, "bad part '" + t + "'; allowed: " + kAllowed);
+    } else if (t == "nodistopt" && !fsdp)
+      out.emplace_back("plan.ddp.distributed_optimizer", false);
+    else
+      throw InputError("design", spec, "bad part '" + t + "'; allowed: " + kAllowed);
   }
   return out;
 }
 
 std::string design_name(const ParallelPlan& p) {
   std::string out(name_of(p.design));
-  if (p.design == Design::fsdp && p.fsdp_shard != 0 && p.fsdp_shard < p.dp()) out += "+hsdp" + std::to_string(p.fsdp_shard);
+  if (p.design == Design::fsdp && p.fsdp_shard != 0 && p.fsdp_shard < p.dp())
+    out += "+hsdp" + std::to_string(p.fsdp_shard);
   if (p.ep > 1) out += "+ep" + std::to_string(p.ep);
   if (p.pp > 1) out += "+pp" + std::to_string(p.pp);
   if (p.pp > 1 && p.pp_schedule == PipelineSchedule::interleaved_1f1b) out += "+v" + std::to_string(p.pp_virtual);

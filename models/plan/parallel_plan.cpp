@@ -19,8 +19,9 @@ std::string_view name_of(OptimizerKind k) {
   return k == OptimizerKind::adamw ? "adamw" : k == OptimizerKind::muon ? "muon" : "sgd";
 }
 std::string_view name_of(ShardLayout l) {
-  return l == ShardLayout::per_tensor ? "per_tensor"
-         : l == ShardLayout::concat_then_shard ? "concat_then_shard" : "same_param_count";
+  return l == ShardLayout::per_tensor          ? "per_tensor"
+         : l == ShardLayout::concat_then_shard ? "concat_then_shard"
+                                               : "same_param_count";
 }
 std::string_view name_of(Recompute r) {
   return r == Recompute::none ? "none" : r == Recompute::full ? "full" : "selective";
@@ -44,8 +45,9 @@ OptimizerSpec parse_optimizer(const JsonReader& in) {
   o.main_weight_dtype = parse_dtype(in, "main_weight_dtype", DType::fp32);
   o.state_dtype = parse_dtype(in, "state_dtype", DType::fp32);
   const auto layout = in.choice_or("layout", "per_tensor", {"per_tensor", "concat_then_shard", "same_param_count"});
-  o.layout = layout == "per_tensor" ? ShardLayout::per_tensor
-             : layout == "concat_then_shard" ? ShardLayout::concat_then_shard : ShardLayout::same_param_count;
+  o.layout = layout == "per_tensor"          ? ShardLayout::per_tensor
+             : layout == "concat_then_shard" ? ShardLayout::concat_then_shard
+                                             : ShardLayout::same_param_count;
   o.min_shard_numel = in.integer_or("min_shard_numel", o.min_shard_numel, Range::at_least(1));
   o.foreach_chunk_numel = in.integer_or("foreach_chunk_numel", o.foreach_chunk_numel, Range::at_least(1));
   in.finish();
@@ -90,7 +92,8 @@ ParallelPlan parse_plan(const JsonReader& in) {
     p.distributed_optimizer = d->boolean_or("distributed_optimizer", true);
     p.bucket_cap_bytes = d->number_or("bucket_cap_MiB", 250.0, Range::positive()) * kMiB;
     p.grad_sync = d->choice_or("grad_sync", "all_reduce", {"all_reduce", "reduce_scatter"}) == "all_reduce"
-                      ? GradSync::all_reduce : GradSync::reduce_scatter;
+                      ? GradSync::all_reduce
+                      : GradSync::reduce_scatter;
     d->finish();
   }
   if (auto o = in.optional_object("optimizer")) p.optimizer = parse_optimizer(*o);
@@ -102,12 +105,15 @@ ParallelPlan parse_plan(const JsonReader& in) {
   if (auto act = in.optional_object("activations")) {
     const auto rc = act->choice_or("recompute", "none", {"none", "full", "selective"});
     p.recompute = rc == "none" ? Recompute::none : rc == "full" ? Recompute::full : Recompute::selective;
-    p.loss = act->choice_or("loss", "standard", {"standard", "fused"}) == "standard" ? LossImpl::standard : LossImpl::fused;
+    p.loss =
+        act->choice_or("loss", "standard", {"standard", "fused"}) == "standard" ? LossImpl::standard : LossImpl::fused;
     act->finish();
   }
   if (auto r = in.optional_object("routing")) {
     const auto kind = r->choice_or("model", "uniform", {"uniform", "random", "zipf"});
-    p.routing.kind = kind == "uniform" ? RoutingKind::uniform : kind == "random" ? RoutingKind::random : RoutingKind::zipf;
+    p.routing.kind = kind == "uniform"  ? RoutingKind::uniform
+                     : kind == "random" ? RoutingKind::random
+                                        : RoutingKind::zipf;
     p.routing.zipf_exponent = r->number_or("zipf_exponent", 1.0, Range::between(0.0, 8.0));
     p.routing.seed = static_cast<std::uint64_t>(r->integer_or("seed", 0x5eed, Range::between(0, 9.007199254740992e15)));
     p.routing.capacity_factor = r->number_or("capacity_factor", 1.0, Range::between(0.01, 1024));
@@ -122,17 +128,17 @@ namespace {
 std::string s(std::int64_t v) { return std::to_string(v); }
 }  // namespace
 
-void validate_plan(const ParallelPlan& p, const Architecture& a, const std::string& file,
-                   const std::string& prefix) {
+void validate_plan(const ParallelPlan& p, const Architecture& a, const std::string& file, const std::string& prefix) {
   auto fail = [&](const std::string& path, const std::string& msg) {
     throw InputError(file, prefix.empty() ? path : prefix + "." + path, msg, /*infeasible=*/true);
   };
   if (p.world() % p.pp != 0) {
-    fail("pipeline.degree", "world size " + s(p.world()) + " (nodes x gpus_per_node) is not divisible by PP degree " + s(p.pp));
+    fail("pipeline.degree",
+         "world size " + s(p.world()) + " (nodes x gpus_per_node) is not divisible by PP degree " + s(p.pp));
   }
   if (p.pp * p.pp_virtual > a.num_layers) {
-    fail("pipeline.degree", "PP stages x virtual stages = " + s(p.pp * p.pp_virtual) +
-                                      " exceeds the " + s(a.num_layers) + " layers of the model");
+    fail("pipeline.degree", "PP stages x virtual stages = " + s(p.pp * p.pp_virtual) + " exceeds the " +
+                                s(a.num_layers) + " layers of the model");
   }
   if (p.pp_virtual > 1 && p.pp_schedule != PipelineSchedule::interleaved_1f1b) {
     fail("pipeline.virtual_stages", "virtual stages > 1 need schedule \"interleaved_1f1b\"");
@@ -143,24 +149,26 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
   }
   if (!p.pp_layer_split.empty()) {
     if (static_cast<std::int64_t>(p.pp_layer_split.size()) != p.pp * p.pp_virtual) {
-      fail("pipeline.layer_split", "has " + s(static_cast<std::int64_t>(p.pp_layer_split.size())) +
-                                       " entries; allowed: one per virtual stage (PP x virtual_stages = " +
-                                       s(p.pp * p.pp_virtual) + ")");
+      fail("pipeline.layer_split",
+           "has " + s(static_cast<std::int64_t>(p.pp_layer_split.size())) +
+               " entries; allowed: one per virtual stage (PP x virtual_stages = " + s(p.pp * p.pp_virtual) + ")");
     }
     std::int64_t sum = 0;
     for (auto v : p.pp_layer_split) sum += v;
-    if (sum != a.num_layers) fail("pipeline.layer_split", "sums to " + s(sum) + "; must equal num_layers " + s(a.num_layers));
+    if (sum != a.num_layers)
+      fail("pipeline.layer_split", "sums to " + s(sum) + "; must equal num_layers " + s(a.num_layers));
   }
   if (p.ep > 1) {
     if (!a.moe) fail("expert_parallel.degree", "EP degree " + s(p.ep) + " needs an MoE architecture");
     if (a.moe->num_experts % p.ep != 0) {
-      fail("expert_parallel.degree", "EP-MP degree " + s(p.ep) + " does not divide the " +
-                                               s(a.moe->num_experts) + " routed experts");
+      fail("expert_parallel.degree",
+           "EP-MP degree " + s(p.ep) + " does not divide the " + s(a.moe->num_experts) + " routed experts");
     }
     if (p.dp() % p.ep != 0) {
       fail("expert_parallel.degree", "EP-MP degree " + s(p.ep) + " does not divide the DP degree " + s(p.dp()));
     }
-    if (p.design == Design::fsdp) fail("expert_parallel.degree", "EP with design \"fsdp\" is not modeled; use design \"ddp\"");
+    if (p.design == Design::fsdp)
+      fail("expert_parallel.degree", "EP with design \"fsdp\" is not modeled; use design \"ddp\"");
   }
   if (p.design == Design::fsdp && p.fsdp_shard != 0 && p.dp() % p.fsdp_shard != 0) {
     fail("fsdp.shard_degree", "shard degree " + s(p.fsdp_shard) + " does not divide the DP degree " + s(p.dp()));
@@ -168,10 +176,9 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
   const BatchShape shape = batch_shape(p, a);
   const std::int64_t step_tokens_per_mb = shape.microbatch_tokens * p.dp();
   if (p.global_batch_tokens < step_tokens_per_mb) {
-    fail("batch.global_batch_tokens", "global batch " + s(p.global_batch_tokens) +
-                                          " tokens is smaller than one microbatch on every DP rank (" +
-                                          s(shape.microbatch_tokens) + " x DP " + s(p.dp()) + " = " +
-                                          s(step_tokens_per_mb) + ")");
+    fail("batch.global_batch_tokens",
+         "global batch " + s(p.global_batch_tokens) + " tokens is smaller than one microbatch on every DP rank (" +
+             s(shape.microbatch_tokens) + " x DP " + s(p.dp()) + " = " + s(step_tokens_per_mb) + ")");
   }
   if (p.pp_schedule == PipelineSchedule::interleaved_1f1b && p.pp > 1 && shape.microbatches % p.pp != 0) {
     fail("batch.global_batch_tokens", "interleaved 1F1B needs the microbatch count (" + s(shape.microbatches) +
@@ -223,7 +230,10 @@ LayerPlace place_of_layer(const ParallelPlan& p, const Architecture& a, std::int
     std::int64_t first = 0;
     for (std::int64_t k = 0; k < parts; ++k) {
       first += virt[static_cast<std::size_t>(k)];
-      if (layer < first) { j = k; break; }
+      if (layer < first) {
+        j = k;
+        break;
+      }
     }
   }
   return {j % p.pp, j / p.pp};

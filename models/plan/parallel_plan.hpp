@@ -27,9 +27,9 @@ struct OptimizerSpec {
   DType main_weight_dtype = DType::fp32;
   DType state_dtype = DType::fp32;
   ShardLayout layout = ShardLayout::per_tensor;
-  std::int64_t min_shard_numel = 4096;  // Olmo-core: smaller tensors stay replicated
+  std::int64_t min_shard_numel = 4096;             // Olmo-core: smaller tensors stay replicated
   std::int64_t foreach_chunk_numel = 600'000'000;  // Olmo-core foreach AdamW chunk (elements)
-  int states() const;  // AdamW 2 moments, Muon 1 momentum, SGD 0 (Section 4.1)
+  int states() const;                              // AdamW 2 moments, Muon 1 momentum, SGD 0 (Section 4.1)
 };
 
 struct PrecisionSpec {

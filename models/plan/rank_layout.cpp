@@ -28,7 +28,9 @@ CommunicatorShape communicator_shape(const ParallelPlan& plan, Communicator comm
       const std::int64_t replicas = plan.dp() / plan.shard_group();
       return {replicas, std::min(replicas, std::max<std::int64_t>(1, node / plan.shard_group()))};
     }
-    case Communicator::pp_neighbours: return {2, plan.dp() >= node ? 1 : 2};  // stage-major: neighbours share a node only when a stage is smaller than it
+    case Communicator::pp_neighbours:
+      return {2,
+              plan.dp() >= node ? 1 : 2};  // stage-major: neighbours share a node only when a stage is smaller than it
   }
   return {};
 }
@@ -45,8 +47,8 @@ std::int64_t communicator_instance(const ParallelPlan& plan, const RankCoords& c
   return 0;
 }
 
-std::vector<LocalTensor> stage_tensors(const Inventory& inv, const Architecture& arch,
-                                       const ParallelPlan& plan, std::int64_t stage) {
+std::vector<LocalTensor> stage_tensors(const Inventory& inv, const Architecture& arch, const ParallelPlan& plan,
+                                       std::int64_t stage) {
   const std::int64_t last = plan.pp - 1;
   std::vector<LocalTensor> out;
   for (const auto& t : inv.tensors) {

@@ -42,12 +42,12 @@ std::int64_t communicator_instance(const ParallelPlan& plan, const RankCoords& c
 
 struct LocalTensor {
   const TensorInfo* tensor = nullptr;
-  double local_numel = 0;           // elements this rank holds as a compute weight
-  std::int64_t replica_group = 1;   // ranks holding identical copies (DP, or EP-DP for experts)
+  double local_numel = 0;          // elements this rank holds as a compute weight
+  std::int64_t replica_group = 1;  // ranks holding identical copies (DP, or EP-DP for experts)
 };
 
 // The tensors of one PP stage as one rank of that stage holds them under `plan`.
-std::vector<LocalTensor> stage_tensors(const Inventory& inv, const Architecture& arch,
-                                       const ParallelPlan& plan, std::int64_t stage);
+std::vector<LocalTensor> stage_tensors(const Inventory& inv, const Architecture& arch, const ParallelPlan& plan,
+                                       std::int64_t stage);
 
 }  // namespace moesim

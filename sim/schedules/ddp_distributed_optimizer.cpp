@@ -45,20 +45,21 @@ class DdpDistributedOptimizer final : public ParamSync {
     const auto held = rank_.local_params.find(unit);
     const double params = held == rank_.local_params.end() ? 0.0 : held->second;
     const double bytes = params * (bytes_of(plan.precision.compute) + 2 * bytes_of(plan.precision.grad_accum));
-    const TaskId accumulated = rank_.emit.memory_kernel(
-        {rank_.rank, StreamKind::compute, PhaseTag::accumulate, microbatch, unit}, bytes, "FP32 grad accumulate",
-        grads_ready);
+    const TaskId accumulated =
+        rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::accumulate, microbatch, unit}, bytes,
+                                 "FP32 grad accumulate", grads_ready);
     if (microbatch != rank_.microbatches - 1) return;
     // Final microbatch: buckets launch in order as they fill during backward.
-    const auto kind = plan.grad_sync == GradSync::all_reduce ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
+    const auto kind =
+        plan.grad_sync == GradSync::all_reduce ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
       const Bucket& bucket = buckets_[b];
       if (bucket.ready_layer != unit) continue;
-      reductions_.push_back(rank_.emit.collective(
-          {rank_.rank, StreamKind::comm_dp, PhaseTag::grad_sync, microbatch, -1},
-          {bucket.communicator, CollectivePurpose::gradient_bucket, kind, bucket.numel * bytes_of(plan.precision.reduce),
-           static_cast<std::int32_t>(b)},
-          accumulated));
+      reductions_.push_back(
+          rank_.emit.collective({rank_.rank, StreamKind::comm_dp, PhaseTag::grad_sync, microbatch, -1},
+                                {bucket.communicator, CollectivePurpose::gradient_bucket, kind,
+                                 bucket.numel * bytes_of(plan.precision.reduce), static_cast<std::int32_t>(b)},
+                                accumulated));
     }
   }
 

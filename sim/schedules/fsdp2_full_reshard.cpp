@@ -41,10 +41,10 @@ class Fsdp2FullReshard final : public ParamSync {
     const TaskPlace at{rank_.rank, StreamKind::comm_rs, PhaseTag::fsdp_reduce, microbatch, unit};
     const TaskId staged = rank_.emit.memory_kernel(at, n * (bytes_of(precision.compute) + bytes_of(precision.reduce)),
                                                    "reduce-scatter copy-in", grads_ready);
-    TaskId reduced = rank_.emit.collective(
-        at, {Communicator::fsdp_shard, CollectivePurpose::fsdp_reduce_scatter, CollectiveKind::reduce_scatter,
-             n * bytes_of(precision.reduce)},
-        staged);
+    TaskId reduced = rank_.emit.collective(at,
+                                           {Communicator::fsdp_shard, CollectivePurpose::fsdp_reduce_scatter,
+                                            CollectiveKind::reduce_scatter, n * bytes_of(precision.reduce)},
+                                           staged);
     const bool final_microbatch = microbatch == rank_.microbatches - 1;
     if (final_microbatch && rank_.plan.shard_group() < rank_.plan.dp()) {
       reduced = rank_.emit.collective(

@@ -28,10 +28,9 @@ const ParamSyncModel& param_sync_for(Design design) {
 
 TaskId grad_norm(const RankContext& rank, const std::vector<TaskId>& reductions) {
   constexpr double kNormBytes = 2 * bytes_of(DType::fp32);  // the squared-norm partial sums, FP32
-  const TaskId norm = rank.emit.collective({rank.rank, StreamKind::comm_dp, PhaseTag::optimizer, -1, -1},
-                                           {Communicator::dp, CollectivePurpose::grad_norm, CollectiveKind::all_reduce,
-                                            kNormBytes},
-                                           kNoTask);
+  const TaskId norm = rank.emit.collective(
+      {rank.rank, StreamKind::comm_dp, PhaseTag::optimizer, -1, -1},
+      {Communicator::dp, CollectivePurpose::grad_norm, CollectiveKind::all_reduce, kNormBytes}, kNoTask);
   for (const TaskId t : reductions) rank.emit.depend(t, norm);
   return norm;
 }

@@ -23,17 +23,17 @@ struct RankContext {
   const SimRank& coords;
   const ParallelPlan& plan;
   std::int64_t microbatches = 1;
-  const std::vector<LocalTensor>& tensors;                 // the stage's tensors as this rank holds them
-  const std::map<std::int64_t, double>& local_params;     // elements held per unit
-  const std::map<std::int64_t, double>& unit_numel;       // full (unsharded) elements per unit
+  const std::vector<LocalTensor>& tensors;             // the stage's tensors as this rank holds them
+  const std::map<std::int64_t, double>& local_params;  // elements held per unit
+  const std::map<std::int64_t, double>& unit_numel;    // full (unsharded) elements per unit
   StepEmitter& emit;
 };
 
 // A unit about to run in a forward or backward pass.
 struct UnitVisit {
   bool backward = false;
-  const std::vector<std::int64_t>& units;  // the pass's units in execution order
-  std::size_t index = 0;                   // this one
+  const std::vector<std::int64_t>& units;      // the pass's units in execution order
+  std::size_t index = 0;                       // this one
   const std::map<std::int64_t, TaskId>& done;  // last compute task of each unit already run
   std::int32_t microbatch = 0;
 };

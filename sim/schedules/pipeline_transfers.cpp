@@ -20,16 +20,19 @@ TransferKey PipelineTransfers::key(std::int64_t from, std::int64_t to, const Sim
   return {from, to, coords.dp, op.microbatch, chunk, !op.forward};
 }
 
-TaskId PipelineTransfers::receive(StepEmitter& emit, std::uint32_t rank, const SimRank& coords, const PipeOp& op) const {
+TaskId PipelineTransfers::receive(StepEmitter& emit, std::uint32_t rank, const SimRank& coords,
+                                  const PipeOp& op) const {
   const std::int64_t stage = coords.stage, stages = plan_.pp;
   // The last stage's chunk c hands over to the first stage's chunk c + 1.
   const std::int32_t wraps = stage == stages - 1 ? 1 : 0;
   if (op.forward) {
     if (starts_model(coords, op)) return kNoTask;
-    return emit.transfer(rank, key((stage + stages - 1) % stages, stage, coords, op, op.chunk), activation_bytes_, kNoTask);
+    return emit.transfer(rank, key((stage + stages - 1) % stages, stage, coords, op, op.chunk), activation_bytes_,
+                         kNoTask);
   }
   if (ends_model(coords, op)) return kNoTask;
-  return emit.transfer(rank, key((stage + 1) % stages, stage, coords, op, op.chunk + wraps), activation_bytes_, kNoTask);
+  return emit.transfer(rank, key((stage + 1) % stages, stage, coords, op, op.chunk + wraps), activation_bytes_,
+                       kNoTask);
 }
 
 TaskId PipelineTransfers::send(StepEmitter& emit, std::uint32_t rank, const SimRank& coords, const PipeOp& op,
@@ -38,7 +41,8 @@ TaskId PipelineTransfers::send(StepEmitter& emit, std::uint32_t rank, const SimR
   const std::int32_t wraps = stage == stages - 1 ? 1 : 0;
   if (op.forward) {
     if (ends_model(coords, op)) return kNoTask;
-    return emit.transfer(rank, key(stage, (stage + 1) % stages, coords, op, op.chunk + wraps), activation_bytes_, after);
+    return emit.transfer(rank, key(stage, (stage + 1) % stages, coords, op, op.chunk + wraps), activation_bytes_,
+                         after);
   }
   if (starts_model(coords, op)) return kNoTask;
   return emit.transfer(rank, key(stage, (stage + stages - 1) % stages, coords, op, op.chunk), activation_bytes_, after);

@@ -25,7 +25,8 @@ class PipelineTransfers {
 
  private:
   // The transfer feeding `to_stage`'s chunk (forward) or leaving it (backward).
-  TransferKey key(std::int64_t from, std::int64_t to, const SimRank& coords, const PipeOp& op, std::int32_t chunk) const;
+  TransferKey key(std::int64_t from, std::int64_t to, const SimRank& coords, const PipeOp& op,
+                  std::int32_t chunk) const;
 
   const ParallelPlan& plan_;
   std::int64_t virtual_stages_;

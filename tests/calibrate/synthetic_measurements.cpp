@@ -22,7 +22,10 @@ struct Gen {
 };
 
 nlohmann::json environment(int gpus, int nodes) {
-  return {{"hostname", "synthetic"}, {"date_utc", "2000-01-01T00:00:00Z"}, {"gpu_count", gpus}, {"node_count", nodes},
+  return {{"hostname", "synthetic"},
+          {"date_utc", "2000-01-01T00:00:00Z"},
+          {"gpu_count", gpus},
+          {"node_count", nodes},
           {"device", {{"index", 0}, {"name", "SYNTHETIC GPU (test data)"}}}};
 }
 
@@ -39,8 +42,8 @@ nlohmann::json document(nlohmann::json env, nlohmann::json measurements) {
 
 nlohmann::json record(const std::string& kind, const std::string& label, const std::string& dtype, int n,
                       std::vector<double> times) {
-  return {{"kind", kind}, {"group", "synthetic"}, {"label", label}, {"dtype", dtype}, {"group_size", n},
-          {"iters", times.size()}, {"warmup", 2}, {"times_us", times}, {"check", "ok"}};
+  return {{"kind", kind},          {"group", "synthetic"}, {"label", label},    {"dtype", dtype}, {"group_size", n},
+          {"iters", times.size()}, {"warmup", 2},          {"times_us", times}, {"check", "ok"}};
 }
 
 // nccl-tests busbw factor: 2(n-1)/n for all_reduce, (n-1)/n for the gathers and all_to_all.
@@ -87,8 +90,16 @@ nlohmann::json synthetic_node_measurements(const SyntheticTruth& t, std::uint64_
     for (const auto& [method, scale] : {std::pair{"grouped", 1.0}, std::pair{"per_expert_streams", 0.8}}) {
       const double rate = scale * eff * dense_rate(t, total);
       auto rec = record("grouped_gemm", "expert_up", "bf16", 1, g.times(2 * total * n_dim * k_dim / (rate * 1e6)));
-      rec.update({{"method", method}, {"layout", "fwd"}, {"rows_dim", "m"}, {"m", "rows"}, {"n", n_dim}, {"k", k_dim},
-                  {"tokens", 16384}, {"experts", experts}, {"top_k", 4}, {"zipf_s", 0.0},
+      rec.update({{"method", method},
+                  {"layout", "fwd"},
+                  {"rows_dim", "m"},
+                  {"m", "rows"},
+                  {"n", n_dim},
+                  {"k", k_dim},
+                  {"tokens", 16384},
+                  {"experts", experts},
+                  {"top_k", 4},
+                  {"zipf_s", 0.0},
                   {"rows_per_expert", std::vector<std::int64_t>(experts, static_cast<std::int64_t>(x))}});
       ms.push_back(rec);
     }
@@ -101,11 +112,17 @@ nlohmann::json synthetic_node_measurements(const SyntheticTruth& t, std::uint64_
       ms.push_back(rec);
     }
   }
-  for (const auto& [bg, slow] : {std::pair{"all_reduce", t.slowdown_all_reduce}, std::pair{"all_to_all", t.slowdown_all_to_all}}) {
+  for (const auto& [bg, slow] :
+       {std::pair{"all_reduce", t.slowdown_all_reduce}, std::pair{"all_to_all", t.slowdown_all_to_all}}) {
     const double alone = 2.0 * 16384 * 4096 * 4096 / (1400 * 1e6);
     auto rec = record("interference", std::string("gemm+") + bg, "bf16", n, g.times(alone * (1 + slow)));
-    rec.update({{"m", 16384}, {"n", 4096}, {"k", 4096}, {"layout", "fwd"}, {"background", bg},
-                {"overlapped_iters", t.iters}, {"alone_times_us", g.times(alone)}});
+    rec.update({{"m", 16384},
+                {"n", 4096},
+                {"k", 4096},
+                {"layout", "fwd"},
+                {"background", bg},
+                {"overlapped_iters", t.iters},
+                {"alone_times_us", g.times(alone)}});
     ms.push_back(rec);
   }
   return document(environment(n, 1), ms);

@@ -64,12 +64,13 @@ TEST_CASE("moesim import nccl-tests: exit codes and no partial output", "[unit]"
   CHECK(exists(dir.path("h200.json")));
 
   const auto out2 = dir.path("second.json");
-  const auto bad = dir.write("bad.log", "#  size count type redop root time algbw busbw #wrong\n  1024 256 float sum -1 x 1 1 0\n");
-  CHECK(test::run_cli("import nccl-tests " + ar + " " + bad + " -o " + out2) == 2);    // one bad log: nothing written
-  CHECK(test::run_cli("import nccl-tests " + ar + " " + a2a + " -o " + out2) == 2);    // two device types
+  const auto bad =
+      dir.write("bad.log", "#  size count type redop root time algbw busbw #wrong\n  1024 256 float sum -1 x 1 1 0\n");
+  CHECK(test::run_cli("import nccl-tests " + ar + " " + bad + " -o " + out2) == 2);  // one bad log: nothing written
+  CHECK(test::run_cli("import nccl-tests " + ar + " " + a2a + " -o " + out2) == 2);  // two device types
   CHECK(test::run_cli("import nccl-tests " + dir.path("none.log") + " -o " + out2) == 2);
   CHECK(test::run_cli("import nccl-tests " + ar + " --kind allreduce -o " + out2) == 2);
-  CHECK(test::run_cli("import nccl-tests " + ar) == 2);                                 // -o is required
+  CHECK(test::run_cli("import nccl-tests " + ar) == 2);  // -o is required
   CHECK(test::run_cli("import") == 2);
   CHECK_FALSE(exists(out2));
   CHECK(test::run_cli("import nccl-tests " + a2a + " --kind all_to_all -o " + out2) == 0);

@@ -56,10 +56,13 @@ TEST_CASE("fit recovers collective efficiencies, latencies and NIC figures", "[u
   for (const auto& [kind, eff] : truth.efficiency) {
     const char* alg = kind == "all_to_all" ? "p2p" : "ring";
     INFO(kind);
-    CHECK(value_at(p, {"interconnect", "intra_node", alg, "busbw_efficiency", kind.c_str()}) == Approx(eff).epsilon(0.02));
+    CHECK(value_at(p, {"interconnect", "intra_node", alg, "busbw_efficiency", kind.c_str()}) ==
+          Approx(eff).epsilon(0.02));
   }
-  CHECK(value_at(p, {"interconnect", "intra_node", "ring", "base_latency_us"}) == Approx(truth.ring_base_us).epsilon(0.10));
-  CHECK(value_at(p, {"interconnect", "intra_node", "p2p", "base_latency_us"}) == Approx(truth.p2p_base_us).epsilon(0.10));
+  CHECK(value_at(p, {"interconnect", "intra_node", "ring", "base_latency_us"}) ==
+        Approx(truth.ring_base_us).epsilon(0.10));
+  CHECK(value_at(p, {"interconnect", "intra_node", "p2p", "base_latency_us"}) ==
+        Approx(truth.p2p_base_us).epsilon(0.10));
   CHECK(value_at(p, {"interconnect", "inter_node", "nic_efficiency"}) == Approx(truth.nic_efficiency).epsilon(0.02));
   CHECK(value_at(p, {"interconnect", "inter_node", "hop_latency_us"}) == Approx(truth.net_hop_us).epsilon(0.10));
   // Untouched fields keep their base provenance; sources name file, device, date and residual.
@@ -94,7 +97,8 @@ TEST_CASE("fit recovers the GEMM table, grouped efficiency, HBM and interference
   const double slow = value_at(f.result.profile, {"interference", "compute_slowdown_with_comm"});
   CHECK(slow == Approx(0.5 * (truth.slowdown_all_reduce + truth.slowdown_all_to_all)).epsilon(0.10));
   // Without an algorithm, all_reduce on a node with NVLS is ambiguous: fitted, reported, not mapped.
-  CHECK(f.result.profile["interconnect"]["intra_node"]["ring"]["busbw_efficiency"]["all_reduce"]["kind"] == "published");
+  CHECK(f.result.profile["interconnect"]["intra_node"]["ring"]["busbw_efficiency"]["all_reduce"]["kind"] ==
+        "published");
   const std::string table = fit::format_fit_table(f.result);
   CHECK(table.find("all_reduce ? n=8") != std::string::npos);
   CHECK(table.find("NCCL algorithm unknown") != std::string::npos);

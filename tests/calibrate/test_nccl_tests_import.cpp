@@ -17,13 +17,19 @@ const std::string kAllToAll = "tests/data/calibrate/synthetic-alltoall-2x8xh100.
 const std::string kHeader =
     "#  Rank  0 Group  0 Pid 1 on host device  0 [0x01] GPU\n"
     "#  Rank  1 Group  0 Pid 2 on host device  1 [0x02] GPU\n"
-    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+    "#wrong\n"
     "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n";
-const std::string kRow1 = "        1024           256     float     sum      -1    10.00    0.10    0.10      0    10.00    0.10    0.10      0\n";
-const std::string kRow2 = "        2048           512     float     sum      -1    11.00    0.19    0.19      0    11.00    0.19    0.19      0\n";
+const std::string kRow1 =
+    "        1024           256     float     sum      -1    10.00    0.10    0.10      0    10.00    0.10    0.10     "
+    " 0\n";
+const std::string kRow2 =
+    "        2048           512     float     sum      -1    11.00    0.19    0.19      0    11.00    0.19    0.19     "
+    " 0\n";
 
 // The InputError's file ("bad.log:LINE") and message for a log text.
-std::pair<std::string, std::string> failure(const std::string& text, fit::NcclTestsOptions opts = {"all_reduce", 0, ""}) {
+std::pair<std::string, std::string> failure(const std::string& text,
+                                            fit::NcclTestsOptions opts = {"all_reduce", 0, ""}) {
   try {
     fit::parse_nccl_tests_log(text, "bad.log", opts);
   } catch (const InputError& e) {
@@ -79,12 +85,15 @@ TEST_CASE("imported nccl-tests curves fit the profile's efficiencies", "[unit]")
     const auto parsed = fit::read_nccl_tests_log(test::source_path(log), {});
     return dir.write(name, fit::nccl_tests_document({parsed}, {"moesim"}).dump());
   };
-  const auto ar = fit::fit_profile({write_import(kAllReduce, "ar.json")}, test::source_path("hardware_profiles/h200-hgx.json"), {});
+  const auto ar =
+      fit::fit_profile({write_import(kAllReduce, "ar.json")}, test::source_path("hardware_profiles/h200-hgx.json"), {});
   // 360 GB/s busbw over 450 GB/s NVLink 4 (tests/data/calibrate/README.md).
   CHECK(ar.profile["interconnect"]["intra_node"]["ring"]["busbw_efficiency"]["all_reduce"]["value"].get<double>() ==
         Approx(0.8).epsilon(0.02));
-  const auto a2a = fit::fit_profile({write_import(kAllToAll, "a2a.json")}, test::source_path("hardware_profiles/h100-hgx.json"), {});
-  CHECK(a2a.profile["interconnect"]["inter_node"]["nic_efficiency"]["value"].get<double>() == Approx(0.9).epsilon(0.02));
+  const auto a2a =
+      fit::fit_profile({write_import(kAllToAll, "a2a.json")}, test::source_path("hardware_profiles/h100-hgx.json"), {});
+  CHECK(a2a.profile["interconnect"]["inter_node"]["nic_efficiency"]["value"].get<double>() ==
+        Approx(0.9).epsilon(0.02));
   CHECK(a2a.profile["interconnect"]["inter_node"]["nic_efficiency"]["kind"] == "fitted");
 }
 
@@ -96,12 +105,16 @@ TEST_CASE("logs of different devices do not mix in one measurements file", "[uni
 
 TEST_CASE("malformed nccl-tests logs are rejected with file:line", "[unit]") {
   CHECK(failure(kHeader + kRow1 + kRow2).first.empty());
-  CHECK(failure(kHeader + kRow1 + "        2048           512     float     sum      -1    abc    0.19    0.19      0\n") ==
-        std::pair<std::string, std::string>{"bad.log:6", "column 6 (out-of-place time): expected a non-negative number, got \"abc\""});
-  CHECK(failure(kHeader + "        1024           256     quad     sum      -1    10.00    0.10    0.10      0\n").first == "bad.log:5");
+  CHECK(failure(kHeader + kRow1 +
+                "        2048           512     float     sum      -1    abc    0.19    0.19      0\n") ==
+        std::pair<std::string, std::string>{
+            "bad.log:6", "column 6 (out-of-place time): expected a non-negative number, got \"abc\""});
+  CHECK(failure(kHeader + "        1024           256     quad     sum      -1    10.00    0.10    0.10      0\n")
+            .first == "bad.log:5");
   CHECK(failure(kHeader + "        1024           256     float     sum      -1    10.00\n").first == "bad.log:5");
   CHECK(failure(kHeader + kRow2 + kRow1).first == "bad.log:6");  // sizes go back
-  CHECK(failure(kHeader + "        1024           256     float     sum      -1    -3.0    0.10    0.10      0\n").first == "bad.log:5");
+  CHECK(failure(kHeader + "        1024           256     float     sum      -1    -3.0    0.10    0.10      0\n")
+            .first == "bad.log:5");
   CHECK(failure(kHeader).second.find("no nccl-tests result rows") != std::string::npos);
   CHECK(failure(kHeader + kRow1, {}).second.find("pass --kind") != std::string::npos);
   const std::string no_ranks = kHeader.substr(kHeader.find("#       size")) + kRow1;

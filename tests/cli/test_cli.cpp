@@ -3,8 +3,8 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <set>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "tests/support/fixtures.hpp"
@@ -59,10 +59,12 @@ TEST_CASE("Every bundled scenario loads and produces a ledger", "[unit]") {
 TEST_CASE("moesim simulate writes the step JSON and a Perfetto trace with a process per simulated rank", "[unit]") {
   test::TempDir dir;
   const std::string scenario = test::source_path("scenarios/fig8/moe-ddp-ep8.json");
-  REQUIRE(run("simulate " + scenario + " --set plan.routing.model=zipf --json " + dir.path("s.json") + " --trace " + dir.path("t.json")) == 0);
+  REQUIRE(run("simulate " + scenario + " --set plan.routing.model=zipf --json " + dir.path("s.json") + " --trace " +
+              dir.path("t.json")) == 0);
   const auto step = nlohmann::json::parse(slurp(dir.path("s.json")));
-  for (const char* key : {"design", "params_total", "params_active", "flops_per_token", "step_time_s", "tokens_per_s_per_gpu", "mfu",
-                          "peak_allocated_GiB", "peak_reserved_GiB", "capacity_GiB", "oom"}) {
+  for (const char* key :
+       {"design", "params_total", "params_active", "flops_per_token", "step_time_s", "tokens_per_s_per_gpu", "mfu",
+        "peak_allocated_GiB", "peak_reserved_GiB", "capacity_GiB", "oom"}) {
     CHECK(step.contains(key));
   }
   CHECK(step["simulated_ranks"] == 8);  // skewed routing: one simulated rank per expert shard

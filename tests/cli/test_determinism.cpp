@@ -17,8 +17,8 @@ TEST_CASE("Determinism: moesim simulate gives byte-identical JSON and traces", "
   test::TempDir dir;
   const std::string scenario = test::source_path("scenarios/fig8/moe-ddp-ep8.json") + kRandomRouting;
   for (const char* run : {"a", "b"}) {
-    REQUIRE(test::run_cli("simulate " + scenario + " --json " + dir.path(std::string(run) + ".json") +
-                          " --trace " + dir.path(std::string(run) + ".trace")) == 0);
+    REQUIRE(test::run_cli("simulate " + scenario + " --json " + dir.path(std::string(run) + ".json") + " --trace " +
+                          dir.path(std::string(run) + ".trace")) == 0);
   }
   CHECK(test::slurp(dir.path("a.json")) == test::slurp(dir.path("b.json")));
   CHECK(test::slurp(dir.path("a.trace")) == test::slurp(dir.path("b.trace")));

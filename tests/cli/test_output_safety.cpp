@@ -45,7 +45,8 @@ bool wait_for_temporary(const std::string& dir, const std::string& keep, pid_t c
 
 }  // namespace
 
-TEST_CASE("write_output: a signal during the write removes the temporary file and keeps the old one", "[unit][safety]") {
+TEST_CASE("write_output: a signal during the write removes the temporary file and keeps the old one",
+          "[unit][safety]") {
   for (int sig : {SIGTERM, SIGINT}) {
     test::TempDir dir;
     const std::string target = dir.write("report.json", "old\n");
@@ -62,7 +63,8 @@ TEST_CASE("write_output: a signal during the write removes the temporary file an
       }
       ::_exit(0);
     }
-    const bool caught_mid_write = wait_for_temporary(std::filesystem::path(target).parent_path().string(), "report.json", child);
+    const bool caught_mid_write =
+        wait_for_temporary(std::filesystem::path(target).parent_path().string(), "report.json", child);
     if (!caught_mid_write) {
       WARN("the write finished before the temporary file was seen; nothing to interrupt");
       continue;
@@ -89,8 +91,17 @@ TEST_CASE("moesim sweep interrupted by SIGINT leaves the existing report untouch
   test::TempDir dir;
   const std::string out = dir.write("sweep.json", "old\n");
   const std::string scenario = test::source_path("scenarios/fig8/fig8b.json");
-  std::vector<std::string> args = {MOESIM_CLI, "sweep", scenario, "--vary", "architecture.moe.num_experts=8..8192+8",
-                                   "-j", "1", "--json", out, "--csv", dir.path("sweep.csv")};
+  std::vector<std::string> args = {MOESIM_CLI,
+                                   "sweep",
+                                   scenario,
+                                   "--vary",
+                                   "architecture.moe.num_experts=8..8192+8",
+                                   "-j",
+                                   "1",
+                                   "--json",
+                                   out,
+                                   "--csv",
+                                   dir.path("sweep.csv")};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -99,7 +99,7 @@ TEST_CASE("write_output follows a symbolic link and replaces its target in the t
   CHECK(fs::read_symlink(link) == "real/report.json");
   CHECK(test::slurp(target) == "new\n");
   CHECK((lstat_mode(target) & 07777) == 0640);  // the replaced file's permissions are kept
-  CHECK(entries_in(dir.path("real")) == 1);      // the temporary was in the target's folder, and is gone
+  CHECK(entries_in(dir.path("real")) == 1);     // the temporary was in the target's folder, and is gone
   CHECK(entries_in(dir.path("")) == 3);
 
   SECTION("a dangling link gets its target created") {
@@ -131,8 +131,9 @@ TEST_CASE("moesim simulate --json >(...) writes through process substitution", "
   test::TempDir dir;
   const std::string out = dir.path("via-pipe.json");
   // bash >= 4.4 sets $! to the process substitution, so the test waits for cat to finish.
-  const std::string line = "bash -c '\"$0\" simulate \"$1\" --json >(cat > \"$2\") >/dev/null; rc=$?; wait $!; exit $rc' " +
-                           std::string(MOESIM_CLI) + " " + kScenario + " " + out;
+  const std::string line =
+      "bash -c '\"$0\" simulate \"$1\" --json >(cat > \"$2\") >/dev/null; rc=$?; wait $!; exit $rc' " +
+      std::string(MOESIM_CLI) + " " + kScenario + " " + out;
   REQUIRE(shell(line) == 0);
   const auto doc = nlohmann::json::parse(test::slurp(out));
   CHECK(doc.contains("step_time_s"));
@@ -159,7 +160,8 @@ TEST_CASE("'-' outputs are pure data: the listing goes to standard error", "[uni
   CHECK(rows > 1);
   CHECK(test::slurp(dir.path("csv.err")).find("MFU") != std::string::npos);  // the table went to stderr
 
-  REQUIRE(shell(cli + " simulate " + kScenario + " --json - >" + dir.path("sim.out") + " 2>" + dir.path("sim.err")) == 0);
+  REQUIRE(shell(cli + " simulate " + kScenario + " --json - >" + dir.path("sim.out") + " 2>" + dir.path("sim.err")) ==
+          0);
   CHECK_NOTHROW(nlohmann::json::parse(test::slurp(dir.path("sim.out"))));
   CHECK_FALSE(test::slurp(dir.path("sim.err")).empty());
 

@@ -15,7 +15,8 @@ double bytes_per_param(const TensorInfo& t, std::int64_t dp, std::int64_t ep, bo
   plan.ep = ep;
   plan.distributed_optimizer = dist_opt;
   const bool routed = t.cls == TensorClass::routed_expert;
-  LocalTensor lt{&t, static_cast<double>(t.numel) / static_cast<double>(routed ? ep : 1), routed ? plan.ep_dp() : plan.dp()};
+  LocalTensor lt{&t, static_cast<double>(t.numel) / static_cast<double>(routed ? ep : 1),
+                 routed ? plan.ep_dp() : plan.dp()};
   OptimizerShardReport report;
   double sum = 0;
   for (const auto& item : persistent_state({lt}, plan, report)) sum += item.bytes;
@@ -34,7 +35,8 @@ TEST_CASE("Figure 9: 18 B naive DDP, 6 + 12/D with the distributed optimizer, 6/
     for (std::int64_t me : {1, 2, 4, 8}) {
       if (d % me != 0) continue;
       INFO("D = " << d << ", M_E = " << me);
-      CHECK(bytes_per_param(expert, d, me, true) == Approx(6.0 / static_cast<double>(me) + 12.0 / static_cast<double>(d)));
+      CHECK(bytes_per_param(expert, d, me, true) ==
+            Approx(6.0 / static_cast<double>(me) + 12.0 / static_cast<double>(d)));
       CHECK(bytes_per_param(expert, d, me, false) == Approx(18.0 / static_cast<double>(me)));
     }
   }

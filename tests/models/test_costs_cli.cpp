@@ -27,9 +27,11 @@ TEST_CASE("moesim cost collective writes time, algbw, busbw and the algorithm as
   CHECK(j["request"]["bytes"].get<double>() == 1073741824.0);
   CHECK(j["result"]["busbw_GBps"].get<double>() > 695);
   CHECK(j["algorithms"].size() == 3);  // ring, tree, nvls
-  REQUIRE(run("cost collective" + profile() + " --kind all_reduce --bytes 1GiB --ranks 8 --json " + dir.path("d.json")) == 0);
+  REQUIRE(run("cost collective" + profile() + " --kind all_reduce --bytes 1GiB --ranks 8 --json " +
+              dir.path("d.json")) == 0);
   CHECK(slurp(out) == slurp(dir.path("d.json")));
-  REQUIRE(run("cost collective" + profile() + " --kind all_gather --bytes 256MiB --ranks 16 --ranks-per-node 8 --algorithm ring --json " + out) == 0);
+  REQUIRE(run("cost collective" + profile() +
+              " --kind all_gather --bytes 256MiB --ranks 16 --ranks-per-node 8 --algorithm ring --json " + out) == 0);
   CHECK(nlohmann::json::parse(slurp(out))["result"]["nodes"] == 2);
 }
 
@@ -38,10 +40,12 @@ TEST_CASE("moesim cost gemm, grouped-gemm, attention and memory run", "[unit]") 
   const std::string out = dir.path("k.json");
   REQUIRE(run("cost gemm" + profile() + " --m 16384 --n 8192 --k 4096 --json " + out) == 0);
   CHECK(nlohmann::json::parse(slurp(out))["result"]["achieved_TFLOPs"].get<double>() > 1000);
-  REQUIRE(run("cost grouped-gemm" + profile() + " --experts 32 --tokens 16384 --top-k 4 --n 4096 --k 4096 --json " + out) == 0);
+  REQUIRE(run("cost grouped-gemm" + profile() + " --experts 32 --tokens 16384 --top-k 4 --n 4096 --k 4096 --json " +
+              out) == 0);
   CHECK(nlohmann::json::parse(slurp(out))["request"]["rows_per_expert"][0] == 2048.0);
   CHECK(run("cost grouped-gemm" + profile() + " --rows 512,2048,0 --n 4096 --k 4096") == 0);
-  CHECK(run("cost attention" + profile() + " --sequences 2 --seq-len 8192 --heads 32 --kv-heads 8 --head-dim 128") == 0);
+  CHECK(run("cost attention" + profile() + " --sequences 2 --seq-len 8192 --heads 32 --kv-heads 8 --head-dim 128") ==
+        0);
   CHECK(run("cost memory" + profile() + " --bytes 256MiB") == 0);
 }
 
@@ -49,7 +53,7 @@ TEST_CASE("moesim cost rejects bad input with exit code 2", "[unit]") {
   const std::string base = "cost collective" + profile() + " --ranks 8 --bytes ";
   CHECK(run(base + "1GiB") == 0);
   CHECK(run(base + "4096") == 0);
-  CHECK(run(base + "1gib") == 2);      // units are case-sensitive: GiB or GB
+  CHECK(run(base + "1gib") == 2);  // units are case-sensitive: GiB or GB
   CHECK(run(base + "1 GiB") == 2);
   CHECK(run(base + "-5") == 2);
   CHECK(run(base + "GiB") == 2);
@@ -81,8 +85,9 @@ TEST_CASE("moesim cost --list names every registered model with a description an
       CHECK(m["description"].get<std::string>().size() > 20);
     }
   }
-  for (const char* key : {"cost_models.gemm", "cost_models.grouped_gemm", "cost_models.attention", "cost_models.memory",
-                          "cost_models.collective", "cost_models.resource_sharing", "flop_convention", "plan.optimizer.layout"}) {
+  for (const char* key :
+       {"cost_models.gemm", "cost_models.grouped_gemm", "cost_models.attention", "cost_models.memory",
+        "cost_models.collective", "cost_models.resource_sharing", "flop_convention", "plan.optimizer.layout"}) {
     CHECK(kinds.count(key) == 1);
   }
   CHECK(run("cost") == 2);  // neither a kernel nor --list
@@ -95,8 +100,12 @@ TEST_CASE("A scenario chooses its cost models by name; the step JSON says which 
   const std::string scenario = dir.write("scenario.json", doc.dump());
   REQUIRE(run("simulate " + scenario + " --json " + dir.path("step.json")) == 0);
   const auto step = nlohmann::json::parse(slurp(dir.path("step.json")));
-  CHECK(step["cost_models"] == nlohmann::json{{"gemm", "table"}, {"grouped_gemm", "table"}, {"attention", "flash"},
-                                              {"memory", "hbm"}, {"collective", "nccl"}, {"resource_sharing", "fair_share"}});
+  CHECK(step["cost_models"] == nlohmann::json{{"gemm", "table"},
+                                              {"grouped_gemm", "table"},
+                                              {"attention", "flash"},
+                                              {"memory", "hbm"},
+                                              {"collective", "nccl"},
+                                              {"resource_sharing", "fair_share"}});
   try {
     load_scenario(scenario, {"cost_models.gemm=roofline"});
     FAIL("accepted an unknown GEMM model");

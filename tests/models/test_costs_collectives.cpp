@@ -1,9 +1,9 @@
 // The "nccl" collective model against nccl-tests conventions and published B300 figures.
 #include <catch2/catch.hpp>
 
+#include "models/common/json_reader.hpp"
 #include "models/common/units.hpp"
 #include "models/costs/collective_model.hpp"
-#include "models/common/json_reader.hpp"
 #include "models/input/scenario.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -57,7 +57,8 @@ TEST_CASE("busbw approaches the profile bandwidth for large messages; latency do
   }
   const CollectiveCost a2a = run(CollectiveKind::all_to_all, 256 * kGiB, 8);
   CHECK(a2a.algorithm == "p2p");
-  CHECK(a2a.busbw_GBps == Approx(b300().interconnect.intra_node.p2p.busbw_efficiency.all_to_all->value * link).epsilon(0.01));
+  CHECK(a2a.busbw_GBps ==
+        Approx(b300().interconnect.intra_node.p2p.busbw_efficiency.all_to_all->value * link).epsilon(0.01));
   // algbw = bytes / time, busbw = algbw x 2(n-1)/n.
   const CollectiveCost c = run(CollectiveKind::all_reduce, kGiB, 8);
   CHECK(c.algbw_GBps == Approx(kGiB / c.time_s / 1e9));

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "models/costs/compute_costs.hpp"
 #include "models/common/json_reader.hpp"
+#include "models/costs/compute_costs.hpp"
 #include "models/input/scenario.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -34,7 +34,10 @@ TEST_CASE("Interpolation hits the table points exactly and is monotone between t
       const double y = interpolate_log_x(t, x);
       CHECK(y >= std::min(lo.y, hi.y));
       CHECK(y <= std::max(lo.y, hi.y));
-      if (hi.y >= lo.y) CHECK(y >= previous); else CHECK(y <= previous);
+      if (hi.y >= lo.y)
+        CHECK(y >= previous);
+      else
+        CHECK(y <= previous);
       previous = y;
     }
   }

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <functional>
 
-#include "models/hw/hardware_profile.hpp"
 #include "models/common/json_reader.hpp"
+#include "models/hw/hardware_profile.hpp"
 #include "models/input/scenario.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -87,19 +87,26 @@ TEST_CASE("Bad cost sections name the exact JSON path", "[unit]") {
       {"table without provenance", [](json& d) { d["compute"]["gemm_bf16_TFLOPs_by_rows"]["source"] = ""; },
        gemm + ".source", "where the number comes from"},
       {"grouped efficiency above 1.5",
-       [](json& d) { d["compute"]["grouped_gemm_efficiency_by_rows_per_expert"]["points"][0]["fraction_of_dense"] = 2; },
+       [](json& d) {
+         d["compute"]["grouped_gemm_efficiency_by_rows_per_expert"]["points"][0]["fraction_of_dense"] = 2;
+       },
        "compute.grouped_gemm_efficiency_by_rows_per_expert.points[0].fraction_of_dense", "out of range"},
       {"missing compute section", [](json& d) { d.erase("compute"); }, "compute", "required field is missing"},
       {"bare attention number", [](json& d) { d["compute"]["attention_fwd_TFLOPs"] = 1100; },
        "compute.attention_fwd_TFLOPs", "expected an object"},
-      {"tree asked for all_gather", [](json& d) {
-         d["interconnect"]["intra_node"]["tree"]["busbw_efficiency"]["all_gather"] = d["interconnect"]["intra_node"]["tree"]["busbw_efficiency"]["all_reduce"];
-       }, "interconnect.intra_node.tree.busbw_efficiency.all_gather", "unknown key"},
-      {"ring without all_gather", [](json& d) { d["interconnect"]["intra_node"]["ring"]["busbw_efficiency"].erase("all_gather"); },
+      {"tree asked for all_gather",
+       [](json& d) {
+         d["interconnect"]["intra_node"]["tree"]["busbw_efficiency"]["all_gather"] =
+             d["interconnect"]["intra_node"]["tree"]["busbw_efficiency"]["all_reduce"];
+       },
+       "interconnect.intra_node.tree.busbw_efficiency.all_gather", "unknown key"},
+      {"ring without all_gather",
+       [](json& d) { d["interconnect"]["intra_node"]["ring"]["busbw_efficiency"].erase("all_gather"); },
        "interconnect.intra_node.ring.busbw_efficiency.all_gather", "required field is missing"},
       {"NIC efficiency above 1", [](json& d) { d["interconnect"]["inter_node"]["nic_efficiency"]["value"] = 1.2; },
        "interconnect.inter_node.nic_efficiency.value", "out of range"},
-      {"NVLink domain smaller than a node", [](json& d) { d["interconnect"]["intra_node"]["domain_gpus"]["value"] = 4; },
+      {"NVLink domain smaller than a node",
+       [](json& d) { d["interconnect"]["intra_node"]["domain_gpus"]["value"] = 4; },
        "interconnect.intra_node.domain_gpus.value", "at least the node's 8 GPUs"},
       {"interference out of range", [](json& d) { d["interference"]["compute_slowdown_with_comm"]["value"] = 1.0; },
        "interference.compute_slowdown_with_comm.value", "out of range"},

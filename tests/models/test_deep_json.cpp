@@ -18,7 +18,9 @@ namespace {
 
 constexpr int kCrashDepth = 100000;  // the depth of the reported crash
 
-std::string nested_arrays(int depth) { return std::string(static_cast<std::size_t>(depth), '[') + std::string(static_cast<std::size_t>(depth), ']'); }
+std::string nested_arrays(int depth) {
+  return std::string(static_cast<std::size_t>(depth), '[') + std::string(static_cast<std::size_t>(depth), ']');
+}
 
 std::string nested_objects(int depth) {
   std::string text;

@@ -52,7 +52,8 @@ TEST_CASE("Inventory: stacked experts, GQA, tied embeddings and dense-first laye
   Scenario s = test::fig8("ddp", 8);
   const Inventory inv = build_inventory(s.arch);
   const auto find = [&](const std::string& name) -> const TensorInfo& {
-    for (const auto& t : inv.tensors) if (t.name == name) return t;
+    for (const auto& t : inv.tensors)
+      if (t.name == name) return t;
     FAIL("no tensor " << name);
     return inv.tensors.front();
   };

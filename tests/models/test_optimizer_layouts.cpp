@@ -43,5 +43,6 @@ TEST_CASE("Figure 10: concatenate-then-shard balances, same-param-count does not
   const auto same = optimizer_layouts().get("same_param_count").assign(kTensors, 4, 1);
   CHECK(same.per_rank == std::vector<double>{240, 80, 120, 200});
   CHECK(same.largest / same.even_share == Approx(1.5));
-  CHECK_THROWS_WITH(optimizer_layouts().get("round_robin"), Catch::Contains("valid: concat_then_shard, per_tensor, same_param_count"));
+  CHECK_THROWS_WITH(optimizer_layouts().get("round_robin"),
+                    Catch::Contains("valid: concat_then_shard, per_tensor, same_param_count"));
 }

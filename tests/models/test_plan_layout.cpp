@@ -48,4 +48,3 @@ TEST_CASE("Microbatches follow global batch / (microbatch tokens x DP)", "[unit]
   s.plan.global_batch_tokens = 131072;
   CHECK(batch_shape(s.plan, s.arch).microbatches == 1);
 }
-

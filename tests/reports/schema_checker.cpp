@@ -17,7 +17,8 @@ bool has_type(const nlohmann::json& v, const std::string& type) {
   if (type == "boolean") return v.is_boolean();
   if (type == "null") return v.is_null();
   if (type == "number") return v.is_number();
-  if (type == "integer") return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+  if (type == "integer")
+    return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
   throw std::invalid_argument("schema names an unknown type '" + type + "'");
 }
 
@@ -46,8 +47,8 @@ std::vector<std::string> SchemaChecker::check(const nlohmann::json& document, co
   return errors;
 }
 
-void SchemaChecker::check_node(const nlohmann::json& v, const nlohmann::json& s, const std::string& root_id, const std::string& path,
-                               std::vector<std::string>& errors) const {
+void SchemaChecker::check_node(const nlohmann::json& v, const nlohmann::json& s, const std::string& root_id,
+                               const std::string& path, std::vector<std::string>& errors) const {
   const std::string where = path.empty() ? "/" : path;
   if (s.contains("$ref")) {
     const std::string ref = s.at("$ref").get<std::string>();
@@ -59,13 +60,15 @@ void SchemaChecker::check_node(const nlohmann::json& v, const nlohmann::json& s,
   if (s.contains("type")) {
     const auto& t = s.at("type");
     bool ok = false;
-    for (const auto& one : t.is_array() ? t : nlohmann::json::array({t})) ok = ok || has_type(v, one.get<std::string>());
+    for (const auto& one : t.is_array() ? t : nlohmann::json::array({t}))
+      ok = ok || has_type(v, one.get<std::string>());
     if (!ok) {
       errors.push_back(where + ": expected type " + t.dump() + ", found " + v.type_name());
       return;
     }
   }
-  if (s.contains("const") && v != s.at("const")) errors.push_back(where + ": expected " + s.at("const").dump() + ", found " + v.dump());
+  if (s.contains("const") && v != s.at("const"))
+    errors.push_back(where + ": expected " + s.at("const").dump() + ", found " + v.dump());
   if (s.contains("enum")) {
     bool found = false;
     for (const auto& e : s.at("enum")) found = found || e == v;
@@ -73,11 +76,13 @@ void SchemaChecker::check_node(const nlohmann::json& v, const nlohmann::json& s,
   }
   if (v.is_object()) {
     for (const auto& key : s.value("required", nlohmann::json::array())) {
-      if (!v.contains(key.get<std::string>())) errors.push_back(where + ": missing required key '" + key.get<std::string>() + "'");
+      if (!v.contains(key.get<std::string>()))
+        errors.push_back(where + ": missing required key '" + key.get<std::string>() + "'");
     }
     const auto properties = s.value("properties", nlohmann::json::object());
     for (const auto& [key, value] : v.items()) {
-      if (properties.contains(key)) check_node(value, properties.at(key), root_id, path + "/" + key, errors);
+      if (properties.contains(key))
+        check_node(value, properties.at(key), root_id, path + "/" + key, errors);
       else if (s.contains("additionalProperties") && s.at("additionalProperties").is_object()) {
         check_node(value, s.at("additionalProperties"), root_id, path + "/" + key, errors);
       }
@@ -90,7 +95,8 @@ void SchemaChecker::check_node(const nlohmann::json& v, const nlohmann::json& s,
     if (s.contains(branch)) check_node(v, s.at(branch), root_id, path, errors);
   }
   if (v.is_array() && s.contains("items")) {
-    for (std::size_t i = 0; i < v.size(); ++i) check_node(v[i], s.at("items"), root_id, path + "/" + std::to_string(i), errors);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      check_node(v[i], s.at("items"), root_id, path + "/" + std::to_string(i), errors);
   }
 }
 

@@ -25,8 +25,8 @@ class SchemaChecker {
   std::vector<std::string> check(const nlohmann::json& document, const std::string& schema_id) const;
 
  private:
-  void check_node(const nlohmann::json& value, const nlohmann::json& schema, const std::string& root_id, const std::string& path,
-                  std::vector<std::string>& errors) const;
+  void check_node(const nlohmann::json& value, const nlohmann::json& schema, const std::string& root_id,
+                  const std::string& path, std::vector<std::string>& errors) const;
   std::map<std::string, nlohmann::json> schemas_;
 };
 

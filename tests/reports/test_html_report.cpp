@@ -37,19 +37,22 @@ std::string data_block(const std::string& html) {
 // A small sweep from the CLI: Figure 8's model, two designs, two global batches.
 nlohmann::json cli_sweep(const test::TempDir& dir, const std::string& extra = "") {
   const std::string scenario = test::source_path("scenarios/fig8/moe-ddp.json");
-  REQUIRE(test::run_cli("sweep " + scenario + " --vary plan.batch.global_batch_tokens=128Ki..256Ki --vary design=ddp,fsdp " + extra +
+  REQUIRE(test::run_cli("sweep " + scenario +
+                        " --vary plan.batch.global_batch_tokens=128Ki..256Ki --vary design=ddp,fsdp " + extra +
                         " -j 1 --json " + dir.path("sweep.json")) == 0);
   return nlohmann::json::parse(test::slurp(dir.path("sweep.json")));
 }
 
 // A hand-made document whose strings try to break out of the page.
 nlohmann::json hostile_document() {
-  return {{"schema", "moesim-sweep/1"},
-          {"scenario", "</script><script>alert('x')</script>"},
-          {"axes", {{{"path", "design"}, {"values", {"ddp", "<!-- x"}}}}},
-          {"points", {{{"index", 0}, {"values", {{"design", "ddp"}}}, {"status", "invalid"}, {"error", "bad </b> value <!-- here"}},
-                      {{"index", 1}, {"values", {{"design", "<!-- x"}}}, {"status", "invalid"}, {"error", "</SCRIPT >"}}}},
-          {"summary", {{"points", 2}, {"invalid", 2}}}};
+  return {
+      {"schema", "moesim-sweep/1"},
+      {"scenario", "</script><script>alert('x')</script>"},
+      {"axes", {{{"path", "design"}, {"values", {"ddp", "<!-- x"}}}}},
+      {"points",
+       {{{"index", 0}, {"values", {{"design", "ddp"}}}, {"status", "invalid"}, {"error", "bad </b> value <!-- here"}},
+        {{"index", 1}, {"values", {{"design", "<!-- x"}}}, {"status", "invalid"}, {"error", "</SCRIPT >"}}}},
+      {"summary", {{"points", 2}, {"invalid", 2}}}};
 }
 
 }  // namespace
@@ -102,7 +105,8 @@ TEST_CASE("Strings in the document cannot break out of the data block or the tit
   CHECK(block.find('<') == std::string::npos);
   CHECK(nlohmann::json::parse(block) == doc);
   CHECK(html.find("<script>alert") == std::string::npos);
-  CHECK(html.find("<title>moesim sweep: &lt;/script&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;</title>") != std::string::npos);
+  CHECK(html.find("<title>moesim sweep: &lt;/script&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;</title>") !=
+        std::string::npos);
   CHECK(html.find("2 points (2 invalid)") != std::string::npos);
 }
 
@@ -111,7 +115,8 @@ TEST_CASE("The sweep page is byte-identical for the same sweep", "[unit]") {
   const nlohmann::json doc = cli_sweep(dir);
   CHECK(html_report(doc) == html_report(doc));
   const std::string scenario = test::source_path("scenarios/fig8/moe-ddp.json");
-  const std::string args = "sweep " + scenario + " --vary plan.batch.global_batch_tokens=128Ki..256Ki --vary design=ddp,fsdp --html ";
+  const std::string args =
+      "sweep " + scenario + " --vary plan.batch.global_batch_tokens=128Ki..256Ki --vary design=ddp,fsdp --html ";
   REQUIRE(test::run_cli(args + dir.path("a.html") + " -j 1") == 0);
   REQUIRE(test::run_cli(args + dir.path("b.html") + " -j 4") == 0);
   const std::string a = test::slurp(dir.path("a.html"));
@@ -133,10 +138,14 @@ TEST_CASE("compare --html writes a page whose single axis is the design", "[unit
 
 TEST_CASE("html_report refuses what is not a sweep document, and unknown assets are named", "[unit]") {
   CHECK_THROWS_AS(html_report(nlohmann::json::object()), std::invalid_argument);
-  CHECK_THROWS_AS(html_report({{"schema", "moesim-step/1"}, {"points", nlohmann::json::array()}}), std::invalid_argument);
+  CHECK_THROWS_AS(html_report({{"schema", "moesim-step/1"}, {"points", nlohmann::json::array()}}),
+                  std::invalid_argument);
   CHECK_THROWS_AS(html_assets::asset("missing.js"), std::out_of_range);
   // An empty sweep still gives a page (no charts' data, an empty table).
-  const std::string html = html_report({{"schema", "moesim-sweep/1"}, {"scenario", "empty"}, {"axes", nlohmann::json::array()},
-                                        {"points", nlohmann::json::array()}, {"summary", {{"points", 0}, {"invalid", 0}}}});
+  const std::string html = html_report({{"schema", "moesim-sweep/1"},
+                                        {"scenario", "empty"},
+                                        {"axes", nlohmann::json::array()},
+                                        {"points", nlohmann::json::array()},
+                                        {"summary", {{"points", 0}, {"invalid", 0}}}});
   CHECK(html.find("0 points (0 invalid).") != std::string::npos);
 }

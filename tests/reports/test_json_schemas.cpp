@@ -82,7 +82,9 @@ TEST_CASE("The step's memory_by_class adds up to its peak allocation", "[unit]")
 
 TEST_CASE("sweep --json conforms to moesim-sweep/1, invalid points included", "[unit]") {
   test::TempDir dir;
-  const auto doc = cli_json(dir, "sweep " + scenario("ddp") + " --vary plan.expert_parallel.degree=1,3,8 --vary plan.ddp.distributed_optimizer=true,false -j 2");
+  const auto doc = cli_json(
+      dir, "sweep " + scenario("ddp") +
+               " --vary plan.expert_parallel.degree=1,3,8 --vary plan.ddp.distributed_optimizer=true,false -j 2");
   CHECK(doc["summary"]["invalid"].get<int>() > 0);
   const auto errors = checker().check(doc, kSweep);
   INFO(joined(errors));
@@ -122,7 +124,8 @@ TEST_CASE("The schema checker reports missing keys, wrong types and bad constant
   INFO(text);
   CHECK(text.find("/points/1/result: missing required key 'mfu'") != std::string::npos);
   CHECK(text.find("/points/0/result/oom: expected type \"boolean\", found string") != std::string::npos);
-  CHECK(text.find("/points/0/result/memory_by_class/activations/kind: \"sometimes\" is not one of") != std::string::npos);
+  CHECK(text.find("/points/0/result/memory_by_class/activations/kind: \"sometimes\" is not one of") !=
+        std::string::npos);
   CHECK(text.find("/summary/points: expected type \"integer\", found number") != std::string::npos);
   CHECK(text.find("/schema: expected \"moesim-sweep/1\"") != std::string::npos);
   CHECK(text.find("/points/1: missing required key 'error'") != std::string::npos);

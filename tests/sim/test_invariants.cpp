@@ -70,7 +70,8 @@ TEST_CASE("Step time is at least the compute critical path of one rank", "[unit]
   }
 }
 
-TEST_CASE("Seed directions on Figure 8: accumulation helps DDP more; FSDP falls with N, DDP+EP8 stays flat", "[validation]") {
+TEST_CASE("Seed directions on Figure 8: accumulation helps DDP more; FSDP falls with N, DDP+EP8 stays flat",
+          "[validation]") {
   const double ddp_gain = run("ddp", 48, 4 * k1Mi).mfu - run("ddp", 48, k128Ki).mfu;
   const double fsdp_gain = run("fsdp", 48, 4 * k1Mi).mfu - run("fsdp", 48, k128Ki).mfu;
   CHECK(ddp_gain > 0);

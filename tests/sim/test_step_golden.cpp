@@ -13,13 +13,20 @@ using namespace moesim;
 namespace {
 Scenario tiny_ddp(double bucket_cap_mib) {
   test::TempDir dir;
-  nlohmann::json doc = {
-      {"architecture", {{"num_layers", 2}, {"d_model", 64}, {"vocab_size", 128}, {"sequence_length", 16},
-                        {"attention", {{"num_heads", 4}, {"num_kv_heads", 4}, {"head_dim", 16}}}, {"dense_hidden", 128}}},
-      {"plan", {{"design", "ddp"}, {"nodes", 1}, {"gpus_per_node", 2},
-                {"ddp", {{"distributed_optimizer", true}, {"bucket_cap_MiB", bucket_cap_mib}}},
-                {"batch", {{"rank_microbatch_sequences", 1}, {"global_batch_tokens", 64}}}}},
-      {"hardware", read_json_file(test::source_path("hardware_profiles/b300-hgx.json"))}};
+  nlohmann::json doc = {{"architecture",
+                         {{"num_layers", 2},
+                          {"d_model", 64},
+                          {"vocab_size", 128},
+                          {"sequence_length", 16},
+                          {"attention", {{"num_heads", 4}, {"num_kv_heads", 4}, {"head_dim", 16}}},
+                          {"dense_hidden", 128}}},
+                        {"plan",
+                         {{"design", "ddp"},
+                          {"nodes", 1},
+                          {"gpus_per_node", 2},
+                          {"ddp", {{"distributed_optimizer", true}, {"bucket_cap_MiB", bucket_cap_mib}}},
+                          {"batch", {{"rank_microbatch_sequences", 1}, {"global_batch_tokens", 64}}}}},
+                        {"hardware", read_json_file(test::source_path("hardware_profiles/b300-hgx.json"))}};
   return load_scenario(dir.write("tiny.json", doc.dump()), {});
 }
 

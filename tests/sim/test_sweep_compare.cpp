@@ -50,7 +50,8 @@ TEST_CASE("Malformed axes stop the sweep before any point runs", "[unit]") {
 
 TEST_CASE("Impossible points are reported and the sweep goes on; -j does not change the output", "[unit]") {
   const ScenarioSource source = read_scenario(test::source_path(kFig8), {});
-  const SweepSpec spec{{parse_axis("plan.expert_parallel.degree=1,5,8"), parse_axis("plan.batch.global_batch_tokens=128Ki,256Ki")}, {}};
+  const SweepSpec spec{
+      {parse_axis("plan.expert_parallel.degree=1,5,8"), parse_axis("plan.batch.global_batch_tokens=128Ki,256Ki")}, {}};
   const auto points = expand_points(source, spec);
   const SweepResult one = run_points(source, points, 0, points.size(), 1, {});
   const SweepResult two = run_points(source, points, 0, points.size(), 2, {});
@@ -64,7 +65,8 @@ TEST_CASE("Impossible points are reported and the sweep goes on; -j does not cha
 }
 
 TEST_CASE("Compare: DDP overtakes FSDP as the batch grows; the expert walls match Figure 8b", "[validation]") {
-  const CompareResult r = compare_designs(read_scenario(test::source_path("scenarios/fig8/fig8b.json"), {}), {"ddp", "ddp+ep8", "fsdp"}, 2);
+  const CompareResult r =
+      compare_designs(read_scenario(test::source_path("scenarios/fig8/fig8b.json"), {}), {"ddp", "ddp+ep8", "fsdp"}, 2);
   REQUIRE(r.points.points.size() == 3);
   REQUIRE(r.crossovers.size() == 2);
   CHECK(r.crossovers[0].global_batch_tokens.has_value());

@@ -14,8 +14,9 @@ TEST_CASE("Symmetric replay equals the all-ranks replay", "[unit]") {
     Scenario s = test::fig8("ddp-ep8", 32);
     s.plan.nodes = 2;
     s.plan.global_batch_tokens = 2 * 16 * 16384;
-    s.plan.routing.kind = std::string(routing) == "uniform" ? RoutingKind::uniform
-                          : std::string(routing) == "random" ? RoutingKind::random : RoutingKind::zipf;
+    s.plan.routing.kind = std::string(routing) == "uniform"  ? RoutingKind::uniform
+                          : std::string(routing) == "random" ? RoutingKind::random
+                                                             : RoutingKind::zipf;
     const Simulation sym = simulate(s, SimOptions{false});
     const Simulation all = simulate(s, SimOptions{true});
     INFO(routing);
@@ -63,7 +64,7 @@ TEST_CASE("1F1B and interleaved schedules: order, bubble and measured in-flight 
   REQUIRE(one.in_flight.size() == 4);
   CHECK(one.in_flight[0] == 4);  // P - s microbatches in flight on stage s
   CHECK(one.in_flight[3] == 1);
-  CHECK(one.idle_s > 0);          // the pipeline bubble comes out of the replay
+  CHECK(one.idle_s > 0);  // the pipeline bubble comes out of the replay
   CHECK(one.ledger.stages[0].in_flight_microbatches == 4);
   s.plan.pp_schedule = PipelineSchedule::interleaved_1f1b;
   s.plan.pp_virtual = 2;
@@ -74,10 +75,12 @@ TEST_CASE("1F1B and interleaved schedules: order, bubble and measured in-flight 
 TEST_CASE("In-flight microbatches per stage from the pass order of 1F1B and interleaved 1F1B", "[unit]") {
   ParallelPlan p;
   p.pp = 4;
-  auto on = [&](std::int64_t stage, std::int64_t m) { return schedule_in_flight(p, m).microbatches[static_cast<std::size_t>(stage)]; };
+  auto on = [&](std::int64_t stage, std::int64_t m) {
+    return schedule_in_flight(p, m).microbatches[static_cast<std::size_t>(stage)];
+  };
   CHECK(on(0, 16) == 4);  // P - s warm-up forwards before the first backward, then one more
   CHECK(on(3, 16) == 1);
-  CHECK(on(0, 2) == 2);   // fewer microbatches than stages: all of them
+  CHECK(on(0, 2) == 2);  // fewer microbatches than stages: all of them
   p.pp_schedule = PipelineSchedule::interleaved_1f1b;
   p.pp_virtual = 2;
   // 2(P-1) + (v-1)P + 1 = 11 chunk-forwards of half a stage each -> 6 stage-microbatches.

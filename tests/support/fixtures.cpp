@@ -20,7 +20,8 @@ std::string source_path(const std::string& relative) { return std::string(MOESIM
 
 TempDir::TempDir() {
   static std::atomic<int> counter{0};
-  root_ = (fs::temp_directory_path() / ("moesim-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++))).string();
+  root_ = (fs::temp_directory_path() / ("moesim-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++)))
+              .string();
   fs::create_directories(root_);
 }
 
