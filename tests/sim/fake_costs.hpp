@@ -1,4 +1,5 @@
-// A cost book with round numbers, so that golden timelines can be worked out by hand.
+// A cost book with round numbers, so that golden timelines can be worked out by hand: every
+// kernel of a kind takes the same time, whatever its shape or bytes.
 #pragma once
 
 #include "models/costs/cost_book.hpp"
@@ -9,10 +10,12 @@ struct FakeCosts final : CostBook {
   double gemm_s = 1e-3;        // every GEMM
   double grouped_s = 2e-3;     // every grouped GEMM
   double collective_s = 3e-3;  // every collective (group > 1)
+  double attention_s = 0;      // every flash-attention call (forward or backward)
+  double memory_s = 0;         // every memory-bound kernel
   double gemm(const GemmShape&) const override { return gemm_s; }
   double grouped_gemm(const GroupedGemmShape&) const override { return grouped_s; }
-  double attention(const AttentionShape&, bool) const override { return 0; }
-  double memory(double) const override { return 0; }
+  double attention(const AttentionShape&, bool) const override { return attention_s; }
+  double memory(double) const override { return memory_s; }
   CommCost collective(const CollectiveRequest& request) const override {
     return request.ranks > 1 ? CommCost{collective_s, request.bytes, 0} : CommCost{};
   }
