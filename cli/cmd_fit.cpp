@@ -9,6 +9,7 @@
 #include "calibrate/fit/fitter.hpp"
 #include "cli/commands.hpp"
 #include "cli/listing.hpp"
+#include "models/common/units.hpp"
 #include "reports/output_file.hpp"
 
 namespace moesim::cli {
@@ -16,17 +17,14 @@ namespace moesim::cli {
 namespace {
 struct FitArgs {
   std::vector<std::string> files;
-  std::string base, output, all_reduce_algorithm;
-  double gemm_min_nk = 4096;
-  double hbm_min_MiB = 256;
+  std::string base, output;
+  fit::FitOptions options;
+  double hbm_min_MiB = fit::FitOptions{}.hbm_min_bytes / kMiB;
 };
 
-int run_fit(const FitArgs& a) {
-  fit::FitOptions opts;
-  opts.all_reduce_algorithm = a.all_reduce_algorithm;
-  opts.gemm_min_nk = a.gemm_min_nk;
-  opts.hbm_min_bytes = a.hbm_min_MiB * 1024.0 * 1024.0;
-  const fit::FitResult r = fit::fit_profile(a.files, a.base, opts);
+int run_fit(FitArgs a) {
+  a.options.hbm_min_bytes = a.hbm_min_MiB * kMiB;
+  const fit::FitResult r = fit::fit_profile(a.files, a.base, a.options);
   std::ostream& table = listing_stream({{"--output", &a.output}});
   table << fit::format_fit_table(r);
   write_output(a.output, json_text(r.profile));
@@ -44,10 +42,11 @@ Runner add_fit_command(CLI::App& app) {
   sub->add_option("--base", args->base, "profile whose fields are replaced, e.g. hardware_profiles/h200-hgx.json")
       ->required();
   sub->add_option("-o,--output", args->output, "fitted profile to write ('-': stdout)")->required();
-  sub->add_option("--all-reduce-algorithm", args->all_reduce_algorithm,
+  sub->add_option("--all-reduce-algorithm", args->options.all_reduce_algorithm,
                   "NCCL algorithm behind all_reduce sweeps that do not record one")
       ->check(CLI::IsMember({"ring", "tree", "nvls", "nvls_tree"}));
-  sub->add_option("--gemm-min-nk", args->gemm_min_nk, "dense GEMMs with N and K at least this build the table (4096)")
+  sub->add_option("--gemm-min-nk", args->options.gemm_min_nk,
+                  "dense GEMMs with N and K at least this build the table (4096)")
       ->check(CLI::PositiveNumber);
   sub->add_option("--hbm-min-MiB", args->hbm_min_MiB, "memory-kernel sizes at least this count for HBM (256)")
       ->check(CLI::PositiveNumber);

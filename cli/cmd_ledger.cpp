@@ -1,4 +1,5 @@
 // `moesim ledger SCENARIO [--set K=V]... [--json FILE|-]` and `moesim inventory SCENARIO`.
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -31,37 +32,44 @@ void add_scenario_args(CLI::App* sub, ScenarioArgs& a) {
 }
 }  // namespace
 
-Runner add_ledger_command(CLI::App& app) {
+// A command that reads a scenario and prints one report of it (text, and JSON with --json).
+struct Report {
+  std::string text;
+  nlohmann::json json;
+};
+using ScenarioReport = std::function<Report(const Scenario&, const Inventory&)>;
+
+Runner add_scenario_report(CLI::App& app, const char* name, const char* help, ScenarioReport render) {
   auto args = std::make_shared<ScenarioArgs>();
-  auto* sub = app.add_subcommand("ledger", "per-rank memory ledger and OOM verdict of a scenario");
+  auto* sub = app.add_subcommand(name, help);
   add_scenario_args(sub, *args);
-  return [sub, args]() -> int {
+  return [sub, args, render]() -> int {
     if (!sub->parsed()) return -1;
     std::ostream& listing = listing_stream({{"--json", &args->json_out}});
     const Scenario s = load_scenario(args->scenario, args->sets);
-    const Inventory inv = build_inventory(s.arch);
-    const FlopsPerToken flops = flop_conventions().get(s.flop_convention).per_token(s.arch, inv);
-    const MemoryLedger ledger = scenario_ledger(s, inv);
-    const LedgerInputs in{s, inv, flops, ledger};
-    listing << ledger_table(in);
-    if (!args->json_out.empty()) write_output(args->json_out, json_text(ledger_json(in)));
+    const Report report = render(s, build_inventory(s.arch));
+    listing << report.text;
+    if (!args->json_out.empty()) write_output(args->json_out, json_text(report.json));
     return 0;
   };
 }
 
+Runner add_ledger_command(CLI::App& app) {
+  return add_scenario_report(app, "ledger", "per-rank memory ledger and OOM verdict of a scenario",
+                             [](const Scenario& s, const Inventory& inv) {
+                               const FlopsPerToken flops =
+                                   flop_conventions().get(s.flop_convention).per_token(s.arch, inv);
+                               const MemoryLedger ledger = scenario_ledger(s, inv);
+                               const LedgerInputs in{s, inv, flops, ledger};
+                               return Report{ledger_table(in), ledger_json(in)};
+                             });
+}
+
 Runner add_inventory_command(CLI::App& app) {
-  auto args = std::make_shared<ScenarioArgs>();
-  auto* sub = app.add_subcommand("inventory", "every parameter tensor of the scenario's architecture");
-  add_scenario_args(sub, *args);
-  return [sub, args]() -> int {
-    if (!sub->parsed()) return -1;
-    std::ostream& listing = listing_stream({{"--json", &args->json_out}});
-    const Scenario s = load_scenario(args->scenario, args->sets);
-    const Inventory inv = build_inventory(s.arch);
-    listing << inventory_table(inv);
-    if (!args->json_out.empty()) write_output(args->json_out, json_text(inventory_json(inv)));
-    return 0;
-  };
+  return add_scenario_report(app, "inventory", "every parameter tensor of the scenario's architecture",
+                             [](const Scenario&, const Inventory& inv) {
+                               return Report{inventory_table(inv), inventory_json(inv)};
+                             });
 }
 
 }  // namespace moesim::cli

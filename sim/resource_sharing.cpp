@@ -28,11 +28,11 @@ class FairShare final : public ResourceSharing {
 
 class FairShareModel final : public ResourceSharingModel {
  public:
-  std::string_view name() const override { return "fair_share"; }
-  std::string_view description() const override {
-    return "Equal shares of each link among its transfers and of the SMs among kernels; kernels slow by the "
-           "profile's interference.compute_slowdown_with_comm while communication runs";
-  }
+  FairShareModel()
+      : ResourceSharingModel(
+            "fair_share",
+            "Equal shares of each link among its transfers and of the SMs among kernels; kernels slow by the "
+            "profile's interference.compute_slowdown_with_comm while communication runs") {}
   std::unique_ptr<ResourceSharing> make(const HardwareProfile& hw) const override {
     return fair_share(hw.interference.compute_slowdown_with_comm.value);
   }

@@ -35,11 +35,9 @@ class ResourceSharing {
   virtual double rate(const RunningMix& mix, const Demand& demand) const = 0;
 };
 
-class ResourceSharingModel {
+class ResourceSharingModel : public Registered {
  public:
-  virtual ~ResourceSharingModel() = default;
-  virtual std::string_view name() const = 0;
-  virtual std::string_view description() const = 0;
+  using Registered::Registered;
   virtual std::unique_ptr<ResourceSharing> make(const HardwareProfile& hw) const = 0;
 };
 

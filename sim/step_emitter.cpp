@@ -14,8 +14,7 @@ TaskId StepEmitter::add(Task task, TaskId after, TaskId also_after) {
   return id;
 }
 
-TaskId StepEmitter::kernel(const TaskPlace& at, TaskKind kind, double work_s, const char* what, TaskId after,
-                           TaskId also_after) {
+Task StepEmitter::placed(const TaskPlace& at, TaskKind kind, double work_s) {
   Task t;
   t.rank = at.rank;
   t.stream = at.stream;
@@ -24,6 +23,12 @@ TaskId StepEmitter::kernel(const TaskPlace& at, TaskKind kind, double work_s, co
   t.work_s = work_s;
   t.microbatch = at.microbatch;
   t.layer = static_cast<std::int32_t>(at.layer);
+  return t;
+}
+
+TaskId StepEmitter::kernel(const TaskPlace& at, TaskKind kind, double work_s, const char* what, TaskId after,
+                           TaskId also_after) {
+  Task t = placed(at, kind, work_s);
   t.label = step_.graph.label(what);
   return add(t, after, also_after);
 }
@@ -48,19 +53,12 @@ const CommCost& StepEmitter::priced(CollectiveKind kind, double bytes, const Com
 }
 
 Task StepEmitter::communication(const TaskPlace& at, TaskKind kind, CollectiveKind coll, const CommCost& cost,
-                                std::uint32_t group) const {
-  Task t;
-  t.rank = at.rank;
-  t.stream = at.stream;
-  t.kind = kind;
-  t.phase = at.phase;
+                                std::uint32_t group) {
+  Task t = placed(at, kind, cost.time_s);
   t.coll = coll;
-  t.work_s = cost.time_s;
   t.link_bytes[static_cast<std::size_t>(LinkClass::nvlink)] = cost.nvlink_bytes;
   t.link_bytes[static_cast<std::size_t>(LinkClass::nic)] = cost.nic_bytes;
   t.group = group;
-  t.microbatch = at.microbatch;
-  t.layer = static_cast<std::int32_t>(at.layer);
   return t;
 }
 

@@ -96,8 +96,9 @@ class StepEmitter {
  private:
   const CommCost& priced(CollectiveKind kind, double bytes, const CommunicatorShape& shape);
   TaskId add(Task task, TaskId after, TaskId also_after = kNoTask);
-  Task communication(const TaskPlace& at, TaskKind kind, CollectiveKind coll, const CommCost& cost,
-                     std::uint32_t group) const;
+  static Task placed(const TaskPlace& at, TaskKind kind, double work_s);
+  static Task communication(const TaskPlace& at, TaskKind kind, CollectiveKind coll, const CommCost& cost,
+                            std::uint32_t group);
 
   const ParallelPlan& plan_;
   const CostBook& costs_;

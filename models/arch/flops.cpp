@@ -10,11 +10,11 @@ namespace {
 // half); dense MLP 18*d*h; MoE 6*d*N (router) + 18*d*h_e*K + 18*d*h_shared; plus 6*d*V.
 class OlmoCoreConvention final : public FlopConvention {
  public:
-  std::string_view name() const override { return "olmo-core"; }
-  std::string_view description() const override {
-    return "Olmo-core's MoE benchmark count: 6x weight FLOPs with the router, causal-half attention scores and the LM "
-           "head";
-  }
+  OlmoCoreConvention()
+      : FlopConvention(
+            "olmo-core",
+            "Olmo-core's MoE benchmark count: 6x weight FLOPs with the router, causal-half attention scores and the LM "
+            "head") {}
   std::string_view source() const override {
     return "Olmo-core benchmark FLOPs/token (causal attention counted as (S+1)/2 keys)";
   }
@@ -72,11 +72,11 @@ FlopsPerToken weight_flops(std::string_view convention, const Architecture& a, c
 // = S keys. Megatron-LM's (Narayanan et al. 2021) formula counts a dense GPT the same way.
 class PalmConvention final : public FlopConvention {
  public:
-  std::string_view name() const override { return "palm"; }
-  std::string_view description() const override {
-    return "PaLM (Chowdhery et al. 2022, App. B): 6N plus full (non-causal) attention scores, as Megatron-LM counts a "
-           "GPT";
-  }
+  PalmConvention()
+      : FlopConvention(
+            "palm",
+            "PaLM (Chowdhery et al. 2022, App. B): 6N plus full (non-causal) attention scores, as Megatron-LM counts a "
+            "GPT") {}
   std::string_view source() const override {
     return "PaLM App. B: 6 x active matmul params + 12*L*heads*head_dim*S (no causal discount)";
   }
@@ -91,10 +91,8 @@ class PalmConvention final : public FlopConvention {
 // Kaplan et al. 2020 "C = 6N": weights only, no attention-score term.
 class SixNConvention final : public FlopConvention {
  public:
-  std::string_view name() const override { return "6n"; }
-  std::string_view description() const override {
-    return "Kaplan et al. 2020: 6 FLOPs per active weight per token, no attention-score term";
-  }
+  SixNConvention()
+      : FlopConvention("6n", "Kaplan et al. 2020: 6 FLOPs per active weight per token, no attention-score term") {}
   std::string_view source() const override { return "Kaplan et al. 2020: 6 x active matmul params"; }
   FlopsPerToken per_token(const Architecture& a, const Inventory& inv) const override {
     FlopsPerToken f = weight_flops(name(), a, inv);

@@ -25,11 +25,9 @@ struct FlopsPerToken {
   double lm_head = 0;
 };
 
-class FlopConvention {
+class FlopConvention : public Registered {
  public:
-  virtual ~FlopConvention() = default;
-  virtual std::string_view name() const = 0;
-  virtual std::string_view description() const = 0;  // one line, for `moesim cost --list`
+  using Registered::Registered;
   virtual std::string_view source() const = 0;
   virtual FlopsPerToken per_token(const Architecture& arch, const Inventory& inv) const = 0;
 };

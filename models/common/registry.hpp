@@ -18,6 +18,20 @@ class UnknownNameError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// What every registered implementation carries: its name and a one-line description (both
+// string literals).
+class Registered {
+ public:
+  constexpr Registered(std::string_view name, std::string_view description) : name_(name), description_(description) {}
+  virtual ~Registered() = default;
+  std::string_view name() const { return name_; }
+  std::string_view description() const { return description_; }
+
+ private:
+  std::string_view name_;
+  std::string_view description_;
+};
+
 struct RegistryEntry {
   std::string name;
   std::string description;

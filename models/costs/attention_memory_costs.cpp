@@ -26,11 +26,11 @@ KernelTime roofline(const HardwareProfile& hw, double flops, double rate_TFLOPs,
 // is compute-bound at training lengths and its time is FLOPs over a sustained attention rate.
 class FlashAttentionCost final : public AttentionCost {
  public:
-  std::string_view name() const override { return "flash"; }
-  std::string_view description() const override {
-    return "FlashAttention-2: score FLOPs (causal half) over the profile's sustained attention rate, backward 2.5x "
-           "forward";
-  }
+  FlashAttentionCost()
+      : AttentionCost(
+            "flash",
+            "FlashAttention-2: score FLOPs (causal half) over the profile's sustained attention rate, backward 2.5x "
+            "forward") {}
   AttentionTime time(const HardwareProfile& hw, const AttentionShape& s) const override {
     require_positive(s.sequences, "sequences");
     require_positive(s.seq_len, "seq_len");
@@ -62,10 +62,10 @@ class FlashAttentionCost final : public AttentionCost {
 // "hbm": bytes (reads + writes) over the sustained HBM bandwidth, plus the launch overhead.
 class HbmMemoryBoundCost final : public MemoryBoundCost {
  public:
-  std::string_view name() const override { return "hbm"; }
-  std::string_view description() const override {
-    return "Memory-bound kernel: bytes read + written over the sustained HBM bandwidth, plus the launch overhead";
-  }
+  HbmMemoryBoundCost()
+      : MemoryBoundCost(
+            "hbm",
+            "Memory-bound kernel: bytes read + written over the sustained HBM bandwidth, plus the launch overhead") {}
   KernelTime time(const HardwareProfile& hw, double bytes) const override {
     if (!(bytes >= 0) || !std::isfinite(bytes)) {
       throw InputError("", "bytes", "must be a finite number >= 0, got " + std::to_string(bytes));

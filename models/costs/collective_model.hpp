@@ -18,11 +18,9 @@ namespace moesim {
 // nccl-tests' bus-bandwidth factor: busbw = algbw x factor.
 double busbw_factor(CollectiveKind k, int ranks);
 
-class CollectiveModel {
+class CollectiveModel : public Registered {
  public:
-  virtual ~CollectiveModel() = default;
-  virtual std::string_view name() const = 0;
-  virtual std::string_view description() const = 0;  // one line, for `moesim cost --list`
+  using Registered::Registered;
   // Algorithms that can run this request on this profile, in a fixed order.
   virtual std::vector<std::string> algorithms(const HardwareProfile& hw, const CollectiveRequest& req) const = 0;
   // The forced algorithm, or the fastest available one (ties: the first in algorithms()).

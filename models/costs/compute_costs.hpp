@@ -20,36 +20,28 @@ double interpolate_log_x(const ProfileTable& table, double x);
 // Sustained dense BF16 GEMM rate at M = rows, from compute.gemm_bf16_TFLOPs_by_rows.
 double dense_gemm_rate_TFLOPs(const HardwareProfile& hw, double rows);
 
-class GemmCost {
+class GemmCost : public Registered {
  public:
-  virtual ~GemmCost() = default;
-  virtual std::string_view name() const = 0;
-  virtual std::string_view description() const = 0;  // one line, for `moesim cost --list`
+  using Registered::Registered;
   virtual KernelTime time(const HardwareProfile& hw, const GemmShape& shape) const = 0;
 };
 
-class GroupedGemmCost {
+class GroupedGemmCost : public Registered {
  public:
-  virtual ~GroupedGemmCost() = default;
-  virtual std::string_view name() const = 0;
-  virtual std::string_view description() const = 0;  // one line, for `moesim cost --list`
+  using Registered::Registered;
   virtual KernelTime time(const HardwareProfile& hw, const GroupedGemmShape& shape) const = 0;
 };
 
-class AttentionCost {
+class AttentionCost : public Registered {
  public:
-  virtual ~AttentionCost() = default;
-  virtual std::string_view name() const = 0;
-  virtual std::string_view description() const = 0;  // one line, for `moesim cost --list`
+  using Registered::Registered;
   virtual AttentionTime time(const HardwareProfile& hw, const AttentionShape& shape) const = 0;
 };
 
 // A kernel bounded by HBM traffic: elementwise ops, copies, gradient accumulation, optimizer.
-class MemoryBoundCost {
+class MemoryBoundCost : public Registered {
  public:
-  virtual ~MemoryBoundCost() = default;
-  virtual std::string_view name() const = 0;
-  virtual std::string_view description() const = 0;  // one line, for `moesim cost --list`
+  using Registered::Registered;
   virtual KernelTime time(const HardwareProfile& hw, double bytes) const = 0;
 };
 

@@ -21,9 +21,10 @@ constexpr double kBf16 = bytes_of(DType::bf16);
 // [M, 8192] x [8192, 81920] sweep (report Table 44); bytes = BF16 A, B and C once each.
 class TableGemmCost final : public GemmCost {
  public:
-  std::string_view name() const override { return "table"; }
-  std::string_view description() const override {
-    return "Dense BF16 GEMM: 2MNK over the profile's measured rate at M rows (log-interpolated), HBM roofline floor";
+  TableGemmCost()
+      : GemmCost(
+            "table",
+            "Dense BF16 GEMM: 2MNK over the profile's measured rate at M rows (log-interpolated), HBM roofline floor") {
   }
   KernelTime time(const HardwareProfile& hw, const GemmShape& shape) const override {
     const auto [m, n, k] = shape;
@@ -49,11 +50,11 @@ class TableGemmCost final : public GemmCost {
 //  - floor 2: HBM roofline over all experts' A, B and C.
 class TableGroupedGemmCost final : public GroupedGemmCost {
  public:
-  std::string_view name() const override { return "table"; }
-  std::string_view description() const override {
-    return "Grouped GEMM: each expert at efficiency(its rows) x dense rate(total rows), floored by the largest expert "
-           "and HBM";
-  }
+  TableGroupedGemmCost()
+      : GroupedGemmCost(
+            "table",
+            "Grouped GEMM: each expert at efficiency(its rows) x dense rate(total rows), floored by the largest expert "
+            "and HBM") {}
   KernelTime time(const HardwareProfile& hw, const GroupedGemmShape& shape) const override {
     const auto [rows_per_expert, n, k] = shape;
     require_positive(n, "n");

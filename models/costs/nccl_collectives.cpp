@@ -95,11 +95,11 @@ CollectiveCost to_cost(std::string_view name, const Group& g, const Estimate& e)
 
 class NcclCollectiveModel final : public CollectiveModel {
  public:
-  std::string_view name() const override { return "nccl"; }
-  std::string_view description() const override {
-    return "NCCL ring, tree, NVLS, NVLS-tree, hierarchical and P2P algorithms from the profile's link latencies and "
-           "bandwidths; the fastest available";
-  }
+  NcclCollectiveModel()
+      : CollectiveModel(
+            "nccl",
+            "NCCL ring, tree, NVLS, NVLS-tree, hierarchical and P2P algorithms from the profile's link latencies and "
+            "bandwidths; the fastest available") {}
 
   std::vector<std::string> algorithms(const HardwareProfile& hw, const CollectiveRequest& req) const override {
     const Group g = make_group(hw, req);

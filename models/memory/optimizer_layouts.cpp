@@ -8,6 +8,13 @@ namespace moesim {
 
 namespace {
 
+// Every rank of the group starts with nothing.
+LayoutResult empty_ranks(std::int64_t group) {
+  LayoutResult r;
+  r.per_rank.assign(static_cast<std::size_t>(group), 0.0);
+  return r;
+}
+
 LayoutResult finish(LayoutResult r, const std::vector<double>& numels, std::int64_t group) {
   r.largest = *std::max_element(r.per_rank.begin(), r.per_rank.end());
   r.even_share = std::accumulate(numels.begin(), numels.end(), 0.0) / static_cast<double>(group);
@@ -18,13 +25,12 @@ LayoutResult finish(LayoutResult r, const std::vector<double>& numels, std::int6
 // numel >= min_numel and numel % D == 0; otherwise it stays replicated on every rank.
 class PerTensor final : public OptimizerShardLayout {
  public:
-  std::string_view name() const override { return "per_tensor"; }
-  std::string_view description() const override {
-    return "Olmo-core: each tensor split into D equal shards when numel >= min and divisible by D, else replicated";
-  }
+  PerTensor()
+      : OptimizerShardLayout(
+            "per_tensor",
+            "Olmo-core: each tensor split into D equal shards when numel >= min and divisible by D, else replicated") {}
   LayoutResult assign(const std::vector<double>& numels, std::int64_t group, std::int64_t min_numel) const override {
-    LayoutResult r;
-    r.per_rank.assign(static_cast<std::size_t>(group), 0.0);
+    LayoutResult r = empty_ranks(group);
     const double d = static_cast<double>(group);
     for (double n : numels) {
       const bool shard = group > 1 && n >= static_cast<double>(min_numel) && std::fmod(n, d) == 0.0;
@@ -43,13 +49,12 @@ class PerTensor final : public OptimizerShardLayout {
 // contiguous ranges of ceil(total / D); boundaries may cut through tensors.
 class ConcatThenShard final : public OptimizerShardLayout {
  public:
-  std::string_view name() const override { return "concat_then_shard"; }
-  std::string_view description() const override {
-    return "Megatron-style: one flat buffer of all tensors cut into D equal ranges, through tensor boundaries";
-  }
+  ConcatThenShard()
+      : OptimizerShardLayout(
+            "concat_then_shard",
+            "Megatron-style: one flat buffer of all tensors cut into D equal ranges, through tensor boundaries") {}
   LayoutResult assign(const std::vector<double>& numels, std::int64_t group, std::int64_t) const override {
-    LayoutResult r;
-    r.per_rank.assign(static_cast<std::size_t>(group), 0.0);
+    LayoutResult r = empty_ranks(group);
     const double total = std::accumulate(numels.begin(), numels.end(), 0.0);
     const double chunk = std::ceil(total / static_cast<double>(group));
     double start = 0;
@@ -73,13 +78,12 @@ class ConcatThenShard final : public OptimizerShardLayout {
 // (ceil(T / D) consecutive tensors per rank), whatever their sizes.
 class SameParamCount final : public OptimizerShardLayout {
  public:
-  std::string_view name() const override { return "same_param_count"; }
-  std::string_view description() const override {
-    return "Naive baseline (seed Figure 10): each rank gets the same number of whole tensors, whatever their sizes";
-  }
+  SameParamCount()
+      : OptimizerShardLayout(
+            "same_param_count",
+            "Naive baseline (seed Figure 10): each rank gets the same number of whole tensors, whatever their sizes") {}
   LayoutResult assign(const std::vector<double>& numels, std::int64_t group, std::int64_t) const override {
-    LayoutResult r;
-    r.per_rank.assign(static_cast<std::size_t>(group), 0.0);
+    LayoutResult r = empty_ranks(group);
     const auto count = static_cast<std::int64_t>(numels.size());
     const std::int64_t per = (count + group - 1) / group;
     for (std::int64_t i = 0; i < count; ++i) {

@@ -19,11 +19,9 @@ struct LayoutResult {
   double sharded_on_largest = 0;  // elements of the largest rank that other ranks must gather
 };
 
-class OptimizerShardLayout {
+class OptimizerShardLayout : public Registered {
  public:
-  virtual ~OptimizerShardLayout() = default;
-  virtual std::string_view name() const = 0;
-  virtual std::string_view description() const = 0;  // one line, for `moesim cost --list`
+  using Registered::Registered;
   // `numels` in parameter order; `min_numel`: smaller tensors are never sharded.
   virtual LayoutResult assign(const std::vector<double>& numels, std::int64_t group, std::int64_t min_numel) const = 0;
 };

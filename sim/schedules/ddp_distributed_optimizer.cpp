@@ -105,23 +105,14 @@ class DdpDistributedOptimizer final : public ParamSync {
   std::vector<TaskId> reductions_;  // what the optimizer waits for
 };
 
-class DdpDistributedOptimizerModel final : public ParamSyncModel {
- public:
-  std::string_view name() const override { return "ddp_distributed_optimizer"; }
-  std::string_view description() const override {
-    return "Olmo-core DDP: FP32 bucket accumulation every microbatch, bucketed reduction on the last, sharded "
-           "update and coalesced BF16 weight rebuild per replica group";
-  }
-  Design design() const override { return Design::ddp; }
-  std::unique_ptr<ParamSync> make(const RankContext& rank) const override {
-    return std::make_unique<DdpDistributedOptimizer>(rank);
-  }
-};
-
 }  // namespace
 
 std::unique_ptr<ParamSyncModel> make_ddp_distributed_optimizer() {
-  return std::make_unique<DdpDistributedOptimizerModel>();
+  return std::make_unique<StrategyModel<DdpDistributedOptimizer>>(
+      "ddp_distributed_optimizer",
+      "Olmo-core DDP: FP32 bucket accumulation every microbatch, bucketed reduction on the last, sharded update and "
+      "coalesced BF16 weight rebuild per replica group",
+      Design::ddp);
 }
 
 }  // namespace moesim

@@ -75,21 +75,14 @@ class Fsdp2FullReshard final : public ParamSync {
   std::vector<TaskId> reductions_;  // what the optimizer waits for
 };
 
-class Fsdp2FullReshardModel final : public ParamSyncModel {
- public:
-  std::string_view name() const override { return "fsdp2_full_reshard"; }
-  std::string_view description() const override {
-    return "FSDP2 full reshard: per microbatch, gather each unit for forward and again for backward, "
-           "reduce-scatter its gradients (HSDP: + replica all-reduce); sharded update";
-  }
-  Design design() const override { return Design::fsdp; }
-  std::unique_ptr<ParamSync> make(const RankContext& rank) const override {
-    return std::make_unique<Fsdp2FullReshard>(rank);
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<ParamSyncModel> make_fsdp2_full_reshard() { return std::make_unique<Fsdp2FullReshardModel>(); }
+std::unique_ptr<ParamSyncModel> make_fsdp2_full_reshard() {
+  return std::make_unique<StrategyModel<Fsdp2FullReshard>>(
+      "fsdp2_full_reshard",
+      "FSDP2 full reshard: per microbatch, gather each unit for forward and again for backward, reduce-scatter its "
+      "gradients (HSDP: + replica all-reduce); sharded update",
+      Design::fsdp);
+}
 
 }  // namespace moesim

@@ -49,13 +49,24 @@ class ParamSync {
   virtual void end_of_step() = 0;
 };
 
-class ParamSyncModel {
+class ParamSyncModel : public Registered {
  public:
-  virtual ~ParamSyncModel() = default;
-  virtual std::string_view name() const = 0;
-  virtual std::string_view description() const = 0;
+  using Registered::Registered;
   virtual Design design() const = 0;  // the plan design it implements
   virtual std::unique_ptr<ParamSync> make(const RankContext& rank) const = 0;
+};
+
+// The registry entry of a strategy class constructible from a RankContext.
+template <class Strategy>
+class StrategyModel final : public ParamSyncModel {
+ public:
+  constexpr StrategyModel(std::string_view name, std::string_view description, Design design)
+      : ParamSyncModel(name, description), design_(design) {}
+  Design design() const override { return design_; }
+  std::unique_ptr<ParamSync> make(const RankContext& rank) const override { return std::make_unique<Strategy>(rank); }
+
+ private:
+  Design design_;
 };
 
 const Registry<ParamSyncModel>& param_sync_models();  // "fsdp2_full_reshard", "ddp_distributed_optimizer"

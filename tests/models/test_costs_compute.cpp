@@ -108,12 +108,7 @@ TEST_CASE("The most-loaded expert bounds a grouped GEMM from below", "[unit]") {
 }
 
 TEST_CASE("Flash attention counts causal FLOPs and backward as 2.5x forward", "[unit]") {
-  AttentionShape s;
-  s.sequences = 2;
-  s.seq_len = 8192;
-  s.heads = 32;
-  s.kv_heads = 8;
-  s.head_dim = 128;
+  AttentionShape s{.sequences = 2, .seq_len = 8192, .heads = 32, .kv_heads = 8, .head_dim = 128, .causal = true};
   const AttentionTime t = attention_cost_models().get("flash").time(b300(), s);
   const double fwd = 4.0 * 8192.0 * 8192.0 / 2 * 32 * 128 * 2;  // 4·S·S/2·heads·head_dim per sequence
   CHECK(t.forward.flops == Approx(fwd));
