@@ -32,7 +32,8 @@ install_missing() {
 }
 
 configure_and_build() {
-  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING="$1" "${@:2}"
+  # MOESIM_WERROR=ON (set by .ci/run) makes every warning an error.
+  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING="$1" -DMOESIM_WERROR="${MOESIM_WERROR:-OFF}" "${@:2}"
   cmake --build "$build_dir" -j "$jobs"
 }
 

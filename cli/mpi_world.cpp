@@ -8,10 +8,12 @@
 
 namespace moesim::cli {
 
+#if defined(MOESIM_WITH_MPI)
 namespace {
 // Set by OpenMPI's and MPICH/PMI launchers; without one, the sweep stays a single process.
 bool launched_by_mpi() { return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr; }
 }  // namespace
+#endif
 
 MpiWorld::MpiWorld() {
 #if defined(MOESIM_WITH_MPI)

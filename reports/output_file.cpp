@@ -120,9 +120,14 @@ void write_through(const std::string& path, const std::string& content) {
 void replace_atomically(const std::string& path, const fs::path& target, const std::string& content,
                         const mode_t* mode) {
   const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  const std::string tmp = (folder / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-                                     std::to_string(g_sequence.fetch_add(1))))
-                              .string();
+  // ".NAME.tmp.PID.N", appended piece by piece (gcc 12 warns, -Wrestrict, on literal + string).
+  std::string name = ".";
+  name += target.filename().string();
+  name += ".tmp.";
+  name += std::to_string(::getpid());
+  name += ".";
+  name += std::to_string(g_sequence.fetch_add(1));
+  const std::string tmp = (folder / name).string();
   const PendingFile pending(tmp);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) fail(path, "cannot create a temporary file in " + folder.string() + ": " + std::strerror(errno));

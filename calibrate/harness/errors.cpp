@@ -66,7 +66,14 @@ void call_failed(const char* call, const std::string& what, const char* file, in
     std::string msg =
         std::string(call) + " failed: " + what + " (" + (base ? base + 1 : file) + ":" + std::to_string(line) + ")";
     const std::string& m = current_measurement();
-    msg += m.empty() ? std::string(" [outside any measurement]") : " [measurement: " + m + "]";
+    // Appended piece by piece: gcc 12 warns (-Wrestrict, a false positive) on literal + string.
+    if (m.empty()) {
+        msg += " [outside any measurement]";
+    } else {
+        msg += " [measurement: ";
+        msg += m;
+        msg += "]";
+    }
     throw HarnessError(msg);
 }
 
