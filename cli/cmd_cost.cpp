@@ -107,12 +107,14 @@ int run_collective(const CollectiveArgs& a) {
 struct GemmArgs {
   Common c;
   std::int64_t m = 0, n = 0, k = 0;
+  std::string pass = "forward";
 };
 
 struct GroupedArgs {
   Common c;
   std::int64_t experts = 0, tokens = 0, top_k = 0, n = 0, k = 0;
   std::vector<double> rows;
+  std::string pass = "forward";
 };
 
 struct AttentionArgs {
@@ -124,17 +126,19 @@ struct AttentionArgs {
 struct MemoryArgs {
   Common c;
   std::string bytes;
+  std::string kernel = "copy";
 };
 
 int run_gemm(const GemmArgs& a) {
   const HardwareProfile hw = load_profile(a.c.profile);
   const GemmCost& model = gemm_cost_models().get(or_default(a.c.model, kDefaultGemmCost));
-  const KernelTime t = model.time(hw, {dbl(a.m), dbl(a.n), dbl(a.k)});
+  const GemmPass pass = parse_gemm_pass(a.pass);
+  const KernelTime t = model.time(hw, {dbl(a.m), dbl(a.n), dbl(a.k), pass});
   const std::string head = "GEMM [" + std::to_string(a.m) + ", " + std::to_string(a.k) + "] x [" + std::to_string(a.k) +
-                           ", " + std::to_string(a.n) + "] BF16 on " + hw.name;
+                           ", " + std::to_string(a.n) + "] BF16, " + std::string(name_of(pass)) + ", on " + hw.name;
   nlohmann::json j = {{"profile", hw.name},
                       {"model", model.name()},
-                      {"request", {{"m", a.m}, {"n", a.n}, {"k", a.k}}},
+                      {"request", {{"m", a.m}, {"n", a.n}, {"k", a.k}, {"pass", name_of(pass)}}},
                       {"result", kernel_json(t)}};
   emit(a.c, kernel_line(head, t), j);
   return 0;
@@ -151,7 +155,8 @@ int run_grouped(const GroupedArgs& a) {
     if (a.top_k > a.experts) throw InputError("", "--top-k", "cannot exceed --experts");
     rows.assign(static_cast<std::size_t>(a.experts), static_cast<double>(a.tokens * a.top_k) / a.experts);
   }
-  const KernelTime t = model.time(hw, {rows, dbl(a.n), dbl(a.k)});
+  const GemmPass pass = parse_gemm_pass(a.pass);
+  const KernelTime t = model.time(hw, {rows, dbl(a.n), dbl(a.k), pass});
   double total = 0;
   for (double r : rows) total += r;
   const std::string head = "grouped GEMM, " + std::to_string(rows.size()) + " experts, " + significant(total) +
@@ -159,7 +164,7 @@ int run_grouped(const GroupedArgs& a) {
                            std::to_string(a.n) + "] BF16 on " + hw.name;
   nlohmann::json j = {{"profile", hw.name},
                       {"model", model.name()},
-                      {"request", {{"rows_per_expert", rows}, {"n", a.n}, {"k", a.k}}},
+                      {"request", {{"rows_per_expert", rows}, {"n", a.n}, {"k", a.k}, {"pass", name_of(pass)}}},
                       {"result", kernel_json(t)}};
   emit(a.c, kernel_line(head, t), j);
   return 0;
@@ -197,10 +202,13 @@ int run_memory(const MemoryArgs& a) {
   const HardwareProfile hw = load_profile(a.c.profile);
   const MemoryBoundCost& model = memory_bound_cost_models().get(or_default(a.c.model, kDefaultMemoryBoundCost));
   const double bytes = parse_size(a.bytes, "--bytes");
-  const KernelTime t = model.time(hw, bytes);
-  nlohmann::json j = {
-      {"profile", hw.name}, {"model", model.name()}, {"request", {{"bytes", bytes}}}, {"result", kernel_json(t)}};
-  emit(a.c, kernel_line("memory-bound kernel moving " + bytes_text(bytes) + " on " + hw.name, t), j);
+  const MemoryKernel kind = parse_memory_kernel(a.kernel);
+  const KernelTime t = model.time(hw, bytes, kind);
+  nlohmann::json j = {{"profile", hw.name},
+                      {"model", model.name()},
+                      {"request", {{"bytes", bytes}, {"kernel", name_of(kind)}}},
+                      {"result", kernel_json(t)}};
+  emit(a.c, kernel_line(std::string(name_of(kind)) + " kernel moving " + bytes_text(bytes) + " on " + hw.name, t), j);
   return 0;
 }
 }  // namespace
@@ -246,6 +254,8 @@ Runner add_cost_command(CLI::App& app) {
   g->add_option("--m", gemm->m, "rows")->required()->check(CLI::PositiveNumber);
   g->add_option("--n", gemm->n, "output columns")->required()->check(CLI::PositiveNumber);
   g->add_option("--k", gemm->k, "reduction dimension")->required()->check(CLI::PositiveNumber);
+  g->add_option("--pass", gemm->pass, "forward, dgrad (input gradient) or wgrad (weight gradient)")
+      ->check(CLI::IsMember({"forward", "dgrad", "wgrad"}));
 
   auto grp = std::make_shared<GroupedArgs>();
   auto* gg = add_sub(cost, "grouped-gemm", "grouped BF16 GEMM over experts (uniform rows or --rows)", grp->c);
@@ -255,6 +265,8 @@ Runner add_cost_command(CLI::App& app) {
   gg->add_option("--rows", grp->rows, "explicit rows per expert, e.g. --rows 512,2048,0")->delimiter(',');
   gg->add_option("--n", grp->n, "output columns")->required()->check(CLI::PositiveNumber);
   gg->add_option("--k", grp->k, "reduction dimension")->required()->check(CLI::PositiveNumber);
+  gg->add_option("--pass", grp->pass, "forward, dgrad (input gradient) or wgrad (weight gradient)")
+      ->check(CLI::IsMember({"forward", "dgrad", "wgrad"}));
 
   auto att = std::make_shared<AttentionArgs>();
   auto* at = add_sub(cost, "attention", "flash attention forward and backward", att->c);
@@ -268,6 +280,8 @@ Runner add_cost_command(CLI::App& app) {
   auto mem = std::make_shared<MemoryArgs>();
   auto* me = add_sub(cost, "memory", "memory-bound kernel: bytes read + written", mem->c);
   me->add_option("--bytes", mem->bytes, "bytes moved (4096, 256MiB, 1GiB)")->required();
+  me->add_option("--kernel", mem->kernel, "kernel class: copy, elementwise, permute, cross_entropy or optimizer")
+      ->check(CLI::IsMember({"copy", "elementwise", "permute", "cross_entropy", "optimizer"}));
 
   return [=]() -> int {
     if (!cost->parsed()) return -1;

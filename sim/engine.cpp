@@ -109,14 +109,13 @@ class Engine {
         members_.push_back(what);
       u.count = static_cast<std::uint32_t>(members_.size()) - u.first;
       const Task& t0 = graph_.task(members_[u.first]);
-      u.demand.communication = is_communication(t0.kind);
-      u.demand.link = t0.link_bytes[static_cast<std::size_t>(LinkClass::nic)] > 0 ? LinkClass::nic : LinkClass::nvlink;
+      u.demand = sharing_.demand_of(t0);
       for (TaskId m : members(u)) {
         u.remaining = std::max(u.remaining, graph_.task(m).work_s);
         result_.start[m] = now_;
         const std::uint32_t rank = graph_.task(m).rank;
         running_[rank].push_back(uid);
-        count(mix_[rank], u.demand) += 1;
+        mix_[rank].add(u.demand, +1);
         touched_.push_back(rank);
       }
       u.updated = now_;
@@ -147,7 +146,7 @@ class Engine {
       const std::uint32_t rank = graph_.task(m).rank;
       auto& list = running_[rank];
       list.erase(std::find(list.begin(), list.end(), uid));
-      count(mix_[rank], u.demand) -= 1;
+      mix_[rank].add(u.demand, -1);
       touched_.push_back(rank);
     }
     u.version = std::numeric_limits<std::uint32_t>::max();
@@ -161,10 +160,6 @@ class Engine {
 
   void release(TaskId id, TaskId cause) {
     if (--pending_[id] == 0) became_ready(id, cause);
-  }
-
-  static std::uint32_t& count(RunningMix& mix, const Demand& d) {
-    return d.communication ? mix.transfers[static_cast<std::size_t>(d.link)] : mix.kernels;
   }
 
   void rerate(std::vector<std::uint32_t>& ranks) {

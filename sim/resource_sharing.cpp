@@ -2,7 +2,32 @@
 
 #include <algorithm>
 
+#include "models/common/units.hpp"
+
 namespace moesim {
+
+void RunningMix::add(const Demand& d, int sign) {
+  const auto step = static_cast<std::uint32_t>(sign);  // modular: +1 or -1
+  switch (d.kind) {
+    case TaskKind::compute: compute_kernels += step; break;
+    case TaskKind::memory: memory_kernels += step; break;
+    case TaskKind::collective:
+    case TaskKind::p2p:
+      transfers[static_cast<std::size_t>(d.link)] += step;
+      comm_ctas += step * d.sm_ctas;
+      comm_hbm_Bps += static_cast<std::uint64_t>(static_cast<std::int64_t>(sign)) * d.hbm_Bps;
+      break;
+    default: break;  // host time uses no GPU resource
+  }
+}
+
+Demand ResourceSharing::demand_of(const Task& t) const {
+  Demand d;
+  d.kind = t.kind;
+  d.link = t.link_bytes[static_cast<std::size_t>(LinkClass::nic)] > 0 ? LinkClass::nic : LinkClass::nvlink;
+  d.sm_ctas = t.sm_ctas;
+  return d;
+}
 
 namespace {
 
@@ -14,12 +39,14 @@ class FairShare final : public ResourceSharing {
   explicit FairShare(double compute_slowdown_with_comm) : slowdown_(compute_slowdown_with_comm) {}
 
   double rate(const RunningMix& mix, const Demand& demand) const override {
-    if (demand.communication) {
+    if (demand.kind == TaskKind::host) return 1.0;
+    if (is_communication(demand.kind)) {
       return 1.0 / std::max<std::uint32_t>(mix.transfers[static_cast<std::size_t>(demand.link)], 1);
     }
     bool communication_here = false;
     for (const std::uint32_t n : mix.transfers) communication_here = communication_here || n > 0;
-    return 1.0 / std::max<std::uint32_t>(mix.kernels, 1) / (communication_here ? 1.0 + slowdown_ : 1.0);
+    const std::uint32_t kernels = mix.compute_kernels + mix.memory_kernels;
+    return 1.0 / std::max<std::uint32_t>(kernels, 1) / (communication_here ? 1.0 + slowdown_ : 1.0);
   }
 
  private:
@@ -29,12 +56,81 @@ class FairShare final : public ResourceSharing {
 class FairShareModel final : public ResourceSharingModel {
  public:
   FairShareModel()
-      : ResourceSharingModel(
-            "fair_share",
-            "Equal shares of each link among its transfers and of the SMs among kernels; kernels slow by the "
-            "profile's interference.compute_slowdown_with_comm while communication runs") {}
+      : ResourceSharingModel("fair_share",
+                             "Equal shares of each link among its transfers and of the SMs among kernels; kernels slow "
+                             "by the profile's interference.compute_slowdown_with_comm while communication runs") {}
   std::unique_ptr<ResourceSharing> make(const HardwareProfile& hw) const override {
     return fair_share(hw.interference.compute_slowdown_with_comm.value);
+  }
+};
+
+// What a GPU running kernels and NCCL communication at once shares (NVIDIA/nccl issues 689, 1428,
+// 1431, 1433; the report's Table 9):
+// - SMs: each NCCL channel is a CTA that holds a whole SM, so compute kernels run on the SMs the
+//   running collectives leave, shared equally among them;
+// - HBM: every byte a collective sends costs HBM traffic (read to send, write on receipt, and for
+//   reductions the local input read too: profile interference.hbm_bytes_per_sent_byte_*), so
+//   memory-bound kernels and communication share the copy bandwidth in proportion to their
+//   demands when together they ask for more than it;
+// - links: transfers on one link share it equally;
+// - a collective beside a compute kernel runs slower (interference.comm_slowdown_with_compute):
+//   its CTAs wait for the SMs a full-grid GEMM holds (issue 1431) and compete for L2 and HBM.
+// A task runs at the tightest of the rates that apply to it.
+class SmHbmShare final : public ResourceSharing {
+ public:
+  explicit SmHbmShare(const HardwareProfile& hw)
+      : sms_(hw.gpu.sm_count.value),
+        hbm_Bps_(hw.compute.hbm_sustained_GBps.value * kGB),
+        comm_beside_compute_(1.0 / (1.0 + hw.interference.comm_slowdown_with_compute.value)),
+        gather_traffic_(hw.interference.hbm_bytes_per_sent_byte_gather.value),
+        reduce_traffic_(hw.interference.hbm_bytes_per_sent_byte_reduce.value) {}
+
+  Demand demand_of(const Task& t) const override {
+    Demand d = ResourceSharing::demand_of(t);
+    if (!is_communication(t.kind) || t.work_s <= 0) return d;
+    const bool reduces = t.coll == CollectiveKind::all_reduce || t.coll == CollectiveKind::reduce_scatter;
+    const double sent = t.link_bytes[static_cast<std::size_t>(LinkClass::nvlink)] +
+                        t.link_bytes[static_cast<std::size_t>(LinkClass::nic)];
+    d.hbm_Bps = static_cast<std::uint64_t>(sent * (reduces ? reduce_traffic_ : gather_traffic_) / t.work_s);
+    return d;
+  }
+
+  double rate(const RunningMix& mix, const Demand& demand) const override {
+    if (demand.kind == TaskKind::host) return 1.0;
+    // SMs left to kernels: NCCL CTAs never share an SM with a kernel (issue 689); one SM at least.
+    const double free_sms = std::max(1.0, sms_ - static_cast<double>(mix.comm_ctas)) / sms_;
+    const double kernels = std::max<std::uint32_t>(mix.compute_kernels + mix.memory_kernels, 1);
+    // Each memory kernel asks for the whole copy rate; together with the communication's traffic
+    // the demand beyond it is shared in proportion.
+    const double hbm_demand =
+        static_cast<double>(mix.memory_kernels) * hbm_Bps_ + static_cast<double>(mix.comm_hbm_Bps);
+    const double hbm_share = hbm_demand > hbm_Bps_ ? hbm_Bps_ / hbm_demand : 1.0;
+    switch (demand.kind) {
+      case TaskKind::compute: return free_sms / kernels;
+      case TaskKind::memory: return std::min(1.0 / kernels, hbm_share);
+      default: break;
+    }
+    const double link = 1.0 / std::max<std::uint32_t>(mix.transfers[static_cast<std::size_t>(demand.link)], 1);
+    const double beside = mix.compute_kernels > 0 ? comm_beside_compute_ : 1.0;
+    return std::min({link, beside, hbm_share});
+  }
+
+ private:
+  double sms_;
+  double hbm_Bps_;
+  double comm_beside_compute_;
+  double gather_traffic_;
+  double reduce_traffic_;
+};
+
+class SmHbmShareModel final : public ResourceSharingModel {
+ public:
+  SmHbmShareModel()
+      : ResourceSharingModel("sm_hbm_share",
+                             "NCCL CTAs hold whole SMs; memory kernels and communication traffic share HBM; transfers "
+                             "share links; collectives slow beside compute kernels (profile interference section)") {}
+  std::unique_ptr<ResourceSharing> make(const HardwareProfile& hw) const override {
+    return std::make_unique<SmHbmShare>(hw);
   }
 };
 
@@ -45,7 +141,8 @@ std::unique_ptr<ResourceSharing> fair_share(double compute_slowdown_with_comm) {
 }
 
 const Registry<ResourceSharingModel>& resource_sharing_models() {
-  static const auto registry = make_registry<ResourceSharingModel, FairShareModel>("resource sharing model");
+  static const auto registry =
+      make_registry<ResourceSharingModel, FairShareModel, SmHbmShareModel>("resource sharing model");
   return registry;
 }
 

@@ -1,7 +1,8 @@
 // How tasks running at the same time on one GPU share it: the engine advances time, a
-// ResourceSharing policy says at what fraction of its solo speed each running task progresses
-// (SimGrid's split: the model shares resources, the kernel advances time). Policies are
-// registered by name with a description and built from the hardware profile's numbers.
+// ResourceSharing policy says what each task asks of its GPU and at what fraction of its solo
+// speed it progresses beside the others (SimGrid's split: the model shares resources, the kernel
+// advances time). Policies are registered by name with a description and built from the
+// hardware profile's numbers.
 #pragma once
 
 #include <array>
@@ -15,21 +16,31 @@
 
 namespace moesim {
 
-// The tasks running on one simulated rank: kernels on the SMs, transfers on each link class.
-struct RunningMix {
-  std::uint32_t kernels = 0;                            // compute and memory-bound kernels
-  std::array<std::uint32_t, kLinkClasses> transfers{};  // communication kernels, by the link they use
+// What one running task (or a collective's members, moving together) asks of its GPU.
+struct Demand {
+  TaskKind kind = TaskKind::compute;
+  LinkClass link = LinkClass::nvlink;  // communication: the link its bytes cross
+  std::uint32_t sm_ctas = 0;           // communication: SMs its NCCL CTAs hold
+  std::uint64_t hbm_Bps = 0;           // communication: HBM traffic at full rate (bytes/s)
 };
 
-// What a running task (or a collective's members, moving together) asks of a rank.
-struct Demand {
-  bool communication = false;
-  LinkClass link = LinkClass::nvlink;  // for communication
+// What is running on one simulated rank, kept up to date by the engine as tasks start and end.
+// Integer sums, so that adding and removing a task leaves them exactly as they were.
+struct RunningMix {
+  std::uint32_t compute_kernels = 0;                    // GEMMs, attention, fused blocks
+  std::uint32_t memory_kernels = 0;                     // HBM-bound kernels
+  std::array<std::uint32_t, kLinkClasses> transfers{};  // communication kernels, by link
+  std::uint32_t comm_ctas = 0;                          // SMs held by the running NCCL CTAs
+  std::uint64_t comm_hbm_Bps = 0;                       // HBM traffic of the running communication
+
+  void add(const Demand& d, int sign);
 };
 
 class ResourceSharing {
  public:
   virtual ~ResourceSharing() = default;
+  // What a task asks of its GPU (called once per task or collective when it starts).
+  virtual Demand demand_of(const Task& task) const;
   // The rate (1 = as fast as alone) of a task with `demand` on a rank running `mix`; the mix
   // includes the task itself.
   virtual double rate(const RunningMix& mix, const Demand& demand) const = 0;
@@ -41,7 +52,7 @@ class ResourceSharingModel : public Registered {
   virtual std::unique_ptr<ResourceSharing> make(const HardwareProfile& hw) const = 0;
 };
 
-const Registry<ResourceSharingModel>& resource_sharing_models();  // "fair_share" (the default)
+const Registry<ResourceSharingModel>& resource_sharing_models();  // "sm_hbm_share" (default), "fair_share"
 
 // The "fair_share" rule with an explicit interference fraction (engine tests).
 std::unique_ptr<ResourceSharing> fair_share(double compute_slowdown_with_comm);

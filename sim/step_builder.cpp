@@ -54,6 +54,7 @@ class StepBuilder {
                        kTasksPerRankStep);
     for (std::uint32_t r = 0; r < out_.ranks.size(); ++r) prepare(r);
     for (std::uint32_t r = 0; r < out_.ranks.size(); ++r) {
+      start_step(r);
       for (const PipeOp& op : stage_schedule(plan_, out_.ranks[r].stage, shape_.microbatches)) {
         OpSpan span{r, op, kNoTask, kNoTask};
         run_pass(r, op, span);
@@ -103,7 +104,16 @@ class StepBuilder {
     // Each stage has the same number of simulated ranks, so the ratio is the step's.
     if (routed_rows_ + dropped_rows_ > 0) out_.dropped_fraction = dropped_rows_ / (routed_rows_ + dropped_rows_);
     st.sync = param_sync_for(plan_.design)
-                  .make({r, sr, plan_, shape_.microbatches, st.tensors, st.local_params, st.unit_numel, emit_});
+                  .make({r, sr, plan_, shape_.microbatches, arch_.num_layers, arch_.tie_embeddings, st.tensors,
+                         st.local_params, st.unit_numel, emit_});
+  }
+
+  // The host's share of the step first (the GPU waits for it: optimizer launch, loss and
+  // token-count syncs), then the strategy's once-per-step work.
+  void start_step(std::uint32_t r) {
+    emit_.kernel({r, StreamKind::compute, PhaseTag::optimizer, -1, -1}, TaskKind::host, costs_.step_host_s(),
+                 "host step overhead");
+    ranks_[r].sync->start_of_step();
   }
 
   // The pass's units in execution order: the embedding first and the LM head last in forward.

@@ -7,8 +7,18 @@ namespace moesim {
 StepEmitter::StepEmitter(const ParallelPlan& plan, const CostBook& costs, BuiltStep& step)
     : plan_(plan), costs_(costs), step_(step) {}
 
+TaskId StepEmitter::last_on(std::uint32_t rank, StreamKind stream) const {
+  const std::size_t slot =
+      static_cast<std::size_t>(rank) * static_cast<std::size_t>(StreamKind::count) + static_cast<std::size_t>(stream);
+  return slot < stream_tails_.size() ? stream_tails_[slot] : kNoTask;
+}
+
 TaskId StepEmitter::add(Task task, TaskId after, TaskId also_after) {
   const TaskId id = step_.graph.add(task);
+  const std::size_t slot = static_cast<std::size_t>(task.rank) * static_cast<std::size_t>(StreamKind::count) +
+                           static_cast<std::size_t>(task.stream);
+  if (slot >= stream_tails_.size()) stream_tails_.resize(slot + 1, kNoTask);
+  stream_tails_[slot] = id;
   step_.graph.depend(after, id);
   step_.graph.depend(also_after, id);
   return id;
@@ -33,9 +43,9 @@ TaskId StepEmitter::kernel(const TaskPlace& at, TaskKind kind, double work_s, co
   return add(t, after, also_after);
 }
 
-TaskId StepEmitter::memory_kernel(const TaskPlace& at, double bytes, const char* what, TaskId after,
+TaskId StepEmitter::memory_kernel(const TaskPlace& at, double bytes, MemoryKernel kind, const char* what, TaskId after,
                                   TaskId also_after) {
-  return kernel(at, TaskKind::memory, costs_.memory(bytes), what, after, also_after);
+  return kernel(at, TaskKind::memory, costs_.memory(bytes, kind), what, after, also_after);
 }
 
 const CommCost& StepEmitter::priced(CollectiveKind kind, double bytes, const CommunicatorShape& shape) {
@@ -59,6 +69,7 @@ Task StepEmitter::communication(const TaskPlace& at, TaskKind kind, CollectiveKi
   t.link_bytes[static_cast<std::size_t>(LinkClass::nvlink)] = cost.nvlink_bytes;
   t.link_bytes[static_cast<std::size_t>(LinkClass::nic)] = cost.nic_bytes;
   t.group = group;
+  t.sm_ctas = static_cast<std::uint16_t>(cost.ctas);
   return t;
 }
 

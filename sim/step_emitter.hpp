@@ -30,6 +30,7 @@ enum class CollectivePurpose : std::uint8_t {
   hsdp_replica_all_reduce,  // FSDP2 gradient reduction (HSDP: + replicas)
   gradient_bucket,          // DDP bucketed reduction
   grad_norm,                // gradient-norm reduction before clipping
+  loss,                     // the loss averaged over the ranks
   weight_rebuild,           // distributed optimizer's coalesced all-gather
 };
 
@@ -84,7 +85,7 @@ class StepEmitter {
   TaskId kernel(const TaskPlace& at, TaskKind kind, double work_s, const char* what, TaskId after = kNoTask,
                 TaskId also_after = kNoTask);
   // A kernel bound by HBM traffic alone, moving `bytes` (read + written).
-  TaskId memory_kernel(const TaskPlace& at, double bytes, const char* what, TaskId after = kNoTask,
+  TaskId memory_kernel(const TaskPlace& at, double bytes, MemoryKernel kind, const char* what, TaskId after = kNoTask,
                        TaskId also_after = kNoTask);
   // This rank's member of a collective; `at.layer` is the unit it serves.
   TaskId collective(const TaskPlace& at, const CollectiveCall& call, TaskId after);
@@ -92,6 +93,9 @@ class StepEmitter {
   TaskId transfer(std::uint32_t rank, const TransferKey& key, double bytes, TaskId after);
   // `after` starts only once `before` finished (kNoTask: nothing).
   void depend(TaskId before, TaskId after) { step_.graph.depend(before, after); }
+  // The last task added to `rank`'s `stream` so far (kNoTask: none): what a cross-stream wait on
+  // that stream's current work (cudaStreamWaitEvent after an event record) waits for.
+  TaskId last_on(std::uint32_t rank, StreamKind stream) const;
 
  private:
   const CommCost& priced(CollectiveKind kind, double bytes, const CommunicatorShape& shape);
@@ -103,6 +107,7 @@ class StepEmitter {
   const ParallelPlan& plan_;
   const CostBook& costs_;
   BuiltStep& step_;
+  std::vector<TaskId> stream_tails_;  // [rank][stream]: the last task added to each stream
   std::map<CollectiveKey, std::uint32_t> collective_groups_;
   std::map<TransferKey, std::uint32_t> transfer_groups_;
   std::map<std::pair<PhaseTag, CollectiveKind>, std::uint32_t> collective_labels_;

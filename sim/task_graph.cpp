@@ -6,9 +6,11 @@ const char* name_of(StreamKind s) {
   switch (s) {
     case StreamKind::compute: return "compute";
     case StreamKind::side: return "side";
+    case StreamKind::copy_in: return "copy_in";
     case StreamKind::comm_dp: return "comm_dp";
     case StreamKind::comm_ep: return "comm_ep";
     case StreamKind::comm_rs: return "comm_rs";
+    case StreamKind::comm_replica: return "comm_replica";
     case StreamKind::comm_pp: return "comm_pp";
     default: return "?";
   }
@@ -38,6 +40,7 @@ const char* name_of(TaskKind k) {
     case TaskKind::memory: return "memory_bound";
     case TaskKind::collective: return "collective";
     case TaskKind::p2p: return "p2p";
+    case TaskKind::host: return "host";
     default: return "?";
   }
 }

@@ -15,14 +15,33 @@
 
 namespace moesim {
 
-// comm_pp carries point-to-point transfers, which NCCL batches per peer: they keep no stream
-// order (only their explicit dependencies), so sends and receives cannot deadlock.
-enum class StreamKind : std::uint8_t { compute, side, comm_dp, comm_ep, comm_rs, comm_pp, count };
+// CUDA streams of one rank:
+//   compute       the main stream (forward, backward, copy-outs, optimizer)
+//   side          the shared expert beside the routed ones
+//   copy_in       FSDP2's all-gather copy-in stream
+//   comm_dp       the data-parallel communicator: DDP buckets and rebuild; FSDP2's all-gathers and
+//                 reduce-scatters, which share one NCCL communicator and so run in issue order
+//   comm_ep       EP dispatch and combine
+//   comm_rs       FSDP2's reduce-scatter stream work after the collective (gradient accumulation)
+//   comm_replica  HSDP's replica all-reduce (its own communicator)
+//   comm_pp       point-to-point transfers, which NCCL batches per peer: they keep no stream order
+//                 (only their explicit dependencies), so sends and receives cannot deadlock.
+enum class StreamKind : std::uint8_t {
+  compute,
+  side,
+  copy_in,
+  comm_dp,
+  comm_ep,
+  comm_rs,
+  comm_replica,
+  comm_pp,
+  count
+};
 inline bool stream_is_ordered(StreamKind s) { return s != StreamKind::comm_pp; }
 // compute: GEMMs, attention and the fused blocks around them; memory: kernels bound by HBM
 // traffic alone (copies, accumulation, optimizer update, embedding); collective and p2p:
-// communication kernels.
-enum class TaskKind : std::uint8_t { compute, memory, collective, p2p, count };
+// communication kernels; host: time the GPU waits for the host, using no GPU resource.
+enum class TaskKind : std::uint8_t { compute, memory, collective, p2p, host, count };
 inline constexpr std::size_t kTaskKinds = static_cast<std::size_t>(TaskKind::count);
 // What a task is for: the replay attributes exposed time to these.
 enum class PhaseTag : std::uint8_t {
@@ -61,6 +80,7 @@ struct Task {
   CollectiveKind coll = CollectiveKind::all_reduce;  // meaningful for collective and p2p tasks only
   double work_s = 0;                                 // duration alone, at full rate
   double link_bytes[kLinkClasses] = {0, 0};          // bytes this rank moves over nvlink / nic (for ledgers)
+  std::uint16_t sm_ctas = 0;                         // communication: NCCL CTAs it holds (one SM each)
   std::uint32_t group = kNoGroup;                    // collective instance: members start together, end together
   std::uint32_t label = 0;                           // index into TaskGraph::labels (trace names)
   std::int32_t microbatch = -1;

@@ -65,19 +65,40 @@ class HbmMemoryBoundCost final : public MemoryBoundCost {
   HbmMemoryBoundCost()
       : MemoryBoundCost(
             "hbm",
-            "Memory-bound kernel: bytes read + written over the sustained HBM bandwidth, plus the launch overhead") {}
-  KernelTime time(const HardwareProfile& hw, double bytes) const override {
+            "Memory-bound kernel: bytes read + written over the sustained copy rate times its kernel class's "
+            "fraction, plus the launch overhead") {}
+  KernelTime time(const HardwareProfile& hw, double bytes, MemoryKernel kind) const override {
     if (!(bytes >= 0) || !std::isfinite(bytes)) {
       throw InputError("", "bytes", "must be a finite number >= 0, got " + std::to_string(bytes));
     }
     KernelTime t;
     t.hbm_bytes = bytes;
     t.memory_bound = true;
-    t.time_s = bytes / hbm_Bps(hw) + launch_s(hw);
+    const double fraction = hw.compute.hbm_fraction_by_kernel[static_cast<std::size_t>(kind)].value;
+    t.time_s = bytes / (hbm_Bps(hw) * fraction) + launch_s(hw);
     return t;
   }
 };
 }  // namespace
+
+std::string_view name_of(MemoryKernel kind) {
+  switch (kind) {
+    case MemoryKernel::copy: return "copy";
+    case MemoryKernel::elementwise: return "elementwise";
+    case MemoryKernel::permute: return "permute";
+    case MemoryKernel::cross_entropy: return "cross_entropy";
+    case MemoryKernel::optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+MemoryKernel parse_memory_kernel(std::string_view name) {
+  for (std::size_t k = 0; k < kMemoryKernels; ++k) {
+    if (name_of(static_cast<MemoryKernel>(k)) == name) return static_cast<MemoryKernel>(k);
+  }
+  throw UnknownNameError("unknown memory-kernel class \"" + std::string(name) +
+                         "\"; valid: copy, elementwise, permute, cross_entropy, optimizer");
+}
 
 const Registry<AttentionCost>& attention_cost_models() {
   static const auto registry = make_registry<AttentionCost, FlashAttentionCost>("attention cost model");

@@ -58,6 +58,7 @@ std::optional<Estimate> ring(const HardwareProfile& hw, const Group& g) {
   const int steps = reduce_and_gather ? 2 * (g.n - 1) : g.n - 1;
   const int inter = g.m > 1 ? (reduce_and_gather ? 2 * (g.m - 1) : g.m - 1) : 0;
   Estimate e;
+  e.ctas = spec.ctas.value;
   e.latency_s = base_s(spec) + (steps - inter) * l.nvl_hop_s + inter * l.net_hop_s;
   // Each rank pushes T = f·S through the ring. Channels leave each node through a different
   // rail, so a node's T crosses the network once, shared by its r NICs: T / r per rank.
@@ -76,6 +77,7 @@ std::optional<Estimate> tree(const HardwareProfile& hw, const Group& g) {
   const auto& spec = hw.interconnect.intra_node.tree;
   const Links l = links(hw);
   Estimate e;
+  e.ctas = spec.ctas.value;
   // NCCL's tuning model: 2 x ((r-1) intra hops + log2(m) network hops), up then down.
   e.latency_s = base_s(spec) + 2 * ((g.r - 1) * l.nvl_hop_s + ceil_log2(g.m) * l.net_hop_s);
   // The chain carries the whole buffer up and down inside a node; across nodes the double
@@ -95,6 +97,7 @@ std::optional<Estimate> nvls(const HardwareProfile& hw, const Group& g) {
   if (!eff) return std::nullopt;
   const Links l = links(hw);
   Estimate e;
+  e.ctas = spec->ctas.value;
   // NCCL's tuning model charges NVLS one fixed latency, no per-rank steps.
   e.latency_s = base_s(*spec);
   e.bandwidth_s = busbw_factor(g.kind, g.n) * g.bytes / (eff->value * l.nvl_Bps);
@@ -112,6 +115,7 @@ std::optional<Estimate> nvls_tree(const HardwareProfile& hw, const Group& g) {
   if (!spec || g.m == 1 || g.r == 1 || g.kind != CollectiveKind::all_reduce) return std::nullopt;
   const Links l = links(hw);
   Estimate e;
+  e.ctas = spec->ctas.value;
   // NCCL's tuning model: NVLS latency + 2 log2(m) network hops.
   e.latency_s = base_s(*spec) + 2 * ceil_log2(g.m) * l.net_hop_s;
   e.nvlink_bytes = g.bytes;
@@ -134,6 +138,7 @@ std::optional<Estimate> hierarchical(const HardwareProfile& hw, const Group& g) 
   const double ag_s = (r - 1) / r * S / (ring_spec.busbw_efficiency.all_gather->value * l.nvl_Bps);
   const double intra_hops = (g.r - 1) * l.nvl_hop_s;
   Estimate e;
+  e.ctas = ring_spec.ctas.value;
   if (g.kind == CollectiveKind::all_reduce) {
     e.nic_bytes = 2 * (m - 1) / m * S / r;
     e.nvlink_bytes = 2 * (r - 1) / r * S;
@@ -154,6 +159,7 @@ std::optional<Estimate> p2p(const HardwareProfile& hw, const Group& g) {
   const double eff = efficiency(spec, g.kind)->value;
   const Links l = links(hw);
   Estimate e;
+  e.ctas = spec.ctas.value;
   e.latency_s = base_s(spec) + (g.m > 1 ? l.net_hop_s : l.nvl_hop_s);
   if (g.kind == CollectiveKind::all_to_all) {
     // S / n to every peer: r-1 peers over NVLink, n-r over the rank's own rail (alltoall cannot

@@ -24,6 +24,7 @@ struct Estimate {
   double bandwidth_s = 0;
   double nvlink_bytes = 0;  // sent per rank over NVLink
   double nic_bytes = 0;     // sent per rank over its NIC rail
+  double ctas = 0;          // NCCL CTAs the algorithm runs on (one SM each), from the profile
 };
 
 // Flat NCCL ring across every rank (all_reduce, all_gather, reduce_scatter, broadcast).

@@ -42,7 +42,7 @@ class AttentionCost : public Registered {
 class MemoryBoundCost : public Registered {
  public:
   using Registered::Registered;
-  virtual KernelTime time(const HardwareProfile& hw, double bytes) const = 0;
+  virtual KernelTime time(const HardwareProfile& hw, double bytes, MemoryKernel kind) const = 0;
 };
 
 const Registry<GemmCost>& gemm_cost_models();                 // "table"

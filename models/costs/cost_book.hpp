@@ -12,6 +12,7 @@ struct CommCost {
   double time_s = 0;
   double nvlink_bytes = 0;  // sent by one rank over NVLink
   double nic_bytes = 0;     // sent by one rank over its NIC
+  int ctas = 0;             // NCCL CTAs the collective holds on each rank (one SM each)
 };
 
 class CostBook {
@@ -20,9 +21,11 @@ class CostBook {
   virtual double gemm(const GemmShape& shape) const = 0;  // BF16
   virtual double grouped_gemm(const GroupedGemmShape& shape) const = 0;
   virtual double attention(const AttentionShape& shape, bool backward) const = 0;
-  virtual double memory(double bytes) const = 0;  // bytes read + written
+  virtual double memory(double bytes, MemoryKernel kind) const = 0;  // bytes read + written
   // `request.bytes` in the nccl-tests convention (collective_model.hpp).
   virtual CommCost collective(const CollectiveRequest& request) const = 0;
+  // Host work the GPU waits for once per step (optimizer launch, host syncs), in seconds.
+  virtual double step_host_s() const = 0;
 };
 
 }  // namespace moesim

@@ -46,6 +46,7 @@ struct CollectiveCost {
   double nic_bytes_per_rank = 0;     // sent by one rank over its NIC rail
   int nodes = 1;                     // NVLink domains the group spans
   int ranks_per_node = 1;            // group ranks in each of them (as resolved)
+  int ctas = 0;                      // NCCL CTAs it runs on, each holding one SM (0: nothing runs)
 };
 
 struct KernelTime {
@@ -57,11 +58,17 @@ struct KernelTime {
   bool memory_bound = false;   // the HBM roofline floor set the time
 };
 
+// Which pass of a linear layer a GEMM is: Y = X W (forward), dX = dY W^T (input gradient,
+// "dgrad"), dW = X^T dY (weight gradient, "wgrad"). The passes run different layouts (TN, NN, NT
+// in cuBLAS terms) and reach different rates on the same shape.
+enum class GemmPass : std::uint8_t { forward, dgrad, wgrad };
+
 // C[M,N] = A[M,K] · B[K,N] in BF16.
 struct GemmShape {
   double m = 0;  // rows of A and C
   double n = 0;  // columns of B and C
   double k = 0;  // the reduction dimension
+  GemmPass pass = GemmPass::forward;
 };
 
 // One grouped GEMM: expert e multiplies rows_per_expert[e] rows by its own [K, N] weight.
@@ -69,7 +76,24 @@ struct GroupedGemmShape {
   std::span<const double> rows_per_expert;
   double n = 0;
   double k = 0;
+  GemmPass pass = GemmPass::forward;
 };
+
+// What a memory-bound kernel does to the bytes it moves: kernels of one class reach the same
+// fraction of the GPU's streaming (copy) bandwidth.
+//   copy           copies and concatenations (FSDP copy-in/out, weight-rebuild pack, embedding)
+//   elementwise    casts, norms, activations, accumulation, scaling
+//   permute        MoE token permutation and unpermutation (gathers and scatters of rows)
+//   cross_entropy  softmax cross-entropy over the vocabulary
+//   optimizer      the optimizer update (foreach AdamW over several state tensors)
+enum class MemoryKernel : std::uint8_t { copy, elementwise, permute, cross_entropy, optimizer };
+inline constexpr std::size_t kMemoryKernels = static_cast<std::size_t>(MemoryKernel::optimizer) + 1;  // the last one
+
+std::string_view name_of(GemmPass pass);
+std::string_view name_of(MemoryKernel kind);
+// Throw UnknownNameError listing the valid names.
+GemmPass parse_gemm_pass(std::string_view name);
+MemoryKernel parse_memory_kernel(std::string_view name);
 
 struct AttentionShape {
   double sequences = 1;  // sequences in the microbatch

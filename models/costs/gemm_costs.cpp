@@ -17,6 +17,27 @@ namespace {
 using namespace costs_detail;
 constexpr double kBf16 = bytes_of(DType::bf16);
 
+// Rate of a backward pass over the forward rate of the same dense shape (profile, by pass).
+double dense_pass_ratio(const HardwareProfile& hw, GemmPass pass) {
+  switch (pass) {
+    case GemmPass::forward: return 1.0;
+    case GemmPass::dgrad: return hw.compute.gemm_dgrad_over_forward.value;
+    case GemmPass::wgrad: return hw.compute.gemm_wgrad_over_forward.value;
+  }
+  return 1.0;
+}
+
+double grouped_pass_ratio(const HardwareProfile& hw, GemmPass pass, double rows_per_expert) {
+  switch (pass) {
+    case GemmPass::forward: return 1.0;
+    case GemmPass::dgrad:
+      return interpolate_log_x(hw.compute.grouped_gemm_dgrad_over_forward_by_rows_per_expert, rows_per_expert);
+    case GemmPass::wgrad:
+      return interpolate_log_x(hw.compute.grouped_gemm_wgrad_over_forward_by_rows_per_expert, rows_per_expert);
+  }
+  return 1.0;
+}
+
 // "table": time(M,N,K) = 2MNK / rate(M), rate interpolated from the measured
 // [M, 8192] x [8192, 81920] sweep (report Table 44); bytes = BF16 A, B and C once each.
 class TableGemmCost final : public GemmCost {
@@ -27,12 +48,12 @@ class TableGemmCost final : public GemmCost {
             "Dense BF16 GEMM: 2MNK over the profile's measured rate at M rows (log-interpolated), HBM roofline floor") {
   }
   KernelTime time(const HardwareProfile& hw, const GemmShape& shape) const override {
-    const auto [m, n, k] = shape;
+    const auto [m, n, k, pass] = shape;
     require_positive(m, "m");
     require_positive(n, "n");
     require_positive(k, "k");
     const double flops = 2.0 * m * n * k;  // one multiply-add = 2 FLOPs per output term
-    const double rate = dense_gemm_rate_TFLOPs(hw, m);
+    const double rate = dense_gemm_rate_TFLOPs(hw, m) * dense_pass_ratio(hw, pass);
     const double bytes = kBf16 * (m * k + k * n + m * n);
     KernelTime t = roofline_kernel(hw, flops, flops / (rate * 1e12), bytes);
     t.rate_TFLOPs = rate;
@@ -56,7 +77,7 @@ class TableGroupedGemmCost final : public GroupedGemmCost {
             "Grouped GEMM: each expert at efficiency(its rows) x dense rate(total rows), floored by the largest expert "
             "and HBM") {}
   KernelTime time(const HardwareProfile& hw, const GroupedGemmShape& shape) const override {
-    const auto [rows_per_expert, n, k] = shape;
+    const auto [rows_per_expert, n, k, pass] = shape;
     require_positive(n, "n");
     require_positive(k, "k");
     if (rows_per_expert.empty()) throw InputError("", "rows_per_expert", "needs at least one expert");
@@ -79,15 +100,18 @@ class TableGroupedGemmCost final : public GroupedGemmCost {
     // routing this is efficiency(total / experts) x dense rate, and skew makes small experts
     // (tile quantization) and very large ones (the measured drop past ~1k rows) cost more.
     const double dense_Fps = dense_gemm_rate_TFLOPs(hw, total) * 1e12;
+    // A backward pass runs at the forward's efficiency times its measured ratio at those rows.
     double grouped_s = 0;
     for (double r : rows_per_expert) {
       if (r > 0) {
-        grouped_s +=
-            2.0 * r * n * k / (interpolate_log_x(hw.compute.grouped_gemm_efficiency_by_rows_per_expert, r) * dense_Fps);
+        grouped_s += 2.0 * r * n * k /
+                     (interpolate_log_x(hw.compute.grouped_gemm_efficiency_by_rows_per_expert, r) *
+                      grouped_pass_ratio(hw, pass, r) * dense_Fps);
       }
     }
     const double rate = flops / grouped_s / 1e12;
-    const double largest_s = 2.0 * largest * n * k / (dense_gemm_rate_TFLOPs(hw, largest) * 1e12);
+    const double largest_s =
+        2.0 * largest * n * k / (dense_gemm_rate_TFLOPs(hw, largest) * dense_pass_ratio(hw, pass) * 1e12);
     const double bytes = kBf16 * (total * k + active * k * n + total * n);
     KernelTime t = roofline_kernel(hw, flops, std::max(grouped_s, largest_s), bytes);
     t.rate_TFLOPs = rate;
@@ -95,6 +119,22 @@ class TableGroupedGemmCost final : public GroupedGemmCost {
   }
 };
 }  // namespace
+
+std::string_view name_of(GemmPass pass) {
+  switch (pass) {
+    case GemmPass::forward: return "forward";
+    case GemmPass::dgrad: return "dgrad";
+    case GemmPass::wgrad: return "wgrad";
+  }
+  return "?";
+}
+
+GemmPass parse_gemm_pass(std::string_view name) {
+  for (GemmPass p : {GemmPass::forward, GemmPass::dgrad, GemmPass::wgrad}) {
+    if (name_of(p) == name) return p;
+  }
+  throw UnknownNameError("unknown GEMM pass \"" + std::string(name) + "\"; valid: forward, dgrad, wgrad");
+}
 
 double interpolate_log_x(const ProfileTable& table, double x) {
   const auto& p = table.points;

@@ -8,10 +8,21 @@ namespace moesim {
 
 namespace {
 
+constexpr double kFp32 = bytes_of(DType::fp32);
+
 // Forward GEMM [T, in] x [in, out] and its backward pair: dgrad [T, out] x [out, in] and
-// wgrad [out, T] x [T, in] (same FLOPs, 2x the forward).
+// wgrad [out, T] x [T, in] (same FLOPs each, each at its own pass's rate).
 PassTimes linear(const CostBook& c, double tokens, double in, double out) {
-  return {c.gemm({tokens, out, in}), c.gemm({tokens, in, out}) + c.gemm({out, in, tokens})};
+  return {c.gemm({tokens, out, in, GemmPass::forward}),
+          c.gemm({tokens, in, out, GemmPass::dgrad}) + c.gemm({out, in, tokens, GemmPass::wgrad})};
+}
+
+// The routed experts' grouped GEMM [rows, k] x [k, n] per expert, forward and backward (dgrad +
+// wgrad, the same FLOPs each). The profile's efficiencies are keyed by rows per expert in every
+// pass, so the rows stay the first dimension.
+PassTimes grouped(const CostBook& c, const std::vector<double>& rows, double n, double k) {
+  return {c.grouped_gemm({rows, n, k, GemmPass::forward}),
+          c.grouped_gemm({rows, k, n, GemmPass::dgrad}) + c.grouped_gemm({rows, n, k, GemmPass::wgrad})};
 }
 
 PassTimes add(PassTimes a, PassTimes b) { return {a.fwd + b.fwd, a.bwd + b.bwd}; }
@@ -28,9 +39,12 @@ PassTimes attention(const Architecture& a, const CostBook& c, double tokens) {
   return {c.attention(shape, false), c.attention(shape, true)};
 }
 
-// Elementwise kernels: forward moves `bytes`; backward reads the saved input and the incoming
+// Memory-bound kernels: forward moves `bytes`; backward reads the saved input and the incoming
 // gradient and writes the outgoing one, about twice the traffic.
-PassTimes elementwise(const CostBook& c, double bytes) { return {c.memory(bytes), c.memory(2 * bytes)}; }
+PassTimes streaming(const CostBook& c, double bytes, MemoryKernel kind) {
+  return {c.memory(bytes, kind), c.memory(2 * bytes, kind)};
+}
+PassTimes elementwise(const CostBook& c, double bytes) { return streaming(c, bytes, MemoryKernel::elementwise); }
 
 }  // namespace
 
@@ -48,21 +62,23 @@ LayerWork layer_work(const Architecture& a, const ParallelPlan& plan, const Cost
     const double h = dbl(a.dense_hidden);
     w.pre = add(w.pre, add(linear(c, T, d, 2 * h), linear(c, T, h, d)));
     w.pre = add(w.pre, elementwise(c, T * e * (2 * d + 3 * h + 3 * d)));
-    w.selective_recompute = c.memory(T * e * 3 * h);
+    w.selective_recompute = c.memory(T * e * 3 * h, MemoryKernel::elementwise);
     return w;
   }
   const MoeSpec& m = *a.moe;
   const double K = dbl(m.top_k), N = dbl(m.num_experts), he = dbl(m.expert_hidden), hs = dbl(m.shared_hidden);
   const double routed = std::accumulate(rows.begin(), rows.end(), 0.0);
   w.moe = true;
-  // Norm, router GEMM, FP32 softmax/top-K, permutation of the K routed copies of each token.
+  // Norm, router GEMM, FP32 softmax/top-K, then the permutation of the K routed copies of each
+  // token (read the token, write K rows).
   w.pre = add(w.pre, linear(c, T, d, N));
-  w.pre = add(w.pre, elementwise(c, T * (2 * d * e + 2 * N * 4) + T * K * d * e + T * d * e));
-  // Up/gate [rows, d] x [d, 2h_e] and down [rows, h_e] x [h_e, d]; backward is dgrad + wgrad.
-  const double up = c.grouped_gemm({rows, 2 * he, d}), down = c.grouped_gemm({rows, d, he});
-  w.experts = {up + down, 2 * (up + down)};
+  w.pre = add(w.pre, elementwise(c, T * (2 * d * e + 2 * N * kFp32)));
+  w.pre = add(w.pre, streaming(c, T * K * d * e + T * d * e, MemoryKernel::permute));
+  // Up/gate [rows, d] x [d, 2h_e] and down [rows, h_e] x [h_e, d].
+  w.experts = add(grouped(c, rows, 2 * he, d), grouped(c, rows, d, he));
   w.experts = add(w.experts, elementwise(c, routed * e * 3 * he));
-  w.post = elementwise(c, T * K * d * e + T * d * e + 3 * T * d * e);
+  // Unpermute the K copies back to token order, then the weighted combine and the residual.
+  w.post = add(streaming(c, T * K * d * e + T * d * e, MemoryKernel::permute), elementwise(c, 3 * T * d * e));
   for (std::int64_t s = 0; s < m.shared_experts; ++s) {
     w.shared = add(w.shared, add(linear(c, T, d, 2 * hs), linear(c, T, hs, d)));
     w.shared = add(w.shared, elementwise(c, T * e * 3 * hs));
@@ -70,7 +86,7 @@ LayerWork layer_work(const Architecture& a, const ParallelPlan& plan, const Cost
   // Dispatch sends every routed copy (the off-rank share is the collective model's business);
   // a skewed rank's receive side is larger, and the slower side sets its time.
   w.a2a_bytes = std::max(T * K, routed) * d * e;
-  w.selective_recompute = c.memory(routed * e * 3 * he + T * e * 3 * hs);
+  w.selective_recompute = c.memory(routed * e * 3 * he + T * e * 3 * hs, MemoryKernel::elementwise);
   return w;
 }
 
@@ -78,12 +94,14 @@ EdgeWork edge_work(const Architecture& a, const ParallelPlan& plan, const CostBo
   const double e = bytes_of(plan.precision.compute);
   const double d = dbl(a.d_model), V = dbl(a.vocab_size);
   EdgeWork w;
-  // Embedding lookup; backward scatters the gradient rows into the embedding gradient.
-  w.embed = {c.memory(2 * T * d * e), c.memory(T * d * (e + 4 + 4))};
-  // Final norm, LM head GEMM, cross-entropy over FP32 logits (standard) or fused.
+  // Embedding lookup (a gather of rows); backward scatters the gradient rows into the FP32
+  // embedding gradient (read the row gradient, read + write the FP32 row).
+  w.embed = {c.memory(2 * T * d * e, MemoryKernel::permute), c.memory(T * d * (e + 2 * kFp32), MemoryKernel::permute)};
+  // Final norm, LM head GEMM, cross-entropy over FP32 logits (standard: write the logits in the
+  // compute dtype, read them, write FP32 log-probabilities) or fused (one pass over the logits).
   w.head = add(linear(c, T, d, V), elementwise(c, 2 * T * d * e));
-  const double ce = plan.loss == LossImpl::standard ? T * V * (e + 4 + 4) : T * V * e;
-  w.head = add(w.head, {c.memory(ce), c.memory(ce)});
+  const double ce = plan.loss == LossImpl::standard ? T * V * (e + 2 * kFp32) : T * V * e;
+  w.head = add(w.head, {c.memory(ce, MemoryKernel::cross_entropy), c.memory(ce, MemoryKernel::cross_entropy)});
   return w;
 }
 

@@ -90,6 +90,7 @@ CollectiveCost to_cost(std::string_view name, const Group& g, const Estimate& e)
   c.nic_bytes_per_rank = e.nic_bytes;
   c.nodes = g.m;
   c.ranks_per_node = g.r;
+  c.ctas = static_cast<int>(e.ctas);
   return c;
 }
 

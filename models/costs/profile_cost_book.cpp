@@ -19,11 +19,13 @@ double ProfileCostBook::attention(const AttentionShape& shape, bool backward) co
   return backward ? t.backward.time_s : t.forward.time_s;
 }
 
-double ProfileCostBook::memory(double bytes) const { return memory_.time(hw_, bytes).time_s; }
+double ProfileCostBook::memory(double bytes, MemoryKernel kind) const { return memory_.time(hw_, bytes, kind).time_s; }
 
 CommCost ProfileCostBook::collective(const CollectiveRequest& request) const {
   const CollectiveCost c = collective_.cost(hw_, request);
-  return {c.time_s, c.nvlink_bytes_per_rank, c.nic_bytes_per_rank};
+  return {c.time_s, c.nvlink_bytes_per_rank, c.nic_bytes_per_rank, c.ctas};
 }
+
+double ProfileCostBook::step_host_s() const { return hw_.host.step_overhead_us.value * 1e-6; }
 
 }  // namespace moesim

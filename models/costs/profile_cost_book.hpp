@@ -12,7 +12,7 @@ namespace moesim {
 
 // The resource-sharing policy's registry is the engine's (sim/resource_sharing.hpp); its name is
 // chosen here with the cost models.
-inline constexpr std::string_view kDefaultResourceSharing = "fair_share";
+inline constexpr std::string_view kDefaultResourceSharing = "sm_hbm_share";
 
 // Every model a scenario picks by name (its `cost_models` block).
 struct CostModelChoice {
@@ -32,8 +32,9 @@ class ProfileCostBook final : public CostBook {
   double gemm(const GemmShape& shape) const override;
   double grouped_gemm(const GroupedGemmShape& shape) const override;
   double attention(const AttentionShape& shape, bool backward) const override;
-  double memory(double bytes) const override;
+  double memory(double bytes, MemoryKernel kind) const override;
   CommCost collective(const CollectiveRequest& request) const override;
+  double step_host_s() const override;
 
  private:
   const HardwareProfile& hw_;

@@ -3,10 +3,13 @@
 // The schema is documented in hardware_profiles/README.md.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "models/costs/cost_types.hpp"
 
 namespace moesim {
 
@@ -37,6 +40,7 @@ struct GpuSpec {
   std::string model;
   Quantity peak_bf16_TFLOPs;  // nominal dense peak: MFU's denominator
   Quantity hbm_bw_GBps;       // nominal
+  Quantity sm_count;          // streaming multiprocessors (NCCL's CTAs each hold one)
 };
 
 struct MemorySpec {
@@ -57,10 +61,18 @@ struct NodeSpec {
 struct ComputeSpec {
   ProfileTable gemm_bf16_TFLOPs_by_rows;                    // x: rows M, y: TFLOP/s, dense BF16
   ProfileTable grouped_gemm_efficiency_by_rows_per_expert;  // x: rows per expert, y: fraction of dense
-  Quantity attention_fwd_TFLOPs;                            // causal flash attention, forward
-  Quantity attention_bwd_TFLOPs;                            // causal flash attention, backward
-  Quantity hbm_sustained_GBps;                              // streaming kernels (copies, elementwise, optimizer)
-  Quantity kernel_launch_us;                                // fixed per-kernel overhead
+  // Backward passes over the forward rate of the same shape (GemmPass): dense, and grouped by
+  // rows per expert. Weight gradients with a BF16 output, as Olmo-core's and FSDP2's are.
+  Quantity gemm_dgrad_over_forward;
+  Quantity gemm_wgrad_over_forward;
+  ProfileTable grouped_gemm_dgrad_over_forward_by_rows_per_expert;  // x: rows per expert
+  ProfileTable grouped_gemm_wgrad_over_forward_by_rows_per_expert;
+  Quantity attention_fwd_TFLOPs;  // causal flash attention, forward
+  Quantity attention_bwd_TFLOPs;  // causal flash attention, backward
+  Quantity hbm_sustained_GBps;    // streaming copies: the rate every memory-kernel class is a fraction of
+  // Fraction of hbm_sustained_GBps each memory-kernel class reaches (index: MemoryKernel; copy 1).
+  std::array<Quantity, kMemoryKernels> hbm_fraction_by_kernel;
+  Quantity kernel_launch_us;  // fixed per-kernel overhead
 };
 
 // Bus-bandwidth efficiency of one collective algorithm, by collective: achieved nccl-tests busbw
@@ -76,6 +88,7 @@ struct CollectiveEfficiencies {
 
 struct CollectiveAlgorithmSpec {
   Quantity base_latency_us;  // fixed cost of one collective call with this algorithm
+  Quantity ctas;             // NCCL channels it runs on: one CTA each, holding a whole SM
   CollectiveEfficiencies busbw_efficiency;
 };
 
@@ -98,8 +111,18 @@ struct InterconnectSpec {
   InterNodeSpec inter_node;
 };
 
+// How kernels and communication running together on one GPU slow each other (the
+// resource-sharing policies' parameters; sim/resource_sharing.hpp).
 struct InterferenceSpec {
-  Quantity compute_slowdown_with_comm;  // fraction a GEMM slows while comm kernels share the SMs
+  Quantity compute_slowdown_with_comm;      // fair_share: fraction a GEMM slows while comm kernels run
+  Quantity comm_slowdown_with_compute;      // fraction a collective slows while a compute kernel runs
+  Quantity hbm_bytes_per_sent_byte_gather;  // HBM traffic per byte sent: gathers, all-to-all, send
+  Quantity hbm_bytes_per_sent_byte_reduce;  // the same for reductions (the local input read too)
+};
+
+// Fixed costs of a training step outside the kernels.
+struct HostSpec {
+  Quantity step_overhead_us;  // host work the GPU waits for once per step (optimizer launch, syncs)
 };
 
 struct HardwareProfile {
@@ -111,6 +134,7 @@ struct HardwareProfile {
   ComputeSpec compute;
   InterconnectSpec interconnect;
   InterferenceSpec interference;
+  HostSpec host;
 };
 
 HardwareProfile parse_hardware_profile(const JsonReader& in);

@@ -23,6 +23,9 @@ std::string_view name_of(ShardLayout l) {
          : l == ShardLayout::concat_then_shard ? "concat_then_shard"
                                                : "same_param_count";
 }
+std::string_view name_of(OptimizerKernels k) {
+  return k == OptimizerKernels::fused ? "fused" : k == OptimizerKernels::foreach ? "foreach" : "olmo_core_foreach";
+}
 std::string_view name_of(Recompute r) {
   return r == Recompute::none ? "none" : r == Recompute::full ? "full" : "selective";
 }
@@ -38,8 +41,20 @@ DType parse_dtype(const JsonReader& in, std::string_view key, DType fallback) {
   return DType::fp8;
 }
 
-OptimizerSpec parse_optimizer(const JsonReader& in) {
+// Defaults follow the two designs' code: Olmo-core DDP steps its sharded optimizer with its own
+// foreach AdamW (OLMoDDPOptimizer._step_foreach), its FSDP path with torch's AdamW, whose default
+// on CUDA is the foreach implementation (fused=None, foreach=None).
+OptimizerKernels default_kernels(Design design) {
+  return design == Design::ddp ? OptimizerKernels::olmo_core_foreach : OptimizerKernels::foreach;
+}
+
+OptimizerSpec parse_optimizer(const JsonReader& in, Design design) {
   OptimizerSpec o;
+  const auto kernels = in.choice_or("implementation", std::string(name_of(default_kernels(design))),
+                                    {"fused", "foreach", "olmo_core_foreach"});
+  o.kernels = kernels == "fused"     ? OptimizerKernels::fused
+              : kernels == "foreach" ? OptimizerKernels::foreach
+                                     : OptimizerKernels::olmo_core_foreach;
   const auto kind = in.choice_or("type", "adamw", {"adamw", "muon", "sgd"});
   o.kind = kind == "adamw" ? OptimizerKind::adamw : kind == "muon" ? OptimizerKind::muon : OptimizerKind::sgd;
   o.main_weight_dtype = parse_dtype(in, "main_weight_dtype", DType::fp32);
@@ -96,7 +111,11 @@ ParallelPlan parse_plan(const JsonReader& in) {
                       : GradSync::reduce_scatter;
     d->finish();
   }
-  if (auto o = in.optional_object("optimizer")) p.optimizer = parse_optimizer(*o);
+  if (auto o = in.optional_object("optimizer")) {
+    p.optimizer = parse_optimizer(*o, p.design);
+  } else {
+    p.optimizer.kernels = default_kernels(p.design);
+  }
   if (auto pr = in.optional_object("precision")) p.precision = parse_precision(*pr);
   const auto batch = in.object("batch");
   p.microbatch_sequences = batch.integer("rank_microbatch_sequences", Range::between(1, kMaxCount));

@@ -21,6 +21,10 @@ enum class Recompute { none, full, selective };
 enum class LossImpl { standard, fused };
 enum class PipelineSchedule { one_f_one_b, interleaved_1f1b };
 enum class GradSync { all_reduce, reduce_scatter };
+// How the optimizer update is written, which sets how many passes it makes over HBM:
+// one fused kernel, PyTorch's foreach AdamW (torch.optim.adamw _multi_tensor_adamw), or Olmo-core's
+// hand-written foreach AdamW (olmo_core/optim/adamw.py foreach_adamw_step).
+enum class OptimizerKernels { fused, foreach, olmo_core_foreach };
 
 struct OptimizerSpec {
   OptimizerKind kind = OptimizerKind::adamw;
@@ -29,7 +33,8 @@ struct OptimizerSpec {
   ShardLayout layout = ShardLayout::per_tensor;
   std::int64_t min_shard_numel = 4096;             // Olmo-core: smaller tensors stay replicated
   std::int64_t foreach_chunk_numel = 600'000'000;  // Olmo-core foreach AdamW chunk (elements)
-  int states() const;                              // AdamW 2 moments, Muon 1 momentum, SGD 0 (Section 4.1)
+  OptimizerKernels kernels = OptimizerKernels::foreach;
+  int states() const;  // AdamW 2 moments, Muon 1 momentum, SGD 0 (Section 4.1)
 };
 
 struct PrecisionSpec {
@@ -70,6 +75,7 @@ std::string_view name_of(Design d);
 std::string_view name_of(OptimizerKind k);
 std::string_view name_of(ShardLayout l);
 std::string_view name_of(Recompute r);
+std::string_view name_of(OptimizerKernels k);
 
 ParallelPlan parse_plan(const JsonReader& in);
 

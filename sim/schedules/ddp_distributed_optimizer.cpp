@@ -1,8 +1,11 @@
-// Olmo-core DDP (seed Section 4): static BF16 compute-weight replicas; every microbatch's
-// backward adds each gradient into its FP32 bucket view (no_sync accumulation); on the final
-// microbatch the buckets launch their reductions in order as they fill; then the distributed
-// optimizer updates each rank's FP32 shard and a coalesced all-gather per replica group rebuilds
-// the BF16 compute weights. Without the distributed optimizer every rank updates everything.
+// Olmo-core DDP (seed Section 4; olmo_core/nn/parallel/distributed.py
+// MultiGroupDistributedDataParallel and olmo_core/optim/moe_optimizer.py OLMoDDPOptimizer, branch
+// olmo-ddp): static BF16 compute-weight replicas; the FP32 buckets zeroed once per step; every
+// microbatch's backward adds each gradient into its FP32 bucket view (no_sync accumulation); on
+// the final microbatch each bucket, once full, is divided in place and all-reduced, in bucket
+// order; then the gradient norm and clipping, the distributed optimizer's update of each rank's
+// FP32 shard and a coalesced all-gather per replica group rebuilding the BF16 compute weights.
+// Without the distributed optimizer every rank updates everything.
 #include <algorithm>
 
 #include "sim/schedules/param_sync.hpp"
@@ -38,64 +41,85 @@ class DdpDistributedOptimizer final : public ParamSync {
   explicit DdpDistributedOptimizer(const RankContext& rank)
       : rank_(rank), buckets_(ddp_buckets(rank.tensors, rank.plan)) {}
 
+  void start_of_step() override {
+    // zero_grad(set_to_none=False): one FP32 fill of each bucket's flat storage per step
+    // (MultiGroupDistributedDataParallel.zero_grad).
+    const double cell = bytes_of(rank_.plan.precision.grad_accum);
+    for (const auto& bucket : buckets_) {
+      rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::accumulate, 0, -1}, bucket.numel * cell,
+                               MemoryKernel::elementwise, "zero FP32 bucket");
+    }
+  }
+
   void after_unit_backward(std::int64_t unit, std::int32_t microbatch, TaskId grads_ready) override {
     // The post-accumulate hook adds each BF16 gradient into its FP32 bucket view (read BF16,
     // read + write FP32) in every microbatch (seed 4.4.1).
     const ParallelPlan& plan = rank_.plan;
     const auto held = rank_.local_params.find(unit);
     const double params = held == rank_.local_params.end() ? 0.0 : held->second;
-    const double bytes = params * (bytes_of(plan.precision.compute) + 2 * bytes_of(plan.precision.grad_accum));
-    const TaskId accumulated =
-        rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::accumulate, microbatch, unit}, bytes,
-                                 "FP32 grad accumulate", grads_ready);
+    const double cell = bytes_of(plan.precision.grad_accum);
+    const double bytes = params * (bytes_of(plan.precision.compute) + 2 * cell);
+    TaskId last = rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::accumulate, microbatch, unit},
+                                           bytes, MemoryKernel::elementwise, "FP32 grad accumulate", grads_ready);
     if (microbatch != rank_.microbatches - 1) return;
-    // Final microbatch: buckets launch in order as they fill during backward.
+    // Final microbatch: buckets launch in order as they fill during backward. Each is first
+    // divided by its group size in place on the compute stream, then summed
+    // (_launch_bucket_all_reduce: div_, then all_reduce(SUM)).
     const auto kind =
         plan.grad_sync == GradSync::all_reduce ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
       const Bucket& bucket = buckets_[b];
       if (bucket.ready_layer != unit) continue;
+      last = rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::grad_sync, microbatch, -1},
+                                      2 * bucket.numel * cell, MemoryKernel::elementwise, "bucket divide", last);
       reductions_.push_back(
           rank_.emit.collective({rank_.rank, StreamKind::comm_dp, PhaseTag::grad_sync, microbatch, -1},
                                 {bucket.communicator, CollectivePurpose::gradient_bucket, kind,
                                  bucket.numel * bytes_of(plan.precision.reduce), static_cast<std::int32_t>(b)},
-                                accumulated));
+                                last));
     }
   }
 
   void end_of_step() override {
     const ParallelPlan& plan = rank_.plan;
     const OptimizerSpec& optimizer = plan.optimizer;
-    const TaskId norm = grad_norm(rank_, reductions_);
-    const double per_element = update_bytes_per_element(optimizer);
+    const UpdateTraffic update = update_traffic(optimizer, plan.precision.grad_accum);
     const double weight = bytes_of(plan.precision.compute);
     const TaskPlace update_at{rank_.rank, StreamKind::compute, PhaseTag::optimizer, -1, -1};
+    // The cross-entropy loss, averaged over the data-parallel ranks once per step.
+    loss_all_reduce(rank_);
+    std::map<Communicator, double> by_group;
+    for (const auto& bucket : buckets_) by_group[bucket.communicator] += bucket.numel;
     if (!plan.distributed_optimizer) {
       double local = 0;
       for (const auto& [unit, n] : rank_.local_params) local += n;
-      // Every rank updates all of its parameters and casts them back to the compute dtype.
-      rank_.emit.memory_kernel(update_at, local * (per_element + bytes_of(optimizer.main_weight_dtype) + weight),
-                               "update + cast", norm);
+      // Every rank clips and updates all of its parameters and casts them to the compute dtype.
+      const TaskId clipped = clip_gradients(rank_, local, reductions_);
+      rank_.emit.memory_kernel(update_at, local * update.bytes_per_element, update.kind, "update", clipped);
+      rank_.emit.memory_kernel(update_at, local * (bytes_of(optimizer.main_weight_dtype) + weight),
+                               MemoryKernel::elementwise, "cast to the compute dtype");
       return;
     }
-    std::map<Communicator, double> by_group;
-    for (const auto& bucket : buckets_) by_group[bucket.communicator] += bucket.numel;
     double shard = 0;
     for (const auto& [group, n] : by_group) shard += n / dbl(communicator_shape(plan, group).ranks);
-    const TaskId update = rank_.emit.memory_kernel(update_at, shard * per_element, "sharded update", norm);
+    // OLMoDDPOptimizer.step: clip the FP32 main gradients (this rank's shard of each tensor),
+    // foreach AdamW on the shard, then the weight rebuild.
+    const TaskId clipped = clip_gradients(rank_, shard, reductions_);
+    const TaskId updated =
+        rank_.emit.memory_kernel(update_at, shard * update.bytes_per_element, update.kind, "sharded update", clipped);
     // Rebuild: cast the updated shard into a pack buffer, one coalesced all-gather per replica
     // group, copy each tensor's slice into place (seed 4.3.1).
-    TaskId previous = update;
+    TaskId previous = updated;
     for (const auto& [group, n] : by_group) {
       const double members = dbl(communicator_shape(plan, group).ranks);
       if (members <= 1) continue;
       const TaskPlace at{rank_.rank, StreamKind::compute, PhaseTag::weight_rebuild, -1, -1};
       const TaskId pack = rank_.emit.memory_kernel(at, n / members * (bytes_of(optimizer.main_weight_dtype) + weight),
-                                                   "pack shard", previous);
+                                                   MemoryKernel::elementwise, "pack shard", previous);
       const TaskId gathered = rank_.emit.collective(
           {rank_.rank, StreamKind::comm_dp, PhaseTag::weight_rebuild, -1, -1},
           {group, CollectivePurpose::weight_rebuild, CollectiveKind::all_gather, n * weight}, pack);
-      previous = rank_.emit.memory_kernel(at, 2 * n * weight, "copy out", gathered);
+      previous = rank_.emit.memory_kernel(at, 2 * n * weight, MemoryKernel::copy, "copy out", gathered);
     }
   }
 

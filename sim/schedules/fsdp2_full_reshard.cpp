@@ -1,8 +1,22 @@
-// FSDP2 with full reshard (the Olmo-core report's baseline, seed Section 4): one unit per block
-// (embedding and LM head their own), BF16 parameters, FP32 reduction, sharded FP32 master weights.
-// Per microbatch each unit is all-gathered for forward, freed, all-gathered again for backward,
-// and its gradient reduce-scattered; the next unit's gather is prefetched. HSDP adds the replica
-// all-reduce of the shard on the final microbatch.
+// FSDP2 with full reshard (the Olmo-core report's baseline, seed Section 4), placed where PyTorch's
+// fully_shard puts its work (torch/distributed/fsdp/_fully_shard/: _fsdp_collectives.py
+// foreach_all_gather, foreach_all_gather_copy_out, foreach_reduce; _fsdp_param_group.py
+// FSDPParamGroup.wait_for_unshard, post_backward) with Olmo-core's wrapping
+// (olmo_core/nn/transformer/model.py Transformer.apply_fsdp):
+// - one unit per block, BF16 parameters, FP32 reduction, sharded FP32 master weights;
+// - all-gather copy-in on its own stream: the FP32 shard cast to BF16, then copied into this
+//   rank's slice of the flat buffer; the all-gather; the copy-out on the compute stream;
+// - the all-gather and the reduce-scatter share one NCCL communicator (the shard process group),
+//   so they run one at a time, in the order the host issues them;
+// - forward: the gather of unit k waits only for the copy-out of unit k - 1 - prefetch (implicit
+//   prefetch); backward: each unit prefetches the next one's gather right after its copy-out;
+// - the LM head stays gathered from forward through backward (reshard_after_forward=False) and
+//   the embedding is not gathered for backward (set_unshard_in_backward(False));
+// - the reduce-scatter's copy-in (chunk_cat, widening BF16 to FP32) runs on the compute stream,
+//   which first waits for the previous unit's reduce-scatter; ReduceOp.AVG divides in NCCL;
+//   microbatches after the first add their output into the sharded gradient on the
+//   reduce-scatter stream;
+// - HSDP: the replica all-reduce on its own stream and communicator, on the final microbatch.
 #include "sim/schedules/param_sync.hpp"
 
 namespace moesim {
@@ -14,55 +28,69 @@ class Fsdp2FullReshard final : public ParamSync {
   explicit Fsdp2FullReshard(const RankContext& rank) : rank_(rank) {}
 
   TaskId before_unit(const UnitVisit& visit, TaskId ready) override {
-    // Implicit prefetch: the gather of unit i may run ahead while unit i - 1 - depth's weights
-    // are still in use, no further (FSDP2's prefetch). The compute stream then copies the
-    // gathered flat buffer out into the unit's parameters (read and write BF16 once).
-    const auto back = static_cast<std::ptrdiff_t>(visit.index) - 1 - rank_.plan.fsdp_prefetch;
-    const TaskId limit = back >= 0 ? visit.done.at(visit.units[static_cast<std::size_t>(back)]) : kNoTask;
+    if (visit.index == 0) copy_outs_.clear();
     const std::int64_t unit = visit.units[visit.index];
-    const double weight_bytes = numel(unit) * bytes_of(rank_.plan.precision.compute);
-    const TaskId gathered = rank_.emit.collective(
-        {rank_.rank, StreamKind::comm_dp, PhaseTag::fsdp_gather, visit.microbatch, unit},
-        {Communicator::fsdp_shard,
-         visit.backward ? CollectivePurpose::fsdp_gather_backward : CollectivePurpose::fsdp_gather_forward,
-         CollectiveKind::all_gather, weight_bytes},
-        limit);
-    return rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::fsdp_gather, visit.microbatch, unit},
-                                    2 * weight_bytes, "all-gather copy-out", ready, gathered);
+    if (!visit.backward) {
+      // Implicit prefetch: the copy-in and gather of unit i wait for the copy-out of unit
+      // i - 1 - depth (all_gather_state), nothing else; the pass's first ones wait for the
+      // compute stream's work so far (FSDPState._root_pre_forward: the all-gather streams wait
+      // on the current stream), so gathers never run ahead into the next microbatch.
+      const auto back = static_cast<std::ptrdiff_t>(visit.index) - 1 - rank_.plan.fsdp_prefetch;
+      const TaskId limit = back >= 0          ? copy_out_of(visit.units[static_cast<std::size_t>(back)])
+                           : visit.index == 0 ? rank_.emit.last_on(rank_.rank, StreamKind::compute)
+                                              : kNoTask;
+      return copy_out(visit, unit, gather(visit, unit, limit), ready);
+    }
+    // Backward: the first unit's gather is issued here, every later one by its predecessor.
+    if (visit.index == 0 && gathered_for_backward(unit)) pending_gather_ = gather(visit, unit, kNoTask);
+    const TaskId out = gathered_for_backward(unit) ? copy_out(visit, unit, pending_gather_, ready) : ready;
+    pending_gather_ = kNoTask;
+    // Prefetch the next unit's gather once this copy-out is done (_backward_prefetch).
+    if (visit.index + 1 < visit.units.size()) {
+      const std::int64_t next = visit.units[visit.index + 1];
+      if (gathered_for_backward(next)) pending_gather_ = gather(visit, next, out == ready ? kNoTask : out);
+    }
+    return out;
   }
 
   void after_unit_backward(std::int64_t unit, std::int32_t microbatch, TaskId grads_ready) override {
-    // Reduce-scatter of the unit's gradients in the reduce dtype (input = full unit), every
-    // microbatch. FSDP2 first copies the unit's BF16 gradients into one reduce-dtype flat buffer
-    // (read 2, write 4 bytes per element) on the reduce-scatter stream, a kernel that shares the
-    // SMs.
     const PrecisionSpec& precision = rank_.plan.precision;
     const double n = numel(unit);
-    const TaskPlace at{rank_.rank, StreamKind::comm_rs, PhaseTag::fsdp_reduce, microbatch, unit};
-    const TaskId staged = rank_.emit.memory_kernel(at, n * (bytes_of(precision.compute) + bytes_of(precision.reduce)),
-                                                   "reduce-scatter copy-in", grads_ready);
-    TaskId reduced = rank_.emit.collective(at,
+    // chunk_cat on the compute stream, after the previous unit's reduce-scatter (post_backward).
+    const TaskId staged = rank_.emit.memory_kernel(
+        {rank_.rank, StreamKind::compute, PhaseTag::fsdp_reduce, microbatch, unit},
+        n * (bytes_of(precision.compute) + bytes_of(precision.reduce)), MemoryKernel::elementwise,
+        "reduce-scatter copy-in", grads_ready, last_reduce_scatter_);
+    const double shard = n / dbl(rank_.plan.shard_group());
+    TaskId reduced = rank_.emit.collective({rank_.rank, StreamKind::comm_dp, PhaseTag::fsdp_reduce, microbatch, unit},
                                            {Communicator::fsdp_shard, CollectivePurpose::fsdp_reduce_scatter,
                                             CollectiveKind::reduce_scatter, n * bytes_of(precision.reduce)},
                                            staged);
+    last_reduce_scatter_ = reduced;
+    if (microbatch > 0) {
+      // grad += output in FP32: read both, write the sum.
+      reduced = rank_.emit.memory_kernel({rank_.rank, StreamKind::comm_rs, PhaseTag::fsdp_reduce, microbatch, unit},
+                                         3 * shard * bytes_of(precision.grad_accum), MemoryKernel::elementwise,
+                                         "sharded gradient accumulate", reduced);
+    }
     const bool final_microbatch = microbatch == rank_.microbatches - 1;
     if (final_microbatch && rank_.plan.shard_group() < rank_.plan.dp()) {
-      reduced = rank_.emit.collective(
-          {rank_.rank, StreamKind::comm_rs, PhaseTag::grad_sync, microbatch, unit},
-          {Communicator::hsdp_replica, CollectivePurpose::hsdp_replica_all_reduce, CollectiveKind::all_reduce,
-           n / dbl(rank_.plan.shard_group()) * bytes_of(precision.reduce)},
-          reduced);
+      reduced = rank_.emit.collective({rank_.rank, StreamKind::comm_replica, PhaseTag::grad_sync, microbatch, unit},
+                                      {Communicator::hsdp_replica, CollectivePurpose::hsdp_replica_all_reduce,
+                                       CollectiveKind::all_reduce, shard * bytes_of(precision.reduce)},
+                                      reduced);
     }
     reductions_.push_back(reduced);
   }
 
   void end_of_step() override {
-    const TaskId norm = grad_norm(rank_, reductions_);
     double local = 0;
     for (const auto& [unit, n] : rank_.local_params) local += n;
+    const double shard = local / dbl(rank_.plan.shard_group());
+    const TaskId clipped = clip_gradients(rank_, shard, reductions_);
+    const UpdateTraffic update = update_traffic(rank_.plan.optimizer, rank_.plan.precision.grad_accum);
     rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::optimizer, -1, -1},
-                             local / dbl(rank_.plan.shard_group()) * update_bytes_per_element(rank_.plan.optimizer),
-                             "sharded update", norm);
+                             shard * update.bytes_per_element, update.kind, "sharded update", clipped);
   }
 
  private:
@@ -71,8 +99,52 @@ class Fsdp2FullReshard final : public ParamSync {
     return it == rank_.unit_numel.end() ? 0.0 : it->second;
   }
 
+  // Olmo-core keeps the LM head gathered through backward and skips the embedding's backward
+  // gather (its backward needs no weight); with tied embeddings both live in the root unit.
+  bool gathered_for_backward(std::int64_t unit) const {
+    const bool edge = unit == -1 || unit == rank_.last_unit;
+    return !edge || rank_.tied_embeddings;
+  }
+
+  TaskId copy_out_of(std::int64_t unit) const {
+    const auto it = copy_outs_.find(unit);
+    return it == copy_outs_.end() ? kNoTask : it->second;
+  }
+
+  // Copy-in (cast the FP32 shard to BF16, copy it into the flat buffer) and the all-gather.
+  TaskId gather(const UnitVisit& visit, std::int64_t unit, TaskId after) {
+    const PrecisionSpec& precision = rank_.plan.precision;
+    const double n = numel(unit), shard = n / dbl(rank_.plan.shard_group());
+    const double weight = bytes_of(precision.compute), main = bytes_of(rank_.plan.optimizer.main_weight_dtype);
+    const TaskPlace copy_in{rank_.rank, StreamKind::copy_in, PhaseTag::fsdp_gather, visit.microbatch, unit};
+    const TaskId cast = rank_.emit.memory_kernel(copy_in, shard * (main + weight), MemoryKernel::elementwise,
+                                                 "all-gather copy-in cast", after);
+    const TaskId staged =
+        rank_.emit.memory_kernel(copy_in, 2 * shard * weight, MemoryKernel::copy, "all-gather copy-in", cast);
+    return rank_.emit.collective(
+        {rank_.rank, StreamKind::comm_dp, PhaseTag::fsdp_gather, visit.microbatch, unit},
+        {Communicator::fsdp_shard,
+         visit.backward ? CollectivePurpose::fsdp_gather_backward : CollectivePurpose::fsdp_gather_forward,
+         CollectiveKind::all_gather, n * weight},
+        staged);
+  }
+
+  // The compute stream copies the gathered flat buffer out into the unit's parameters (read and
+  // write BF16 once), after the gather and the previous compute.
+  TaskId copy_out(const UnitVisit& visit, std::int64_t unit, TaskId gathered, TaskId ready) {
+    const double weight_bytes = numel(unit) * bytes_of(rank_.plan.precision.compute);
+    const TaskId out =
+        rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::fsdp_gather, visit.microbatch, unit},
+                                 2 * weight_bytes, MemoryKernel::copy, "all-gather copy-out", ready, gathered);
+    copy_outs_[unit] = out;
+    return out;
+  }
+
   RankContext rank_;
-  std::vector<TaskId> reductions_;  // what the optimizer waits for
+  std::map<std::int64_t, TaskId> copy_outs_;  // this pass's copy-out of each unit
+  TaskId pending_gather_ = kNoTask;           // backward: the prefetched gather of the next unit
+  TaskId last_reduce_scatter_ = kNoTask;      // the compute stream waits for it before a copy-in
+  std::vector<TaskId> reductions_;            // what the optimizer waits for
 };
 
 }  // namespace
@@ -80,8 +152,8 @@ class Fsdp2FullReshard final : public ParamSync {
 std::unique_ptr<ParamSyncModel> make_fsdp2_full_reshard() {
   return std::make_unique<StrategyModel<Fsdp2FullReshard>>(
       "fsdp2_full_reshard",
-      "FSDP2 full reshard: per microbatch, gather each unit for forward and again for backward, reduce-scatter its "
-      "gradients (HSDP: + replica all-reduce); sharded update",
+      "FSDP2 full reshard as fully_shard places it: gathers and reduce-scatters on one communicator, copy-in "
+      "streams, implicit prefetch, LM head kept and embedding not re-gathered for backward; sharded update",
       Design::fsdp);
 }
 

@@ -4,6 +4,8 @@
 
 namespace moesim {
 
+void ParamSync::start_of_step() {}
+
 TaskId ParamSync::before_unit(const UnitVisit&, TaskId ready) { return ready; }
 
 void ParamSync::after_unit_backward(std::int64_t, std::int32_t, TaskId) {}
@@ -26,18 +28,23 @@ const ParamSyncModel& param_sync_for(Design design) {
   throw std::logic_error("no parameter-sync strategy for design " + std::string(name_of(design)));
 }
 
-TaskId grad_norm(const RankContext& rank, const std::vector<TaskId>& reductions) {
+TaskId clip_gradients(const RankContext& rank, double elements, const std::vector<TaskId>& reductions) {
+  const double cell = bytes_of(rank.plan.precision.grad_accum);
+  const TaskPlace at{rank.rank, StreamKind::compute, PhaseTag::optimizer, -1, -1};
+  const TaskId norms = rank.emit.memory_kernel(at, elements * cell, MemoryKernel::elementwise, "gradient norms");
+  for (const TaskId t : reductions) rank.emit.depend(t, norms);
   constexpr double kNormBytes = 2 * bytes_of(DType::fp32);  // the squared-norm partial sums, FP32
-  const TaskId norm = rank.emit.collective(
+  const TaskId total = rank.emit.collective(
       {rank.rank, StreamKind::comm_dp, PhaseTag::optimizer, -1, -1},
-      {Communicator::dp, CollectivePurpose::grad_norm, CollectiveKind::all_reduce, kNormBytes}, kNoTask);
-  for (const TaskId t : reductions) rank.emit.depend(t, norm);
-  return norm;
+      {Communicator::dp, CollectivePurpose::grad_norm, CollectiveKind::all_reduce, kNormBytes}, norms);
+  return rank.emit.memory_kernel(at, 2 * elements * cell, MemoryKernel::elementwise, "clip gradients", total);
 }
 
-double update_bytes_per_element(const OptimizerSpec& optimizer) {
-  return bytes_of(DType::fp32) + 2 * bytes_of(optimizer.main_weight_dtype) +
-         2 * optimizer.states() * bytes_of(optimizer.state_dtype);
+TaskId loss_all_reduce(const RankContext& rank) {
+  constexpr double kLossBytes = bytes_of(DType::fp32);  // one FP32 scalar
+  return rank.emit.collective({rank.rank, StreamKind::comm_dp, PhaseTag::optimizer, -1, -1},
+                              {Communicator::dp, CollectivePurpose::loss, CollectiveKind::all_reduce, kLossBytes},
+                              kNoTask);
 }
 
 }  // namespace moesim

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "models/common/registry.hpp"
+#include "models/costs/optimizer_traffic.hpp"
 #include "models/plan/rank_layout.hpp"
 #include "sim/step_emitter.hpp"
 
@@ -23,6 +24,8 @@ struct RankContext {
   const SimRank& coords;
   const ParallelPlan& plan;
   std::int64_t microbatches = 1;
+  std::int64_t last_unit = 0;                          // the final norm and LM head (num_layers)
+  bool tied_embeddings = false;                        // the LM head is the embedding
   const std::vector<LocalTensor>& tensors;             // the stage's tensors as this rank holds them
   const std::map<std::int64_t, double>& local_params;  // elements held per unit
   const std::map<std::int64_t, double>& unit_numel;    // full (unsharded) elements per unit
@@ -41,6 +44,8 @@ struct UnitVisit {
 class ParamSync {
  public:
   virtual ~ParamSync() = default;
+  // Before the rank's first pass (buffers zeroed once per step).
+  virtual void start_of_step();
   // Before the unit's compute: returns the task that compute must follow (default `ready`).
   virtual TaskId before_unit(const UnitVisit& visit, TaskId ready);
   // After the unit's backward compute produced its gradients (`grads_ready`).
@@ -73,12 +78,13 @@ const Registry<ParamSyncModel>& param_sync_models();  // "fsdp2_full_reshard", "
 const ParamSyncModel& param_sync_for(Design design);
 
 // Pieces both designs' optimizer steps share.
-// The gradient-norm reduction for clipping (per-tensor norms, one small all-reduce of their
-// squares), after every gradient reduction in `reductions`.
-TaskId grad_norm(const RankContext& rank, const std::vector<TaskId>& reductions);
-// HBM bytes per updated element: read gradient, main weight and states, write main weight and
-// states.
-double update_bytes_per_element(const OptimizerSpec& optimizer);
+// Gradient clipping over `elements` FP32 gradient elements held by this rank, after every
+// reduction in `reductions`: per-tensor norms (one read), one small all-reduce of their squares,
+// then every gradient scaled in place (read + write): torch.nn.utils.get_total_norm and
+// clip_grads_with_norm_ (FSDP2), OLMoDDPOptimizer._clip_grad (Olmo-core DDP). Returns the last.
+TaskId clip_gradients(const RankContext& rank, double elements, const std::vector<TaskId>& reductions);
+// The loss averaged over the data-parallel ranks: one small all-reduce per step.
+TaskId loss_all_reduce(const RankContext& rank);
 
 // Registration hooks of the strategies (one per file).
 std::unique_ptr<ParamSyncModel> make_fsdp2_full_reshard();

@@ -119,12 +119,39 @@ TEST_CASE("Flash attention counts causal FLOPs and backward as 2.5x forward", "[
   CHECK(attention_cost_models().get("flash").time(b300(), s).forward.flops == Approx(2 * fwd));
 }
 
-TEST_CASE("Memory-bound kernels take bytes over sustained HBM plus the launch", "[unit]") {
+TEST_CASE("Memory-bound kernels take bytes over the copy rate times their class's fraction, plus the launch",
+          "[unit]") {
   const MemoryBoundCost& m = memory_bound_cost_models().get("hbm");
   const double gib = 1024.0 * 1024 * 1024;
-  CHECK(m.time(b300(), gib).time_s == Approx(gib / (b300().compute.hbm_sustained_GBps.value * 1e9) + launch_s()));
-  CHECK(m.time(b300(), 0).time_s == Approx(launch_s()));
-  CHECK_THROWS_AS(m.time(b300(), -1), InputError);
+  const double copy_Bps = b300().compute.hbm_sustained_GBps.value * 1e9;
+  CHECK(m.time(b300(), gib, MemoryKernel::copy).time_s == Approx(gib / copy_Bps + launch_s()));
+  for (std::size_t k = 0; k < kMemoryKernels; ++k) {
+    const auto kind = static_cast<MemoryKernel>(k);
+    const double fraction = b300().compute.hbm_fraction_by_kernel[k].value;
+    INFO(name_of(kind));
+    CHECK(fraction > 0);
+    CHECK(fraction <= 1);
+    CHECK(m.time(b300(), gib, kind).time_s == Approx(gib / (copy_Bps * fraction) + launch_s()));
+  }
+  CHECK(m.time(b300(), 0, MemoryKernel::copy).time_s == Approx(launch_s()));
+  CHECK_THROWS_AS(m.time(b300(), -1, MemoryKernel::copy), InputError);
+}
+
+TEST_CASE("Backward GEMM passes run at the profile's ratios of the forward rate", "[unit]") {
+  const HardwareProfile& hw = b300();
+  const double fwd = gemm().time(hw, {8192, 8192, 8192, GemmPass::forward}).time_s;
+  const double dgrad = gemm().time(hw, {8192, 8192, 8192, GemmPass::dgrad}).time_s;
+  const double wgrad = gemm().time(hw, {8192, 8192, 8192, GemmPass::wgrad}).time_s;
+  const double launch = launch_s();
+  CHECK((dgrad - launch) == Approx((fwd - launch) / hw.compute.gemm_dgrad_over_forward.value));
+  CHECK((wgrad - launch) == Approx((fwd - launch) / hw.compute.gemm_wgrad_over_forward.value));
+  // Grouped weight gradients are the weakest class at a few hundred rows per expert (SimuMax B200).
+  const std::vector<double> rows(32, 256);
+  const double g_fwd = grouped().time(hw, {rows, 4096, 4096, GemmPass::forward}).time_s;
+  const double g_wgrad = grouped().time(hw, {rows, 4096, 4096, GemmPass::wgrad}).time_s;
+  const double ratio = interpolate_log_x(hw.compute.grouped_gemm_wgrad_over_forward_by_rows_per_expert, 256);
+  CHECK(ratio < 1);
+  CHECK((g_wgrad - launch) == Approx((g_fwd - launch) / ratio).epsilon(1e-9));
 }
 
 TEST_CASE("Cost model registries list the valid names for an unknown one", "[unit]") {

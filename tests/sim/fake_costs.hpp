@@ -12,10 +12,12 @@ struct FakeCosts final : CostBook {
   double collective_s = 3e-3;  // every collective (group > 1)
   double attention_s = 0;      // every flash-attention call (forward or backward)
   double memory_s = 0;         // every memory-bound kernel
+  double host_s = 0;           // the host's share of a step
   double gemm(const GemmShape&) const override { return gemm_s; }
   double grouped_gemm(const GroupedGemmShape&) const override { return grouped_s; }
   double attention(const AttentionShape&, bool) const override { return attention_s; }
-  double memory(double) const override { return memory_s; }
+  double memory(double, MemoryKernel) const override { return memory_s; }
+  double step_host_s() const override { return host_s; }
   CommCost collective(const CollectiveRequest& request) const override {
     return request.ranks > 1 ? CommCost{collective_s, request.bytes, 0} : CommCost{};
   }

@@ -1,0 +1,222 @@
+#include <algorithm>
+#include <initializer_list>
+#include <sstream>
+
+#include "models/hw/profile_sections.hpp"
+
+namespace moesim::profile_detail {
+
+namespace {
+// Provenance fields shared by a quantity and a table: "kind" and a non-empty "source".
+void provenance(const JsonReader& q, SourceKind& kind_out, std::string& source_out) {
+  const auto kind = q.choice("kind", {"datasheet", "published", "fitted", "assumption"});
+  kind_out = kind == "datasheet"   ? SourceKind::datasheet
+             : kind == "published" ? SourceKind::published
+             : kind == "fitted"    ? SourceKind::fitted
+                                   : SourceKind::assumption;
+  source_out = q.string("source");
+  if (source_out.empty()) q.fail("source", "must say where the number comes from");
+}
+
+}  // namespace
+
+Quantity quantity(const JsonReader& parent, std::string_view key, Range range) {
+  const JsonReader q = parent.object(key);
+  Quantity out;
+  out.value = q.number("value", range);
+  provenance(q, out.kind, out.source);
+  q.finish();
+  return out;
+}
+
+std::optional<Quantity> optional_quantity(const JsonReader& parent, std::string_view key, Range range) {
+  if (!parent.has(key)) return std::nullopt;
+  return quantity(parent, key, range);
+}
+
+ProfileTable table(const JsonReader& parent, std::string_view key, std::string_view x_key, std::string_view y_key,
+                   Range y_range) {
+  const JsonReader t = parent.object(key);
+  ProfileTable out;
+  provenance(t, out.kind, out.source);
+  const auto points = t.object_list("points");
+  if (points.empty()) t.fail("points", "a table needs at least one point");
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const JsonReader& p = points[i];
+    TablePoint pt;
+    pt.x = p.number(x_key, Range::positive());
+    pt.y = p.number(y_key, y_range);
+    if (i > 0 && pt.x <= out.points.back().x) {
+      std::ostringstream msg;
+      msg << "must be greater than the previous point's " << x_key << " (" << out.points.back().x
+          << "): table rows are strictly increasing";
+      p.fail(x_key, msg.str());
+    }
+    p.finish();
+    out.points.push_back(pt);
+  }
+  t.finish();
+  return out;
+}
+
+namespace {
+
+// busbw / link rate: above 1 only where the switch reduces in-network (NVLS), so cap at 2.
+const Range kEfficiency{0.0, 2.0, true};
+// A backward pass over the forward rate: published ratios are 0.37-1.23; 1.5 catches
+// percentages typed as fractions.
+const Range kPassRatio{0.0, 1.5, true};
+// NCCL's channel cap (NCCL_MAX_NCHANNELS, src/include/device.h MAXCHANNELS = 64).
+const Range kCtas{1.0, 64.0, false};
+
+CollectiveEfficiencies efficiencies(const JsonReader& e, std::initializer_list<std::string_view> required,
+                                    std::initializer_list<std::string_view> optional) {
+  CollectiveEfficiencies out;
+  auto slot = [&out](std::string_view k) -> std::optional<Quantity>& {
+    if (k == "all_reduce") return out.all_reduce;
+    if (k == "all_gather") return out.all_gather;
+    if (k == "reduce_scatter") return out.reduce_scatter;
+    if (k == "all_to_all") return out.all_to_all;
+    if (k == "broadcast") return out.broadcast;
+    return out.send_recv;
+  };
+  for (auto k : required) slot(k) = quantity(e, k, kEfficiency);
+  for (auto k : optional) slot(k) = optional_quantity(e, k, kEfficiency);
+  e.finish();
+  return out;
+}
+
+CollectiveAlgorithmSpec algorithm(const JsonReader& a, std::initializer_list<std::string_view> required,
+                                  std::initializer_list<std::string_view> optional) {
+  CollectiveAlgorithmSpec out;
+  out.base_latency_us = quantity(a, "base_latency_us", Range::non_negative());
+  out.ctas = quantity(a, "ctas", kCtas);
+  out.busbw_efficiency = efficiencies(a.object("busbw_efficiency"), required, optional);
+  a.finish();
+  return out;
+}
+
+// Each memory-kernel class as a fraction of the copy rate; copy itself is that rate.
+void memory_kernel_fractions(const JsonReader& f, ComputeSpec& s) {
+  s.hbm_fraction_by_kernel[static_cast<std::size_t>(MemoryKernel::copy)] = {
+      1.0, s.hbm_sustained_GBps.kind, "by definition: compute.hbm_sustained_GBps is the copy rate"};
+  const std::pair<MemoryKernel, const char*> classes[] = {{MemoryKernel::elementwise, "elementwise"},
+                                                          {MemoryKernel::permute, "permute"},
+                                                          {MemoryKernel::cross_entropy, "cross_entropy"},
+                                                          {MemoryKernel::optimizer, "optimizer"}};
+  for (const auto& [kind, key] : classes) {
+    s.hbm_fraction_by_kernel[static_cast<std::size_t>(kind)] = quantity(f, key, Range{0.0, 1.0, true});
+  }
+  f.finish();
+}
+
+}  // namespace
+
+ComputeSpec parse_compute(const JsonReader& c) {
+  ComputeSpec s;
+  s.gemm_bf16_TFLOPs_by_rows = table(c, "gemm_bf16_TFLOPs_by_rows", "rows", "TFLOPs", Range::positive());
+  // Published grouped/dense ratios are 0.59-0.96; up to 1.5 leaves room for a grouped kernel
+  // that beats a poorly tuned dense one, while catching percentages typed as fractions.
+  s.grouped_gemm_efficiency_by_rows_per_expert = table(c, "grouped_gemm_efficiency_by_rows_per_expert",
+                                                       "rows_per_expert", "fraction_of_dense", Range{0.0, 1.5, true});
+  s.gemm_dgrad_over_forward = quantity(c, "gemm_dgrad_over_forward", kPassRatio);
+  s.gemm_wgrad_over_forward = quantity(c, "gemm_wgrad_over_forward", kPassRatio);
+  s.grouped_gemm_dgrad_over_forward_by_rows_per_expert = table(c, "grouped_gemm_dgrad_over_forward_by_rows_per_expert",
+                                                               "rows_per_expert", "fraction_of_forward", kPassRatio);
+  s.grouped_gemm_wgrad_over_forward_by_rows_per_expert = table(c, "grouped_gemm_wgrad_over_forward_by_rows_per_expert",
+                                                               "rows_per_expert", "fraction_of_forward", kPassRatio);
+  s.attention_fwd_TFLOPs = quantity(c, "attention_fwd_TFLOPs", Range::positive());
+  s.attention_bwd_TFLOPs = quantity(c, "attention_bwd_TFLOPs", Range::positive());
+  s.hbm_sustained_GBps = quantity(c, "hbm_sustained_GBps", Range::positive());
+  memory_kernel_fractions(c.object("hbm_fraction_by_kernel"), s);
+  // A per-kernel overhead of a millisecond or more would be a unit mistake (ms typed as us).
+  s.kernel_launch_us = quantity(c, "kernel_launch_us", Range::between(0.0, 1000.0));
+  c.finish();
+  return s;
+}
+
+InterconnectSpec parse_interconnect(const JsonReader& ic) {
+  InterconnectSpec s;
+  {
+    const auto in = ic.object("intra_node");
+    s.intra_node.domain_gpus = quantity(in, "domain_gpus", Range::between(1, 1024));
+    s.intra_node.hop_latency_us = quantity(in, "hop_latency_us", Range::non_negative());
+    // Which collectives each algorithm runs follows NCCL: ring the reductions, gathers and
+    // broadcast, tree only all_reduce, NVLS all_reduce (its all_gather/reduce_scatter are
+    // optional: no speedup, nccl issue 1506), point-to-point all_to_all and send/recv.
+    s.intra_node.ring = algorithm(in.object("ring"), {"all_reduce", "all_gather", "reduce_scatter", "broadcast"}, {});
+    s.intra_node.tree = algorithm(in.object("tree"), {"all_reduce"}, {});
+    s.intra_node.p2p = algorithm(in.object("p2p"), {"all_to_all", "send_recv"}, {});
+    if (const auto nvls = in.optional_object("nvls")) {
+      s.intra_node.nvls = algorithm(*nvls, {"all_reduce"}, {"all_gather", "reduce_scatter"});
+    }
+    in.finish();
+  }
+  {
+    const auto out = ic.object("inter_node");
+    s.inter_node.hop_latency_us = quantity(out, "hop_latency_us", Range::non_negative());
+    s.inter_node.nic_efficiency = quantity(out, "nic_efficiency", Range{0.0, 1.0, true});
+    out.finish();
+  }
+  ic.finish();
+  return s;
+}
+// No kernel runs faster than the GPU's nominal peak or streams faster than its HBM: a profile
+// that says otherwise has a typo (a peak in the wrong unit, a rate from another GPU), and would
+// give an MFU above 100%.
+void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in) {
+  const auto compute = in.object("compute");
+  const double peak = h.gpu.peak_bf16_TFLOPs.value;
+  const std::string ceiling =
+      " TFLOP/s exceeds the GPU's nominal peak (gpu.peak_bf16_dense_TFLOPs " + brief(peak) + ")";
+  double best_dense = 0;
+  const auto& gemm = h.compute.gemm_bf16_TFLOPs_by_rows.points;
+  for (std::size_t i = 0; i < gemm.size(); ++i) {
+    best_dense = std::max(best_dense, gemm[i].y);
+    if (gemm[i].y > peak) {
+      throw InputError(in.file(),
+                       compute.child_path("gemm_bf16_TFLOPs_by_rows") + ".points[" + std::to_string(i) + "].TFLOPs",
+                       brief(gemm[i].y) + ceiling);
+    }
+  }
+  const auto max_of = [](const ProfileTable& t) {
+    double out = 0;
+    for (const auto& p : t.points) out = std::max(out, p.y);
+    return out;
+  };
+  const std::pair<const char*, double> dense_passes[] = {
+      {"gemm_dgrad_over_forward", h.compute.gemm_dgrad_over_forward.value},
+      {"gemm_wgrad_over_forward", h.compute.gemm_wgrad_over_forward.value}};
+  for (const auto& [key, ratio] : dense_passes) {
+    if (ratio * best_dense > peak) {
+      compute.object(key).fail("value", brief(ratio) + " x the best dense GEMM rate " + brief(best_dense) + ceiling);
+    }
+  }
+  // The fastest grouped pass: the best grouped efficiency at the fastest backward ratio.
+  const double grouped_pass = std::max({1.0, max_of(h.compute.grouped_gemm_dgrad_over_forward_by_rows_per_expert),
+                                        max_of(h.compute.grouped_gemm_wgrad_over_forward_by_rows_per_expert)});
+  const auto& grouped = h.compute.grouped_gemm_efficiency_by_rows_per_expert.points;
+  for (std::size_t i = 0; i < grouped.size(); ++i) {
+    if (grouped[i].y * best_dense * grouped_pass > peak) {
+      throw InputError(in.file(),
+                       compute.child_path("grouped_gemm_efficiency_by_rows_per_expert") + ".points[" +
+                           std::to_string(i) + "].fraction_of_dense",
+                       brief(grouped[i].y) + " x the best dense GEMM rate " + brief(best_dense) +
+                           " x the fastest backward ratio " + brief(grouped_pass) + " = " +
+                           brief(grouped[i].y * best_dense * grouped_pass) + ceiling);
+    }
+  }
+  const std::pair<const char*, double> attention[] = {{"attention_fwd_TFLOPs", h.compute.attention_fwd_TFLOPs.value},
+                                                      {"attention_bwd_TFLOPs", h.compute.attention_bwd_TFLOPs.value}};
+  for (const auto& [key, v] : attention) {
+    if (v > peak) compute.object(key).fail("value", brief(v) + ceiling);
+  }
+  if (h.compute.hbm_sustained_GBps.value > h.gpu.hbm_bw_GBps.value) {
+    compute.object("hbm_sustained_GBps")
+        .fail("value", brief(h.compute.hbm_sustained_GBps.value) +
+                           " GB/s exceeds the GPU's HBM bandwidth (gpu.hbm_bw_GBps " + brief(h.gpu.hbm_bw_GBps.value) +
+                           ")");
+  }
+}
+
+}  // namespace moesim::profile_detail
