@@ -33,7 +33,7 @@ std::string trace_json(const Simulation& sim) {
       args["nic_bytes"] = t.link_bytes[static_cast<std::size_t>(LinkClass::nic)];
     }
     events.push_back({{"ph", "X"},
-                      {"name", g.label_text(t.label)},
+                      {"name", t.label},
                       {"cat", name_of(t.phase)},
                       {"pid", t.rank},
                       {"tid", static_cast<int>(t.stream)},

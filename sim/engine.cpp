@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <limits>
-#include <queue>
 #include <stdexcept>
+
+#include "sim/event_heap.hpp"
 
 namespace moesim {
 
@@ -13,20 +14,16 @@ struct Unit {               // one running thing: a task, or a collective's memb
   std::uint32_t first = 0;  // members are members_[first, first + count)
   std::uint32_t count = 0;
   double remaining = 0;
-  double rate = 1;
+  double rate = 0;  // 0 until first rated
   double updated = 0;
-  std::uint32_t version = 0;
   Demand demand;
 };
 
-struct Event {
-  double time;
-  std::uint64_t seq;
-  std::uint32_t unit;
-  std::uint32_t version;
-  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
-};
-
+// Each event (a unit finishing, or the replay's start) is handled in one pass: the unit ends, the
+// tasks it released start, and then the units it may have sped up or slowed down are re-rated
+// once: the new ones, and those on a touched rank whose running mix changed (a rate is a function
+// of the mix, so where the event left the mix as it was, every rate stands). Ranks and units are
+// de-duplicated by epoch stamps (the event's number), not by sorting.
 class Engine {
  public:
   Engine(const TaskGraph& g, const ResourceSharing& sharing) : graph_(g), sharing_(sharing) {
@@ -53,32 +50,46 @@ class Engine {
       for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(id), g.dag()); e != end; ++e)
         ++pending_[boost::target(*e, g.dag())];
     }
-    group_members_.resize(g.groups());
-    group_ready_.assign(g.groups(), 0);
+    // Members of each collective group, grouped by a counting sort (offsets into one array).
+    group_first_.assign(static_cast<std::size_t>(g.groups()) + 1, 0);
     for (TaskId id = 0; id < n; ++id) {
-      if (g.task(id).group != kNoGroup) group_members_[g.task(id).group].push_back(id);
+      if (g.task(id).group != kNoGroup) ++group_first_[g.task(id).group + 1];
     }
+    for (std::size_t k = 1; k < group_first_.size(); ++k) group_first_[k] += group_first_[k - 1];
+    group_members_.resize(group_first_.back());
+    std::vector<std::uint32_t> fill(group_first_.begin(), group_first_.end() - 1);
+    for (TaskId id = 0; id < n; ++id) {
+      if (g.task(id).group != kNoGroup) group_members_[fill[g.task(id).group]++] = id;
+    }
+    group_ready_.assign(g.groups(), 0);
     running_.resize(g.ranks());
     mix_.resize(g.ranks());
+    mix_before_.resize(g.ranks());
+    rank_epoch_.assign(g.ranks(), 0);
     units_.reserve(n);
+    unit_epoch_.reserve(n);
     members_.reserve(n);
+    heap_.reset(n);
+    result_.events.reserve(2 * n);
   }
 
   ReplayResult run() {
+    begin_event();
     for (TaskId id = 0; id < graph_.size(); ++id) {
       if (pending_[id] == 0) became_ready(id, kNoTask);
     }
-    flush_starts();
+    start_ready();
+    rerate();
     std::size_t done = 0;
     while (!heap_.empty()) {
-      const Event ev = heap_.top();
+      const std::uint32_t uid = heap_.top();
+      now_ = heap_.top_time();
       heap_.pop();
-      Unit& u = units_[ev.unit];
-      if (ev.version != u.version) continue;
-      now_ = ev.time;
-      finish_unit(ev.unit);
-      done += units_[ev.unit].count;
-      flush_starts();
+      begin_event();
+      finish_unit(uid);
+      done += units_[uid].count;
+      start_ready();
+      rerate();
     }
     if (done != graph_.size())
       throw std::logic_error("replay stalled: a dependency cycle or an incomplete collective group");
@@ -86,6 +97,20 @@ class Engine {
   }
 
  private:
+  void begin_event() {
+    ++epoch_;
+    touched_.clear();
+    started_.clear();
+  }
+
+  // Called before the event changes `rank`'s mix.
+  void touch(std::uint32_t rank) {
+    if (rank_epoch_[rank] == epoch_) return;
+    rank_epoch_[rank] = epoch_;
+    touched_.push_back(rank);
+    mix_before_[rank] = mix_[rank];
+  }
+
   void became_ready(TaskId id, TaskId cause) {
     result_.cause[id] = cause;
     const auto group = graph_.task(id).group;
@@ -93,37 +118,37 @@ class Engine {
       to_start_.push_back({id, false});
       return;
     }
-    if (++group_ready_[group] == group_members_[group].size()) to_start_.push_back({group, true});
+    if (++group_ready_[group] == group_first_[group + 1] - group_first_[group]) to_start_.push_back({group, true});
   }
 
-  void flush_starts() {
-    if (to_start_.empty()) return;
-    touched_.clear();
+  void start_ready() {
     for (const auto& [what, is_group] : to_start_) {
       const auto uid = static_cast<std::uint32_t>(units_.size());
       Unit u;
       u.first = static_cast<std::uint32_t>(members_.size());
-      if (is_group)
-        members_.insert(members_.end(), group_members_[what].begin(), group_members_[what].end());
-      else
+      if (is_group) {
+        members_.insert(members_.end(), group_members_.begin() + group_first_[what],
+                        group_members_.begin() + group_first_[what + 1]);
+      } else {
         members_.push_back(what);
+      }
       u.count = static_cast<std::uint32_t>(members_.size()) - u.first;
-      const Task& t0 = graph_.task(members_[u.first]);
-      u.demand = sharing_.demand_of(t0);
+      u.demand = sharing_.demand_of(graph_.task(members_[u.first]));
       for (TaskId m : members(u)) {
-        u.remaining = std::max(u.remaining, graph_.task(m).work_s);
+        const Task& t = graph_.task(m);
+        u.remaining = std::max(u.remaining, t.work_s);
         result_.start[m] = now_;
-        const std::uint32_t rank = graph_.task(m).rank;
-        running_[rank].push_back(uid);
-        mix_[rank].add(u.demand, +1);
-        touched_.push_back(rank);
+        result_.events.push_back({m, true});
+        touch(t.rank);
+        running_[t.rank].push_back(uid);
+        mix_[t.rank].add(u.demand, +1);
       }
       u.updated = now_;
-      u.rate = 0;  // set by rerate
       units_.push_back(u);
+      unit_epoch_.push_back(0);
+      started_.push_back(uid);
     }
     to_start_.clear();
-    rerate(touched_);
   }
 
   struct Range {
@@ -135,55 +160,67 @@ class Engine {
   Range members(const Unit& u) const { return {members_.data() + u.first, members_.data() + u.first + u.count}; }
 
   void finish_unit(std::uint32_t uid) {
-    Unit& u = units_[uid];
-    touched_.clear();
+    const Unit& u = units_[uid];
     for (TaskId m : members(u)) {
       result_.finish[m] = now_;
+      result_.events.push_back({m, false});
       if (now_ >= result_.makespan) {
         result_.makespan = now_;
         result_.last = m;
       }
       const std::uint32_t rank = graph_.task(m).rank;
+      touch(rank);
       auto& list = running_[rank];
       list.erase(std::find(list.begin(), list.end(), uid));
       mix_[rank].add(u.demand, -1);
-      touched_.push_back(rank);
     }
-    u.version = std::numeric_limits<std::uint32_t>::max();
+    const DagStorage& dag = graph_.dag();
     for (TaskId m : members(u)) {
-      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(m), graph_.dag()); e != end; ++e)
-        release(static_cast<TaskId>(boost::target(*e, graph_.dag())), m);
+      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(m), dag); e != end; ++e)
+        release(static_cast<TaskId>(boost::target(*e, dag)), m);
       if (stream_next_[m] != kNoTask) release(stream_next_[m], m);
     }
-    rerate(touched_);
   }
 
   void release(TaskId id, TaskId cause) {
     if (--pending_[id] == 0) became_ready(id, cause);
   }
 
-  void rerate(std::vector<std::uint32_t>& ranks) {
-    std::sort(ranks.begin(), ranks.end());
-    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-    auto& units = rerate_units_;
-    units.clear();
-    for (auto rank : ranks) units.insert(units.end(), running_[rank].begin(), running_[rank].end());
-    std::sort(units.begin(), units.end());
-    units.erase(std::unique(units.begin(), units.end()), units.end());
-    for (auto uid : units) {
-      Unit& u = units_[uid];
-      double rate = std::numeric_limits<double>::infinity();
-      for (TaskId m : members(u)) rate = std::min(rate, sharing_.rate(mix_[graph_.task(m).rank], u.demand));
-      if (u.rate > 0) u.remaining = std::max(0.0, u.remaining - (now_ - u.updated) * u.rate);
-      if (rate == u.rate && u.version != 0) {
-        u.updated = now_;
-        continue;  // unchanged: its event stands
+  // Re-rates the new units and those on touched ranks whose mix changed; a unit whose rate
+  // changed (or that is new) gets its finish event (re)scheduled.
+  void rerate() {
+    if (touched_.size() == 1) {  // the common case: one rank's units, distinct already
+      const std::uint32_t rank = touched_.front();
+      if (!(mix_[rank] == mix_before_[rank])) {
+        for (auto uid : running_[rank]) rerate_unit(uid);
+        return;
       }
-      u.rate = rate;
-      u.updated = now_;
-      ++u.version;
-      heap_.push({now_ + u.remaining / u.rate, seq_++, uid, u.version});
+      for (auto uid : started_) rerate_unit(uid);
+      return;
     }
+    rerate_units_.clear();
+    const auto pick = [&](std::uint32_t uid) {
+      if (unit_epoch_[uid] == epoch_) return;
+      unit_epoch_[uid] = epoch_;
+      rerate_units_.push_back(uid);
+    };
+    for (auto rank : touched_) {
+      if (mix_[rank] == mix_before_[rank]) continue;
+      for (auto uid : running_[rank]) pick(uid);
+    }
+    for (auto uid : started_) pick(uid);
+    for (auto uid : rerate_units_) rerate_unit(uid);
+  }
+
+  void rerate_unit(std::uint32_t uid) {
+    Unit& u = units_[uid];
+    double rate = std::numeric_limits<double>::infinity();
+    for (TaskId m : members(u)) rate = std::min(rate, sharing_.rate(mix_[graph_.task(m).rank], u.demand));
+    if (u.rate > 0) u.remaining = std::max(0.0, u.remaining - (now_ - u.updated) * u.rate);
+    u.updated = now_;
+    if (rate == u.rate && heap_.contains(uid)) return;  // unchanged: its event stands
+    u.rate = rate;
+    heap_.schedule(uid, now_ + u.remaining / u.rate);
   }
 
   const TaskGraph& graph_;
@@ -191,17 +228,22 @@ class Engine {
   ReplayResult result_;
   std::vector<std::uint32_t> pending_;
   std::vector<TaskId> stream_next_;
-  std::vector<std::vector<TaskId>> group_members_;
-  std::vector<std::size_t> group_ready_;
+  std::vector<std::uint32_t> group_first_;  // members of group k: group_members_[first[k], first[k + 1])
+  std::vector<TaskId> group_members_;
+  std::vector<std::uint32_t> group_ready_;
   std::vector<std::vector<std::uint32_t>> running_;  // per rank: running unit ids
   std::vector<RunningMix> mix_;                      // per rank: what those units ask of it
+  std::vector<RunningMix> mix_before_;               // per touched rank: its mix when the event began
   std::vector<Unit> units_;
   std::vector<TaskId> members_;
   std::vector<std::pair<std::uint32_t, bool>> to_start_;  // (task, false) or (group, true)
-  std::vector<std::uint32_t> touched_;
+  std::uint32_t epoch_ = 0;                               // the event being handled
+  std::vector<std::uint32_t> rank_epoch_;                 // per rank: the last event that touched it
+  std::vector<std::uint32_t> unit_epoch_;                 // per unit: the last event that re-rated it
+  std::vector<std::uint32_t> touched_;                    // ranks the current event touched
+  std::vector<std::uint32_t> started_;                    // units the current event started
   std::vector<std::uint32_t> rerate_units_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
-  std::uint64_t seq_ = 0;
+  EventHeap heap_;
   double now_ = 0;
 };
 

@@ -1,4 +1,4 @@
-// Discrete-event replay of a TaskGraph. Events sit in a binary heap ordered by (time, sequence
+// Discrete-event replay of a TaskGraph. Events sit in an indexed heap ordered by (time, sequence
 // number), so equal times resolve the same way on every run. Running tasks progress at rates
 // that change only when a task starts or ends; who gets how much is the ResourceSharing
 // policy's business, not the engine's.
@@ -11,9 +11,17 @@
 
 namespace moesim {
 
+// One entry per task start and per task finish, in the order the replay made them happen
+// (chronological; at equal times as the engine processed them).
+struct TimelineEvent {
+  TaskId task = kNoTask;
+  bool start = false;
+};
+
 struct ReplayResult {
   std::vector<double> start;
   std::vector<double> finish;
+  std::vector<TimelineEvent> events;
   std::vector<TaskId> cause;  // the predecessor whose completion let the task start (kNoTask: none)
   double makespan = 0;
   TaskId last = kNoTask;  // a task that finishes at the makespan

@@ -34,6 +34,7 @@ struct RunningMix {
   std::uint64_t comm_hbm_Bps = 0;                       // HBM traffic of the running communication
 
   void add(const Demand& d, int sign);
+  bool operator==(const RunningMix&) const = default;
 };
 
 class ResourceSharing {

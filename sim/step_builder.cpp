@@ -1,6 +1,5 @@
 #include "sim/step_builder.hpp"
 
-#include <map>
 #include <memory>
 
 #include "models/costs/layer_work.hpp"
@@ -19,9 +18,8 @@ struct RankState {
   std::vector<LocalTensor> tensors;
   std::vector<LayerWork> layers;  // by layer index (this stage's only)
   EdgeWork edge;
-  std::map<std::int64_t, double> local_params;  // elements held per unit (-1 embedding, L head)
-  std::map<std::int64_t, double> unit_numel;    // full elements per unit
-  std::map<std::int64_t, TaskId> done;          // last compute task of each unit, this pass
+  UnitTable<double> local_params;  // elements held per unit (-1 embedding, L head)
+  UnitTable<double> unit_numel;    // full elements per unit
   std::unique_ptr<ParamSync> sync;
 };
 
@@ -80,6 +78,8 @@ class StepBuilder {
     const SimRank& sr = out_.ranks[r];
     RankState& st = ranks_[r];
     st.tensors = stage_tensors(inv_, arch_, plan_, sr.stage);
+    st.local_params = UnitTable<double>(arch_.num_layers);
+    st.unit_numel = UnitTable<double>(arch_.num_layers);
     for (const auto& lt : st.tensors) {
       st.local_params[lt.tensor->layer] += lt.local_numel;
       st.unit_numel[lt.tensor->layer] += dbl(lt.tensor->numel);
@@ -134,16 +134,14 @@ class StepBuilder {
     RankState& st = ranks_[r];
     TaskId cursor = pipeline_.receive(emit_, r, sr, op);
     const std::vector<std::int64_t> units = units_of(sr, op);
-    st.done.clear();
     const auto first_task = static_cast<TaskId>(out_.graph.size());
     for (std::size_t i = 0; i < units.size(); ++i) {
       const std::int64_t u = units[i];
-      cursor = st.sync->before_unit({!op.forward, units, i, st.done, op.microbatch}, cursor);
+      cursor = st.sync->before_unit({!op.forward, units, i, op.microbatch}, cursor);
       if (op.forward)
         forward_unit(r, u, op.microbatch, PhaseTag::forward, cursor);
       else
         backward_unit(r, u, op.microbatch, cursor);
-      st.done[u] = cursor;
       if (!op.forward) st.sync->after_unit_backward(u, op.microbatch, cursor);
     }
     span.first = first_on_compute_stream(first_task);

@@ -1,5 +1,6 @@
 #include "sim/step_emitter.hpp"
 
+#include <array>
 #include <string>
 
 namespace moesim {
@@ -12,6 +13,26 @@ TaskId StepEmitter::last_on(std::uint32_t rank, StreamKind stream) const {
       static_cast<std::size_t>(rank) * static_cast<std::size_t>(StreamKind::count) + static_cast<std::size_t>(stream);
   return slot < stream_tails_.size() ? stream_tails_[slot] : kNoTask;
 }
+
+namespace {
+
+// "<phase> <collective>", the trace name of a collective; built once for every pair, so the
+// text outlives every graph.
+const char* collective_label(PhaseTag phase, CollectiveKind kind) {
+  static const auto names = [] {
+    std::array<std::array<std::string, kCollectiveKinds>, static_cast<std::size_t>(PhaseTag::count)> t;
+    for (std::size_t p = 0; p < t.size(); ++p) {
+      for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
+        t[p][k] = std::string(name_of(static_cast<PhaseTag>(p))) + " " +
+                  std::string(name_of(static_cast<CollectiveKind>(k)));
+      }
+    }
+    return t;
+  }();
+  return names[static_cast<std::size_t>(phase)][static_cast<std::size_t>(kind)].c_str();
+}
+
+}  // namespace
 
 TaskId StepEmitter::add(Task task, TaskId after, TaskId also_after) {
   const TaskId id = step_.graph.add(task);
@@ -39,7 +60,7 @@ Task StepEmitter::placed(const TaskPlace& at, TaskKind kind, double work_s) {
 TaskId StepEmitter::kernel(const TaskPlace& at, TaskKind kind, double work_s, const char* what, TaskId after,
                            TaskId also_after) {
   Task t = placed(at, kind, work_s);
-  t.label = step_.graph.label(what);
+  t.label = what;
   return add(t, after, also_after);
 }
 
@@ -78,14 +99,18 @@ TaskId StepEmitter::collective(const TaskPlace& at, const CollectiveCall& call, 
   const CollectiveKey key{call.communicator, rank.stage,    communicator_instance(plan_, rank, call.communicator),
                           call.purpose,      at.microbatch, static_cast<std::int32_t>(at.layer),
                           call.bucket};
-  auto [group, fresh] = collective_groups_.try_emplace(key, 0u);
-  if (fresh) group->second = step_.graph.new_group();
+  // With one simulated rank every call is its own group: nothing to match.
+  std::uint32_t group = 0;
+  if (step_.ranks.size() == 1) {
+    group = step_.graph.new_group();
+  } else {
+    auto [it, fresh] = collective_groups_.try_emplace(key, 0u);
+    if (fresh) it->second = step_.graph.new_group();
+    group = it->second;
+  }
   const CommCost& cost = priced(call.kind, call.bytes, communicator_shape(plan_, call.communicator));
-  auto [label, new_label] = collective_labels_.try_emplace({at.phase, call.kind}, 0u);
-  if (new_label)
-    label->second = step_.graph.label(std::string(name_of(at.phase)) + " " + std::string(name_of(call.kind)));
-  Task t = communication(at, TaskKind::collective, call.kind, cost, group->second);
-  t.label = label->second;
+  Task t = communication(at, TaskKind::collective, call.kind, cost, group);
+  t.label = collective_label(at.phase, call.kind);
   return add(t, after);
 }
 
@@ -96,7 +121,7 @@ TaskId StepEmitter::transfer(std::uint32_t rank, const TransferKey& key, double 
       priced(CollectiveKind::send_recv, bytes, communicator_shape(plan_, Communicator::pp_neighbours));
   Task t = communication({rank, StreamKind::comm_pp, PhaseTag::pp_p2p, key.microbatch, -1}, TaskKind::p2p,
                          CollectiveKind::send_recv, cost, group->second);
-  t.label = step_.graph.label(key.gradients ? "activation grads p2p" : "activations p2p");
+  t.label = key.gradients ? "activation grads p2p" : "activations p2p";
   return add(t, after);
 }
 

@@ -80,8 +80,9 @@ class StepEmitter {
 
   const CostBook& costs() const { return costs_; }
 
-  // A kernel that takes `work_s` alone; `what` is its trace label. Runs after `after` and
-  // `also_after` (kNoTask: no such dependency) and after the previous task on its stream.
+  // A kernel that takes `work_s` alone; `what` is its trace label (a literal: the task keeps the
+  // pointer). Runs after `after` and `also_after` (kNoTask: no such dependency) and after the
+  // previous task on its stream.
   TaskId kernel(const TaskPlace& at, TaskKind kind, double work_s, const char* what, TaskId after = kNoTask,
                 TaskId also_after = kNoTask);
   // A kernel bound by HBM traffic alone, moving `bytes` (read + written).
@@ -110,7 +111,6 @@ class StepEmitter {
   std::vector<TaskId> stream_tails_;  // [rank][stream]: the last task added to each stream
   std::map<CollectiveKey, std::uint32_t> collective_groups_;
   std::map<TransferKey, std::uint32_t> transfer_groups_;
-  std::map<std::pair<PhaseTag, CollectiveKind>, std::uint32_t> collective_labels_;
   std::map<std::tuple<CollectiveKind, double, std::int64_t, std::int64_t>, CommCost> prices_;
 };
 

@@ -47,7 +47,7 @@ const char* name_of(TaskKind k) {
 
 bool is_communication(TaskKind k) { return k == TaskKind::collective || k == TaskKind::p2p; }
 
-TaskGraph::TaskGraph(std::uint32_t ranks) : ranks_(ranks) { labels_.emplace_back(""); }
+TaskGraph::TaskGraph(std::uint32_t ranks) : ranks_(ranks) {}
 
 TaskId TaskGraph::add(Task t) {
   const auto id = static_cast<TaskId>(tasks_.size());
@@ -64,19 +64,16 @@ void TaskGraph::depend(TaskId before, TaskId after) {
 
 std::uint32_t TaskGraph::new_group() { return groups_++; }
 
-std::uint32_t TaskGraph::label(const std::string& text) {
-  auto [it, fresh] = label_ids_.try_emplace(text, static_cast<std::uint32_t>(labels_.size()));
-  if (fresh) labels_.push_back(text);
-  return it->second;
-}
-
 void TaskGraph::reserve(std::size_t tasks) {
   tasks_.reserve(tasks);
   edges_.reserve(tasks);
 }
 
 void TaskGraph::finalize() const {
-  if (!dag_) dag_ = std::make_unique<DagStorage>(edges_.begin(), edges_.end(), tasks_.size());
+  if (!dag_) {
+    dag_ = std::make_unique<DagStorage>(boost::edges_are_unsorted_multi_pass, edges_.begin(), edges_.end(),
+                                        static_cast<std::uint32_t>(tasks_.size()));
+  }
 }
 
 const DagStorage& TaskGraph::dag() const {

@@ -5,11 +5,9 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
-#include <unordered_map>
 #include <vector>
 
-#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/compressed_sparse_row_graph.hpp>
 
 #include "models/costs/cost_types.hpp"
 
@@ -82,12 +80,14 @@ struct Task {
   double link_bytes[kLinkClasses] = {0, 0};          // bytes this rank moves over nvlink / nic (for ledgers)
   std::uint16_t sm_ctas = 0;                         // communication: NCCL CTAs it holds (one SM each)
   std::uint32_t group = kNoGroup;                    // collective instance: members start together, end together
-  std::uint32_t label = 0;                           // index into TaskGraph::labels (trace names)
+  const char* label = "";                            // trace name (text of static lifetime)
   std::int32_t microbatch = -1;
   std::int32_t layer = -1;
 };
 
-using DagStorage = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+// Compressed sparse rows: the DAG is built once and only read, so two flat arrays hold it.
+using DagStorage = boost::compressed_sparse_row_graph<boost::directedS, boost::no_property, boost::no_property,
+                                                      boost::no_property, std::uint32_t, std::uint32_t>;
 
 class TaskGraph {
  public:
@@ -102,25 +102,21 @@ class TaskGraph {
   // A collective or transfer spanning several simulated ranks: the tasks start together once
   // all are ready, and finish together when the slowest member finishes.
   std::uint32_t new_group();
-  std::uint32_t label(const std::string& text);
 
   std::uint32_t ranks() const { return ranks_; }
   std::size_t size() const { return tasks_.size(); }
   const Task& task(TaskId id) const { return tasks_[id]; }
   const std::vector<Task>& tasks() const { return tasks_; }
   const DagStorage& dag() const;
-  const std::string& label_text(std::uint32_t l) const { return labels_[l]; }
   std::uint32_t groups() const { return groups_; }
 
  private:
   std::uint32_t ranks_;
   std::vector<Task> tasks_;
-  std::vector<std::pair<std::size_t, std::size_t>> edges_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
   // Built from edges_ on first use (logically const); held by pointer because Boost's
-  // adjacency_list copies on move.
+  // graphs copy on move.
   mutable std::unique_ptr<DagStorage> dag_;
-  std::vector<std::string> labels_;
-  std::unordered_map<std::string, std::uint32_t> label_ids_;  // labels are interned
   std::uint32_t groups_ = 0;
 };
 

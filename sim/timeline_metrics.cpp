@@ -11,57 +11,41 @@ namespace {
 bool is_compute_stream(StreamKind s) { return s == StreamKind::compute || s == StreamKind::side; }
 
 // Exclusive split of [0, step] for one rank: compute wins over communication, communication over
-// idle; among communications, the one that started first is charged.
-void split_rank(const TaskGraph& g, const ReplayResult& r, const std::vector<TaskId>& ids, double step,
-                RankTimeline& out) {
-  struct Edge {
-    double t;
-    int delta;
-    TaskId id;
-  };
-  std::vector<Edge> edges;
-  edges.reserve(ids.size() * 2);
-  for (TaskId id : ids) {
-    if (r.finish[id] <= r.start[id]) continue;
-    edges.push_back({r.start[id], +1, id});
-    edges.push_back({r.finish[id], -1, id});
-  }
-  std::sort(edges.begin(), edges.end(),
-            [](const Edge& a, const Edge& b) { return a.t != b.t ? a.t < b.t : a.delta < b.delta; });
-  std::vector<TaskId> active;
-  double t = 0;
-  auto charge = [&](double until) {
-    if (until <= t) return;
-    const double dt = until - t;
-    TaskId pick = kNoTask;
-    for (TaskId id : active) {
-      if (is_compute_stream(g.task(id).stream)) {
-        pick = id;
-        break;
-      }
-    }
-    if (pick == kNoTask) {
-      for (TaskId id : active) {
-        if (pick == kNoTask || r.start[id] < r.start[pick]) pick = id;
-      }
-    }
-    if (pick == kNoTask) {
-      out.idle += dt;
+// idle; among several, the one that started first is charged. Fed the replay's events in order.
+class RankSplit {
+ public:
+  RankSplit(const TaskGraph& g, RankTimeline& out) : g_(g), out_(out) {}
+
+  void event(const TimelineEvent& e, double t) {
+    charge(t);
+    auto& list = is_compute_stream(g_.task(e.task).stream) ? compute_ : other_;
+    if (e.start) {
+      list.push_back(e.task);
     } else {
-      out.exposed[static_cast<std::size_t>(g.task(pick).phase)] += dt;
-      out.exposed_by_kind[static_cast<std::size_t>(g.task(pick).kind)] += dt;
+      list.erase(std::find(list.begin(), list.end(), e.task));
     }
-    t = until;
-  };
-  for (const Edge& e : edges) {
-    charge(e.t);
-    if (e.delta > 0)
-      active.push_back(e.id);
-    else
-      active.erase(std::find(active.begin(), active.end(), e.id));
   }
-  charge(step);
-}
+
+  void charge(double until) {
+    if (until <= t_) return;
+    const double dt = until - t_;
+    const TaskId pick = !compute_.empty() ? compute_.front() : !other_.empty() ? other_.front() : kNoTask;
+    if (pick == kNoTask) {
+      out_.idle += dt;
+    } else {
+      out_.exposed[static_cast<std::size_t>(g_.task(pick).phase)] += dt;
+      out_.exposed_by_kind[static_cast<std::size_t>(g_.task(pick).kind)] += dt;
+    }
+    t_ = until;
+  }
+
+ private:
+  const TaskGraph& g_;
+  RankTimeline& out_;
+  double t_ = 0;
+  std::vector<TaskId> compute_;  // running compute-stream tasks, in start order
+  std::vector<TaskId> other_;    // the rest
+};
 
 }  // namespace
 
@@ -69,10 +53,8 @@ TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r) {
   TimelineMetrics m;
   m.step_time = r.makespan;
   m.ranks.resize(g.ranks());
-  std::vector<std::vector<TaskId>> by_rank(g.ranks());
   for (TaskId id = 0; id < g.size(); ++id) {
     const Task& t = g.task(id);
-    by_rank[t.rank].push_back(id);
     RankTimeline& rt = m.ranks[t.rank];
     rt.busy[static_cast<std::size_t>(t.phase)] += r.finish[id] - r.start[id];
     rt.finish = std::max(rt.finish, r.finish[id]);
@@ -80,7 +62,15 @@ TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r) {
       for (std::size_t l = 0; l < kLinkClasses; ++l) rt.bytes[static_cast<std::size_t>(t.coll)][l] += t.link_bytes[l];
     }
   }
-  for (std::uint32_t rank = 0; rank < g.ranks(); ++rank) split_rank(g, r, by_rank[rank], r.makespan, m.ranks[rank]);
+  std::vector<RankSplit> splits;
+  splits.reserve(g.ranks());
+  for (std::uint32_t rank = 0; rank < g.ranks(); ++rank) splits.emplace_back(g, m.ranks[rank]);
+  for (const TimelineEvent& e : r.events) {
+    const TaskId id = e.task;
+    if (r.finish[id] <= r.start[id]) continue;  // instantaneous tasks occupy no time
+    splits[g.task(id).rank].event(e, e.start ? r.start[id] : r.finish[id]);
+  }
+  for (auto& split : splits) split.charge(r.makespan);
   if (r.last != kNoTask) m.critical_rank = g.task(r.last).rank;
 
   // Critical path: follow each task back to the predecessor that released it.

@@ -41,20 +41,20 @@ ProfileTable fit_gemm(const FitInputs& in, FitOutput& out) {
   ProfileTable table;
   std::vector<double> values, refs;
   for (const auto& [m, rates] : by_m) {
-    table.points.push_back({static_cast<double>(m), median_of(rates)});
-    for (double r : rates) values.push_back(r), refs.push_back(table.points.back().y);
+    table.add({static_cast<double>(m), median_of(rates)});
+    for (double r : rates) values.push_back(r), refs.push_back(table.points().back().y);
   }
   const Spread s = relative_spread(values, refs);
   const int n = static_cast<int>(values.size());
   out.curves.push_back({"gemm TFLOPs by rows (N,K >= " + sig4(in.options.gemm_min_nk) + ")", n,
-                        std::to_string(table.points.size()) + " M values, median per M", s.rms_rel, s.max_rel,
+                        std::to_string(table.points().size()) + " M values, median per M", s.rms_rel, s.max_rel,
                         "compute.gemm_bf16_TFLOPs_by_rows", ""});
   const std::string source = "moesim fit: median over dense BF16 GEMMs with N, K >= " + sig4(in.options.gemm_min_nk) +
                              " of 2MNK / median time, per M; " + residual_text(s.rms_rel, s.max_rel, n) +
                              " (shapes against their M's median); measurements: " + in.provenance(files);
   out.updates.push_back({{"compute", "gemm_bf16_TFLOPs_by_rows"},
-                         table_json("rows", "TFLOPs", table.points, source),
-                         std::to_string(table.points.size()) + " points"});
+                         table_json("rows", "TFLOPs", table.points(), source),
+                         std::to_string(table.points().size()) + " points"});
   table.kind = SourceKind::fitted;
   return table;
 }

@@ -16,6 +16,8 @@ namespace moesim {
 // Piecewise-linear interpolation of a profile table in log(x), clamped to the end values: GEMM
 // efficiency grows roughly with log(rows) between the measured points (report Table 44).
 double interpolate_log_x(const ProfileTable& table, double x);
+// The same with log(x) already at hand (x > 0), for lookups of one x in several tables.
+double interpolate_log_x(const ProfileTable& table, double x, double log_of_x);
 
 // Sustained dense BF16 GEMM rate at M = rows, from compute.gemm_bf16_TFLOPs_by_rows.
 double dense_gemm_rate_TFLOPs(const HardwareProfile& hw, double rows);

@@ -27,13 +27,15 @@ double dense_pass_ratio(const HardwareProfile& hw, GemmPass pass) {
   return 1.0;
 }
 
-double grouped_pass_ratio(const HardwareProfile& hw, GemmPass pass, double rows_per_expert) {
+double grouped_pass_ratio(const HardwareProfile& hw, GemmPass pass, double rows_per_expert, double log_rows) {
   switch (pass) {
     case GemmPass::forward: return 1.0;
     case GemmPass::dgrad:
-      return interpolate_log_x(hw.compute.grouped_gemm_dgrad_over_forward_by_rows_per_expert, rows_per_expert);
+      return interpolate_log_x(hw.compute.grouped_gemm_dgrad_over_forward_by_rows_per_expert, rows_per_expert,
+                               log_rows);
     case GemmPass::wgrad:
-      return interpolate_log_x(hw.compute.grouped_gemm_wgrad_over_forward_by_rows_per_expert, rows_per_expert);
+      return interpolate_log_x(hw.compute.grouped_gemm_wgrad_over_forward_by_rows_per_expert, rows_per_expert,
+                               log_rows);
   }
   return 1.0;
 }
@@ -104,9 +106,10 @@ class TableGroupedGemmCost final : public GroupedGemmCost {
     double grouped_s = 0;
     for (double r : rows_per_expert) {
       if (r > 0) {
+        const double log_r = std::log(r);
         grouped_s += 2.0 * r * n * k /
-                     (interpolate_log_x(hw.compute.grouped_gemm_efficiency_by_rows_per_expert, r) *
-                      grouped_pass_ratio(hw, pass, r) * dense_Fps);
+                     (interpolate_log_x(hw.compute.grouped_gemm_efficiency_by_rows_per_expert, r, log_r) *
+                      grouped_pass_ratio(hw, pass, r, log_r) * dense_Fps);
       }
     }
     const double rate = flops / grouped_s / 1e12;
@@ -136,15 +139,20 @@ GemmPass parse_gemm_pass(std::string_view name) {
   throw UnknownNameError("unknown GEMM pass \"" + std::string(name) + "\"; valid: forward, dgrad, wgrad");
 }
 
-double interpolate_log_x(const ProfileTable& table, double x) {
-  const auto& p = table.points;
+double interpolate_log_x(const ProfileTable& table, double x, double log_of_x) {
+  const auto& p = table.points();
   if (p.empty()) throw std::logic_error("interpolate_log_x: empty table (the parser forbids it)");
   if (!(x > p.front().x)) return p.front().y;  // clamp below (also catches x <= 0 and NaN)
   if (x >= p.back().x) return p.back().y;      // clamp above
   const auto hi = std::upper_bound(p.begin(), p.end(), x, [](double v, const TablePoint& pt) { return v < pt.x; });
-  const auto lo = hi - 1;
-  const double w = (std::log(x) - std::log(lo->x)) / (std::log(hi->x) - std::log(lo->x));
-  return lo->y + w * (hi->y - lo->y);
+  const auto i = static_cast<std::size_t>(hi - p.begin());
+  const auto& lx = table.log_x();
+  const double w = (log_of_x - lx[i - 1]) / (lx[i] - lx[i - 1]);
+  return p[i - 1].y + w * (p[i].y - p[i - 1].y);
+}
+
+double interpolate_log_x(const ProfileTable& table, double x) {
+  return interpolate_log_x(table, x, x > 0 ? std::log(x) : 0.0);
 }
 
 double dense_gemm_rate_TFLOPs(const HardwareProfile& hw, double rows) {

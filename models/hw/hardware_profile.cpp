@@ -1,5 +1,8 @@
 #include "models/hw/hardware_profile.hpp"
 
+#include <cmath>
+#include <stdexcept>
+
 #include "models/hw/profile_sections.hpp"
 
 namespace moesim {
@@ -12,6 +15,13 @@ std::string_view name_of(SourceKind k) {
     case SourceKind::assumption: return "assumption";
   }
   return "?";
+}
+
+void ProfileTable::add(TablePoint p) {
+  if (!(p.x > 0) || (!points_.empty() && !(p.x > points_.back().x)))
+    throw std::logic_error("ProfileTable::add: x must be positive and increasing (the parser checks it)");
+  points_.push_back(p);
+  log_x_.push_back(std::log(p.x));
 }
 
 HardwareProfile parse_hardware_profile(const JsonReader& in) {

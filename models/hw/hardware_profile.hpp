@@ -30,10 +30,20 @@ struct TablePoint {
   double x = 0;
   double y = 0;
 };
-struct ProfileTable {
-  std::vector<TablePoint> points;
+// Points are added in x order through add(), which also keeps log(x) for the log-x
+// interpolation (the cost models look tables up per expert, per pass, per layer).
+class ProfileTable {
+ public:
+  void add(TablePoint p);
+  const std::vector<TablePoint>& points() const { return points_; }
+  const std::vector<double>& log_x() const { return log_x_; }
+
   SourceKind kind = SourceKind::assumption;
   std::string source;
+
+ private:
+  std::vector<TablePoint> points_;
+  std::vector<double> log_x_;
 };
 
 struct GpuSpec {

@@ -46,14 +46,14 @@ ProfileTable table(const JsonReader& parent, std::string_view key, std::string_v
     TablePoint pt;
     pt.x = p.number(x_key, Range::positive());
     pt.y = p.number(y_key, y_range);
-    if (i > 0 && pt.x <= out.points.back().x) {
+    if (i > 0 && pt.x <= out.points().back().x) {
       std::ostringstream msg;
-      msg << "must be greater than the previous point's " << x_key << " (" << out.points.back().x
+      msg << "must be greater than the previous point's " << x_key << " (" << out.points().back().x
           << "): table rows are strictly increasing";
       p.fail(x_key, msg.str());
     }
     p.finish();
-    out.points.push_back(pt);
+    out.add(pt);
   }
   t.finish();
   return out;
@@ -170,7 +170,7 @@ void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in) {
   const std::string ceiling =
       " TFLOP/s exceeds the GPU's nominal peak (gpu.peak_bf16_dense_TFLOPs " + brief(peak) + ")";
   double best_dense = 0;
-  const auto& gemm = h.compute.gemm_bf16_TFLOPs_by_rows.points;
+  const auto& gemm = h.compute.gemm_bf16_TFLOPs_by_rows.points();
   for (std::size_t i = 0; i < gemm.size(); ++i) {
     best_dense = std::max(best_dense, gemm[i].y);
     if (gemm[i].y > peak) {
@@ -181,7 +181,7 @@ void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in) {
   }
   const auto max_of = [](const ProfileTable& t) {
     double out = 0;
-    for (const auto& p : t.points) out = std::max(out, p.y);
+    for (const auto& p : t.points()) out = std::max(out, p.y);
     return out;
   };
   const std::pair<const char*, double> dense_passes[] = {
@@ -195,7 +195,7 @@ void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in) {
   // The fastest grouped pass: the best grouped efficiency at the fastest backward ratio.
   const double grouped_pass = std::max({1.0, max_of(h.compute.grouped_gemm_dgrad_over_forward_by_rows_per_expert),
                                         max_of(h.compute.grouped_gemm_wgrad_over_forward_by_rows_per_expert)});
-  const auto& grouped = h.compute.grouped_gemm_efficiency_by_rows_per_expert.points;
+  const auto& grouped = h.compute.grouped_gemm_efficiency_by_rows_per_expert.points();
   for (std::size_t i = 0; i < grouped.size(); ++i) {
     if (grouped[i].y * best_dense * grouped_pass > peak) {
       throw InputError(in.file(),

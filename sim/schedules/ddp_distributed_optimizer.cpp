@@ -55,8 +55,7 @@ class DdpDistributedOptimizer final : public ParamSync {
     // The post-accumulate hook adds each BF16 gradient into its FP32 bucket view (read BF16,
     // read + write FP32) in every microbatch (seed 4.4.1).
     const ParallelPlan& plan = rank_.plan;
-    const auto held = rank_.local_params.find(unit);
-    const double params = held == rank_.local_params.end() ? 0.0 : held->second;
+    const double params = rank_.local_params[unit];
     const double cell = bytes_of(plan.precision.grad_accum);
     const double bytes = params * (bytes_of(plan.precision.compute) + 2 * cell);
     TaskId last = rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::accumulate, microbatch, unit},
@@ -92,7 +91,7 @@ class DdpDistributedOptimizer final : public ParamSync {
     for (const auto& bucket : buckets_) by_group[bucket.communicator] += bucket.numel;
     if (!plan.distributed_optimizer) {
       double local = 0;
-      for (const auto& [unit, n] : rank_.local_params) local += n;
+      for (double n : rank_.local_params.values()) local += n;
       // Every rank clips and updates all of its parameters and casts them to the compute dtype.
       const TaskId clipped = clip_gradients(rank_, local, reductions_);
       rank_.emit.memory_kernel(update_at, local * update.bytes_per_element, update.kind, "update", clipped);

@@ -25,10 +25,10 @@ namespace {
 
 class Fsdp2FullReshard final : public ParamSync {
  public:
-  explicit Fsdp2FullReshard(const RankContext& rank) : rank_(rank) {}
+  explicit Fsdp2FullReshard(const RankContext& rank) : rank_(rank), copy_outs_(rank.last_unit, kNoTask) {}
 
   TaskId before_unit(const UnitVisit& visit, TaskId ready) override {
-    if (visit.index == 0) copy_outs_.clear();
+    if (visit.index == 0) copy_outs_.fill(kNoTask);
     const std::int64_t unit = visit.units[visit.index];
     if (!visit.backward) {
       // Implicit prefetch: the copy-in and gather of unit i wait for the copy-out of unit
@@ -85,7 +85,7 @@ class Fsdp2FullReshard final : public ParamSync {
 
   void end_of_step() override {
     double local = 0;
-    for (const auto& [unit, n] : rank_.local_params) local += n;
+    for (double n : rank_.local_params.values()) local += n;
     const double shard = local / dbl(rank_.plan.shard_group());
     const TaskId clipped = clip_gradients(rank_, shard, reductions_);
     const UpdateTraffic update = update_traffic(rank_.plan.optimizer, rank_.plan.precision.grad_accum);
@@ -95,8 +95,7 @@ class Fsdp2FullReshard final : public ParamSync {
 
  private:
   double numel(std::int64_t unit) const {
-    const auto it = rank_.unit_numel.find(unit);
-    return it == rank_.unit_numel.end() ? 0.0 : it->second;
+    return rank_.unit_numel[unit];
   }
 
   // Olmo-core keeps the LM head gathered through backward and skips the embedding's backward
@@ -107,8 +106,7 @@ class Fsdp2FullReshard final : public ParamSync {
   }
 
   TaskId copy_out_of(std::int64_t unit) const {
-    const auto it = copy_outs_.find(unit);
-    return it == copy_outs_.end() ? kNoTask : it->second;
+    return copy_outs_[unit];
   }
 
   // Copy-in (cast the FP32 shard to BF16, copy it into the flat buffer) and the all-gather.
@@ -141,7 +139,7 @@ class Fsdp2FullReshard final : public ParamSync {
   }
 
   RankContext rank_;
-  std::map<std::int64_t, TaskId> copy_outs_;  // this pass's copy-out of each unit
+  UnitTable<TaskId> copy_outs_;               // this pass's copy-out of each unit
   TaskId pending_gather_ = kNoTask;           // backward: the prefetched gather of the next unit
   TaskId last_reduce_scatter_ = kNoTask;      // the compute stream waits for it before a copy-in
   std::vector<TaskId> reductions_;            // what the optimizer waits for

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "models/costs/optimizer_traffic.hpp"
 #include "models/plan/rank_layout.hpp"
 #include "sim/step_emitter.hpp"
+#include "sim/unit_table.hpp"
 
 namespace moesim {
 
@@ -27,8 +27,8 @@ struct RankContext {
   std::int64_t last_unit = 0;                          // the final norm and LM head (num_layers)
   bool tied_embeddings = false;                        // the LM head is the embedding
   const std::vector<LocalTensor>& tensors;             // the stage's tensors as this rank holds them
-  const std::map<std::int64_t, double>& local_params;  // elements held per unit
-  const std::map<std::int64_t, double>& unit_numel;    // full (unsharded) elements per unit
+  const UnitTable<double>& local_params;  // elements held per unit
+  const UnitTable<double>& unit_numel;    // full (unsharded) elements per unit
   StepEmitter& emit;
 };
 
@@ -37,7 +37,6 @@ struct UnitVisit {
   bool backward = false;
   const std::vector<std::int64_t>& units;      // the pass's units in execution order
   std::size_t index = 0;                       // this one
-  const std::map<std::int64_t, TaskId>& done;  // last compute task of each unit already run
   std::int32_t microbatch = 0;
 };
 

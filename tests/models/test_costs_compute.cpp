@@ -25,9 +25,9 @@ double launch_s() { return b300().compute.kernel_launch_us.value * 1e-6; }
 
 TEST_CASE("Interpolation hits the table points exactly and is monotone between them", "[unit]") {
   const ProfileTable& t = b300().compute.gemm_bf16_TFLOPs_by_rows;
-  for (const auto& p : t.points) CHECK(interpolate_log_x(t, p.x) == p.y);
-  for (std::size_t i = 0; i + 1 < t.points.size(); ++i) {
-    const auto lo = t.points[i], hi = t.points[i + 1];
+  for (const auto& p : t.points()) CHECK(interpolate_log_x(t, p.x) == p.y);
+  for (std::size_t i = 0; i + 1 < t.points().size(); ++i) {
+    const auto lo = t.points()[i], hi = t.points()[i + 1];
     double previous = lo.y;
     for (int s = 1; s < 50; ++s) {
       const double x = std::exp(std::log(lo.x) + s / 50.0 * (std::log(hi.x) - std::log(lo.x)));
@@ -50,7 +50,7 @@ TEST_CASE("Interpolation hits the table points exactly and is monotone between t
 
 TEST_CASE("Dense GEMM reproduces the measured rate on the table's own shape", "[unit]") {
   // Report Table 44 shape: [T, 8192] x [8192, 81920].
-  for (const auto& p : b300().compute.gemm_bf16_TFLOPs_by_rows.points) {
+  for (const auto& p : b300().compute.gemm_bf16_TFLOPs_by_rows.points()) {
     if (p.x < 1024) continue;  // small T sits near the HBM roofline; checked below
     const KernelTime t = gemm().time(b300(), {p.x, 81920, 8192});
     INFO("rows " << p.x);

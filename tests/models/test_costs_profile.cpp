@@ -34,10 +34,10 @@ TEST_CASE("Every bundled hardware profile parses with its cost sections", "[unit
     const json doc = read_json_file(entry.path().string());
     const HardwareProfile hw = parse_hardware_profile(JsonReader(doc, entry.path().string(), ""));
     ++count;
-    CHECK(hw.compute.gemm_bf16_TFLOPs_by_rows.points.size() >= 2);
+    CHECK(hw.compute.gemm_bf16_TFLOPs_by_rows.points().size() >= 2);
     CHECK_FALSE(hw.compute.gemm_bf16_TFLOPs_by_rows.source.empty());
     // Sustained rates sit below the nominal peak: a profile is never tuned above its datasheet.
-    for (const auto& p : hw.compute.gemm_bf16_TFLOPs_by_rows.points) CHECK(p.y < hw.gpu.peak_bf16_TFLOPs.value);
+    for (const auto& p : hw.compute.gemm_bf16_TFLOPs_by_rows.points()) CHECK(p.y < hw.gpu.peak_bf16_TFLOPs.value);
     CHECK(hw.compute.attention_fwd_TFLOPs.value < hw.gpu.peak_bf16_TFLOPs.value);
     CHECK(hw.compute.hbm_sustained_GBps.value <= hw.gpu.hbm_bw_GBps.value);
     CHECK(hw.interconnect.intra_node.domain_gpus.value >= hw.node.gpus_per_node.value);
@@ -50,11 +50,11 @@ TEST_CASE("Every bundled hardware profile parses with its cost sections", "[unit
 TEST_CASE("B300 profile carries the published kernel numbers", "[unit]") {
   const HardwareProfile hw = parse(b300_doc());
   const auto& g = hw.compute.gemm_bf16_TFLOPs_by_rows;
-  REQUIRE(g.points.size() == 6);
-  CHECK(g.points.front().x == 128);
-  CHECK(g.points.front().y == 854);
-  CHECK(g.points.back().x == 65536);
-  CHECK(g.points.back().y == 1411);
+  REQUIRE(g.points().size() == 6);
+  CHECK(g.points().front().x == 128);
+  CHECK(g.points().front().y == 854);
+  CHECK(g.points().back().x == 65536);
+  CHECK(g.points().back().y == 1411);
   CHECK(g.kind == SourceKind::published);
   CHECK(hw.interference.compute_slowdown_with_comm.value == Approx(0.25));
   CHECK(hw.interconnect.intra_node.nvls.has_value());

@@ -1,0 +1,95 @@
+// The engine's pending events: each running unit has at most one (its finish time at its current
+// rate), held in an indexed binary min-heap so that a rate change moves the unit's one entry
+// instead of leaving a stale one behind. Ordered by (time, sequence number): the sequence number
+// is taken at every (re)schedule, so equal times resolve the same way on every run.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace moesim {
+
+class EventHeap {
+ public:
+  static constexpr std::uint32_t kAbsent = 0xffffffffu;
+
+  // Room for unit ids below `units`.
+  void reset(std::size_t units) {
+    heap_.clear();
+    heap_.reserve(units);
+    pos_.assign(units, kAbsent);
+    seq_ = 0;
+  }
+  bool empty() const { return heap_.empty(); }
+  bool contains(std::uint32_t unit) const { return pos_[unit] != kAbsent; }
+  std::uint32_t top() const { return heap_.front().unit; }
+  double top_time() const { return heap_.front().time; }
+
+  // Inserts `unit` or moves its entry to `time`.
+  void schedule(std::uint32_t unit, double time) {
+    const Entry e{time, seq_++, unit};
+    std::uint32_t at = pos_[unit];
+    if (at == kAbsent) {
+      at = static_cast<std::uint32_t>(heap_.size());
+      heap_.push_back(e);
+      sift_up(at);
+      return;
+    }
+    heap_[at] = e;
+    sift_down(sift_up(at));  // the new key is later by sequence number: sift_up is a no-op then
+  }
+
+  void pop() {
+    pos_[heap_.front().unit] = kAbsent;
+    const Entry last = heap_.back();
+    heap_.pop_back();
+    if (heap_.empty()) return;
+    heap_.front() = last;
+    sift_down(0);
+  }
+
+ private:
+  struct Entry {
+    double time;
+    std::uint64_t seq;
+    std::uint32_t unit;
+    bool before(const Entry& o) const { return time != o.time ? time < o.time : seq < o.seq; }
+  };
+
+  std::uint32_t sift_up(std::uint32_t at) {
+    const Entry e = heap_[at];
+    while (at > 0) {
+      const std::uint32_t parent = (at - 1) / 2;
+      if (!e.before(heap_[parent])) break;
+      place(at, heap_[parent]);
+      at = parent;
+    }
+    place(at, e);
+    return at;
+  }
+
+  void sift_down(std::uint32_t at) {
+    const Entry e = heap_[at];
+    const auto n = static_cast<std::uint32_t>(heap_.size());
+    for (;;) {
+      std::uint32_t child = 2 * at + 1;
+      if (child >= n) break;
+      if (child + 1 < n && heap_[child + 1].before(heap_[child])) ++child;
+      if (!heap_[child].before(e)) break;
+      place(at, heap_[child]);
+      at = child;
+    }
+    place(at, e);
+  }
+
+  void place(std::uint32_t at, const Entry& e) {
+    heap_[at] = e;
+    pos_[e.unit] = at;
+  }
+
+  std::vector<Entry> heap_;
+  std::vector<std::uint32_t> pos_;  // unit -> index in heap_, or kAbsent
+  std::uint64_t seq_ = 0;
+};
+
+}  // namespace moesim
