@@ -19,7 +19,8 @@ Runner add_validate_command(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   auto* sub = app.add_subcommand("validate", "simulate validation datasets and compare with published measurements");
-  sub->add_option("datasets", args->datasets, "dataset files (default: scenarios/validation/seed.json)");
+  sub->add_option("datasets", args->datasets,
+                  "dataset files (default: scenarios/validation/seed.json and memory.json)");
   sub->add_option("--json", args->json_out, "write the report as JSON to FILE ('-' for standard output)");
   sub->add_option("--set", args->sets,
                   "override a field in every record's scenario (sensitivity studies), e.g. "
@@ -34,7 +35,7 @@ Runner add_validate_command(CLI::App& app) {
     if (!sub->parsed()) return -1;
     std::ostream& listing = listing_stream({{"--json", &args->json_out}});
     std::vector<std::string> datasets = args->datasets;
-    if (datasets.empty()) datasets.push_back("scenarios/validation/seed.json");
+    if (datasets.empty()) datasets = {"scenarios/validation/seed.json", "scenarios/validation/memory.json"};
     if (args->sensitivity > 0) {
       for (const auto& file : datasets)
         std::cout << sensitivity_table(sensitivity(file, args->sensitivity_scenario, args->sensitivity),

@@ -45,6 +45,9 @@ std::vector<std::string> plan_space_overrides(std::string_view data) {
   s.push_back(set("plan.pipeline.schedule", in.pick<const char*>({"1f1b", "interleaved_1f1b"})));
   s.push_back(set("plan.pipeline.virtual_stages", in.pick<std::int64_t>({1, 2, 4})));
   s.push_back(set("plan.expert_parallel.degree", in.pick<std::int64_t>({8, 1, 2, 4, 16, 64, 1024})));
+  s.push_back(set("plan.expert_parallel.buffers", in.pick<const char*>({"symmetric_memory", "nccl_all_to_all"})));
+  s.push_back(set("plan.expert_parallel.buffer_capacity_factor", in.pick<const char*>({"1.25", "0.01", "1", "8"})));
+  s.push_back(set("plan.expert_parallel.shared_buffers", in.pick<const char*>({"false", "true"})));
   s.push_back(set("architecture.num_layers", layers));
   s.push_back(set("architecture.dense_layers", in.pick<const char*>({"[0]", "[]"})));
   s.push_back(set("architecture.moe.num_experts", experts));
@@ -65,6 +68,8 @@ std::vector<std::string> plan_space_overrides(std::string_view data) {
   s.push_back(set("plan.ddp.grad_sync", in.pick<const char*>({"all_reduce", "reduce_scatter"})));
   s.push_back(set("plan.ddp.distributed_optimizer", in.pick<const char*>({"true", "false"})));
   s.push_back(set("plan.optimizer.type", in.pick<const char*>({"adamw", "muon", "sgd"})));
+  s.push_back(set("plan.optimizer.implementation", in.pick<const char*>({"foreach", "fused", "olmo_core_foreach"})));
+  s.push_back(set("plan.optimizer.weight_rebuild", in.pick<const char*>({"coalesced_copy", "in_place"})));
   s.push_back(
       set("plan.optimizer.layout", in.pick<const char*>({"per_tensor", "concat_then_shard", "same_param_count"})));
   return s;

@@ -38,6 +38,20 @@ nlohmann::json model_json(const LedgerInputs& in) {
             {"lm_head", f.lm_head}}}};
 }
 
+// "5 chunk passes (3 + 2), 2.5 microbatch equivalents, 41.20 GiB saved activations".
+std::string in_flight_text(const StageLedger& s) {
+  std::int64_t total = 0;
+  std::string mix;
+  for (const std::int64_t n : s.in_flight_chunks) {
+    total += n;
+    mix += (mix.empty() ? "" : " + ") + std::to_string(n);
+  }
+  std::string out = std::to_string(total) + " chunk pass(es)";
+  if (s.in_flight_chunks.size() > 1) out += " (" + mix + ")";
+  return out + ", " + fmt("%g", s.in_flight_microbatches) + " microbatch equivalent(s), " +
+         fmt("%.2f", s.activation_bytes / kGiB) + " GiB saved activations";
+}
+
 }  // namespace
 
 nlohmann::json ledger_json(const LedgerInputs& in) {
@@ -56,7 +70,9 @@ nlohmann::json ledger_json(const LedgerInputs& in) {
     stages.push_back({{"stage", s.stage},
                       {"layers", s.layers},
                       {"local_params", s.local_params},
+                      {"in_flight_chunks", s.in_flight_chunks},
                       {"in_flight_microbatches", s.in_flight_microbatches},
+                      {"saved_activations_GiB", s.activation_bytes / kGiB},
                       {"persistent", items_json(s.persistent)},
                       {"persistent_GiB", s.persistent_bytes / kGiB},
                       {"phases", phases},
@@ -88,6 +104,7 @@ nlohmann::json ledger_json(const LedgerInputs& in) {
             {"ep_mp", p.ep},
             {"ep_dp", p.ep_dp()},
             {"distributed_optimizer", p.distributed_optimizer},
+            {"ep_buffers", name_of(p.ep_buffers)},
             {"microbatch_tokens", batch.microbatch_tokens},
             {"microbatches", batch.microbatches},
             {"global_batch_tokens", p.global_batch_tokens}}},
@@ -117,10 +134,10 @@ std::string ledger_table(const LedgerInputs& in) {
      << " GFLOP/token (" << in.flops.convention << ")\n";
   os << "plan     world " << p.world() << " = PP " << p.pp << " x DP " << p.dp() << " (EP-MP " << p.ep << " x EP-DP "
      << p.ep_dp() << "), microbatch " << batch.microbatch_tokens << " tokens x m=" << batch.microbatches << "\n";
-  os << "in flight: microbatches per stage from " << in.ledger.in_flight_source << "\n";
+  os << "in flight: forward passes held per stage and model chunk, from " << in.ledger.in_flight_source << "\n";
   for (const auto& s : in.ledger.stages) {
     os << "\nstage " << s.stage << ": " << s.layers << " layers, " << fmt("%.3f", s.local_params / 1e9)
-       << "B local params, " << s.in_flight_microbatches << " microbatch(es) in flight\n";
+       << "B local params, in flight " << in_flight_text(s) << " at the peak\n";
     os << "  persistent training state\n";
     for (const auto& i : s.persistent) os << "    " << gib(i.bytes) << "  " << i.name << "  [" << i.basis << "]\n";
     os << "    " << gib(s.persistent_bytes) << "  total\n";

@@ -43,6 +43,12 @@ nlohmann::json memory_by_class(const StageLedger& worst) {
   return out;
 }
 
+std::vector<double> in_flight_equivalents(const MemoryLedger& ledger) {
+  std::vector<double> out;
+  for (const auto& s : ledger.stages) out.push_back(s.in_flight_microbatches);
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json cost_models_json(const CostModelChoice& c) {
@@ -83,7 +89,8 @@ nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
           {"time_by_kind_s", kind_map(r.exposed_by_kind_s, r.idle_s)},
           {"critical_path_s", phase_map(r.critical_path_s)},
           {"bytes_per_rank", bytes},
-          {"in_flight_microbatches", r.in_flight},
+          {"in_flight_chunks", r.in_flight},
+          {"in_flight_microbatches", in_flight_equivalents(r.ledger)},
           {"in_flight_source", r.ledger.in_flight_source},
           {"dropped_fraction", r.dropped_fraction},
           {"tasks", r.tasks},
@@ -131,9 +138,9 @@ std::string step_table(const Scenario& sc, const StepResult& r) {
   os << "memory   peak allocated " << fmt("%.1f", worst.peak_allocated / kGiB) << " GiB (" << name_of(worst.peak_phase)
      << "), device " << fmt("%.1f", worst.device_total / kGiB) << " of " << fmt("%.1f", worst.capacity / kGiB)
      << " GiB: " << (r.ledger.oom ? "OUT OF MEMORY" : "fits") << "\n";
-  os << "         in flight per stage:";
-  for (const std::int64_t n : r.in_flight) os << " " << n;
-  os << " microbatch(es), from " << r.ledger.in_flight_source << "\n";
+  os << "         in flight per stage (microbatch equivalents):";
+  for (const double n : in_flight_equivalents(r.ledger)) os << " " << fmt("%g", n);
+  os << ", from " << r.ledger.in_flight_source << "\n";
   os << "replay   " << r.tasks << " tasks on " << r.simulated_ranks
      << " simulated rank(s); models: " << cost_models_text(sc.cost_models) << "\n";
   return os.str();

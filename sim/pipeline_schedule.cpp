@@ -28,16 +28,28 @@ std::int64_t peak_chunks_in_flight(const std::vector<PipeOp>& ops) {
   return peak;
 }
 
-std::int64_t microbatches_for_chunks(const ParallelPlan& plan, std::int64_t chunks) {
-  const std::int64_t v = plan.pp_schedule == PipelineSchedule::interleaved_1f1b ? plan.pp_virtual : 1;
-  return (chunks + v - 1) / v;
+std::int64_t chunks_per_stage(const ParallelPlan& plan) {
+  return plan.pp_schedule == PipelineSchedule::interleaved_1f1b ? plan.pp_virtual : 1;
+}
+
+std::vector<std::int64_t> peak_chunk_mix(const std::vector<PipeOp>& ops, std::int64_t chunks) {
+  std::vector<std::int64_t> held(static_cast<std::size_t>(chunks), 0), best = held;
+  std::int64_t total = 0, peak = 0;
+  for (const PipeOp& op : ops) {
+    held[static_cast<std::size_t>(op.chunk)] += op.forward ? 1 : -1;
+    total += op.forward ? 1 : -1;
+    if (total > peak) {
+      peak = total;
+      best = held;
+    }
+  }
+  return best;
 }
 
 InFlight schedule_in_flight(const ParallelPlan& plan, std::int64_t microbatches) {
   InFlight out;
   for (std::int64_t stage = 0; stage < plan.pp; ++stage) {
-    out.microbatches.push_back(
-        microbatches_for_chunks(plan, peak_chunks_in_flight(stage_schedule(plan, stage, microbatches))));
+    out.chunks.push_back(peak_chunk_mix(stage_schedule(plan, stage, microbatches), chunks_per_stage(plan)));
   }
   out.source = "the pipeline schedule's pass order on each stage";
   return out;

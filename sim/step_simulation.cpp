@@ -57,11 +57,9 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
         r.bytes_per_rank[k][l] = std::max(r.bytes_per_rank[k][l], rt.bytes[k][l]);
     }
   }
-  InFlight in_flight{{}, "the replay: from each pass's first compute kernel to its backward's last"};
-  for (const std::int64_t chunks : measured_chunks_in_flight(sim.step, sim.replay, sc.plan.pp)) {
-    in_flight.microbatches.push_back(microbatches_for_chunks(sc.plan, chunks));
-  }
-  r.in_flight = in_flight.microbatches;
+  const InFlight in_flight{measured_chunks_in_flight(sim.step, sim.replay, sc.plan.pp, chunks_per_stage(sc.plan)),
+                           "the replay: from each pass's first compute kernel to its backward's last"};
+  r.in_flight = in_flight.chunks;
   r.tasks = sim.step.graph.size();
   r.simulated_ranks = sim.step.ranks.size();
   r.ledger = build_ledger(sc.arch, inv, sc.plan, sc.hardware, in_flight);

@@ -33,7 +33,7 @@ struct StepResult {
   double idle_s = 0;                                   // pipeline bubble and waiting on the critical rank
   std::array<double, kPhases> critical_path_s{};
   std::array<std::array<double, kLinkClasses>, kCollectiveKinds> bytes_per_rank{};  // worst simulated rank
-  std::vector<std::int64_t> in_flight;  // per stage, measured from the replay (microbatch equivalents)
+  std::vector<std::vector<std::int64_t>> in_flight;  // per stage and model chunk, measured from the replay
   double dropped_fraction = 0;
   std::size_t tasks = 0;
   std::size_t simulated_ranks = 0;

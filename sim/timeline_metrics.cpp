@@ -80,8 +80,11 @@ TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r) {
   return m;
 }
 
-std::vector<std::int64_t> measured_chunks_in_flight(const BuiltStep& step, const ReplayResult& r, std::int64_t stages) {
-  std::vector<std::int64_t> out(static_cast<std::size_t>(stages), 0);
+std::vector<std::vector<std::int64_t>> measured_chunks_in_flight(const BuiltStep& step, const ReplayResult& r,
+                                                                 std::int64_t stages, std::int64_t chunks) {
+  std::vector<std::vector<std::int64_t>> out(static_cast<std::size_t>(stages),
+                                             std::vector<std::int64_t>(static_cast<std::size_t>(chunks), 0));
+  std::vector<std::int64_t> peak_of(static_cast<std::size_t>(stages), 0);
   std::map<std::tuple<std::uint32_t, int, int>, std::pair<double, double>> spans;  // (rank, microbatch, chunk)
   for (const OpSpan& s : step.ops) {
     if (s.first == kNoTask || s.last == kNoTask) continue;
@@ -91,20 +94,35 @@ std::vector<std::int64_t> measured_chunks_in_flight(const BuiltStep& step, const
     else
       span.second = r.finish[s.last];
   }
-  std::map<std::uint32_t, std::vector<std::pair<double, int>>> edges;
+  struct Edge {
+    double t;
+    int delta;
+    int chunk;
+  };
+  std::map<std::uint32_t, std::vector<Edge>> edges;
   for (const auto& [key, span] : spans) {
-    edges[std::get<0>(key)].push_back({span.first, +1});
-    edges[std::get<0>(key)].push_back({span.second, -1});
+    edges[std::get<0>(key)].push_back({span.first, +1, std::get<2>(key)});
+    edges[std::get<0>(key)].push_back({span.second, -1, std::get<2>(key)});
   }
   for (auto& [rank, e] : edges) {
     // At equal times a release comes before an acquisition: the next pass starts as one ends.
-    std::sort(e.begin(), e.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first < b.first : a.second < b.second;
-    });
-    int held = 0, peak = 0;
-    for (const auto& [t, d] : e) peak = std::max(peak, held += d);
-    auto& slot = out[static_cast<std::size_t>(step.ranks[rank].stage)];
-    slot = std::max<std::int64_t>(slot, peak);
+    std::sort(e.begin(), e.end(),
+              [](const Edge& a, const Edge& b) { return a.t != b.t ? a.t < b.t : a.delta < b.delta; });
+    std::vector<std::int64_t> held(static_cast<std::size_t>(chunks), 0), best = held;
+    std::int64_t total = 0, peak = 0;
+    for (const Edge& x : e) {
+      held[static_cast<std::size_t>(x.chunk)] += x.delta;
+      total += x.delta;
+      if (total > peak) {
+        peak = total;
+        best = held;
+      }
+    }
+    const auto stage = static_cast<std::size_t>(step.ranks[rank].stage);
+    if (peak > peak_of[stage]) {
+      peak_of[stage] = peak;
+      out[stage] = best;
+    }
   }
   return out;
 }

@@ -33,9 +33,10 @@ struct TimelineMetrics {
 
 TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r);
 
-// Model chunks whose activations each stage holds at once on the replayed timeline: from a
-// pass's first compute kernel to the end of its backward's last, the most at any moment on any
-// of the stage's simulated ranks.
-std::vector<std::int64_t> measured_chunks_in_flight(const BuiltStep& step, const ReplayResult& r, std::int64_t stages);
+// Model-chunk passes whose activations each stage holds at once on the replayed timeline: from a
+// pass's first compute kernel to the end of its backward's last, per chunk, at the first moment
+// the most are held on any of the stage's simulated ranks.
+std::vector<std::vector<std::int64_t>> measured_chunks_in_flight(const BuiltStep& step, const ReplayResult& r,
+                                                                 std::int64_t stages, std::int64_t chunks);
 
 }  // namespace moesim

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "models/common/json_reader.hpp"
+#include "models/common/units.hpp"
 #include "models/input/scenario.hpp"
 #include "models/memory/ledger.hpp"
 #include "models/memory/optimizer_layouts.hpp"
@@ -65,6 +66,7 @@ void step_checks(const JsonReader& rec, const nlohmann::json& raw, const std::st
   const auto tol = rec.optional_object("tolerance");
   const double mfu_tol = tol ? tol->number_or("mfu_points", 2, Range::positive()) : 2;
   const double tok_tol = tol ? tol->number_or("tokens_rel", 0.05, Range::positive()) : 0.05;
+  const double mem_tol = tol ? tol->number_or("memory_rel", 0.05, Range::positive()) : 0.05;
   if (tol) tol->finish();
   if (m.has("mfu"))
     out.checks.push_back(
@@ -72,6 +74,28 @@ void step_checks(const JsonReader& rec, const nlohmann::json& raw, const std::st
   if (m.has("tokens_per_s_per_gpu")) {
     out.checks.push_back(compare("tokens_per_s_per_gpu", r.tokens_per_s_per_gpu,
                                  m.number("tokens_per_s_per_gpu", Range::positive()), tok_tol, true));
+  }
+  // Measured peaks are the largest over all ranks (torch.cuda.max_memory_allocated / _reserved);
+  // per-stage lists compare stage by stage.
+  auto max_over_stages = [&](double StageLedger::*field) {
+    double peak = 0;
+    for (const auto& st : r.ledger.stages) peak = std::max(peak, st.*field);
+    return peak / kGiB;
+  };
+  if (m.has("peak_allocated_GiB"))
+    out.checks.push_back(compare("peak_allocated_GiB", max_over_stages(&StageLedger::peak_allocated),
+                                 m.number("peak_allocated_GiB", Range::positive()), mem_tol, true));
+  if (m.has("peak_reserved_GiB"))
+    out.checks.push_back(compare("peak_reserved_GiB", max_over_stages(&StageLedger::peak_reserved),
+                                 m.number("peak_reserved_GiB", Range::positive()), mem_tol, true));
+  if (m.has("stage_peak_allocated_GiB")) {
+    const auto per_stage = m.number_list("stage_peak_allocated_GiB", Range::positive());
+    if (per_stage.size() != r.ledger.stages.size())
+      m.fail("stage_peak_allocated_GiB", "expected one value per pipeline stage (" +
+                                             std::to_string(r.ledger.stages.size()) + ")");
+    for (std::size_t i = 0; i < per_stage.size(); ++i)
+      out.checks.push_back(compare("peak_allocated_GiB@stage" + std::to_string(i),
+                                   r.ledger.stages[i].peak_allocated / kGiB, per_stage[i], mem_tol, true));
   }
   if (m.has("oom")) {
     const bool measured = m.boolean("oom");

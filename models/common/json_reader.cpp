@@ -169,6 +169,16 @@ std::vector<std::int64_t> JsonReader::integer_list(std::string_view key, Range r
   return out;
 }
 
+std::vector<double> JsonReader::number_list(std::string_view key, Range range) const {
+  const auto& v = require(key);
+  if (!v.is_array()) fail(key, "expected an array of numbers, got " + type_name(v));
+  std::vector<double> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    out.push_back(as_number(v[i], child_path(key) + "[" + std::to_string(i) + "]", range));
+  }
+  return out;
+}
+
 std::vector<std::int64_t> JsonReader::integer_list_or(std::string_view key, Range range) const {
   return has(key) ? integer_list(key, range) : std::vector<std::int64_t>{};
 }

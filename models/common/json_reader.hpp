@@ -54,6 +54,7 @@ class JsonReader {
   std::string choice_or(std::string_view key, std::string fallback,
                         std::initializer_list<std::string_view> allowed) const;
   std::vector<std::int64_t> integer_list(std::string_view key, Range range) const;
+  std::vector<double> number_list(std::string_view key, Range range) const;
   std::vector<std::int64_t> integer_list_or(std::string_view key, Range range) const;
 
   JsonReader object(std::string_view key) const;

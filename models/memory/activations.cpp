@@ -11,7 +11,21 @@ constexpr double kFp32 = 4.0;   // router logits and the attention log-sum-exp a
 constexpr double kIndex = 8.0;  // int64 expert indices
 }  // namespace
 
-BlockActivations saved_per_token(const Architecture& a, std::int64_t layer, const ParallelPlan& plan) {
+RoutedRows routed_rows_per_token(const Architecture& a, const ParallelPlan& plan, double load_factor) {
+  if (!a.moe) return {};
+  const double K = dbl(a.moe->top_k);
+  RoutedRows r;
+  r.computed = plan.routing.dropless ? K * load_factor : K * plan.routing.capacity_factor;
+  r.dispatch = r.computed;
+  if (plan.ep > 1 && plan.ep_buffers == EpBuffers::symmetric_memory) {
+    r.dispatch = K * plan.ep_buffer_capacity_factor;
+    r.computed = std::min(r.computed, r.dispatch);
+  }
+  return r;
+}
+
+BlockActivations saved_per_token(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,
+                                 const RoutedRows& routed) {
   const double e = bytes_of(plan.precision.compute);
   const double d = dbl(a.d_model), q = dbl(a.attn_dim()), kv = dbl(a.kv_dim());
   BlockActivations b;
@@ -23,12 +37,12 @@ BlockActivations saved_per_token(const Architecture& a, std::int64_t layer, cons
   if (a.is_moe_layer(layer)) {
     const MoeSpec& m = *a.moe;
     const double K = dbl(m.top_k), h = dbl(m.expert_hidden), hs = dbl(m.shared_hidden);
-    const double rows = K * plan.routing.capacity_factor;  // routed rows per token, padded to capacity
+    const double rows = routed.computed;
     // Norm input/output, FP32 router logits, FP32 probs + int64 indices of the top-K.
     b.mlp = e * d + e * d + kFp32 * dbl(m.num_experts) + K * (kFp32 + kIndex);
-    // Per routed row: permuted input, up/gate output, SwiGLU product (down input), expert
-    // output kept for the combine weights' gradient.
-    b.mlp += rows * (e * d + e * 2 * h + (recompute_swiglu ? 0.0 : e * h) + e * d);
+    // The dispatched input (the grouped GEMM's saved input); per routed row: up/gate output,
+    // SwiGLU product (down input), expert output kept for the combine weights' gradient.
+    b.mlp += routed.dispatch * e * d + rows * (e * 2 * h + (recompute_swiglu ? 0.0 : e * h) + e * d);
     b.mlp += dbl(m.shared_experts) * (e * 2 * hs + (recompute_swiglu ? 0.0 : e * hs));
   } else {
     const double h = dbl(a.dense_hidden);
@@ -37,13 +51,14 @@ BlockActivations saved_per_token(const Architecture& a, std::int64_t layer, cons
   return b;
 }
 
-double backward_working_per_token(const Architecture& a, std::int64_t layer, const ParallelPlan& plan) {
+double backward_working_per_token(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,
+                                  const RoutedRows& routed) {
   const double e = bytes_of(plan.precision.compute);
   const double d = dbl(a.d_model);
   // Residual-stream gradient in and out, plus the widest internal gradient of the block.
   double widest = e * (dbl(a.attn_dim()) + 2 * dbl(a.kv_dim()));
   if (a.is_moe_layer(layer)) {
-    widest = std::max(widest, dbl(a.moe->top_k) * plan.routing.capacity_factor * e * 2 * dbl(a.moe->expert_hidden));
+    widest = std::max(widest, routed.computed * e * 2 * dbl(a.moe->expert_hidden));
   } else {
     widest = std::max(widest, e * 2 * dbl(a.dense_hidden));
   }

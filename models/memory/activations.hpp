@@ -17,11 +17,24 @@ struct BlockActivations {
   double total() const { return attention + mlp; }
 };
 
+// Routed rows one MoE layer holds on this rank, per token of its microbatch.
+struct RoutedRows {
+  double computed = 0;  // through the expert GEMMs: dropless, the load; capacity-capped, the padded capacity
+  double dispatch = 0;  // the dispatched-input buffer the grouped GEMM saves (symmetric: its capacity)
+};
+// `load_factor`: the most-loaded rank's rows over the even share (peak_rank_load_factor; 1 under
+// uniform routing). Dropless routing sizes by the load, capacity-capped routing by capacity
+// (K x capacity_factor, padded as Olmo-core's ParallelMLP binned_gather pads), and symmetric EP
+// buffers by their own capacity (rows beyond it are tail-dropped).
+RoutedRows routed_rows_per_token(const Architecture& arch, const ParallelPlan& plan, double load_factor);
+
 // Saved for backward without recompute (or, for selective, with SwiGLU products recomputed).
-BlockActivations saved_per_token(const Architecture& arch, std::int64_t layer, const ParallelPlan& plan);
+BlockActivations saved_per_token(const Architecture& arch, std::int64_t layer, const ParallelPlan& plan,
+                                 const RoutedRows& rows);
 
 // Largest activation-gradient working set inside one block's backward, per token.
-double backward_working_per_token(const Architecture& arch, std::int64_t layer, const ParallelPlan& plan);
+double backward_working_per_token(const Architecture& arch, std::int64_t layer, const ParallelPlan& plan,
+                                  const RoutedRows& rows);
 
 // Logits and loss buffers of the LM head per token: forward (saved) and the backward peak.
 struct LossBuffers {

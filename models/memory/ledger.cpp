@@ -46,22 +46,26 @@ double sum_bytes(const std::vector<LedgerItem>& items) {
 }
 
 StageLedger stage_ledger(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
-                         const HardwareProfile& hw, std::int64_t stage, std::int64_t in_flight) {
+                         const HardwareProfile& hw, std::int64_t stage, const std::vector<std::int64_t>& held) {
   StageLedger s;
   s.stage = stage;
   s.layers = stage_layer_counts(plan, arch)[static_cast<std::size_t>(stage)];
   const auto tensors = stage_tensors(inv, arch, plan, stage);
   for (const auto& lt : tensors) s.local_params += lt.local_numel;
-  s.in_flight_microbatches = in_flight;
+  s.in_flight_chunks = held;
+  for (const std::int64_t n : held) s.in_flight_microbatches += dbl(n);
+  s.in_flight_microbatches /= dbl(std::max<std::size_t>(held.size(), 1));
   s.persistent = persistent_state(tensors, plan, s.optimizer);
   s.persistent_bytes = sum_bytes(s.persistent);
-  s.phases = working_memory(arch, plan, tensors, stage, s.in_flight_microbatches);
+  s.phases = working_memory(arch, plan, tensors, stage, held);
 
   const PhaseSet* peak = &s.phases.front();
   for (const auto& p : s.phases) {
     if (p.bytes() > peak->bytes()) peak = &p;
   }
   s.peak_phase = peak->phase;
+  for (const auto& i : peak->items)
+    if (i.cls == MemClass::activations) s.activation_bytes += i.bytes;
   s.peak_allocated = s.persistent_bytes + peak->bytes();
   // Fragmentation: the share of reserved memory the caching allocator cannot hand out.
   s.peak_reserved = s.peak_allocated / (1.0 - hw.memory.fragmentation_fraction.value);
@@ -86,15 +90,15 @@ StageLedger stage_ledger(const Architecture& arch, const Inventory& inv, const P
 
 MemoryLedger build_ledger(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
                           const HardwareProfile& hw, const InFlight& in_flight) {
-  if (in_flight.microbatches.size() != static_cast<std::size_t>(plan.pp)) {
-    throw std::logic_error("build_ledger: in-flight counts for " + std::to_string(in_flight.microbatches.size()) +
+  if (in_flight.chunks.size() != static_cast<std::size_t>(plan.pp)) {
+    throw std::logic_error("build_ledger: in-flight counts for " + std::to_string(in_flight.chunks.size()) +
                            " stages, the plan has " + std::to_string(plan.pp));
   }
   MemoryLedger ledger;
   ledger.in_flight_source = in_flight.source;
   for (std::int64_t stage = 0; stage < plan.pp; ++stage) {
     ledger.stages.push_back(
-        stage_ledger(arch, inv, plan, hw, stage, in_flight.microbatches[static_cast<std::size_t>(stage)]));
+        stage_ledger(arch, inv, plan, hw, stage, in_flight.chunks[static_cast<std::size_t>(stage)]));
   }
   for (std::size_t i = 0; i < ledger.stages.size(); ++i) {
     if (ledger.stages[i].headroom < ledger.stages[ledger.worst_stage].headroom) ledger.worst_stage = i;

@@ -58,7 +58,9 @@ struct StageLedger {
   std::int64_t stage = 0;
   std::int64_t layers = 0;
   double local_params = 0;
-  std::int64_t in_flight_microbatches = 0;
+  std::vector<std::int64_t> in_flight_chunks;  // passes held per model chunk at the peak
+  double in_flight_microbatches = 0;           // the same in whole-stage equivalents (sum / chunks)
+  double activation_bytes = 0;                 // saved activations at the peak moment
   std::vector<LedgerItem> persistent;
   std::vector<PhaseSet> phases;
   OptimizerShardReport optimizer;
@@ -74,11 +76,11 @@ struct StageLedger {
   std::vector<LedgerItem> top_contributors;
 };
 
-// Microbatches whose activations each pipeline stage holds at once (whole-stage equivalents),
-// and where the counts came from. The ledger does not derive them: the pipeline schedule
-// (sim/pipeline_schedule) and the replay do.
+// Forward passes whose activations each pipeline stage holds at once, per model chunk (one
+// chunk without interleaving), at the moment the most are held, and where the counts came from.
+// The ledger does not derive them: the pipeline schedule (sim/pipeline_schedule) and the replay do.
 struct InFlight {
-  std::vector<std::int64_t> microbatches;  // per stage
+  std::vector<std::vector<std::int64_t>> chunks;  // per stage, per chunk
   std::string source;
 };
 
@@ -98,6 +100,6 @@ std::vector<LedgerItem> persistent_state(const std::vector<LocalTensor>& tensors
                                          OptimizerShardReport& report);
 std::vector<PhaseSet> working_memory(const Architecture& arch, const ParallelPlan& plan,
                                      const std::vector<LocalTensor>& tensors, std::int64_t stage,
-                                     std::int64_t in_flight);
+                                     const std::vector<std::int64_t>& held_chunks);
 
 }  // namespace moesim

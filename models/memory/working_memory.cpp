@@ -7,6 +7,7 @@
 #include "models/memory/activations.hpp"
 #include "models/memory/ledger.hpp"
 #include "models/memory/optimizer_layouts.hpp"
+#include "models/moe/routing.hpp"
 #include "models/plan/rank_layout.hpp"
 
 namespace moesim {
@@ -41,6 +42,62 @@ double max_value(const std::map<std::int64_t, double>& m) {
   return out;
 }
 
+// NCCL all-to-all staging of the layer that runs: the permuted send rows (all K x T local
+// routes) and the received rows, alive together while the exchange runs.
+LedgerItem ep_transient_staging(const Architecture& a, const ParallelPlan& plan, double T, const RoutedRows& routed,
+                                bool any_moe) {
+  if (plan.ep == 1 || !any_moe || plan.ep_buffers != EpBuffers::nccl_all_to_all) return {};
+  const double e = bytes_of(plan.precision.compute), d = dbl(a.d_model);
+  return {"EP all-to-all staging", MemClass::ep_comm_buffers, T * (dbl(a.moe->top_k) + routed.computed) * e * d,
+          "send K x T rows + receive the rank's routed rows, x d x compute dtype"};
+}
+
+// Symmetric-memory EP buffers each MoE block keeps for the run (Olmo-core rowwise path,
+// ep_no_sync_buffers.py): the capacity-sized combine input, and, when the EP group spans more
+// GPUs than one node (its auto rule: EP > max(local GPUs, 8)), the symmetric dispatch input and
+// combine gather of K x T rows. The dispatched input is leased per pass and counted with the
+// saved activations.
+std::vector<LedgerItem> ep_static_buffers(const Architecture& a, const ParallelPlan& plan, double T,
+                                          double moe_blocks, const RoutedRows& routed) {
+  if (plan.ep == 1 || moe_blocks == 0 || plan.ep_buffers != EpBuffers::symmetric_memory) return {};
+  constexpr std::int64_t kOlmoIntraNodeFloor = 8;  // _rowwise_symm_auto_enabled's minimum node size
+  const double e = bytes_of(plan.precision.compute), d = dbl(a.d_model);
+  const double blocks = plan.ep_buffers_shared ? 1.0 : moe_blocks;
+  const std::string per =
+      plan.ep_buffers_shared ? "one shared slot" : std::to_string(int(moe_blocks)) + " MoE block(s)";
+  std::vector<LedgerItem> out;
+  out.push_back({"EP symmetric combine buffers", MemClass::ep_comm_buffers, blocks * T * routed.dispatch * e * d,
+                 per + " x capacity (" + std::to_string(plan.ep_buffer_capacity_factor) + " x K x T rows) x d"});
+  if (plan.ep > std::max(plan.gpus_per_node, kOlmoIntraNodeFloor)) {
+    out.push_back({"EP symmetric dispatch-in and combine-gather buffers", MemClass::ep_comm_buffers,
+                   blocks * 2 * T * dbl(a.moe->top_k) * e * d, per + " x 2 x K x T rows x d (EP spans nodes)"});
+  }
+  return out;
+}
+
+// Temporaries the update keeps alive, by implementation. Fused: one kernel updates in place
+// (torch._fused_adamw_, Megatron's TE/apex FusedAdam). torch foreach AdamW
+// (torch/optim/adamw.py _multi_tensor_adamw) builds the square-root denominator list of every
+// state tensor of the shard at once. Olmo-core's foreach AdamW (optim/adamw.py foreach_adamw_step)
+// keeps about three FP32 temporaries of a chunk (grad^2, denominator, update), chunks capped at
+// foreach_chunk_numel elements.
+LedgerItem optimizer_temporaries(const OptimizerSpec& o, double shard) {
+  const double fp32 = bytes_of(DType::fp32);
+  switch (o.kernels) {
+    case OptimizerKernels::fused: return {"update temporaries", MemClass::optimizer_transients, 0.0, "fused: none"};
+    case OptimizerKernels::foreach: {
+      const double lists = o.states() > 1 ? 1.0 : 0.0;
+      return {"foreach update temporaries", MemClass::optimizer_transients, lists * shard * bytes_of(o.state_dtype),
+              "torch foreach: one state-sized list (the denominator) over the whole shard"};
+    }
+    case OptimizerKernels::olmo_core_foreach: break;
+  }
+  const double temps = o.kind == OptimizerKind::sgd ? 1.0 : 3.0;
+  const double chunk = std::min(shard, dbl(o.foreach_chunk_numel));
+  return {"foreach update temporaries", MemClass::optimizer_transients, temps * chunk * fp32,
+          std::to_string(int(temps)) + " x min(shard, chunk) x fp32"};
+}
+
 }  // namespace
 
 double PhaseSet::bytes() const {
@@ -51,96 +108,119 @@ double PhaseSet::bytes() const {
 
 std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& plan,
                                      const std::vector<LocalTensor>& tensors, std::int64_t stage,
-                                     std::int64_t in_flight) {
+                                     const std::vector<std::int64_t>& held_chunks) {
   const StageView v = view_of(a, plan, tensors, stage);
   const double T = dbl(plan.microbatch_sequences * a.sequence_length);
   const double e = bytes_of(plan.precision.compute);
   const bool full_recompute = plan.recompute == Recompute::full;
   const bool fsdp = plan.design == Design::fsdp;
 
-  // Saved activations of one microbatch: per layer (recompute "full" keeps only block inputs).
-  std::vector<double> saved;
-  double saved_all = 0;
-  for (auto l : v.layers) {
-    const double b = full_recompute ? e * dbl(a.d_model) : saved_per_token(a, l, plan).total();
-    saved.push_back(T * b);
-    saved_all += T * b;
+  std::vector<std::int64_t> moe_layers;
+  for (auto l : v.layers)
+    if (a.is_moe_layer(l)) moe_layers.push_back(l);
+  const double load = a.moe ? peak_rank_load_factor(plan.routing, a.moe->num_experts, a.moe->top_k, T, plan.ep,
+                                                    moe_layers)
+                            : 1.0;
+  const RoutedRows routed = routed_rows_per_token(a, plan, load);
+
+  // Saved activations of one pass of each model chunk (recompute "full" keeps only block inputs).
+  const std::size_t chunks = held_chunks.size();
+  std::vector<double> saved(v.layers.size());
+  std::vector<double> chunk_saved(chunks, 0.0);
+  std::vector<std::size_t> chunk_of(v.layers.size());
+  for (std::size_t i = 0; i < v.layers.size(); ++i) {
+    const auto l = v.layers[i];
+    saved[i] = T * (full_recompute ? e * dbl(a.d_model) : saved_per_token(a, l, plan, routed).total());
+    chunk_of[i] = std::min(static_cast<std::size_t>(place_of_layer(plan, a, l).chunk), chunks - 1);
+    chunk_saved[chunk_of[i]] += saved[i];
   }
+  double held_all = 0;
+  std::int64_t held_total = 0;
+  for (std::size_t c = 0; c < chunks; ++c) {
+    held_all += dbl(held_chunks[c]) * chunk_saved[c];
+    held_total += held_chunks[c];
+  }
+  std::string mb = std::to_string(held_total) + " chunk pass(es) (";
+  for (std::size_t c = 0; c < chunks; ++c) mb += (c ? " + " : "") + std::to_string(held_chunks[c]);
+  mb += " per chunk) x " + std::to_string(static_cast<long long>(T)) + " tokens";
+
   const LossBuffers loss = loss_per_token(a, plan);
   const double fsdp_unit = fsdp ? max_value(v.unit_numel) : 0.0;
   const double materialized = dbl(1 + plan.fsdp_prefetch) * fsdp_unit * e;
-  const bool any_moe = std::any_of(v.layers.begin(), v.layers.end(), [&](auto l) { return a.is_moe_layer(l); });
-  const double ep_buffers =
-      (plan.ep > 1 && any_moe) ? 2 * plan.routing.capacity_factor * dbl(a.moe->top_k) * T * e * dbl(a.d_model) : 0.0;
-  const std::string mb =
-      std::to_string(in_flight) + " microbatch(es) x " + std::to_string(static_cast<long long>(T)) + " tokens";
+  const std::vector<LedgerItem> ep_static = ep_static_buffers(a, plan, T, dbl(moe_layers.size()), routed);
+  const LedgerItem ep_staging = ep_transient_staging(a, plan, T, routed, !moe_layers.empty());
+  auto with_static = [&](PhaseSet p) {
+    p.items.insert(p.items.end(), ep_static.begin(), ep_static.end());
+    return p;
+  };
 
   std::vector<PhaseSet> phases;
   {
     PhaseSet f{Phase::forward, {}};
-    f.items.push_back({"saved activations", MemClass::activations, dbl(in_flight) * saved_all, mb});
+    f.items.push_back({"saved activations", MemClass::activations, held_all, mb});
     if (v.has_head)
       f.items.push_back({"logits and loss", MemClass::logits_loss, T * loss.forward, "T x per-token loss buffers"});
     if (fsdp)
       f.items.push_back({"gathered units (current + prefetch)", MemClass::fsdp_materialized, materialized,
                          "(1 + prefetch) x largest unit x compute dtype"});
-    if (ep_buffers > 0)
-      f.items.push_back(
-          {"EP all-to-all staging", MemClass::ep_comm_buffers, ep_buffers, "send + receive rows: 2 x cf x K x T x d"});
-    phases.push_back(std::move(f));
+    if (ep_staging.bytes > 0) f.items.push_back(ep_staging);
+    phases.push_back(with_static(std::move(f)));
   }
   {
-    // Walk the backward pass layer by layer and keep the worst moment.
+    // Walk the backward pass of each held chunk layer by layer and keep the worst moment; the
+    // other held passes keep all their activations.
     PhaseSet best{Phase::backward, {}};
     auto consider = [&](PhaseSet candidate) {
       if (candidate.bytes() > best.bytes()) best = std::move(candidate);
     };
-    const double older = dbl(in_flight - 1) * saved_all;
-    if (v.has_head) {
-      PhaseSet p{Phase::backward, {}};
-      p.items.push_back({"saved activations", MemClass::activations, older + saved_all, mb + " (LM head backward)"});
-      p.items.push_back({"logits, loss and logits gradient", MemClass::logits_loss, T * loss.backward,
-                         "T x per-token loss backward buffers"});
-      p.items.push_back({"LM head weight gradient", MemClass::weight_grad_transient,
-                         v.largest_local.count(a.num_layers) ? v.largest_local.at(a.num_layers) * e : 0.0,
-                         "one tensor in compute dtype"});
-      consider(std::move(p));
-    }
-    double still_saved = saved_all;
-    for (std::size_t i = v.layers.size(); i-- > 0;) {
-      const std::int64_t l = v.layers[i];
-      PhaseSet p{Phase::backward, {}};
-      p.items.push_back({"saved activations", MemClass::activations, older + still_saved,
-                         mb + " (backward of layer " + std::to_string(l) + ")"});
-      double grads = T * backward_working_per_token(a, l, plan);
-      if (full_recompute) grads += T * saved_per_token(a, l, plan).total();
-      p.items.push_back(
-          {"activation gradients", MemClass::activation_grads, grads,
-           "residual grad in/out + widest internal grad" + std::string(full_recompute ? " + recomputed block" : "")});
-      if (fsdp) {
-        const double unit = v.unit_numel.count(l) ? v.unit_numel.at(l) : 0.0;
-        p.items.push_back({"gathered units (current + prefetch)", MemClass::fsdp_materialized, materialized,
-                           "(1 + prefetch) x largest unit x compute dtype"});
-        p.items.push_back({"unsharded unit gradients", MemClass::fsdp_grad_unsharded,
-                           unit * (e + bytes_of(plan.precision.reduce)),
-                           "unit grads in compute dtype + reduce-scatter input in reduce dtype"});
-      } else {
-        p.items.push_back({"weight gradient (one tensor)", MemClass::weight_grad_transient,
-                           (v.largest_local.count(l) ? v.largest_local.at(l) : 0.0) * e,
-                           "largest local tensor of the layer in compute dtype, added to its FP32 bucket then freed"});
+    for (std::size_t c = 0; c < chunks; ++c) {
+      if (held_chunks[c] == 0) continue;
+      const double older = held_all - chunk_saved[c];
+      if (v.has_head && c + 1 == chunks) {
+        PhaseSet p{Phase::backward, {}};
+        p.items.push_back({"saved activations", MemClass::activations, held_all, mb + " (LM head backward)"});
+        p.items.push_back({"logits, loss and logits gradient", MemClass::logits_loss, T * loss.backward,
+                           "T x per-token loss backward buffers"});
+        p.items.push_back({"LM head weight gradient", MemClass::weight_grad_transient,
+                           v.largest_local.count(a.num_layers) ? v.largest_local.at(a.num_layers) * e : 0.0,
+                           "one tensor in compute dtype"});
+        consider(std::move(p));
       }
-      if (ep_buffers > 0 && a.is_moe_layer(l))
-        p.items.push_back({"EP all-to-all staging", MemClass::ep_comm_buffers, ep_buffers,
-                           "send + receive rows: 2 x cf x K x T x d"});
-      consider(std::move(p));
-      still_saved -= saved[i];
+      double still_saved = chunk_saved[c];
+      for (std::size_t i = v.layers.size(); i-- > 0;) {
+        if (chunk_of[i] != c) continue;
+        const std::int64_t l = v.layers[i];
+        PhaseSet p{Phase::backward, {}};
+        p.items.push_back({"saved activations", MemClass::activations, older + still_saved,
+                           mb + " (backward of layer " + std::to_string(l) + ")"});
+        double grads = T * backward_working_per_token(a, l, plan, routed);
+        if (full_recompute) grads += T * saved_per_token(a, l, plan, routed).total();
+        p.items.push_back({"activation gradients", MemClass::activation_grads, grads,
+                           "residual grad in/out + widest internal grad" +
+                               std::string(full_recompute ? " + recomputed block" : "")});
+        if (fsdp) {
+          const double unit = v.unit_numel.count(l) ? v.unit_numel.at(l) : 0.0;
+          p.items.push_back({"gathered units (current + prefetch)", MemClass::fsdp_materialized, materialized,
+                             "(1 + prefetch) x largest unit x compute dtype"});
+          p.items.push_back({"unsharded unit gradients", MemClass::fsdp_grad_unsharded,
+                             unit * (e + bytes_of(plan.precision.reduce)),
+                             "unit grads in compute dtype + reduce-scatter input in reduce dtype"});
+        } else {
+          p.items.push_back({"weight gradient (one tensor)", MemClass::weight_grad_transient,
+                             (v.largest_local.count(l) ? v.largest_local.at(l) : 0.0) * e,
+                             "largest local tensor of the layer in compute dtype, added to its FP32 bucket, freed"});
+        }
+        if (ep_staging.bytes > 0 && a.is_moe_layer(l)) p.items.push_back(ep_staging);
+        consider(std::move(p));
+        still_saved -= saved[i];
+      }
     }
-    phases.push_back(std::move(best));
+    phases.push_back(with_static(std::move(best)));
   }
   // Gradient reduction runs in place on the FP32 buckets (DDP) or on the reduce-scatter output.
-  phases.push_back({Phase::grad_sync,
-                    {{"in-place bucket collectives", MemClass::optimizer_transients, 0.0,
-                      "NCCL reduces the flat buckets in place"}}});
+  phases.push_back(with_static({Phase::grad_sync,
+                                {{"in-place bucket collectives", MemClass::optimizer_transients, 0.0,
+                                  "NCCL reduces the flat buckets in place"}}}));
 
   double local = 0, shard = 0;
   for (const auto& lt : tensors) local += lt.local_numel;
@@ -157,16 +237,7 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
   } else {
     shard = local;
   }
-  {
-    // Olmo-core's foreach AdamW keeps about three FP32 temporaries of a chunk alive (grad^2,
-    // denominator, update); chunks are capped at foreach_chunk_numel elements.
-    const double temps = plan.optimizer.kind == OptimizerKind::sgd ? 1.0 : 3.0;
-    const double chunk = std::min(shard, dbl(plan.optimizer.foreach_chunk_numel));
-    phases.push_back(
-        {Phase::optimizer_step,
-         {{"foreach update temporaries", MemClass::optimizer_transients, temps * chunk * bytes_of(DType::fp32),
-           std::to_string(int(temps)) + " x min(shard, chunk) x fp32"}}});
-  }
+  phases.push_back(with_static({Phase::optimizer_step, {optimizer_temporaries(plan.optimizer, shard)}}));
   if (!fsdp && plan.distributed_optimizer) {
     // Weight reconstruction: per replica group, a pack buffer of the local shard and a gather
     // buffer of W x shard in compute dtype; both groups' buffers can be alive together.
@@ -176,9 +247,15 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
           optimizer_layouts().get(name_of(plan.optimizer.layout)).assign(numels, g, plan.optimizer.min_shard_numel);
       if (g > 1) rebuild += (1.0 + dbl(g)) * r.sharded_on_largest * e;
     }
-    phases.push_back({Phase::weight_rebuild,
-                      {{"coalesced all-gather buffers", MemClass::optimizer_transients, rebuild,
-                        "(1 + W) x local shard x compute dtype per replica group"}}});
+    if (plan.optimizer.rebuild == WeightRebuild::in_place) {
+      rebuild = 0;  // the all-gather fills the parameter buffer itself
+    }
+    phases.push_back(with_static(
+        {Phase::weight_rebuild,
+         {{"coalesced all-gather buffers", MemClass::optimizer_transients, rebuild,
+           plan.optimizer.rebuild == WeightRebuild::in_place
+               ? "none: the all-gather writes the contiguous parameter buffer in place"
+               : "(1 + W) x local shard x compute dtype per replica group"}}}));
   }
   return phases;
 }

@@ -1,5 +1,6 @@
 #include "models/moe/routing.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -66,6 +67,22 @@ std::vector<double> rows_per_rank(const ExpertLoad& load, std::int64_t ranks) {
   const std::size_t per = load.rows.size() / static_cast<std::size_t>(ranks);
   for (std::size_t i = 0; i < load.rows.size(); ++i) out[i / per] += load.rows[i];
   return out;
+}
+
+double peak_rank_load_factor(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k,
+                             double tokens_per_rank, std::int64_t ranks, const std::vector<std::int64_t>& layers) {
+  if (layers.empty() || ranks < 1 || tokens_per_rank <= 0) return 1.0;
+  std::vector<double> per_rank(static_cast<std::size_t>(ranks), 0.0);
+  for (const std::int64_t l : layers) {
+    const auto rows =
+        rows_per_rank(route(spec, experts, top_k, tokens_per_rank * static_cast<double>(ranks),
+                            static_cast<std::uint64_t>(l)),
+                      ranks);
+    for (std::size_t i = 0; i < rows.size(); ++i) per_rank[i] += rows[i];
+  }
+  double peak = 0;
+  for (double x : per_rank) peak = std::max(peak, x);
+  return peak / (static_cast<double>(layers.size()) * tokens_per_rank * static_cast<double>(top_k));
 }
 
 }  // namespace moesim

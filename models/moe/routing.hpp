@@ -30,6 +30,13 @@ ExpertLoad route(const RoutingSpec& spec, std::int64_t experts, std::int64_t top
 // Rows each of the `ranks` EP-MP ranks receives (contiguous expert shards).
 std::vector<double> rows_per_rank(const ExpertLoad& load, std::int64_t ranks);
 
+// The most-loaded EP-MP rank's routed rows over the given MoE layers (each layer one draw, indexed
+// by the layer as the replay draws it), divided by the even share top_k x tokens_per_rank per
+// layer: 1 under uniform routing, above 1 under skew. Dropped rows (capacity-capped routing) are
+// not received.
+double peak_rank_load_factor(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k,
+                             double tokens_per_rank, std::int64_t ranks, const std::vector<std::int64_t>& layers);
+
 std::string_view name_of(RoutingKind k);
 
 }  // namespace moesim

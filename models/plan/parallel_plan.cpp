@@ -26,6 +26,10 @@ std::string_view name_of(ShardLayout l) {
 std::string_view name_of(OptimizerKernels k) {
   return k == OptimizerKernels::fused ? "fused" : k == OptimizerKernels::foreach ? "foreach" : "olmo_core_foreach";
 }
+std::string_view name_of(WeightRebuild w) { return w == WeightRebuild::coalesced_copy ? "coalesced_copy" : "in_place"; }
+std::string_view name_of(EpBuffers b) {
+  return b == EpBuffers::nccl_all_to_all ? "nccl_all_to_all" : "symmetric_memory";
+}
 std::string_view name_of(Recompute r) {
   return r == Recompute::none ? "none" : r == Recompute::full ? "full" : "selective";
 }
@@ -39,6 +43,12 @@ DType parse_dtype(const JsonReader& in, std::string_view key, DType fallback) {
   if (s == "bf16") return DType::bf16;
   if (s == "fp16") return DType::fp16;
   return DType::fp8;
+}
+
+// Olmo-core's DDP design runs EP on its production rowwise NVSHMEM path (symmetric buffers,
+// olmo_core/nn/moe/v2/ep_config.py); FSDP2 stacks (torchtitan) dispatch with NCCL all_to_all_single.
+EpBuffers default_ep_buffers(Design design) {
+  return design == Design::ddp ? EpBuffers::symmetric_memory : EpBuffers::nccl_all_to_all;
 }
 
 // Defaults follow the two designs' code: Olmo-core DDP steps its sharded optimizer with its own
@@ -65,6 +75,9 @@ OptimizerSpec parse_optimizer(const JsonReader& in, Design design) {
                                              : ShardLayout::same_param_count;
   o.min_shard_numel = in.integer_or("min_shard_numel", o.min_shard_numel, Range::at_least(1));
   o.foreach_chunk_numel = in.integer_or("foreach_chunk_numel", o.foreach_chunk_numel, Range::at_least(1));
+  o.rebuild = in.choice_or("weight_rebuild", "coalesced_copy", {"coalesced_copy", "in_place"}) == "coalesced_copy"
+                  ? WeightRebuild::coalesced_copy
+                  : WeightRebuild::in_place;
   in.finish();
   return o;
 }
@@ -96,7 +109,15 @@ ParallelPlan parse_plan(const JsonReader& in) {
   }
   if (auto ep = in.optional_object("expert_parallel")) {
     p.ep = ep->integer_or("degree", 1, Range::between(1, kMaxCount));
+    p.ep_buffers = ep->choice_or("buffers", std::string(name_of(default_ep_buffers(p.design))),
+                                 {"nccl_all_to_all", "symmetric_memory"}) == "nccl_all_to_all"
+                       ? EpBuffers::nccl_all_to_all
+                       : EpBuffers::symmetric_memory;
+    p.ep_buffer_capacity_factor = ep->number_or("buffer_capacity_factor", 1.25, Range::between(0.01, 1024));
+    p.ep_buffers_shared = ep->boolean_or("shared_buffers", false);
     ep->finish();
+  } else {
+    p.ep_buffers = default_ep_buffers(p.design);
   }
   if (auto f = in.optional_object("fsdp")) {
     p.fsdp_shard = f->integer_or("shard_degree", 0, Range::between(0, kMaxCount));

@@ -21,10 +21,23 @@ enum class Recompute { none, full, selective };
 enum class LossImpl { standard, fused };
 enum class PipelineSchedule { one_f_one_b, interleaved_1f1b };
 enum class GradSync { all_reduce, reduce_scatter };
+// Where EP dispatch and combine rows live. NCCL all-to-all: per-layer staging tensors from the
+// caching allocator, alive while the layer runs (Olmo-core's sync_1d path,
+// olmo_core/nn/moe/parallel_mlp.py ParallelDroplessMLP.permute_and_all_to_all). Symmetric memory:
+// capacity-sized buffers each MoE block keeps for the whole run, as Olmo-core's production rowwise
+// NVSHMEM path does (olmo_core/nn/moe/v2/ep_config.py, ep_no_sync_buffers.py) and DeepEP's buffers.
+enum class EpBuffers { nccl_all_to_all, symmetric_memory };
 // How the optimizer update is written, which sets how many passes it makes over HBM:
 // one fused kernel, PyTorch's foreach AdamW (torch.optim.adamw _multi_tensor_adamw), or Olmo-core's
 // hand-written foreach AdamW (olmo_core/optim/adamw.py foreach_adamw_step).
 enum class OptimizerKernels { fused, foreach, olmo_core_foreach };
+
+// How the updated shards reach the BF16 compute weights: Olmo-core casts each shard into a pack
+// buffer, all-gathers into a coalesced buffer and copies every tensor out
+// (OLMoDDPOptimizer._copy_main_params_to_model_params); Megatron-LM casts into its slice of the
+// contiguous parameter buffer and all-gathers that buffer in place (DistributedOptimizer with
+// ParamAndGradBuffer), holding no extra memory.
+enum class WeightRebuild { coalesced_copy, in_place };
 
 struct OptimizerSpec {
   OptimizerKind kind = OptimizerKind::adamw;
@@ -34,6 +47,7 @@ struct OptimizerSpec {
   std::int64_t min_shard_numel = 4096;             // Olmo-core: smaller tensors stay replicated
   std::int64_t foreach_chunk_numel = 600'000'000;  // Olmo-core foreach AdamW chunk (elements)
   OptimizerKernels kernels = OptimizerKernels::foreach;
+  WeightRebuild rebuild = WeightRebuild::coalesced_copy;
   int states() const;  // AdamW 2 moments, Muon 1 momentum, SGD 0 (Section 4.1)
 };
 
@@ -49,6 +63,13 @@ struct ParallelPlan {
   std::int64_t gpus_per_node = 8;
   std::int64_t pp = 1;          // pipeline stages
   std::int64_t ep = 1;          // EP-MP degree M_E
+  EpBuffers ep_buffers = EpBuffers::nccl_all_to_all;
+  // Symmetric buffers: rows each destination rank can receive = this x the rank's routed rows
+  // (Olmo-core ExpertParallelConfig.capacity_factor, default 1.25; overflow routes are tail-dropped).
+  double ep_buffer_capacity_factor = 1.25;
+  // Symmetric buffers: one scratch slot shared by all MoE blocks of the stage instead of one per
+  // block (Olmo-core's _NoSyncSymmSharedPool; off unless attached).
+  bool ep_buffers_shared = false;
   std::int64_t fsdp_shard = 0;  // FSDP shard group F (0: the whole DP group; < DP: HSDP)
   std::int64_t fsdp_prefetch = 1;
   bool distributed_optimizer = true;
@@ -76,6 +97,8 @@ std::string_view name_of(OptimizerKind k);
 std::string_view name_of(ShardLayout l);
 std::string_view name_of(Recompute r);
 std::string_view name_of(OptimizerKernels k);
+std::string_view name_of(EpBuffers b);
+std::string_view name_of(WeightRebuild w);
 
 ParallelPlan parse_plan(const JsonReader& in);
 

@@ -107,7 +107,8 @@ class DdpDistributedOptimizer final : public ParamSync {
     const TaskId updated =
         rank_.emit.memory_kernel(update_at, shard * update.bytes_per_element, update.kind, "sharded update", clipped);
     // Rebuild: cast the updated shard into a pack buffer, one coalesced all-gather per replica
-    // group, copy each tensor's slice into place (seed 4.3.1).
+    // group, copy each tensor's slice into place (seed 4.3.1); in place, the cast writes the
+    // shard's slice of the parameter buffer and the all-gather fills the rest.
     TaskId previous = updated;
     for (const auto& [group, n] : by_group) {
       const double members = dbl(communicator_shape(plan, group).ranks);
@@ -118,7 +119,9 @@ class DdpDistributedOptimizer final : public ParamSync {
       const TaskId gathered = rank_.emit.collective(
           {rank_.rank, StreamKind::comm_dp, PhaseTag::weight_rebuild, -1, -1},
           {group, CollectivePurpose::weight_rebuild, CollectiveKind::all_gather, n * weight}, pack);
-      previous = rank_.emit.memory_kernel(at, 2 * n * weight, MemoryKernel::copy, "copy out", gathered);
+      previous = optimizer.rebuild == WeightRebuild::in_place
+                     ? gathered
+                     : rank_.emit.memory_kernel(at, 2 * n * weight, MemoryKernel::copy, "copy out", gathered);
     }
   }
 

@@ -37,13 +37,17 @@ TEST_CASE("The N=64 wall: the step-boundary weight rebuild on top of 7.5 B/param
 
 TEST_CASE("Activations of one MoE block per token match the hand count", "[unit]") {
   const Scenario s = test::fig8("ddp", 48);
-  const BlockActivations b = saved_per_token(s.arch, 1, s.plan);
+  // No EP, dropless: the rank routes exactly K rows per token (load factor 1).
+  const RoutedRows rows = routed_rows_per_token(s.arch, s.plan, 1.0);
+  CHECK(rows.computed == 4);
+  CHECK(rows.dispatch == 4);
+  const BlockActivations b = saved_per_token(s.arch, 1, s.plan, rows);
   // Attention: 2d + 2d (norm in/out) + 2(4096 + 1024) (q,k pre-norm) + 2(4096 + 2048) (q,k,v)
   // + 2*4096 (output) + 4*32 (LSE).
   CHECK(b.attention == 8192 + 8192 + 10240 + 12288 + 8192 + 128);
   // MoE: 2d + 2d + 4N (router logits) + K(4+8) + K(2d + 4h + 2h + 2d) + (4h_s + 2h_s).
   CHECK(b.mlp == 8192 + 8192 + 4 * 48 + 4 * 12 + 4 * (8192 + 16384 + 8192 + 8192) + (16384 + 8192));
-  const BlockActivations dense = saved_per_token(s.arch, 0, s.plan);
+  const BlockActivations dense = saved_per_token(s.arch, 0, s.plan, rows);
   CHECK(dense.mlp == 8192 + 8192 + 4 * 20480 + 2 * 20480);
 }
 

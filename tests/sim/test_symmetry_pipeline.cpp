@@ -62,8 +62,8 @@ TEST_CASE("1F1B and interleaved schedules: order, bubble and measured in-flight 
   s.plan.global_batch_tokens = 8 * 8 * 16384;  // m = 8
   const StepResult one = simulate(s, SimOptions{}).result;
   REQUIRE(one.in_flight.size() == 4);
-  CHECK(one.in_flight[0] == 4);  // P - s microbatches in flight on stage s
-  CHECK(one.in_flight[3] == 1);
+  CHECK(one.in_flight[0] == std::vector<std::int64_t>{4});  // P - s microbatches in flight on stage s
+  CHECK(one.in_flight[3] == std::vector<std::int64_t>{1});
   CHECK(one.idle_s > 0);  // the pipeline bubble comes out of the replay
   CHECK(one.ledger.stages[0].in_flight_microbatches == 4);
   s.plan.pp_schedule = PipelineSchedule::interleaved_1f1b;
@@ -76,18 +76,24 @@ TEST_CASE("In-flight microbatches per stage from the pass order of 1F1B and inte
   ParallelPlan p;
   p.pp = 4;
   auto on = [&](std::int64_t stage, std::int64_t m) {
-    return schedule_in_flight(p, m).microbatches[static_cast<std::size_t>(stage)];
+    return schedule_in_flight(p, m).chunks[static_cast<std::size_t>(stage)];
   };
-  CHECK(on(0, 16) == 4);  // P - s warm-up forwards before the first backward, then one more
-  CHECK(on(3, 16) == 1);
-  CHECK(on(0, 2) == 2);  // fewer microbatches than stages: all of them
+  using Mix = std::vector<std::int64_t>;
+  CHECK(on(0, 16) == Mix{4});  // P - s warm-up forwards before the first backward, then one more
+  CHECK(on(3, 16) == Mix{1});
+  CHECK(on(0, 2) == Mix{2});  // fewer microbatches than stages: all of them
   p.pp_schedule = PipelineSchedule::interleaved_1f1b;
   p.pp_virtual = 2;
-  // 2(P-1) + (v-1)P + 1 = 11 chunk-forwards of half a stage each -> 6 stage-microbatches.
+  // 2(P-1) + (v-1)P + 1 = 11 chunk-forwards: microbatches 0-3 through chunk 0, the same four
+  // through chunk 1, then 4-6 through chunk 0 -> 7 passes of chunk 0 and 4 of chunk 1.
   CHECK(peak_chunks_in_flight(stage_schedule(p, 0, 16)) == 11);
-  CHECK(on(0, 16) == 6);
+  CHECK(on(0, 16) == Mix{7, 4});
+  // Last stage: (v-1)P + 1 = 5: four through chunk 0, then the first through chunk 1.
+  CHECK(on(3, 16) == Mix{4, 1});
   p.pp = 1;
-  CHECK(on(0, 16) == 1);
+  p.pp_schedule = PipelineSchedule::one_f_one_b;
+  p.pp_virtual = 1;
+  CHECK(on(0, 16) == Mix{1});
 }
 
 TEST_CASE("moesim ledger and moesim simulate agree: the schedule's in-flight counts are the replay's", "[unit]") {
@@ -109,7 +115,7 @@ TEST_CASE("moesim ledger and moesim simulate agree: the schedule's in-flight cou
     INFO(design_name(s.plan) << " m=" << r.microbatches);
     REQUIRE(ledger.stages.size() == r.ledger.stages.size());
     for (std::size_t i = 0; i < ledger.stages.size(); ++i) {
-      CHECK(ledger.stages[i].in_flight_microbatches == r.in_flight[i]);
+      CHECK(ledger.stages[i].in_flight_chunks == r.in_flight[i]);
       CHECK(ledger.stages[i].peak_allocated == r.ledger.stages[i].peak_allocated);
     }
   }
