@@ -38,7 +38,8 @@ Runner add_validate_command(CLI::App& app) {
     if (datasets.empty()) datasets = {"scenarios/validation/seed.json", "scenarios/validation/memory.json"};
     if (args->sensitivity > 0) {
       for (const auto& file : datasets)
-        std::cout << sensitivity_table(sensitivity(file, args->sensitivity_scenario, args->sensitivity),
+        std::cout << "\ndataset " << file << "\n\n"
+                  << sensitivity_table(sensitivity(file, args->sensitivity_scenario, args->sensitivity),
                                        args->sensitivity);
       return 0;
     }

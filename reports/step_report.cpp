@@ -12,9 +12,14 @@ namespace {
 
 std::string coll_name(std::size_t k) { return std::string(name_of(static_cast<CollectiveKind>(k))); }
 
-nlohmann::json kind_map(const std::array<double, kTaskKinds>& values, double idle) {
+nlohmann::json busy_map(const std::array<double, kTaskKinds>& values) {
   nlohmann::json out = nlohmann::json::object();
   for (std::size_t k = 0; k < kTaskKinds; ++k) out[name_of(static_cast<TaskKind>(k))] = values[k];
+  return out;
+}
+
+nlohmann::json kind_map(const std::array<double, kTaskKinds>& values, double idle) {
+  nlohmann::json out = busy_map(values);
   out["idle"] = idle;
   return out;
 }
@@ -87,6 +92,7 @@ nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
           {"exposed_s", phase_map(r.exposed_s)},
           {"idle_s", r.idle_s},
           {"time_by_kind_s", kind_map(r.exposed_by_kind_s, r.idle_s)},
+          {"busy_by_kind_s", busy_map(r.busy_by_kind_s)},
           {"critical_path_s", phase_map(r.critical_path_s)},
           {"bytes_per_rank", bytes},
           {"in_flight_chunks", r.in_flight},
@@ -129,6 +135,11 @@ std::string step_table(const Scenario& sc, const StepResult& r) {
     os << "  " << name_of(static_cast<TaskKind>(k)) << " " << fmt("%.2f ms", r.exposed_by_kind_s[k] * 1e3);
   }
   os << "  idle " << fmt("%.2f ms", r.idle_s * 1e3) << "\n";
+  os << "busy time by kind (hidden work included):";
+  for (std::size_t k = 0; k < kTaskKinds; ++k) {
+    os << "  " << name_of(static_cast<TaskKind>(k)) << " " << fmt("%.2f ms", r.busy_by_kind_s[k] * 1e3);
+  }
+  os << "\n";
   os << "bytes sent per rank per step (NVLink / NIC):\n";
   for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
     if (r.bytes_per_rank[k][0] + r.bytes_per_rank[k][1] == 0) continue;

@@ -112,16 +112,25 @@ std::string validation_table(const ValidationReport& r) {
 std::string sensitivity_table(const std::vector<SensitivityRow>& rows, double fraction) {
   std::ostringstream os;
   const std::string minus = fmt("-%.0f%%", 100 * fraction), plus = fmt("+%.0f%%", 100 * fraction);
+  const bool memory = !rows.empty() && rows.front().memory_checks > 0;
   os << "| assumption | value | mean abs MFU error (pts) " << minus << " / as is / " << plus << " | OOM verdicts right "
-     << minus << " / as is / " << plus << " |\n|---|---|---|---|\n";
-  auto cell = [](const SensitivityRow& r, int i, bool oom) {
+     << minus << " / as is / " << plus;
+  if (memory) os << " | mean abs peak-memory error (%) " << minus << " / as is / " << plus;
+  os << " |\n|---|---|---|---|" << (memory ? "---|" : "") << "\n";
+  enum class Col { mfu, oom, memory };
+  auto cell = [](const SensitivityRow& r, int i, Col c) {
     if (std::isnan(r.mean_mfu_error[i])) return std::string("out of range");
-    return oom ? std::to_string(r.oom_right[i]) : fmt("%.2f", r.mean_mfu_error[i]);
+    if (c == Col::oom) return std::to_string(r.oom_right[i]);
+    return c == Col::mfu ? fmt("%.2f", r.mean_mfu_error[i]) : fmt("%.1f", 100 * r.mean_memory_error[i]);
+  };
+  auto cells = [&](const SensitivityRow& r, Col c) {
+    return cell(r, 0, c) + " / " + cell(r, 1, c) + " / " + cell(r, 2, c);
   };
   for (const auto& r : rows) {
-    os << "| `" << r.path << "` | " << fmt("%g", r.value) << " | " << cell(r, 0, false) << " / " << cell(r, 1, false)
-       << " / " << cell(r, 2, false) << " | " << cell(r, 0, true) << " / " << cell(r, 1, true) << " / "
-       << cell(r, 2, true) << " of " << r.oom_total << " |\n";
+    os << "| `" << r.path << "` | " << fmt("%g", r.value) << " | " << cells(r, Col::mfu) << " | "
+       << cells(r, Col::oom) << " of " << r.oom_total;
+    if (memory) os << " | " << cells(r, Col::memory);
+    os << " |\n";
   }
   return os.str();
 }

@@ -49,6 +49,7 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
   const RankTimeline& crit = tm.ranks[tm.critical_rank];
   r.exposed_s = crit.exposed;
   r.exposed_by_kind_s = crit.exposed_by_kind;
+  r.busy_by_kind_s = crit.busy_by_kind;
   r.idle_s = crit.idle;
   r.critical_path_s = tm.critical_path;
   for (const auto& rt : tm.ranks) {

@@ -30,6 +30,7 @@ struct StepResult {
   double mfu = 0;                           // useful model FLOPs / (GPUs x step x nominal peak), as a fraction
   std::array<double, kPhases> exposed_s{};  // the critical rank's exclusive split by phase
   std::array<double, kTaskKinds> exposed_by_kind_s{};  // the same split by kind of task
+  std::array<double, kTaskKinds> busy_by_kind_s{};     // critical rank: time each kind ran, hidden or not
   double idle_s = 0;                                   // pipeline bubble and waiting on the critical rank
   std::array<double, kPhases> critical_path_s{};
   std::array<std::array<double, kLinkClasses>, kCollectiveKinds> bytes_per_rank{};  // worst simulated rank

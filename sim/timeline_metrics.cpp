@@ -57,6 +57,7 @@ TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r) {
     const Task& t = g.task(id);
     RankTimeline& rt = m.ranks[t.rank];
     rt.busy[static_cast<std::size_t>(t.phase)] += r.finish[id] - r.start[id];
+    rt.busy_by_kind[static_cast<std::size_t>(t.kind)] += r.finish[id] - r.start[id];
     rt.finish = std::max(rt.finish, r.finish[id]);
     if (is_communication(t.kind)) {
       for (std::size_t l = 0; l < kLinkClasses; ++l) rt.bytes[static_cast<std::size_t>(t.coll)][l] += t.link_bytes[l];

@@ -19,6 +19,7 @@ struct RankTimeline {
   std::array<double, kPhases> busy{};                // time a phase's tasks ran (may overlap other phases)
   std::array<double, kPhases> exposed{};             // time attributed to the phase in the exclusive split
   std::array<double, kTaskKinds> exposed_by_kind{};  // the same split by the charged task's kind
+  std::array<double, kTaskKinds> busy_by_kind{};     // time each kind's tasks ran (overlaps: hidden work)
   double idle = 0;                                   // nothing running: pipeline bubble or waiting
   double finish = 0;
   std::array<std::array<double, kLinkClasses>, kCollectiveKinds> bytes{};  // [collective kind][link class]

@@ -221,13 +221,17 @@ void score(const ValidationReport& r, SensitivityRow& row, int slot) {
     row.mean_mfu_error[slot] = std::nan("");
     return;
   }
-  double sum = 0;
-  std::size_t n = 0, right = 0, total = 0;
+  double sum = 0, mem_sum = 0;
+  std::size_t n = 0, right = 0, total = 0, mem = 0;
   for (const auto& rec : r.records) {
     for (const auto& c : rec.checks) {
       if (c.metric.rfind("mfu", 0) == 0) {
         sum += std::fabs(c.error);
         ++n;
+      }
+      if (c.metric.rfind("peak_", 0) == 0) {
+        mem_sum += std::fabs(c.error);
+        ++mem;
       }
       if (c.metric == "oom") {
         ++total;
@@ -238,6 +242,8 @@ void score(const ValidationReport& r, SensitivityRow& row, int slot) {
   row.mean_mfu_error[slot] = n ? sum / static_cast<double>(n) : 0.0;
   row.oom_right[slot] = right;
   row.oom_total = total;
+  row.mean_memory_error[slot] = mem ? mem_sum / static_cast<double>(mem) : 0.0;
+  row.memory_checks = mem;
 }
 
 }  // namespace
@@ -249,7 +255,7 @@ std::vector<SensitivityRow> sensitivity(const std::string& dataset, const std::s
   const ValidationReport base = validate_dataset(dataset);
   std::vector<SensitivityRow> rows;
   for (const auto& [path, value] : assumptions) {
-    SensitivityRow row{path, value, {}, {}, 0};
+    SensitivityRow row{path, value, {}, {}, 0, {}, 0};
     score(base, row, 1);
     score(validate_dataset(dataset, {override_text(path, value * (1 - fraction))}), row, 0);
     score(validate_dataset(dataset, {override_text(path, value * (1 + fraction))}), row, 2);

@@ -46,6 +46,8 @@ struct SensitivityRow {
   double value = 0;
   double mean_mfu_error[3] = {0, 0, 0};  // |error| in points at -fraction, as is, +fraction
   std::size_t oom_right[3] = {0, 0, 0};
+  double mean_memory_error[3] = {0, 0, 0};  // |relative error| of peak-memory checks
+  std::size_t memory_checks = 0;
   std::size_t oom_total = 0;
 };
 std::vector<SensitivityRow> sensitivity(const std::string& dataset, const std::string& scenario, double fraction);
