@@ -36,7 +36,8 @@ class StepBuilder {
         tokens_(dbl(shape_.microbatch_tokens)),
         emit_(plan, costs, out_),
         pipeline_(plan, tokens_ * dbl(arch.d_model) * bytes_of(plan.precision.compute)) {
-    for (std::int64_t l = 0; l < arch.num_layers; ++l) place_.push_back(place_of_layer(plan, arch, l));
+    const std::vector<LayerPlace> all = layer_places(plan, arch);  // embedding, layers, head
+    place_.assign(all.begin() + 1, all.end() - 1);
   }
 
   BuiltStep build() {

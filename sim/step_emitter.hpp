@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "models/costs/cost_book.hpp"
@@ -44,6 +45,18 @@ struct CollectiveKey {
   std::int32_t unit = -1;        // the layer or FSDP unit it serves (-1 embedding; none for per-step calls)
   std::int32_t bucket = -1;      // the DDP gradient bucket, -1 otherwise
   auto operator<=>(const CollectiveKey&) const = default;
+};
+
+// Groups are matched by hash: one lookup per member instead of a tree walk of field compares.
+struct CollectiveKeyHash {
+  std::size_t operator()(const CollectiveKey& k) const noexcept {
+    std::uint64_t h = static_cast<std::uint64_t>(k.communicator);
+    for (const std::uint64_t x : {static_cast<std::uint64_t>(k.stage), static_cast<std::uint64_t>(k.instance),
+                                  static_cast<std::uint64_t>(k.purpose), static_cast<std::uint64_t>(k.microbatch),
+                                  static_cast<std::uint64_t>(k.unit), static_cast<std::uint64_t>(k.bucket)})
+      h = (h ^ x) * 0x100000001b3ULL;  // FNV-1a-style mixing of each field
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
 };
 
 // One activation (or activation-gradient) transfer between two stages.
@@ -109,7 +122,7 @@ class StepEmitter {
   const CostBook& costs_;
   BuiltStep& step_;
   std::vector<TaskId> stream_tails_;  // [rank][stream]: the last task added to each stream
-  std::map<CollectiveKey, std::uint32_t> collective_groups_;
+  std::unordered_map<CollectiveKey, std::uint32_t, CollectiveKeyHash> collective_groups_;
   std::map<TransferKey, std::uint32_t> transfer_groups_;
   std::map<std::tuple<CollectiveKind, double, std::int64_t, std::int64_t>, CommCost> prices_;
 };

@@ -32,15 +32,17 @@ class PerTensor final : public OptimizerShardLayout {
   LayoutResult assign(const std::vector<double>& numels, std::int64_t group, std::int64_t min_numel) const override {
     LayoutResult r = empty_ranks(group);
     const double d = static_cast<double>(group);
+    double each = 0;  // every rank gets the same: a shard of each cut tensor, all of the others
     for (double n : numels) {
       const bool shard = group > 1 && n >= static_cast<double>(min_numel) && std::fmod(n, d) == 0.0;
-      for (auto& x : r.per_rank) x += shard ? n / d : n;
+      each += shard ? n / d : n;
       if (shard)
         ++r.cut_tensors;
       else if (group > 1)
         ++r.replicated_tensors;
       if (shard) r.sharded_on_largest += n / d;
     }
+    std::fill(r.per_rank.begin(), r.per_rank.end(), each);
     return finish(std::move(r), numels, group);
   }
 };

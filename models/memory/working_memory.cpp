@@ -15,6 +15,7 @@ namespace moesim {
 namespace {
 
 struct StageView {
+  std::vector<LayerPlace> places;                // every layer's place (layer_places)
   std::vector<std::int64_t> layers;              // block indices of this stage
   bool has_head = false;                         // runs final norm + LM head + loss
   std::map<std::int64_t, double> unit_numel;     // FSDP unit (layer index) -> full numel
@@ -24,8 +25,9 @@ struct StageView {
 StageView view_of(const Architecture& a, const ParallelPlan& plan, const std::vector<LocalTensor>& tensors,
                   std::int64_t stage) {
   StageView v;
+  v.places = layer_places(plan, a);
   for (std::int64_t l = 0; l < a.num_layers; ++l) {
-    if (place_of_layer(plan, a, l).stage == stage) v.layers.push_back(l);
+    if (v.places[static_cast<std::size_t>(l + 1)].stage == stage) v.layers.push_back(l);
   }
   v.has_head = stage == plan.pp - 1;
   for (const auto& lt : tensors) {
@@ -131,7 +133,7 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
   for (std::size_t i = 0; i < v.layers.size(); ++i) {
     const auto l = v.layers[i];
     saved[i] = T * (full_recompute ? e * dbl(a.d_model) : saved_per_token(a, l, plan, routed).total());
-    chunk_of[i] = std::min(static_cast<std::size_t>(place_of_layer(plan, a, l).chunk), chunks - 1);
+    chunk_of[i] = std::min(static_cast<std::size_t>(v.places[static_cast<std::size_t>(l + 1)].chunk), chunks - 1);
     chunk_saved[chunk_of[i]] += saved[i];
   }
   double held_all = 0;

@@ -279,4 +279,19 @@ LayerPlace place_of_layer(const ParallelPlan& p, const Architecture& a, std::int
   return {j % p.pp, j / p.pp};
 }
 
+std::vector<LayerPlace> layer_places(const ParallelPlan& p, const Architecture& a) {
+  const auto virt = virtual_stage_layer_counts(p, a);
+  std::vector<LayerPlace> out;
+  out.reserve(static_cast<std::size_t>(a.num_layers) + 2);
+  out.push_back({0, 0});  // the embedding runs on the first virtual stage
+  for (std::size_t j = 0; j < virt.size(); ++j) {
+    const auto at = static_cast<std::int64_t>(j);
+    for (std::int64_t n = 0; n < virt[j] && static_cast<std::int64_t>(out.size()) <= a.num_layers; ++n)
+      out.push_back({at % p.pp, at / p.pp});
+  }
+  const auto last = static_cast<std::int64_t>(virt.size()) - 1;
+  while (static_cast<std::int64_t>(out.size()) < a.num_layers + 2) out.push_back({last % p.pp, last / p.pp});
+  return out;
+}
+
 }  // namespace moesim

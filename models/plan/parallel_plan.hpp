@@ -126,5 +126,8 @@ struct LayerPlace {
 // Where a layer runs; layer -1 (embedding) is on the first virtual stage, layer num_layers
 // (final norm and LM head) on the last.
 LayerPlace place_of_layer(const ParallelPlan& plan, const Architecture& arch, std::int64_t layer);
+// Every layer's place at once, indexed by layer + 1 (embedding first, LM head last): one pass
+// instead of one per layer.
+std::vector<LayerPlace> layer_places(const ParallelPlan& plan, const Architecture& arch);
 
 }  // namespace moesim

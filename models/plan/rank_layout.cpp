@@ -51,8 +51,9 @@ std::vector<LocalTensor> stage_tensors(const Inventory& inv, const Architecture&
                                        std::int64_t stage) {
   const std::int64_t last = plan.pp - 1;
   std::vector<LocalTensor> out;
+  const std::vector<LayerPlace> places = layer_places(plan, arch);
   for (const auto& t : inv.tensors) {
-    const std::int64_t owner = place_of_layer(plan, arch, t.layer).stage;
+    const std::int64_t owner = places[static_cast<std::size_t>(t.layer + 1)].stage;
     // A tied embedding is also the LM head: the last stage keeps its own copy under PP.
     const bool tied_copy = arch.tie_embeddings && t.cls == TensorClass::embedding && stage == last && last > 0;
     if (owner != stage && !tied_copy) continue;

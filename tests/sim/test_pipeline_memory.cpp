@@ -110,3 +110,19 @@ TEST_CASE("Published measured memory outside the seed: every record within its t
     CHECK(r.pass());
   }
 }
+
+TEST_CASE("layer_places gives every layer the place place_of_layer gives it", "[unit]") {
+  for (const std::vector<std::string>& sets : std::vector<std::vector<std::string>>{
+           {}, {"plan.nodes=4", "design=ddp+ep8+pp4+v2"}, {"plan.nodes=2", "design=ddp+ep8+pp2"},
+           {"plan.nodes=2", "design=ddp+ep8+pp2", "plan.pipeline.layer_split=[5,3]"},
+           {"plan.nodes=4", "design=fsdp+pp4+v2", "architecture.num_layers=11"}}) {
+    const Scenario s = load_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"), sets);
+    const auto places = layer_places(s.plan, s.arch);
+    REQUIRE(places.size() == static_cast<std::size_t>(s.arch.num_layers + 2));
+    for (std::int64_t l = -1; l <= s.arch.num_layers; ++l) {
+      INFO("layer " << l);
+      CHECK(places[static_cast<std::size_t>(l + 1)].stage == place_of_layer(s.plan, s.arch, l).stage);
+      CHECK(places[static_cast<std::size_t>(l + 1)].chunk == place_of_layer(s.plan, s.arch, l).chunk);
+    }
+  }
+}
