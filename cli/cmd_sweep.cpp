@@ -64,7 +64,12 @@ Runner add_sweep_command(CLI::App& app) {
     const ScenarioSource source = read_scenario(args->scenario, args->sets);
     const Scenario base = compose(source);
     SweepSpec spec = source.sweep;
-    for (const auto& v : args->vary) spec.axes.push_back(parse_axis(v));
+    for (const auto& v : args->vary) {
+      SweepAxis axis = parse_axis(v);
+      const std::string path = axis.path;
+      if (set_axis(spec, std::move(axis)))
+        std::cerr << "moesim: --vary " << path << " replaces the scenario's sweep axis of the same path\n";
+    }
     const auto points = expand_points(source, spec);
     if (args->trace_point >= static_cast<int>(points.size())) {
       throw InputError("--trace-point", std::to_string(args->trace_point),

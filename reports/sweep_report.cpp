@@ -80,7 +80,8 @@ std::string sweep_csv(const nlohmann::json& doc) {
                                    "device_total_GiB",
                                    "capacity_GiB",
                                    "oom",
-                                   "breaking_phase"};
+                                   "breaking_phase",
+                                   "in_flight_microbatches"};
   os << "index,values,status";
   for (const char* k : kColumns) os << "," << k;
   os << ",error\n";
@@ -106,7 +107,8 @@ std::string sweep_table(const nlohmann::json& doc) {
        << fmt("%.0f", r.at("tokens_per_s_per_gpu").get<double>()) << " tok/s/GPU  step "
        << fmt("%.1f ms", 1e3 * r.at("step_time_s").get<double>()) << "  memory "
        << fmt("%.1f", r.at("device_total_GiB").get<double>()) << "/"
-       << fmt("%.1f GiB", r.at("capacity_GiB").get<double>()) << (r.at("oom").get<bool>() ? "  OOM" : "") << "\n";
+       << fmt("%.1f GiB", r.at("capacity_GiB").get<double>()) << " (" << r.at("breaking_phase").get<std::string>()
+       << ")" << (r.at("oom").get<bool>() ? "  OOM" : "") << "\n";
   }
   return os.str();
 }

@@ -29,9 +29,14 @@ struct SweepResult {
 
 using SweepProgress = std::function<void(std::size_t done, std::size_t total)>;
 
-// Every point's changes. Malformed axes (a missing path, an empty value list, a value of the
-// wrong type) throw InputError before any point runs; an impossible plan at one point is
-// recorded in that point and the sweep goes on.
+// Adds `axis` to the sweep; an axis on the same path is replaced, not multiplied (returns true
+// then, so the caller can say so).
+bool set_axis(SweepSpec& spec, SweepAxis axis);
+
+// Every point's changes, each distinct point once: repeated values of an axis and included
+// points the product already has are dropped (first occurrence kept). Malformed axes (a
+// missing path, an empty value list, a value of the wrong type) throw InputError before any
+// point runs; an impossible plan at one point is recorded in that point and the sweep goes on.
 std::vector<PointOverrides> expand_points(const ScenarioSource& source, const SweepSpec& spec);
 // Points [first, first + count) of `points`, on `jobs` threads.
 SweepResult run_points(const ScenarioSource& source, const std::vector<PointOverrides>& points, std::size_t first,

@@ -56,7 +56,9 @@
       { key: "capacity", head: "capacity GiB", get: res("capacity_GiB"), show: fixed(1) },
       { key: "memory", head: "memory", text: true,
         get: function (r) { return r.ok ? (r.result.oom ? "OOM" : "fits") : null; } },
-      { key: "phase", head: "peak phase", text: true, get: res("breaking_phase") });
+      { key: "phase", head: "peak phase", text: true, get: res("breaking_phase") },
+      { key: "inflight", head: "in flight per stage (microbatch eq.)", text: true,
+        get: function (r) { var v = res("in_flight_microbatches")(r); return v === null ? null : v.join(" / "); } });
     return cols;
   }
 

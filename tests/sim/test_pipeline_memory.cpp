@@ -126,3 +126,29 @@ TEST_CASE("layer_places gives every layer the place place_of_layer gives it", "[
     }
   }
 }
+
+TEST_CASE("A GPT-style block saves what Korthikanti et al. 2022 count, with flash attention and no dropout",
+          "[unit]") {
+  // Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models", Sec. 4.1
+  // with selective recomputation (the attention core recomputed, as flash attention does): per
+  // token and layer the attention block saves its layer-norm input (2h), the QKV input (2h), Q
+  // and K (4h), V (2h) and the projection input (2h) = 12h bytes, plus a one-byte dropout mask
+  // that a dropout-free model does not have. Flash attention also keeps its FP32 log-sum-exp
+  // per head.
+  Scenario s = test::fig8("ddp", 48);
+  s.arch.attention.num_kv_heads = s.arch.attention.num_heads;  // multi-head, as in the paper
+  s.arch.attention.qk_norm = false;
+  const double h = static_cast<double>(s.arch.d_model);
+  const RoutedRows rows = routed_rows_per_token(s.arch, s.plan, 1.0);
+  const BlockActivations dense = saved_per_token(s.arch, 0, s.plan, rows);
+  CHECK(dense.attention == 12 * h + 4 * s.arch.attention.num_heads);
+  // The MLP: the paper's layer-norm input (2h) and first-linear input (2h); for SwiGLU with a
+  // fused activation (silu recomputed in its backward, as Megatron-LM's bias_swiglu and
+  // Transformer Engine do) the gate and up projections (2 x 2f) and their product (2f), where
+  // the paper's GeLU MLP keeps 8h + 8h for its 4h-wide activation input and output.
+  const double f = static_cast<double>(s.arch.dense_hidden);
+  CHECK(dense.mlp == 2 * h + 2 * h + 4 * f + 2 * f);
+  // Selective recompute (moesim's: the SwiGLU product recomputed) drops the 2f product.
+  s.plan.recompute = Recompute::selective;
+  CHECK(saved_per_token(s.arch, 0, s.plan, rows).mlp == 2 * h + 2 * h + 4 * f);
+}

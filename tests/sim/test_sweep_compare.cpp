@@ -96,3 +96,23 @@ TEST_CASE("moesim sweep: exit 2 and no file for a bad axis; identical JSON for -
   CHECK(doc["points"][0]["result"]["mfu"].get<double>() > 0);
   CHECK(test::slurp(dir.path("a.csv")).find("index,values,status,design") == 0);
 }
+
+TEST_CASE("A --vary on an axis the scenario sweeps replaces it, and no point is simulated twice", "[unit]") {
+  const ScenarioSource source = read_scenario(test::source_path("scenarios/fig8/fig8b.json"), {});
+  SweepSpec spec = source.sweep;
+  REQUIRE(spec.axes.size() == 2);
+  // The issue's case: 8..512+8 over the scenario's own expert axis used to multiply 64 x 5.
+  CHECK(set_axis(spec, parse_axis("architecture.moe.num_experts=8..512+8")));
+  REQUIRE(spec.axes.size() == 2);
+  const auto points = expand_points(source, spec);
+  CHECK(points.size() == 64 * 3 + 2);
+  for (std::size_t i = 0; i < points.size(); ++i)
+    for (std::size_t j = i + 1; j < points.size(); ++j) CHECK_FALSE(points[i] == points[j]);
+  // A new path is appended; repeated values and included points the product holds run once.
+  CHECK_FALSE(set_axis(spec, parse_axis("plan.batch.global_batch_tokens=4Mi,4Mi,2Mi")));
+  spec.include.push_back(
+      {{"architecture.moe.num_experts", 8}, {"design", "ddp"}, {"plan.batch.global_batch_tokens", 4194304}});
+  spec.include.push_back(spec.include.back());
+  const auto more = expand_points(source, spec);
+  CHECK(more.size() == 64 * 3 * 2 + 2);
+}
