@@ -28,10 +28,6 @@ std::int64_t peak_chunks_in_flight(const std::vector<PipeOp>& ops) {
   return peak;
 }
 
-std::int64_t chunks_per_stage(const ParallelPlan& plan) {
-  return plan.pp_schedule == PipelineSchedule::interleaved_1f1b ? plan.pp_virtual : 1;
-}
-
 std::vector<std::int64_t> peak_chunk_mix(const std::vector<PipeOp>& ops, std::int64_t chunks) {
   std::vector<std::int64_t> held(static_cast<std::size_t>(chunks), 0), best = held;
   std::int64_t total = 0, peak = 0;
@@ -49,7 +45,7 @@ std::vector<std::int64_t> peak_chunk_mix(const std::vector<PipeOp>& ops, std::in
 InFlight schedule_in_flight(const ParallelPlan& plan, std::int64_t microbatches) {
   InFlight out;
   for (std::int64_t stage = 0; stage < plan.pp; ++stage) {
-    out.chunks.push_back(peak_chunk_mix(stage_schedule(plan, stage, microbatches), chunks_per_stage(plan)));
+    out.chunks.push_back(peak_chunk_mix(stage_schedule(plan, stage, microbatches), plan.model_chunks()));
   }
   out.source = "the pipeline schedule's pass order on each stage";
   return out;
@@ -65,7 +61,7 @@ std::vector<PipeOp> stage_schedule(const ParallelPlan& plan, std::int64_t stage,
     }
     return ops;
   }
-  const std::int64_t v = plan.pp_schedule == PipelineSchedule::interleaved_1f1b ? plan.pp_virtual : 1;
+  const std::int64_t v = plan.model_chunks();
   const std::int64_t total = m * v;
   // Warm-up forwards before the first backward: P - s - 1 (1F1B); 2(P - s - 1) + (v - 1)P
   // (interleaved).

@@ -23,9 +23,6 @@ std::vector<PipeOp> stage_schedule(const ParallelPlan& plan, std::int64_t stage,
 // order, so the replay holds exactly these).
 std::int64_t peak_chunks_in_flight(const std::vector<PipeOp>& ops);
 
-// Model chunks per stage: v with the interleaved schedule, else 1.
-std::int64_t chunks_per_stage(const ParallelPlan& plan);
-
 // Passes held per chunk at the first moment the stage holds peak_chunks_in_flight of them —
 // what the memory ledger charges, each chunk for its own layers.
 std::vector<std::int64_t> peak_chunk_mix(const std::vector<PipeOp>& ops, std::int64_t chunks);

@@ -99,7 +99,8 @@ TaskId StepEmitter::collective(const TaskPlace& at, const CollectiveCall& call, 
   const CollectiveKey key{call.communicator, rank.stage,    communicator_instance(plan_, rank, call.communicator),
                           call.purpose,      at.microbatch, static_cast<std::int32_t>(at.layer),
                           call.bucket};
-  // With one simulated rank every call is its own group: nothing to match.
+  // Groups match the members of one call across simulated ranks; with one simulated rank each
+  // call is its own group and the lookup (a node allocation per call) is skipped.
   std::uint32_t group = 0;
   if (step_.ranks.size() == 1) {
     group = step_.graph.new_group();

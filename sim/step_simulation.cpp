@@ -58,7 +58,7 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
         r.bytes_per_rank[k][l] = std::max(r.bytes_per_rank[k][l], rt.bytes[k][l]);
     }
   }
-  const InFlight in_flight{measured_chunks_in_flight(sim.step, sim.replay, sc.plan.pp, chunks_per_stage(sc.plan)),
+  const InFlight in_flight{measured_chunks_in_flight(sim.step, sim.replay, sc.plan.pp, sc.plan.model_chunks()),
                            "the replay: from each pass's first compute kernel to its backward's last"};
   r.in_flight = in_flight.chunks;
   r.tasks = sim.step.graph.size();

@@ -1,7 +1,10 @@
 #include "sim/timeline_metrics.hpp"
 
+#include "sim/pipeline_schedule.hpp"
+
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <tuple>
 
 namespace moesim {
@@ -95,34 +98,31 @@ std::vector<std::vector<std::int64_t>> measured_chunks_in_flight(const BuiltStep
     else
       span.second = r.finish[s.last];
   }
+  // Each rank's passes as the replay held them, in time order, counted as the schedule counts
+  // its pass order (peak_chunk_mix).
   struct Edge {
     double t;
-    int delta;
-    int chunk;
+    PipeOp op;
   };
   std::map<std::uint32_t, std::vector<Edge>> edges;
   for (const auto& [key, span] : spans) {
-    edges[std::get<0>(key)].push_back({span.first, +1, std::get<2>(key)});
-    edges[std::get<0>(key)].push_back({span.second, -1, std::get<2>(key)});
+    const auto [rank, microbatch, chunk] = key;
+    edges[rank].push_back({span.first, {true, microbatch, chunk}});
+    edges[rank].push_back({span.second, {false, microbatch, chunk}});
   }
   for (auto& [rank, e] : edges) {
     // At equal times a release comes before an acquisition: the next pass starts as one ends.
     std::sort(e.begin(), e.end(),
-              [](const Edge& a, const Edge& b) { return a.t != b.t ? a.t < b.t : a.delta < b.delta; });
-    std::vector<std::int64_t> held(static_cast<std::size_t>(chunks), 0), best = held;
-    std::int64_t total = 0, peak = 0;
-    for (const Edge& x : e) {
-      held[static_cast<std::size_t>(x.chunk)] += x.delta;
-      total += x.delta;
-      if (total > peak) {
-        peak = total;
-        best = held;
-      }
-    }
+              [](const Edge& a, const Edge& b) { return a.t != b.t ? a.t < b.t : a.op.forward < b.op.forward; });
+    std::vector<PipeOp> ops;
+    ops.reserve(e.size());
+    for (const Edge& x : e) ops.push_back(x.op);
+    const std::vector<std::int64_t> mix = peak_chunk_mix(ops, chunks);
+    const std::int64_t peak = std::accumulate(mix.begin(), mix.end(), std::int64_t{0});
     const auto stage = static_cast<std::size_t>(step.ranks[rank].stage);
     if (peak > peak_of[stage]) {
       peak_of[stage] = peak;
-      out[stage] = best;
+      out[stage] = mix;
     }
   }
   return out;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "models/common/json_reader.hpp"
 #include "models/common/units.hpp"
 #include "models/memory/activations.hpp"
 #include "models/memory/ledger.hpp"
@@ -69,7 +70,7 @@ std::vector<LedgerItem> ep_static_buffers(const Architecture& a, const ParallelP
       plan.ep_buffers_shared ? "one shared slot" : std::to_string(int(moe_blocks)) + " MoE block(s)";
   std::vector<LedgerItem> out;
   out.push_back({"EP symmetric combine buffers", MemClass::ep_comm_buffers, blocks * T * routed.dispatch * e * d,
-                 per + " x capacity (" + std::to_string(plan.ep_buffer_capacity_factor) + " x K x T rows) x d"});
+                 per + " x capacity (" + brief(plan.ep_buffer_capacity_factor) + " x K x T rows) x d"});
   if (plan.ep > std::max(plan.gpus_per_node, kOlmoIntraNodeFloor)) {
     out.push_back({"EP symmetric dispatch-in and combine-gather buffers", MemClass::ep_comm_buffers,
                    blocks * 2 * T * dbl(a.moe->top_k) * e * d, per + " x 2 x K x T rows x d (EP spans nodes)"});
@@ -224,40 +225,34 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
                                 {{"in-place bucket collectives", MemClass::optimizer_transients, 0.0,
                                   "NCCL reduces the flat buckets in place"}}}));
 
-  double local = 0, shard = 0;
+  // The distributed optimizer's layout of each replica group, once: its largest shard sizes the
+  // update's temporaries, its sharded part the rebuild buffers.
+  double local = 0, shard = 0, rebuild = 0;
   for (const auto& lt : tensors) local += lt.local_numel;
   std::map<std::int64_t, std::vector<double>> groups;
   for (const auto& lt : tensors) groups[lt.replica_group].push_back(lt.local_numel);
   if (fsdp) {
     shard = local / dbl(plan.shard_group());
   } else if (plan.distributed_optimizer) {
-    for (const auto& [g, numels] : groups)
-      shard += optimizer_layouts()
-                   .get(name_of(plan.optimizer.layout))
-                   .assign(numels, g, plan.optimizer.min_shard_numel)
-                   .largest;
+    const OptimizerShardLayout& layout = optimizer_layouts().get(name_of(plan.optimizer.layout));
+    for (const auto& [g, numels] : groups) {
+      const LayoutResult r = layout.assign(numels, g, plan.optimizer.min_shard_numel);
+      shard += r.largest;
+      // Rebuild: a pack buffer of the local shard and a gather buffer of W x shard in compute
+      // dtype per replica group; both groups' buffers can be alive together.
+      if (g > 1) rebuild += (1.0 + dbl(g)) * r.sharded_on_largest * e;
+    }
   } else {
     shard = local;
   }
   phases.push_back(with_static({Phase::optimizer_step, {optimizer_temporaries(plan.optimizer, shard)}}));
   if (!fsdp && plan.distributed_optimizer) {
-    // Weight reconstruction: per replica group, a pack buffer of the local shard and a gather
-    // buffer of W x shard in compute dtype; both groups' buffers can be alive together.
-    double rebuild = 0;
-    for (const auto& [g, numels] : groups) {
-      const LayoutResult r =
-          optimizer_layouts().get(name_of(plan.optimizer.layout)).assign(numels, g, plan.optimizer.min_shard_numel);
-      if (g > 1) rebuild += (1.0 + dbl(g)) * r.sharded_on_largest * e;
-    }
-    if (plan.optimizer.rebuild == WeightRebuild::in_place) {
-      rebuild = 0;  // the all-gather fills the parameter buffer itself
-    }
+    const bool in_place = plan.optimizer.rebuild == WeightRebuild::in_place;
     phases.push_back(with_static(
         {Phase::weight_rebuild,
-         {{"coalesced all-gather buffers", MemClass::optimizer_transients, rebuild,
-           plan.optimizer.rebuild == WeightRebuild::in_place
-               ? "none: the all-gather writes the contiguous parameter buffer in place"
-               : "(1 + W) x local shard x compute dtype per replica group"}}}));
+         {{"coalesced all-gather buffers", MemClass::optimizer_transients, in_place ? 0.0 : rebuild,
+           in_place ? "none: the all-gather writes the contiguous parameter buffer in place"
+                    : "(1 + W) x local shard x compute dtype per replica group"}}}));
   }
   return phases;
 }

@@ -90,6 +90,10 @@ struct ParallelPlan {
   std::int64_t dp() const { return world() / pp; }
   std::int64_t ep_dp() const { return dp() / ep; }
   std::int64_t shard_group() const { return fsdp_shard == 0 ? dp() : fsdp_shard; }
+  // Model chunks each stage runs: v with the interleaved schedule, else 1.
+  std::int64_t model_chunks() const {
+    return pp_schedule == PipelineSchedule::interleaved_1f1b ? pp_virtual : 1;
+  }
 };
 
 std::string_view name_of(Design d);

@@ -4,7 +4,7 @@ namespace moesim {
 
 PipelineTransfers::PipelineTransfers(const ParallelPlan& plan, double activation_bytes)
     : plan_(plan),
-      virtual_stages_(plan.pp_schedule == PipelineSchedule::interleaved_1f1b ? plan.pp_virtual : 1),
+      virtual_stages_(plan.model_chunks()),
       activation_bytes_(activation_bytes) {}
 
 bool PipelineTransfers::starts_model(const SimRank& rank, const PipeOp& op) const {
