@@ -2,10 +2,12 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
 #include "cli/listing.hpp"
 #include "models/arch/flops.hpp"
 #include "models/arch/inventory.hpp"
@@ -22,6 +24,7 @@ struct ScenarioArgs {
   std::string scenario;
   std::vector<std::string> sets;
   std::string json_out;
+  bool fail_on_oom = false;
 };
 
 void add_scenario_args(CLI::App* sub, ScenarioArgs& a) {
@@ -36,13 +39,16 @@ void add_scenario_args(CLI::App* sub, ScenarioArgs& a) {
 struct Report {
   std::string text;
   nlohmann::json json;
+  std::optional<bool> oom;  // the memory verdict, for reports that give one (`--fail-on-oom`)
 };
 using ScenarioReport = std::function<Report(const Scenario&, const Inventory&)>;
 
-Runner add_scenario_report(CLI::App& app, const char* name, const char* help, ScenarioReport render) {
+Runner add_scenario_report(CLI::App& app, const char* name, const char* help, bool with_verdict,
+                           ScenarioReport render) {
   auto args = std::make_shared<ScenarioArgs>();
   auto* sub = app.add_subcommand(name, help);
   add_scenario_args(sub, *args);
+  if (with_verdict) add_fail_on_oom(sub, args->fail_on_oom);
   return [sub, args, render]() -> int {
     if (!sub->parsed()) return -1;
     std::ostream& listing = listing_stream({{"--json", &args->json_out}});
@@ -50,25 +56,25 @@ Runner add_scenario_report(CLI::App& app, const char* name, const char* help, Sc
     const Report report = render(s, build_inventory(s.arch));
     listing << report.text;
     if (!args->json_out.empty()) write_output(args->json_out, json_text(report.json));
-    return 0;
+    return exit_code(args->fail_on_oom, report.oom.value_or(false));
   };
 }
 
 Runner add_ledger_command(CLI::App& app) {
-  return add_scenario_report(app, "ledger", "per-rank memory ledger and OOM verdict of a scenario",
+  return add_scenario_report(app, "ledger", "per-rank memory ledger and OOM verdict of a scenario", true,
                              [](const Scenario& s, const Inventory& inv) {
                                const FlopsPerToken flops =
                                    flop_conventions().get(s.flop_convention).per_token(s.arch, inv);
                                const MemoryLedger ledger = scenario_ledger(s, inv);
                                const LedgerInputs in{s, inv, flops, ledger};
-                               return Report{ledger_table(in), ledger_json(in)};
+                               return Report{ledger_table(in), ledger_json(in), ledger.oom};
                              });
 }
 
 Runner add_inventory_command(CLI::App& app) {
-  return add_scenario_report(app, "inventory", "every parameter tensor of the scenario's architecture",
+  return add_scenario_report(app, "inventory", "every parameter tensor of the scenario's architecture", false,
                              [](const Scenario&, const Inventory& inv) {
-                               return Report{inventory_table(inv), inventory_json(inv)};
+                               return Report{inventory_table(inv), inventory_json(inv), std::nullopt};
                              });
 }
 

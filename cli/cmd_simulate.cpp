@@ -1,8 +1,9 @@
-// `moesim simulate SCENARIO [--set K=V]... [--json FILE|-] [--trace FILE] [--all-ranks]`.
+// `moesim simulate SCENARIO [--set K=V]... [--json FILE|-] [--trace FILE] [--all-ranks] [--fail-on-oom]`.
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
 #include "cli/listing.hpp"
 #include "models/input/scenario.hpp"
 #include "reports/output_file.hpp"
@@ -16,7 +17,7 @@ Runner add_simulate_command(CLI::App& app) {
   struct Args {
     std::string scenario, json_out, trace_out;
     std::vector<std::string> sets;
-    bool all_ranks = false;
+    bool all_ranks = false, fail_on_oom = false;
   };
   auto args = std::make_shared<Args>();
   auto* sub =
@@ -26,6 +27,7 @@ Runner add_simulate_command(CLI::App& app) {
   sub->add_option("--json", args->json_out, "write the result as JSON to FILE ('-' for standard output)");
   sub->add_option("--trace", args->trace_out, "write a Chrome/Perfetto trace of the step to FILE");
   sub->add_flag("--all-ranks", args->all_ranks, "simulate every rank instead of one per distinct role");
+  add_fail_on_oom(sub, args->fail_on_oom);
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;
     std::ostream& listing = listing_stream({{"--json", &args->json_out}, {"--trace", &args->trace_out}});
@@ -36,7 +38,7 @@ Runner add_simulate_command(CLI::App& app) {
     listing << step_table(s, sim.result);
     if (!args->trace_out.empty()) write_output(args->trace_out, trace_json(sim));
     if (!args->json_out.empty()) write_output(args->json_out, json_text(step_json(s, sim.result)));
-    return 0;
+    return exit_code(args->fail_on_oom, sim.result.ledger.oom);
   };
 }
 

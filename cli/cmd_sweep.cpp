@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
 #include "cli/listing.hpp"
 #include "cli/mpi_world.hpp"
 #include "cli/progress.hpp"
@@ -14,6 +15,7 @@
 #include "reports/html_report.hpp"
 #include "reports/output_file.hpp"
 #include "reports/sweep_report.hpp"
+#include "reports/sweep_table.hpp"
 #include "reports/trace_writer.hpp"
 #include "studies/compare.hpp"
 
@@ -22,6 +24,7 @@ namespace moesim::cli {
 namespace {
 struct OutputArgs {
   std::string json_out, csv_out, html_out;
+  bool fail_on_oom = false;
 };
 
 std::ostream& listing_for(const OutputArgs& o, const std::string& trace_out = "") {
@@ -34,6 +37,25 @@ void add_outputs(CLI::App* sub, OutputArgs& o) {
   sub->add_option("--csv", o.csv_out, "write one CSV row per point to FILE ('-' for standard output)");
   sub->add_option("--html", o.html_out,
                   "write a self-contained HTML page with plots to FILE ('-' for standard output)");
+  add_fail_on_oom(sub, o.fail_on_oom);
+}
+
+// A study none of whose points is a possible plan is bad input: the listing has shown why, and
+// no report is written.
+void require_a_valid_point(const nlohmann::json& points, const std::string& what, const std::string& scenario) {
+  for (const auto& p : points) {
+    if (p.at("status") == "ok") return;
+  }
+  throw InputError(
+      scenario, "",
+      "every " + what + " is invalid (" + std::to_string(points.size()) + "); the reasons are listed above");
+}
+
+bool any_oom(const nlohmann::json& points) {
+  for (const auto& p : points) {
+    if (p.at("status") == "ok" && p.at("result").at("oom").get<bool>()) return true;
+  }
+  return false;
 }
 
 int default_jobs() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
@@ -95,6 +117,7 @@ Runner add_sweep_command(CLI::App& app) {
     }
     const nlohmann::json doc = sweep_document(base.name, spec, std::move(all));
     listing << sweep_table(doc);
+    require_a_valid_point(doc.at("points"), "point of the sweep", args->scenario);
     if (!args->out.json_out.empty()) write_output(args->out.json_out, json_text(doc));
     if (!args->out.csv_out.empty()) write_output(args->out.csv_out, sweep_csv(doc));
     if (!args->out.html_out.empty()) write_output(args->out.html_out, html_report(doc));
@@ -102,7 +125,7 @@ Runner add_sweep_command(CLI::App& app) {
       const Scenario s = compose(source, changes_of(points[static_cast<std::size_t>(args->trace_point)]));
       write_output(args->trace_out, trace_json(simulate(s)));
     }
-    return 0;
+    return exit_code(args->out.fail_on_oom, any_oom(doc.at("points")));
   };
 }
 
@@ -135,6 +158,7 @@ Runner add_compare_command(CLI::App& app) {
     const CompareResult result = compare_designs(source, designs, args->jobs);
     listing << compare_table(result);
     const nlohmann::json doc = compare_json(base.name, result);
+    require_a_valid_point(doc.at("designs"), "design of the comparison", args->scenario);
     if (!args->out.json_out.empty()) write_output(args->out.json_out, json_text(doc));
     SweepSpec spec;
     spec.axes.push_back({"design", {}});
@@ -142,7 +166,7 @@ Runner add_compare_command(CLI::App& app) {
     const nlohmann::json sweep_doc = sweep_json(base.name, spec, result.points);
     if (!args->out.csv_out.empty()) write_output(args->out.csv_out, sweep_csv(sweep_doc));
     if (!args->out.html_out.empty()) write_output(args->out.html_out, html_report(sweep_doc));
-    return 0;
+    return exit_code(args->out.fail_on_oom, any_oom(doc.at("designs")));
   };
 }
 

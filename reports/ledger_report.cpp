@@ -5,6 +5,7 @@
 
 #include "models/common/units.hpp"
 #include "reports/text_format.hpp"
+#include "reports/text_table.hpp"
 
 namespace moesim {
 
@@ -165,18 +166,19 @@ std::string ledger_table(const LedgerInputs& in) {
 }
 
 std::string inventory_table(const Inventory& inv) {
-  std::ostringstream os;
+  TextTable table({{"tensor", Align::left},
+                   {"class", Align::left},
+                   {"layer", Align::right},
+                   {"params", Align::right},
+                   {"shape", Align::left}});
   for (const auto& t : inv.tensors) {
     std::string shape;
     for (auto d : t.shape) shape += (shape.empty() ? "" : " x ") + std::to_string(d);
-    char line[256];
-    std::snprintf(line, sizeof line, "%-40s %-16s %5lld  %16lld  [%s]\n", t.name.c_str(),
-                  std::string(name_of(t.cls)).c_str(), static_cast<long long>(t.layer), static_cast<long long>(t.numel),
-                  shape.c_str());
-    os << line;
+    table.add(
+        {t.name, std::string(name_of(t.cls)), std::to_string(t.layer), std::to_string(t.numel), "[" + shape + "]"});
   }
-  os << fmt("total %.4fB params, ", inv.params_total / 1e9) << fmt("active %.4fB\n", inv.params_active / 1e9);
-  return os.str();
+  return table.render() + fmt("total %.4fB params, ", inv.params_total / 1e9) +
+         fmt("active %.4fB\n", inv.params_active / 1e9);
 }
 
 nlohmann::json inventory_json(const Inventory& inv) {

@@ -1,14 +1,21 @@
 #include "reports/step_report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
 #include "models/common/units.hpp"
 #include "reports/text_format.hpp"
+#include "reports/text_table.hpp"
 
 namespace moesim {
 
 namespace {
+
+// How many ledger items an out-of-memory listing names: enough to hold most of the peak on every
+// bundled plan (weights, grads, optimizer states, activations, the phase's transients), few
+// enough to read at a glance.
+constexpr std::size_t kTopContributors = 6;
 
 std::string coll_name(std::size_t k) { return std::string(name_of(static_cast<CollectiveKind>(k))); }
 
@@ -52,6 +59,57 @@ std::vector<double> in_flight_equivalents(const MemoryLedger& ledger) {
   std::vector<double> out;
   for (const auto& s : ledger.stages) out.push_back(s.in_flight_microbatches);
   return out;
+}
+
+// Each kind of task's time on the critical rank's step (exposed, compute first) beside its busy
+// time, and what ran hidden under other work; then communication's three numbers in one line.
+std::string kind_split(const StepResult& r) {
+  TextTable table({{"  by kind of task", Align::left},
+                   {"exposed ms", Align::right},
+                   {"busy ms", Align::right},
+                   {"overlapped ms", Align::right}});
+  for (std::size_t k = 0; k < kTaskKinds; ++k) {
+    table.add({"  " + std::string(name_of(static_cast<TaskKind>(k))), fmt("%.2f", r.exposed_by_kind_s[k] * 1e3),
+               fmt("%.2f", r.busy_by_kind_s[k] * 1e3),
+               fmt("%.2f", (r.busy_by_kind_s[k] - r.exposed_by_kind_s[k]) * 1e3)});
+  }
+  table.add({"  idle", fmt("%.2f", r.idle_s * 1e3)});
+  double busy = 0, exposed = 0;
+  for (const TaskKind k : {TaskKind::collective, TaskKind::p2p}) {
+    busy += r.busy_by_kind_s[static_cast<std::size_t>(k)];
+    exposed += r.exposed_by_kind_s[static_cast<std::size_t>(k)];
+  }
+  std::string out = table.render() + "communication " + fmt("%.2f ms", busy * 1e3) +
+                    " busy: " + fmt("%.2f ms", exposed * 1e3) + " exposed, " + fmt("%.2f ms", (busy - exposed) * 1e3) +
+                    " hidden under other work";
+  if (busy > 0) out += fmt(" (%.1f%% hidden)", 100 * (busy - exposed) / busy);
+  return out + "\n";
+}
+
+// What fills an out-of-memory stage at its peak, largest first: its persistent state and the
+// peak phase's working set, then the allocator's and the runtime's shares of the device total.
+std::string top_memory(const MemoryLedger& ledger) {
+  const StageLedger& worst = ledger.stages[ledger.worst_stage];
+  std::vector<std::pair<const LedgerItem*, const char*>> items;
+  for (const auto& i : worst.persistent) items.emplace_back(&i, "persistent");
+  for (const auto& ph : worst.phases) {
+    if (ph.phase != worst.peak_phase) continue;
+    for (const auto& i : ph.items) items.emplace_back(&i, "working");
+  }
+  std::stable_sort(items.begin(), items.end(),
+                   [](const auto& a, const auto& b) { return a.first->bytes > b.first->bytes; });
+  std::ostringstream os;
+  os << "         largest contributors on stage " << ledger.worst_stage << " at the peak:\n";
+  const std::size_t shown = std::min<std::size_t>(items.size(), kTopContributors);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto& [item, kind] = items[i];
+    os << "         " << fmt("%9.2f GiB", item->bytes / kGiB) << "  " << item->name << " (" << kind << ", "
+       << name_of(item->cls) << ")\n";
+  }
+  os << "         " << fmt("%9.2f GiB", (worst.peak_reserved - worst.peak_allocated) / kGiB)
+     << "  allocator fragmentation (reserved - allocated)\n";
+  os << "         " << fmt("%9.2f GiB", (worst.device_total - worst.peak_reserved) / kGiB) << "  runtime reserves\n";
+  return os.str();
 }
 
 }  // namespace
@@ -130,16 +188,7 @@ std::string step_table(const Scenario& sc, const StepResult& r) {
   if (r.idle_s > 0)
     os << "  " << fmt("%10.2f ms", r.idle_s * 1e3) << "  " << fmt("%5.1f%%", 100 * r.idle_s / r.step_time_s)
        << "  idle / bubble\n";
-  os << "the same split by kind of task:";
-  for (std::size_t k = 0; k < kTaskKinds; ++k) {
-    os << "  " << name_of(static_cast<TaskKind>(k)) << " " << fmt("%.2f ms", r.exposed_by_kind_s[k] * 1e3);
-  }
-  os << "  idle " << fmt("%.2f ms", r.idle_s * 1e3) << "\n";
-  os << "busy time by kind (hidden work included):";
-  for (std::size_t k = 0; k < kTaskKinds; ++k) {
-    os << "  " << name_of(static_cast<TaskKind>(k)) << " " << fmt("%.2f ms", r.busy_by_kind_s[k] * 1e3);
-  }
-  os << "\n";
+  os << kind_split(r);
   os << "bytes sent per rank per step (NVLink / NIC):\n";
   for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
     if (r.bytes_per_rank[k][0] + r.bytes_per_rank[k][1] == 0) continue;
@@ -149,6 +198,7 @@ std::string step_table(const Scenario& sc, const StepResult& r) {
   os << "memory   peak allocated " << fmt("%.1f", worst.peak_allocated / kGiB) << " GiB (" << name_of(worst.peak_phase)
      << "), device " << fmt("%.1f", worst.device_total / kGiB) << " of " << fmt("%.1f", worst.capacity / kGiB)
      << " GiB: " << (r.ledger.oom ? "OUT OF MEMORY" : "fits") << "\n";
+  if (r.ledger.oom) os << top_memory(r.ledger);
   os << "         in flight per stage (microbatch equivalents):";
   for (const double n : in_flight_equivalents(r.ledger)) os << " " << fmt("%g", n);
   os << ", from " << r.ledger.in_flight_source << "\n";

@@ -23,14 +23,6 @@ std::string csv_cell(std::string s) {
   return out + "\"";
 }
 
-std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
-
-std::string values_text(const nlohmann::json& values, const char* sep) {
-  std::string out;
-  for (const auto& [path, v] : values.items()) out += (out.empty() ? "" : sep) + path + "=" + value_text(v);
-  return out;
-}
-
 }  // namespace
 
 nlohmann::json sweep_point_json(const SweepPoint& p) {
@@ -87,28 +79,10 @@ std::string sweep_csv(const nlohmann::json& doc) {
   os << ",error\n";
   for (const auto& p : doc.at("points")) {
     const bool ok = p.at("status") == "ok";
-    os << p.at("index").dump() << "," << csv_cell(values_text(p.at("values"), ";")) << "," << (ok ? "ok" : "invalid");
-    for (const char* k : kColumns) os << "," << (ok ? csv_cell(value_text(p.at("result").at(k))) : std::string());
+    os << p.at("index").dump() << "," << csv_cell(assignments_text(p.at("values"), ";")) << ","
+       << (ok ? "ok" : "invalid");
+    for (const char* k : kColumns) os << "," << (ok ? csv_cell(json_value_text(p.at("result").at(k))) : std::string());
     os << "," << (ok ? std::string() : csv_cell(p.at("error").get<std::string>())) << "\n";
-  }
-  return os.str();
-}
-
-std::string sweep_table(const nlohmann::json& doc) {
-  std::ostringstream os;
-  for (const auto& p : doc.at("points")) {
-    os << "#" << p.at("index").dump() << "  " << values_text(p.at("values"), "  ") << "\n    ";
-    if (p.at("status") != "ok") {
-      os << "invalid: " << p.at("error").get<std::string>() << "\n";
-      continue;
-    }
-    const auto& r = p.at("result");
-    os << r.at("design").get<std::string>() << "  MFU " << fmt("%.1f%%", 100 * r.at("mfu").get<double>()) << "  "
-       << fmt("%.0f", r.at("tokens_per_s_per_gpu").get<double>()) << " tok/s/GPU  step "
-       << fmt("%.1f ms", 1e3 * r.at("step_time_s").get<double>()) << "  memory "
-       << fmt("%.1f", r.at("device_total_GiB").get<double>()) << "/"
-       << fmt("%.1f GiB", r.at("capacity_GiB").get<double>()) << " (" << r.at("breaking_phase").get<std::string>()
-       << ")" << (r.at("oom").get<bool>() ? "  OOM" : "") << "\n";
   }
   return os.str();
 }
@@ -142,28 +116,6 @@ nlohmann::json compare_json(const std::string& name, const CompareResult& result
           {"designs", designs},
           {"batch_crossovers", crossovers},
           {"expert_walls", walls}};
-}
-
-std::string compare_table(const CompareResult& result) {
-  std::ostringstream os;
-  os << sweep_table(sweep_json("", SweepSpec{}, result.points));
-  for (const auto& c : result.crossovers) {
-    os << "crossover " << c.ddp_design << " vs " << c.fsdp_design << ": ";
-    if (c.global_batch_tokens)
-      os << c.ddp_design << " reaches " << c.fsdp_design << "'s MFU at a global batch of " << *c.global_batch_tokens
-         << " tokens\n";
-    else
-      os << c.note << "\n";
-  }
-  for (const auto& w : result.walls) {
-    os << "expert wall " << w.design << ": ";
-    if (w.largest_fitting_experts) os << "largest N that fits " << *w.largest_fitting_experts;
-    if (w.first_oom_experts) os << ", OOM at " << *w.first_oom_experts;
-    if (!w.note.empty())
-      os << (w.largest_fitting_experts ? " (" : "") << w.note << (w.largest_fitting_experts ? ")" : "");
-    os << "\n";
-  }
-  return os.str();
 }
 
 }  // namespace moesim

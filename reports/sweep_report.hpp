@@ -16,11 +16,10 @@ nlohmann::json sweep_json(const std::string& scenario_name, const SweepSpec& spe
 nlohmann::json sweep_point_json(const SweepPoint& point);
 // The document from points already rendered (e.g. gathered from several MPI ranks).
 nlohmann::json sweep_document(const std::string& scenario_name, const SweepSpec& spec, nlohmann::json points);
-// CSV and text table are rendered from the document, so every path writes the same bytes.
+// CSV (and the text table, reports/sweep_table.hpp) are rendered from the document, so every
+// path writes the same bytes.
 std::string sweep_csv(const nlohmann::json& document);
-std::string sweep_table(const nlohmann::json& document);
 
 nlohmann::json compare_json(const std::string& scenario_name, const CompareResult& result);
-std::string compare_table(const CompareResult& result);
 
 }  // namespace moesim
