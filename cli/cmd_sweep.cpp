@@ -15,6 +15,7 @@
 #include "reports/html_report.hpp"
 #include "reports/output_file.hpp"
 #include "reports/sweep_report.hpp"
+#include "reports/sweep_stream.hpp"
 #include "reports/sweep_table.hpp"
 #include "reports/trace_writer.hpp"
 #include "studies/compare.hpp"
@@ -42,13 +43,17 @@ void add_outputs(CLI::App* sub, OutputArgs& o) {
 
 // A study none of whose points is a possible plan is bad input: the listing has shown why, and
 // no report is written.
-void require_a_valid_point(const nlohmann::json& points, const std::string& what, const std::string& scenario) {
+void require_a_valid_point(bool any_valid, std::size_t points, const std::string& what, const std::string& scenario) {
+  if (any_valid) return;
+  throw InputError(scenario, "",
+                   "every " + what + " is invalid (" + std::to_string(points) + "); the reasons are listed above");
+}
+
+bool any_valid(const nlohmann::json& points) {
   for (const auto& p : points) {
-    if (p.at("status") == "ok") return;
+    if (p.at("status") == "ok") return true;
   }
-  throw InputError(
-      scenario, "",
-      "every " + what + " is invalid (" + std::to_string(points.size()) + "); the reasons are listed above");
+  return false;
 }
 
 bool any_oom(const nlohmann::json& points) {
@@ -104,28 +109,45 @@ Runner add_sweep_command(CLI::App& app) {
     const std::size_t first = rank * (n / size) + std::min(rank, n % size);
     const std::size_t count = n / size + (rank < n % size ? 1 : 0);
     Progress progress(world.size() > 1 ? "sweep (rank " + std::to_string(rank) + ")" : "sweep", count);
-    const SweepResult result = run_points(source, points, first, count, args->jobs,
-                                          [&](std::size_t done, std::size_t total) { progress.update(done, total); });
-    progress.finish();
-    nlohmann::json mine = nlohmann::json::array();
-    for (const auto& p : result.points) mine.push_back(sweep_point_json(p));
-    const auto parts = world.gather(mine.dump());
-    if (world.rank() != 0) return 0;
-    nlohmann::json all = nlohmann::json::array();
-    for (const auto& part : parts) {
-      for (auto& p : nlohmann::json::parse(part)) all.push_back(std::move(p));
+    const auto on_progress = [&](std::size_t done, std::size_t total) { progress.update(done, total); };
+    // Every point passes through here once, in point order, and is dropped unless the HTML page
+    // (which plots them all) needs it: the listing, JSON and CSV take it as it comes.
+    SweepListing table(sweep_axes_json(spec));
+    for (const auto& p : points) table.scan(p);
+    SweepStream stream(base.name, spec, args->out.json_out, args->out.csv_out);
+    nlohmann::json kept = nlohmann::json::array();
+    bool oom = false;
+    const auto consume = [&](nlohmann::json p) {
+      table.add(p);
+      stream.add(p);
+      oom = oom || (p.at("status") == "ok" && p.at("result").at("oom").get<bool>());
+      if (!args->out.html_out.empty()) kept.push_back(std::move(p));
+    };
+    if (world.size() == 1) {
+      run_points_in_order(source, points, first, count, args->jobs, on_progress,
+                          [&](SweepPoint&& p) { consume(sweep_point_json(p)); });
+      progress.finish();
+    } else {
+      const SweepResult result = run_points(source, points, first, count, args->jobs, on_progress);
+      progress.finish();
+      nlohmann::json mine = nlohmann::json::array();
+      for (const auto& p : result.points) mine.push_back(sweep_point_json(p));
+      const auto parts = world.gather(mine.dump());
+      if (world.rank() != 0) return 0;
+      for (const auto& part : parts) {
+        for (auto& p : nlohmann::json::parse(part)) consume(std::move(p));
+      }
     }
-    const nlohmann::json doc = sweep_document(base.name, spec, std::move(all));
-    listing << sweep_table(doc);
-    require_a_valid_point(doc.at("points"), "point of the sweep", args->scenario);
-    if (!args->out.json_out.empty()) write_output(args->out.json_out, json_text(doc));
-    if (!args->out.csv_out.empty()) write_output(args->out.csv_out, sweep_csv(doc));
-    if (!args->out.html_out.empty()) write_output(args->out.html_out, html_report(doc));
+    listing << table.render();
+    require_a_valid_point(stream.any_valid(), n, "point of the sweep", args->scenario);
+    stream.finish();
+    if (!args->out.html_out.empty())
+      write_output(args->out.html_out, html_report(sweep_document(base.name, spec, std::move(kept))));
     if (args->trace_point >= 0 && !args->trace_out.empty()) {
       const Scenario s = compose(source, changes_of(points[static_cast<std::size_t>(args->trace_point)]));
       write_output(args->trace_out, trace_json(simulate(s)));
     }
-    return exit_code(args->out.fail_on_oom, any_oom(doc.at("points")));
+    return exit_code(args->out.fail_on_oom, oom);
   };
 }
 
@@ -158,7 +180,8 @@ Runner add_compare_command(CLI::App& app) {
     const CompareResult result = compare_designs(source, designs, args->jobs);
     listing << compare_table(result);
     const nlohmann::json doc = compare_json(base.name, result);
-    require_a_valid_point(doc.at("designs"), "design of the comparison", args->scenario);
+    require_a_valid_point(any_valid(doc.at("designs")), doc.at("designs").size(), "design of the comparison",
+                          args->scenario);
     if (!args->out.json_out.empty()) write_output(args->out.json_out, json_text(doc));
     SweepSpec spec;
     spec.axes.push_back({"design", {}});

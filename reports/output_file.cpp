@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <stdexcept>
 
 #include <fcntl.h>
@@ -33,7 +34,9 @@ struct PendingSlot {
 std::array<PendingSlot, kSlots> g_pending;
 std::atomic<unsigned> g_sequence{0};
 
-class PendingFile {
+}  // namespace
+
+class detail::PendingFile {
  public:
   explicit PendingFile(const std::string& path) {
     if (path.size() >= kPathBytes) throw std::runtime_error("cannot write " + path + ": path too long");
@@ -59,6 +62,8 @@ class PendingFile {
   PendingSlot* slot_ = nullptr;
 };
 
+namespace {
+
 extern "C" void remove_pending_and_reraise(int sig) {
   for (auto& slot : g_pending) {
     if (slot.ready.load()) ::unlink(slot.path.data());  // async-signal-safe
@@ -72,7 +77,7 @@ extern "C" void remove_pending_and_reraise(int sig) {
 }
 
 // 0 on success, else the errno of the failed write.
-int write_all(int fd, const std::string& content) {
+int write_all(int fd, std::string_view content) {
   const char* next = content.data();
   std::size_t left = content.size();
   while (left > 0) {
@@ -103,47 +108,6 @@ bool is_descriptor_name(const fs::path& path) {
   return digits_end > 6 && text.compare(digits_end, 4, "/fd/") == 0;
 }
 
-// Devices, FIFOs and descriptor names are written through: opened for writing, never created or
-// renamed over (a character device stays a device, a FIFO's reader gets the data).
-void write_through(const std::string& path, const std::string& content) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) fail(path, std::strerror(errno));
-  int err = write_all(fd, content);
-  if (::close(fd) != 0 && err == 0) err = errno;
-  if (err != 0) fail(path, std::strerror(err));
-}
-
-// A regular file (or one not there yet) at `target`: the content goes to a temporary file in the
-// same folder, is flushed to disk and renamed over the target, so an existing file is only ever
-// replaced by a complete one. `mode`: the permissions of the file it replaces, kept (else the
-// umask's default for a new file).
-void replace_atomically(const std::string& path, const fs::path& target, const std::string& content,
-                        const mode_t* mode) {
-  const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  // ".NAME.tmp.PID.N", appended piece by piece (gcc 12 warns, -Wrestrict, on literal + string).
-  std::string name = ".";
-  name += target.filename().string();
-  name += ".tmp.";
-  name += std::to_string(::getpid());
-  name += ".";
-  name += std::to_string(g_sequence.fetch_add(1));
-  const std::string tmp = (folder / name).string();
-  const PendingFile pending(tmp);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) fail(path, "cannot create a temporary file in " + folder.string() + ": " + std::strerror(errno));
-  // Best effort: a file owned by someone else may refuse the mode, and the content matters more.
-  if (mode != nullptr) (void)::fchmod(fd, *mode);
-  int err = write_all(fd, content);
-  // On disk before the rename, so that a crash cannot leave the target empty or cut short.
-  if (err == 0 && ::fsync(fd) != 0) err = errno;
-  if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && ::rename(tmp.c_str(), target.c_str()) != 0) err = errno;
-  if (err != 0) {
-    ::unlink(tmp.c_str());
-    fail(path, std::strerror(err));
-  }
-}
-
 // Where `path` leads once its symbolic links are followed: the first name that is no link (it
 // may not exist yet: a dangling link's target is created), or a descriptor name on the way.
 struct LinkEnd {
@@ -165,27 +129,87 @@ LinkEnd follow_links(const std::string& path) {
   fail(path, "too many levels of symbolic links");
 }
 
+// ".NAME.tmp.PID.N" in the target's folder, appended piece by piece (gcc 12 warns, -Wrestrict,
+// on literal + string).
+std::string temporary_name(const fs::path& target) {
+  const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  std::string name = ".";
+  name += target.filename().string();
+  name += ".tmp.";
+  name += std::to_string(::getpid());
+  name += ".";
+  name += std::to_string(g_sequence.fetch_add(1));
+  return (folder / name).string();
+}
+
 }  // namespace
 
-void write_output(const std::string& path, const std::string& content) {
-  if (path == "-") {
-    std::cout << content;
-    std::cout.flush();
-    if (!std::cout) fail(path, "standard output is closed or full");
-    return;
-  }
+// Devices, FIFOs and descriptor names are written through: opened for writing, never created or
+// renamed over (a character device stays a device, a FIFO's reader gets the data). A regular
+// file (or one not there yet) gets a temporary file in the same folder, flushed to disk and
+// renamed over it on commit, so an existing file is only ever replaced by a complete one; its
+// permissions are kept (else the umask's default for a new file).
+OutputStream::OutputStream(const std::string& path) : path_(path) {
+  if (path == "-") return;
   if (path.empty()) fail(path, "empty file name");
   const LinkEnd end = follow_links(path);
-  if (end.descriptor) return write_through(path, content);
   struct stat st {};
-  if (::stat(end.path.c_str(), &st) != 0) {
-    if (errno != ENOENT) fail(path, std::strerror(errno));
-    return replace_atomically(path, end.path, content, nullptr);
+  const bool exists = !end.descriptor && ::stat(end.path.c_str(), &st) == 0;
+  if (!end.descriptor && !exists && errno != ENOENT) fail(path, std::strerror(errno));
+  if (exists && S_ISDIR(st.st_mode)) fail(path, "is a directory");
+  if (end.descriptor || (exists && !S_ISREG(st.st_mode))) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_NOCTTY | O_CLOEXEC);
+    if (fd_ < 0) fail(path, std::strerror(errno));
+    return;
   }
-  if (S_ISDIR(st.st_mode)) fail(path, "is a directory");
-  if (!S_ISREG(st.st_mode)) return write_through(path, content);
-  const mode_t mode = st.st_mode & 07777;
-  replace_atomically(path, end.path, content, &mode);
+  target_ = end.path.string();
+  tmp_ = temporary_name(end.path);
+  pending_ = std::make_unique<detail::PendingFile>(tmp_);
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd_ < 0) {
+    const fs::path folder = fs::path(tmp_).parent_path();
+    fail(path, "cannot create a temporary file in " + folder.string() + ": " + std::strerror(errno));
+  }
+  // Best effort: a file owned by someone else may refuse the mode, and the content matters more.
+  if (exists) (void)::fchmod(fd_, st.st_mode & 07777);
+}
+
+OutputStream::~OutputStream() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!tmp_.empty() && !committed_) ::unlink(tmp_.c_str());
+}
+
+void OutputStream::write(std::string_view text) {
+  if (committed_) fail(path_, "written to after it was complete");
+  if (fd_ < 0) {
+    std::cout << text;
+    if (!std::cout) fail(path_, "standard output is closed or full");
+    return;
+  }
+  const int err = write_all(fd_, text);
+  if (err != 0) fail(path_, std::strerror(err));
+}
+
+void OutputStream::commit() {
+  if (fd_ < 0) {
+    std::cout.flush();
+    if (!std::cout) fail(path_, "standard output is closed or full");
+    return;
+  }
+  int err = 0;
+  // On disk before the rename, so that a crash cannot leave the target empty or cut short.
+  if (!tmp_.empty() && ::fsync(fd_) != 0) err = errno;
+  if (::close(fd_) != 0 && err == 0) err = errno;
+  fd_ = -1;
+  if (err == 0 && !tmp_.empty() && ::rename(tmp_.c_str(), target_.c_str()) != 0) err = errno;
+  if (err != 0) fail(path_, std::strerror(err));
+  committed_ = true;
+}
+
+void write_output(const std::string& path, const std::string& content) {
+  OutputStream out(path);
+  out.write(content);
+  out.commit();
 }
 
 void remove_partial_outputs_on_signal() {

@@ -4,7 +4,9 @@
 // keeps pointing where it did: the file it leads to is the one replaced.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +18,31 @@ template <typename Json>
 std::string json_text(const Json& doc) {
   return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
+
+namespace detail {
+class PendingFile;  // a temporary file the signal handler removes
+}
+
+// An output written in pieces (a sweep's points as they finish) with the guarantees above: a
+// regular file's temporary is renamed over it on commit() and removed if the stream is
+// destroyed uncommitted (an error part way), so the old file stays; other targets are written
+// through as the pieces come. "-" is standard output.
+class OutputStream {
+ public:
+  explicit OutputStream(const std::string& path);
+  ~OutputStream();
+  OutputStream(const OutputStream&) = delete;
+  OutputStream& operator=(const OutputStream&) = delete;
+
+  void write(std::string_view text);
+  void commit();
+
+ private:
+  std::string path_, target_, tmp_;
+  int fd_ = -1;  // -1: standard output (or closed once committed)
+  bool committed_ = false;
+  std::unique_ptr<detail::PendingFile> pending_;
+};
 
 // Writes `content` to `path`; "-" is standard output. Throws std::runtime_error naming the path
 // on failure; a regular file that existed is then left as it was, and no temporary file stays.

@@ -23,6 +23,28 @@ std::string csv_cell(std::string s) {
   return out + "\"";
 }
 
+// The headline CSV columns after index, values and status, in order: fields of each point
+// result.
+const char* const kColumns[] = {"design",
+                                "hardware",
+                                "world",
+                                "params_total",
+                                "params_active",
+                                "flops_per_token",
+                                "flop_convention",
+                                "microbatches",
+                                "global_batch_tokens",
+                                "step_time_s",
+                                "tokens_per_s_per_gpu",
+                                "mfu",
+                                "peak_allocated_GiB",
+                                "peak_reserved_GiB",
+                                "device_total_GiB",
+                                "capacity_GiB",
+                                "oom",
+                                "breaking_phase",
+                                "in_flight_microbatches"};
+
 }  // namespace
 
 nlohmann::json sweep_point_json(const SweepPoint& p) {
@@ -34,9 +56,18 @@ nlohmann::json sweep_point_json(const SweepPoint& p) {
   return j;
 }
 
-nlohmann::json sweep_document(const std::string& name, const SweepSpec& spec, nlohmann::json points) {
+nlohmann::json sweep_summary(std::size_t points, std::size_t invalid) {
+  return {{"points", points}, {"invalid", invalid}};
+}
+
+nlohmann::json sweep_axes_json(const SweepSpec& spec) {
   nlohmann::json axes = nlohmann::json::array();
   for (const auto& a : spec.axes) axes.push_back({{"path", a.path}, {"values", a.values}});
+  return axes;
+}
+
+nlohmann::json sweep_document(const std::string& name, const SweepSpec& spec, nlohmann::json points) {
+  const nlohmann::json axes = sweep_axes_json(spec);
   std::size_t invalid = 0;
   for (const auto& p : points) invalid += p.at("status") == "ok" ? 0 : 1;
   const std::size_t total = points.size();
@@ -44,7 +75,7 @@ nlohmann::json sweep_document(const std::string& name, const SweepSpec& spec, nl
           {"scenario", name},
           {"axes", axes},
           {"points", std::move(points)},
-          {"summary", {{"points", total}, {"invalid", invalid}}}};
+          {"summary", sweep_summary(total, invalid)}};
 }
 
 nlohmann::json sweep_json(const std::string& name, const SweepSpec& spec, const SweepResult& result) {
@@ -53,38 +84,26 @@ nlohmann::json sweep_json(const std::string& name, const SweepSpec& spec, const 
   return sweep_document(name, spec, std::move(points));
 }
 
-std::string sweep_csv(const nlohmann::json& doc) {
+std::string sweep_csv_header() {
+  std::string out = "index,values,status";
+  for (const char* k : kColumns) (out += ",") += k;
+  return out + ",error\n";
+}
+
+std::string sweep_csv_row(const nlohmann::json& p) {
   std::ostringstream os;
-  static const char* kColumns[] = {"design",
-                                   "hardware",
-                                   "world",
-                                   "params_total",
-                                   "params_active",
-                                   "flops_per_token",
-                                   "flop_convention",
-                                   "microbatches",
-                                   "global_batch_tokens",
-                                   "step_time_s",
-                                   "tokens_per_s_per_gpu",
-                                   "mfu",
-                                   "peak_allocated_GiB",
-                                   "peak_reserved_GiB",
-                                   "device_total_GiB",
-                                   "capacity_GiB",
-                                   "oom",
-                                   "breaking_phase",
-                                   "in_flight_microbatches"};
-  os << "index,values,status";
-  for (const char* k : kColumns) os << "," << k;
-  os << ",error\n";
-  for (const auto& p : doc.at("points")) {
-    const bool ok = p.at("status") == "ok";
-    os << p.at("index").dump() << "," << csv_cell(assignments_text(p.at("values"), ";")) << ","
-       << (ok ? "ok" : "invalid");
-    for (const char* k : kColumns) os << "," << (ok ? csv_cell(json_value_text(p.at("result").at(k))) : std::string());
-    os << "," << (ok ? std::string() : csv_cell(p.at("error").get<std::string>())) << "\n";
-  }
+  const bool ok = p.at("status") == "ok";
+  os << p.at("index").dump() << "," << csv_cell(assignments_text(p.at("values"), ";")) << ","
+     << (ok ? "ok" : "invalid");
+  for (const char* k : kColumns) os << "," << (ok ? csv_cell(json_value_text(p.at("result").at(k))) : std::string());
+  os << "," << (ok ? std::string() : csv_cell(p.at("error").get<std::string>())) << "\n";
   return os.str();
+}
+
+std::string sweep_csv(const nlohmann::json& doc) {
+  std::string out = sweep_csv_header();
+  for (const auto& p : doc.at("points")) out += sweep_csv_row(p);
+  return out;
 }
 
 nlohmann::json compare_json(const std::string& name, const CompareResult& result) {

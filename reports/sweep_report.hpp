@@ -19,6 +19,14 @@ nlohmann::json sweep_document(const std::string& scenario_name, const SweepSpec&
 // CSV (and the text table, reports/sweep_table.hpp) are rendered from the document, so every
 // path writes the same bytes.
 std::string sweep_csv(const nlohmann::json& document);
+// The CSV in pieces, for a sweep written as its points finish: sweep_csv is the header and then
+// one row per point.
+std::string sweep_csv_header();
+std::string sweep_csv_row(const nlohmann::json& point);
+// The document's "axes": each axis's path and values.
+nlohmann::json sweep_axes_json(const SweepSpec& spec);
+// The document's "summary": how many points, how many of them invalid.
+nlohmann::json sweep_summary(std::size_t points, std::size_t invalid);
 
 nlohmann::json compare_json(const std::string& scenario_name, const CompareResult& result);
 

@@ -1,28 +1,14 @@
 #include "reports/sweep_table.hpp"
 
-#include <optional>
+#include <algorithm>
 #include <sstream>
-#include <vector>
 
 #include "reports/sweep_report.hpp"
 #include "reports/text_format.hpp"
-#include "reports/text_table.hpp"
 
 namespace moesim {
 
 namespace {
-
-// Every path a point sets: the axes in their order, then included points' other paths.
-std::vector<std::string> value_paths(const nlohmann::json& doc) {
-  std::vector<std::string> out;
-  for (const auto& a : doc.at("axes")) out.push_back(a.at("path").get<std::string>());
-  for (const auto& p : doc.at("points")) {
-    for (const auto& [path, v] : p.at("values").items()) {
-      if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
-    }
-  }
-  return out;
-}
 
 // A path's column header: its last component, or the whole path where two paths share it.
 std::string header_of(const std::string& path, const std::vector<std::string>& paths) {
@@ -33,21 +19,47 @@ std::string header_of(const std::string& path, const std::vector<std::string>& p
   return last(path);
 }
 
-// Numbers align right, words left.
-Align numeric_axis(const nlohmann::json& points, const std::string& path) {
-  for (const auto& p : points) {
-    const auto& values = p.at("values");
-    if (values.contains(path) && !values.at(path).is_number()) return Align::left;
-  }
-  return Align::right;
+}  // namespace
+
+SweepListing::SweepListing(const nlohmann::json& axes) {
+  for (const auto& a : axes) note_value(a.at("path").get<std::string>(), 0);
 }
 
-// "#index path=value ..." in the table's column order.
-std::string point_label(const nlohmann::json& p, const std::vector<std::string>& paths) {
-  // Appended piece by piece: gcc 12's -Wrestrict misfires on `"literal" + std::string`.
+void SweepListing::note_value(const std::string& path, const nlohmann::json& value) {
+  if (std::find(paths_.begin(), paths_.end(), path) == paths_.end()) paths_.push_back(path);
+  auto [it, added] = numeric_.emplace(path, true);
+  it->second = it->second && value.is_number();  // numbers align right, words left
+}
+
+void SweepListing::scan(const PointOverrides& values) {
+  for (const auto& [path, v] : values) note_value(path, v);
+}
+
+void SweepListing::scan_json(const nlohmann::json& values) {
+  for (const auto& [path, v] : values.items()) note_value(path, v);
+}
+
+void SweepListing::start_table() {
+  // A "design" axis already names each point's design; the result's column would repeat it.
+  design_axis_ = std::find(paths_.begin(), paths_.end(), "design") != paths_.end();
+  std::vector<TextColumn> columns = {{"#", Align::right}};
+  for (const auto& path : paths_)
+    columns.push_back({header_of(path, paths_), numeric_.at(path) ? Align::right : Align::left});
+  if (!design_axis_) columns.push_back({"design", Align::left});
+  for (const char* header : {"MFU", "tok/s/GPU", "step ms", "memory GiB", "of GiB"})
+    columns.push_back({header, Align::right});
+  columns.push_back({"peak phase", Align::left});
+  columns.push_back({"verdict", Align::left});
+  column_count_ = columns.size();
+  table_.emplace(std::move(columns));
+}
+
+// "#index path=value ..." in the table's column order, appended piece by piece (gcc 12's
+// -Wrestrict misfires on `"literal" + std::string`).
+std::string SweepListing::label(const nlohmann::json& p) const {
   std::string out = "#";
   out += p.at("index").dump();
-  for (const auto& path : paths) {
+  for (const auto& path : paths_) {
     if (!p.at("values").contains(path)) continue;
     out += ' ';
     out += path;
@@ -57,88 +69,75 @@ std::string point_label(const nlohmann::json& p, const std::vector<std::string>&
   return out;
 }
 
-struct Counts {
-  std::size_t fit = 0, oom = 0, invalid = 0;
-  std::optional<std::size_t> best;  // position in points of the highest-MFU point that fits
-};
-
-Counts count_points(const nlohmann::json& points) {
-  Counts c;
-  double best_mfu = -1;
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const auto& p = points[i];
-    if (p.at("status") != "ok") {
-      ++c.invalid;
-      continue;
+void SweepListing::add(const nlohmann::json& p) {
+  if (!table_) start_table();
+  ++points_;
+  const bool listed = points_ <= kListedPoints;
+  std::vector<std::string> row = {p.at("index").dump()};
+  for (const auto& path : paths_)
+    row.push_back(p.at("values").contains(path) ? json_value_text(p.at("values").at(path)) : "");
+  if (p.at("status") != "ok") {
+    ++invalid_count_;
+    if (invalid_.size() < kListedPoints) {
+      std::string reason = "#";
+      reason += p.at("index").dump();
+      reason += ": ";
+      reason += p.at("error").get<std::string>();
+      invalid_.push_back(std::move(reason));
     }
-    const auto& r = p.at("result");
-    if (r.at("oom").get<bool>()) {
-      ++c.oom;
-      continue;
-    }
-    ++c.fit;
-    if (r.at("mfu").get<double>() > best_mfu) {
-      best_mfu = r.at("mfu").get<double>();
-      c.best = i;
-    }
+    row.resize(column_count_ - 1);  // blank result cells, then the verdict
+    row.push_back("invalid");
+    if (listed) table_->add(std::move(row));
+    return;
   }
-  return c;
+  const auto& r = p.at("result");
+  const bool oom = r.at("oom").get<bool>();
+  const double mfu = r.at("mfu").get<double>();
+  if (!design_axis_) row.push_back(r.at("design").get<std::string>());
+  row.push_back(fmt("%.1f%%", 100 * mfu));
+  row.push_back(fmt("%.0f", r.at("tokens_per_s_per_gpu").get<double>()));
+  row.push_back(fmt("%.1f", 1e3 * r.at("step_time_s").get<double>()));
+  row.push_back(fmt("%.1f", r.at("device_total_GiB").get<double>()));
+  row.push_back(fmt("%.1f", r.at("capacity_GiB").get<double>()));
+  row.push_back(r.at("breaking_phase").get<std::string>());
+  row.push_back(oom ? "OOM" : "fits");
+  if (listed) table_->add(std::move(row));
+  if (oom) {
+    ++oom_;
+    return;
+  }
+  ++fit_;
+  if (mfu <= best_mfu_) return;
+  best_mfu_ = mfu;
+  best_ = label(p);
+  best_ += "  ";
+  if (!design_axis_) best_ += r.at("design").get<std::string>() + "  ";
+  best_ += "MFU " + fmt("%.1f%%", 100 * mfu);
+  best_ += ", " + fmt("%.0f", r.at("tokens_per_s_per_gpu").get<double>());
+  best_ += " tok/s/GPU";
 }
 
-}  // namespace
+std::string SweepListing::render() const {
+  std::ostringstream os;
+  if (table_) os << table_->render();
+  if (points_ > kListedPoints)
+    os << "... " << points_ - kListedPoints << " more point(s) not listed here (--csv and --json write every point)\n";
+  if (!invalid_.empty()) os << "invalid points:\n";
+  for (const auto& reason : invalid_) os << "  " << reason << "\n";
+  if (invalid_count_ > invalid_.size()) os << "  ... " << invalid_count_ - invalid_.size() << " more\n";
+  os << points_ << " point(s): " << fit_ << " fit, " << oom_ << " out of memory, " << invalid_count_ << " invalid\n";
+  if (!best_.empty())
+    os << "best MFU that fits: " << best_ << "\n";
+  else if (points_ > 0)
+    os << "no point fits in memory\n";
+  return os.str();
+}
 
 std::string sweep_table(const nlohmann::json& doc) {
-  const auto& points = doc.at("points");
-  const auto paths = value_paths(doc);
-  // A "design" axis already names each point's design; the result's column would repeat it.
-  const bool design_axis = std::find(paths.begin(), paths.end(), "design") != paths.end();
-  std::vector<TextColumn> columns = {{"#", Align::right}};
-  for (const auto& path : paths) columns.push_back({header_of(path, paths), numeric_axis(points, path)});
-  if (!design_axis) columns.push_back({"design", Align::left});
-  for (const char* header : {"MFU", "tok/s/GPU", "step ms", "memory GiB", "of GiB"})
-    columns.push_back({header, Align::right});
-  columns.push_back({"peak phase", Align::left});
-  columns.push_back({"verdict", Align::left});
-  const std::size_t column_count = columns.size();
-  TextTable table(std::move(columns));
-  std::ostringstream invalid;
-  for (const auto& p : points) {
-    std::vector<std::string> row = {p.at("index").dump()};
-    for (const auto& path : paths)
-      row.push_back(p.at("values").contains(path) ? json_value_text(p.at("values").at(path)) : "");
-    if (p.at("status") != "ok") {
-      row.resize(column_count - 1);  // blank result cells, then the verdict
-      row.push_back("invalid");
-      invalid << "  #" << p.at("index").dump() << ": " << p.at("error").get<std::string>() << "\n";
-    } else {
-      const auto& r = p.at("result");
-      if (!design_axis) row.push_back(r.at("design").get<std::string>());
-      row.push_back(fmt("%.1f%%", 100 * r.at("mfu").get<double>()));
-      row.push_back(fmt("%.0f", r.at("tokens_per_s_per_gpu").get<double>()));
-      row.push_back(fmt("%.1f", 1e3 * r.at("step_time_s").get<double>()));
-      row.push_back(fmt("%.1f", r.at("device_total_GiB").get<double>()));
-      row.push_back(fmt("%.1f", r.at("capacity_GiB").get<double>()));
-      row.push_back(r.at("breaking_phase").get<std::string>());
-      row.push_back(r.at("oom").get<bool>() ? "OOM" : "fits");
-    }
-    table.add(std::move(row));
-  }
-  std::ostringstream os;
-  os << table.render();
-  if (!invalid.str().empty()) os << "invalid points:\n" << invalid.str();
-  const Counts c = count_points(points);
-  os << points.size() << " point(s): " << c.fit << " fit, " << c.oom << " out of memory, " << c.invalid << " invalid\n";
-  if (c.best) {
-    const auto& best = points[*c.best];
-    const auto& r = best.at("result");
-    os << "best MFU that fits: " << point_label(best, paths) << "  "
-       << (design_axis ? std::string() : r.at("design").get<std::string>() + "  ") << "MFU "
-       << fmt("%.1f%%", 100 * r.at("mfu").get<double>()) << ", "
-       << fmt("%.0f", r.at("tokens_per_s_per_gpu").get<double>()) << " tok/s/GPU\n";
-  } else if (!points.empty()) {
-    os << "no point fits in memory\n";
-  }
-  return os.str();
+  SweepListing listing(doc.at("axes"));
+  for (const auto& p : doc.at("points")) listing.scan_json(p.at("values"));
+  for (const auto& p : doc.at("points")) listing.add(p);
+  return listing.render();
 }
 
 std::string compare_table(const CompareResult& result) {

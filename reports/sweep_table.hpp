@@ -1,15 +1,54 @@
 // The terminal listings of sweeps and comparisons: one row per point under a header, the
 // invalid points' reasons below it, and a summary (counts, best fitting point). Observers only:
-// rendered from the same document the JSON and CSV come from.
+// rendered from the same point documents the JSON and CSV come from, one point at a time, so a
+// streamed sweep lists as it runs and keeps at most kListedPoints rows.
 #pragma once
 
+#include <cstddef>
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "models/input/sweep_spec.hpp"
+#include "reports/text_table.hpp"
 #include "studies/compare.hpp"
 
 namespace moesim {
+
+// A listing is for reading: past this many rows the CSV and JSON hold the points, and the
+// listing's memory stays bounded however large the sweep (the counts and the best point still
+// cover every point).
+inline constexpr std::size_t kListedPoints = 1000;
+
+class SweepListing {
+ public:
+  // Columns: the axes' paths in order, then any other path a scanned point sets.
+  explicit SweepListing(const nlohmann::json& axes);
+  // Every point's values, before the first add(): they fix the columns and their alignment.
+  void scan(const PointOverrides& values);
+  void scan_json(const nlohmann::json& values);
+  // One point document (sweep_point_json), in point order.
+  void add(const nlohmann::json& point);
+  std::string render() const;
+
+ private:
+  void note_value(const std::string& path, const nlohmann::json& value);
+  std::string label(const nlohmann::json& point) const;
+  void start_table();
+
+  std::vector<std::string> paths_;
+  std::map<std::string, bool> numeric_;
+  bool design_axis_ = false;
+  std::size_t column_count_ = 0;
+  std::optional<TextTable> table_;
+  std::vector<std::string> invalid_;  // the first kListedPoints reasons
+  std::size_t points_ = 0, fit_ = 0, oom_ = 0, invalid_count_ = 0;
+  double best_mfu_ = -1;
+  std::string best_;  // the best fitting point's summary line
+};
 
 std::string sweep_table(const nlohmann::json& document);
 std::string compare_table(const CompareResult& result);

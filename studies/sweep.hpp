@@ -28,6 +28,8 @@ struct SweepResult {
 };
 
 using SweepProgress = std::function<void(std::size_t done, std::size_t total)>;
+// Takes each finished point, in point order (whatever the thread count), one at a time.
+using SweepSink = std::function<void(SweepPoint&& point)>;
 
 // Adds `axis` to the sweep; an axis on the same path is replaced, not multiplied (returns true
 // then, so the caller can say so).
@@ -38,7 +40,12 @@ bool set_axis(SweepSpec& spec, SweepAxis axis);
 // missing path, an empty value list, a value of the wrong type) throw InputError before any
 // point runs; an impossible plan at one point is recorded in that point and the sweep goes on.
 std::vector<PointOverrides> expand_points(const ScenarioSource& source, const SweepSpec& spec);
-// Points [first, first + count) of `points`, on `jobs` threads.
+// Points [first, first + count) of `points`, on `jobs` threads, handed to `sink` in order as they
+// finish and dropped here: memory is bounded by the points in flight, not the sweep's size. An
+// exception from the sink stops the sweep and is rethrown.
+void run_points_in_order(const ScenarioSource& source, const std::vector<PointOverrides>& points, std::size_t first,
+                         std::size_t count, int jobs, const SweepProgress& progress, const SweepSink& sink);
+// The same, every point kept.
 SweepResult run_points(const ScenarioSource& source, const std::vector<PointOverrides>& points, std::size_t first,
                        std::size_t count, int jobs, const SweepProgress& progress);
 

@@ -1,11 +1,21 @@
-// Running sweep points on a pool of threads.
+// Running sweep points on a pool of threads, handed on in point order as they finish.
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "studies/sweep.hpp"
 
 namespace moesim {
+
+namespace {
+
+// Points finished ahead of the next one to hand on, per thread: enough that a slow point does
+// not idle the other threads, few enough that memory stays bounded by the threads, not the sweep.
+constexpr std::size_t kAheadPerThread = 4;
+
+}  // namespace
 
 SweepPoint run_point(const ScenarioSource& source, const PointOverrides& point, std::size_t index) {
   SweepPoint pt;
@@ -22,27 +32,56 @@ SweepPoint run_point(const ScenarioSource& source, const PointOverrides& point, 
   return pt;
 }
 
-SweepResult run_points(const ScenarioSource& source, const std::vector<PointOverrides>& points, std::size_t first,
-                       std::size_t count, int jobs, const SweepProgress& progress) {
-  SweepResult out;
-  out.points.resize(count);
-  std::atomic<std::size_t> next{0}, done{0};
-  std::mutex progress_mutex;
+void run_points_in_order(const ScenarioSource& source, const std::vector<PointOverrides>& points, std::size_t first,
+                         std::size_t count, int jobs, const SweepProgress& progress, const SweepSink& sink) {
+  const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(std::max<std::size_t>(count, 1))));
+  const std::size_t window = kAheadPerThread * static_cast<std::size_t>(threads);
+  std::vector<std::optional<SweepPoint>> ring(window);  // point i waits in slot i % window
+  std::mutex mutex;
+  std::condition_variable room;
+  std::size_t next = 0, emitted = 0, done = 0;
+  std::exception_ptr failure;
   auto worker = [&] {
-    for (std::size_t i = next++; i < count; i = next++) {
-      out.points[i] = run_point(source, points[first + i], first + i);
-      const std::size_t d = ++done;
-      if (progress) {
-        std::lock_guard<std::mutex> lock(progress_mutex);
-        progress(d, count);
+    while (true) {
+      std::size_t i = 0;
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        room.wait(lock, [&] { return failure || next >= count || next < emitted + window; });
+        if (failure || next >= count) return;
+        i = next++;
       }
+      SweepPoint pt = run_point(source, points[first + i], first + i);
+      std::lock_guard<std::mutex> lock(mutex);
+      ring[i % window] = std::move(pt);
+      ++done;
+      if (progress) progress(done, count);
+      try {
+        // Whoever finishes the next point in order hands on every consecutive finished one.
+        while (emitted < count && ring[emitted % window]) {
+          SweepPoint ready = std::move(*ring[emitted % window]);
+          ring[emitted % window].reset();
+          ++emitted;
+          if (!failure) sink(std::move(ready));
+        }
+      } catch (...) {
+        failure = std::current_exception();  // a write failed: stop handing out points
+      }
+      room.notify_all();
     }
   };
-  const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(count)));
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+SweepResult run_points(const ScenarioSource& source, const std::vector<PointOverrides>& points, std::size_t first,
+                       std::size_t count, int jobs, const SweepProgress& progress) {
+  SweepResult out;
+  out.points.reserve(count);
+  run_points_in_order(source, points, first, count, jobs, progress,
+                      [&](SweepPoint&& p) { out.points.push_back(std::move(p)); });
   return out;
 }
 
