@@ -97,7 +97,8 @@ Runner add_sweep_command(CLI::App& app) {
     listing << sweep_table(doc);
     if (!args->out.json_out.empty()) write_output(args->out.json_out, json_text(doc));
     if (!args->out.csv_out.empty()) write_output(args->out.csv_out, sweep_csv(doc));
-    if (!args->out.html_out.empty()) write_output(args->out.html_out, html_report(doc));
+    if (!args->out.html_out.empty())
+      write_output(args->out.html_out, html_report(doc, published_for_scenario(args->scenario, doc.at("points"))));
     if (args->trace_point >= 0 && !args->trace_out.empty()) {
       const Scenario s = compose(source, changes_of(points[static_cast<std::size_t>(args->trace_point)]));
       write_output(args->trace_out, trace_json(simulate(s)));
@@ -141,7 +142,10 @@ Runner add_compare_command(CLI::App& app) {
     for (const auto& d : designs) spec.axes.back().values.push_back(d);
     const nlohmann::json sweep_doc = sweep_json(base.name, spec, result.points);
     if (!args->out.csv_out.empty()) write_output(args->out.csv_out, sweep_csv(sweep_doc));
-    if (!args->out.html_out.empty()) write_output(args->out.html_out, html_report(sweep_doc));
+    if (!args->out.html_out.empty()) {
+      const auto published = published_for_scenario(args->scenario, sweep_doc.at("points"));
+      write_output(args->out.html_out, html_report(sweep_doc, published, doc));
+    }
     return 0;
   };
 }
