@@ -19,6 +19,7 @@
 #include "reports/sweep_table.hpp"
 #include "reports/trace_writer.hpp"
 #include "studies/compare.hpp"
+#include "studies/published.hpp"
 
 namespace moesim::cli {
 
@@ -141,8 +142,10 @@ Runner add_sweep_command(CLI::App& app) {
     listing << table.render();
     require_a_valid_point(stream.any_valid(), n, "point of the sweep", args->scenario);
     stream.finish();
-    if (!args->out.html_out.empty())
-      write_output(args->out.html_out, html_report(sweep_document(base.name, spec, std::move(kept))));
+    if (!args->out.html_out.empty()) {
+      const nlohmann::json doc = sweep_document(base.name, spec, std::move(kept));
+      write_output(args->out.html_out, html_report(doc, published_for_scenario(args->scenario, doc.at("points"))));
+    }
     if (args->trace_point >= 0 && !args->trace_out.empty()) {
       const Scenario s = compose(source, changes_of(points[static_cast<std::size_t>(args->trace_point)]));
       write_output(args->trace_out, trace_json(simulate(s)));
@@ -188,7 +191,10 @@ Runner add_compare_command(CLI::App& app) {
     for (const auto& d : designs) spec.axes.back().values.push_back(d);
     const nlohmann::json sweep_doc = sweep_json(base.name, spec, result.points);
     if (!args->out.csv_out.empty()) write_output(args->out.csv_out, sweep_csv(sweep_doc));
-    if (!args->out.html_out.empty()) write_output(args->out.html_out, html_report(sweep_doc));
+    if (!args->out.html_out.empty()) {
+      const auto published = published_for_scenario(args->scenario, sweep_doc.at("points"));
+      write_output(args->out.html_out, html_report(sweep_doc, published, doc));
+    }
     return exit_code(args->out.fail_on_oom, any_oom(doc.at("designs")));
   };
 }

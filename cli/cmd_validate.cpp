@@ -35,7 +35,7 @@ Runner add_validate_command(CLI::App& app) {
     if (!sub->parsed()) return -1;
     std::ostream& listing = listing_stream({{"--json", &args->json_out}});
     std::vector<std::string> datasets = args->datasets;
-    if (datasets.empty()) datasets = {"scenarios/validation/seed.json", "scenarios/validation/memory.json"};
+    if (datasets.empty()) datasets = default_validation_datasets();
     if (args->sensitivity > 0) {
       for (const auto& file : datasets)
         std::cout << "\ndataset " << file << "\n\n"

@@ -1,13 +1,16 @@
-// The sweep page: reports/html/page.html filled with the scenario name, a generation note and the
-// sweep document as an inline JSON block; the page's scripts (reports/html/charts.js, page.js)
+// The sweep page: reports/html/page.html filled with the scenario name, a generation note, the
+// sweep document, the published measurements and a comparison's crossovers and walls as inline
+// JSON blocks; the page's scripts (reports/html/charts.js, page.js)
 // and the vendored Vega bundles (reports/vendor/) are inlined too, so the file works offline.
 // Everything here is a pure function of the document: the same sweep gives the same bytes.
 #include "reports/html_report.hpp"
 
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 #include "reports/html/embedded_assets.hpp"
 
@@ -74,8 +77,23 @@ std::string joined(const std::set<std::string>& items) {
   return out;
 }
 
+// Which published measurements the page draws, and from where.
+std::string published_note(const PublishedOverlay& published) {
+  if (published.datasets.empty())
+    return " No validation dataset (scenarios/validation/) was found in a folder above the scenario file, so no "
+           "published measurement is drawn.";
+  if (published.measurements.empty()) {
+    const std::set<std::string> read(published.datasets.begin(), published.datasets.end());
+    return " No published measurement in " + joined(read) + " describes one of these points.";
+  }
+  std::set<std::string> from;
+  for (const auto& m : published.measurements) from.insert(m.dataset);
+  return " Published measurements (hollow diamonds, from " + joined(from) +
+         "): " + std::to_string(published.measurements.size()) + " on these points.";
+}
+
 // One paragraph: where the page came from, what it covers, and which conventions its numbers use.
-std::string generation_note(const nlohmann::json& doc) {
+std::string generation_note(const nlohmann::json& doc, const PublishedOverlay& published) {
   const auto& points = doc.at("points");
   std::size_t invalid = 0;
   std::set<std::string> hardware, conventions, peaks;
@@ -99,13 +117,23 @@ std::string generation_note(const nlohmann::json& doc) {
   if (!hardware.empty()) note += " Hardware: " + joined(hardware) + ".";
   if (!peaks.empty()) note += " MFU against " + joined(peaks) + " TFLOP/s dense BF16 per GPU.";
   if (!conventions.empty()) note += " FLOPs per token by the " + joined(conventions) + " convention.";
-  note += " Simulated step times and memory, not measurements.";
+  note += " Simulated step times and memory, not measurements." + published_note(published);
   return note;
+}
+
+// What the comparison section shows: the crossovers and walls, without the designs' points.
+nlohmann::json comparison_part(const nlohmann::json& comparison) {
+  if (!comparison.is_object() || comparison.value("schema", "") != "moesim-compare/1" ||
+      !comparison.contains("batch_crossovers") || !comparison.contains("expert_walls")) {
+    throw std::invalid_argument("html_report: the comparison must be a moesim-compare/1 document");
+  }
+  return {{"batch_crossovers", comparison.at("batch_crossovers")}, {"expert_walls", comparison.at("expert_walls")}};
 }
 
 // Copies `page` with every {{key}} replaced. Inserted text is not scanned again, so a bundle
 // that happens to contain "{{" stays as it is.
-std::string fill(std::string_view page, const nlohmann::json& doc) {
+std::string fill(std::string_view page, const nlohmann::json& doc, const PublishedOverlay& published,
+                 const nlohmann::json& comparison) {
   std::string out;
   out.reserve(1u << 20);
   std::size_t at = 0;
@@ -117,13 +145,18 @@ std::string fill(std::string_view page, const nlohmann::json& doc) {
     if (close == std::string_view::npos) throw std::logic_error("page.html: unclosed {{ placeholder");
     const std::string_view key = page.substr(open + 2, close - open - 2);
     if (key == "title")
-      out += html_escape("moesim sweep: " + text_of(doc.value("scenario", nlohmann::json("unnamed"))));
+      out += html_escape((comparison.is_null() ? "moesim sweep: " : "moesim comparison: ") +
+                         text_of(doc.value("scenario", nlohmann::json("unnamed"))));
     else if (key == "note")
-      out += html_escape(generation_note(doc));
+      out += html_escape(generation_note(doc, published));
     else if (key == "generator")
       out += "moesim " MOESIM_VERSION;
     else if (key == "data")
       out += script_json(doc);
+    else if (key == "published")
+      out += script_json(published_json(published));
+    else if (key == "comparison")  // the designs' points are in the sweep block already
+      out += script_json(comparison.is_null() ? comparison : comparison_part(comparison));
     else if (key.starts_with("asset:"))
       out.append(without_source_map(html_assets::asset(key.substr(6))));
     else
@@ -135,12 +168,33 @@ std::string fill(std::string_view page, const nlohmann::json& doc) {
 
 }  // namespace
 
-std::string html_report(const nlohmann::json& doc) {
+nlohmann::json published_json(const PublishedOverlay& published) {
+  nlohmann::json measurements = nlohmann::json::array();
+  for (const auto& m : published.measurements) {
+    nlohmann::json j = {{"id", m.id}, {"dataset", m.dataset}, {"source", m.source}, {"point", m.point}};
+    if (!m.known_gap.empty()) j["known_gap"] = m.known_gap;
+    const std::pair<const char*, const std::optional<double>*> metrics[] = {
+        {"mfu", &m.mfu},
+        {"tokens_per_s_per_gpu", &m.tokens_per_s_per_gpu},
+        {"peak_allocated_GiB", &m.peak_allocated_GiB},
+        {"mfu_min", &m.mfu_min},
+        {"mfu_max", &m.mfu_max}};
+    for (const auto& [key, value] : metrics) {
+      if (value->has_value()) j[key] = **value;
+    }
+    if (m.oom) j["oom"] = *m.oom;
+    measurements.push_back(std::move(j));
+  }
+  return {{"datasets", published.datasets}, {"measurements", std::move(measurements)}};
+}
+
+std::string html_report(const nlohmann::json& doc, const PublishedOverlay& published,
+                        const nlohmann::json& comparison) {
   if (!doc.is_object() || doc.value("schema", "") != "moesim-sweep/1" || !doc.contains("points") ||
       !doc.at("points").is_array()) {
     throw std::invalid_argument("html_report: expected a moesim-sweep/1 document with a points array");
   }
-  return fill(html_assets::asset("page.html"), doc);
+  return fill(html_assets::asset("page.html"), doc, published, comparison);
 }
 
 }  // namespace moesim

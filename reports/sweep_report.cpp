@@ -1,6 +1,7 @@
 #include "reports/sweep_report.hpp"
 
 #include <sstream>
+#include <string_view>
 
 #include "models/common/units.hpp"
 #include "reports/step_report.hpp"
@@ -43,7 +44,14 @@ const char* const kColumns[] = {"design",
                                 "capacity_GiB",
                                 "oom",
                                 "breaking_phase",
-                                "in_flight_microbatches"};
+                                "in_flight_microbatches",
+                                "peak_phase"};
+
+// peak_phase, the phase where the worst stage's memory peaks, is the step document's
+// breaking_phase under the name the ledger uses; breaking_phase stays for existing readers.
+const char* csv_key_of(const char* column) {
+  return std::string_view(column) == "peak_phase" ? "breaking_phase" : column;
+}
 
 }  // namespace
 
@@ -95,7 +103,8 @@ std::string sweep_csv_row(const nlohmann::json& p) {
   const bool ok = p.at("status") == "ok";
   os << p.at("index").dump() << "," << csv_cell(assignments_text(p.at("values"), ";")) << ","
      << (ok ? "ok" : "invalid");
-  for (const char* k : kColumns) os << "," << (ok ? csv_cell(json_value_text(p.at("result").at(k))) : std::string());
+  for (const char* k : kColumns)
+    os << "," << (ok ? csv_cell(json_value_text(p.at("result").at(csv_key_of(k)))) : std::string());
   os << "," << (ok ? std::string() : csv_cell(p.at("error").get<std::string>())) << "\n";
   return os.str();
 }

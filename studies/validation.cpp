@@ -264,6 +264,10 @@ std::vector<SensitivityRow> sensitivity(const std::string& dataset, const std::s
   return rows;
 }
 
+std::vector<std::string> default_validation_datasets() {
+  return {"scenarios/validation/seed.json", "scenarios/validation/memory.json"};
+}
+
 ValidationReport validate_dataset(const std::string& file, const std::vector<std::string>& extra_sets) {
   const nlohmann::json doc = read_json_file(file);
   const JsonReader top(doc, file, "");

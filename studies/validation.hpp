@@ -35,6 +35,9 @@ struct ValidationReport {
   std::size_t closed_gaps() const;  // records with a documented gap that now pass
 };
 
+// The datasets `moesim validate` checks when given none, relative to the repository root.
+std::vector<std::string> default_validation_datasets();
+
 // Throws InputError for a malformed dataset (path of the offending entry). `extra_sets` are
 // --set overrides applied to every record's scenario after its own (sensitivity studies).
 ValidationReport validate_dataset(const std::string& file, const std::vector<std::string>& extra_sets = {});

@@ -26,7 +26,8 @@ enum class MemClass {
   fsdp_materialized,
   fsdp_grad_unsharded,
   ep_comm_buffers,
-  optimizer_transients,
+  optimizer_transients,  // the update's temporaries (optimizer_step phase)
+  weight_rebuild,        // the distributed optimizer's pack and gather buffers (weight_rebuild phase)
 };
 enum class Phase { forward, backward, grad_sync, optimizer_step, weight_rebuild };
 

@@ -250,7 +250,7 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
     const bool in_place = plan.optimizer.rebuild == WeightRebuild::in_place;
     phases.push_back(with_static(
         {Phase::weight_rebuild,
-         {{"coalesced all-gather buffers", MemClass::optimizer_transients, in_place ? 0.0 : rebuild,
+         {{"coalesced all-gather buffers", MemClass::weight_rebuild, in_place ? 0.0 : rebuild,
            in_place ? "none: the all-gather writes the contiguous parameter buffer in place"
                     : "(1 + W) x local shard x compute dtype per replica group"}}}));
   }

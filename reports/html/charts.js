@@ -1,10 +1,14 @@
 // Vega-Lite specs for the moesim sweep page, chosen from the axes the sweep has. Every chart
 // reads only the rows built here from the embedded moesim-sweep/1 document (see page.js).
+// Shared pieces (rows, names, published and OOM marks) are in charts_marks.js, loaded first.
 "use strict";
 
 var moesimCharts = (function () {
-  var BATCH = "plan.batch.global_batch_tokens";
-  var EXPERTS = "architecture.moe.num_experts";
+  var M = moesimMarks;
+  var BATCH = M.BATCH, EXPERTS = M.EXPERTS, PUBLISHED = M.PUBLISHED, PUBLISHED_TOOLTIP = M.PUBLISHED_TOOLTIP;
+  var OOM_RED = M.OOM_RED, REFERENCE = M.REFERENCE, shortName = M.shortName, percent = M.percent, tokens = M.tokens;
+  var labelOf = M.labelOf, publishedData = M.publishedData, publishedLayers = M.publishedLayers;
+  var oomLayer = M.oomLayer, oomWhy = M.oomWhy, isNumericAxis = M.isNumericAxis;
   // Ledger classes in stacking order (models/memory/ledger.hpp), then what sits on top of the
   // allocator's view: fragmentation (reserved - allocated) and runtime reserves (CUDA context,
   // NCCL, library workspaces; device total - reserved).
@@ -13,7 +17,7 @@ var moesimCharts = (function () {
     ["optimizer_states", "#9dc3e6"], ["activations", "#c55a11"], ["activation_grads", "#f4b183"],
     ["logits_loss", "#bf9000"], ["weight_grad_transient", "#ffd966"], ["fsdp_materialized", "#548235"],
     ["fsdp_grad_unsharded", "#a9d18e"], ["ep_comm_buffers", "#7030a0"], ["optimizer_transients", "#c9a0dc"],
-    ["allocator_fragmentation", "#a6a6a6"], ["runtime_reserves", "#595959"]];
+    ["weight_rebuild", "#f4b183"], ["allocator_fragmentation", "#a6a6a6"], ["runtime_reserves", "#595959"]];
   // Critical-rank time in the order sim/task_graph.hpp lists the phases, then idle.
   var PHASES = [
     ["forward", "#1f4e79"], ["backward", "#2e75b6"], ["recompute", "#9dc3e6"], ["grad_accumulate", "#bf9000"],
@@ -21,53 +25,6 @@ var moesimCharts = (function () {
     ["weight_rebuild", "#f4b183"], ["ep_dispatch", "#7030a0"], ["ep_combine", "#c9a0dc"], ["pp_p2p", "#833c0b"],
     ["idle / bubble", "#bfbfbf"]];
 
-  function shortName(path) {
-    if (path === BATCH) return "batch";
-    if (path === EXPERTS) return "experts";
-    var parts = String(path).split(".");
-    return parts[parts.length - 1];
-  }
-
-  function formatValue(path, v) {
-    if (typeof v === "number" && path === BATCH) return tokens(v);
-    return typeof v === "string" ? v : JSON.stringify(v);
-  }
-
-  function tokens(n) {
-    if (n >= 1048576 && n % 1048576 === 0) return n / 1048576 + "Mi";
-    if (n >= 1024 && n % 1024 === 0) return n / 1024 + "Ki";
-    return String(n);
-  }
-
-  function isNumericAxis(axis) {
-    return axis.values.length > 1 && axis.values.every(function (v) { return typeof v === "number"; });
-  }
-
-  // Label of a point from the axis values, skipping `except`; the design value goes bare.
-  function labelOf(axes, values, except) {
-    var parts = [];
-    axes.forEach(function (a) {
-      if (a.path === except || !(a.path in values)) return;
-      var v = formatValue(a.path, values[a.path]);
-      parts.push(a.path === "design" ? v : shortName(a.path) + "=" + v);
-    });
-    return parts.join(" \u00b7 ");
-  }
-
-  // One row per point: axis values, label, status, and the result's headline numbers.
-  function model(doc) {
-    var axes = (doc.axes || []).map(function (a) { return { path: a.path, values: a.values || [] }; });
-    var seen = {};
-    var rows = doc.points.map(function (p) {
-      var r = p.result || {};
-      var values = p.values || {};
-      var label = labelOf(axes, values, null) || r.design || "point " + p.index;
-      if (seen[label]) label = "#" + p.index + " " + label;
-      seen[label] = true;
-      return { index: p.index, values: values, label: label, ok: p.status === "ok", error: p.error || "", result: r };
-    });
-    return { doc: doc, axes: axes, rows: rows, ok: rows.filter(function (r) { return r.ok; }) };
-  }
 
   function mfuPoint(m, row, x) {
     var r = row.result;
@@ -75,16 +32,20 @@ var moesimCharts = (function () {
     return {
       x: row.values[x], series: series, label: row.label, mfu: r.mfu, oom: !!r.oom,
       step_ms: r.step_time_s * 1e3, tokens_per_s_per_gpu: r.tokens_per_s_per_gpu,
-      device_GiB: r.device_total_GiB, capacity_GiB: r.capacity_GiB, breaking_phase: r.breaking_phase
+      device_GiB: r.device_total_GiB, capacity_GiB: r.capacity_GiB, breaking_phase: r.breaking_phase, result: r
     };
   }
 
   // MFU against one numeric axis, a line per remaining-axes combination (per design when the
-  // other axis is the design). Points that do not fit are drawn as crosses on the zero line.
+  // other axis is the design). Points that do not fit are drawn as crosses on the zero line and
+  // marked OOM; published measurements of the same runs are hollow diamonds with their values
+  // (a published band is a shaded bar); points without this axis (a sweep's included dense
+  // models) are dashed reference lines across the chart, with their published values dotted.
   function mfuVersus(m, x) {
-    var points = m.ok.filter(function (r) { return x in r.values; }).map(function (r) { return mfuPoint(m, r, x); });
+    var on = m.ok.filter(function (r) { return x in r.values; });
+    var points = on.map(function (r) { return mfuPoint(m, r, x); });
     var fits = points.filter(function (p) { return !p.oom; });
-    var ooms = points.filter(function (p) { return p.oom; });
+    var ooms = points.filter(function (p) { return p.oom; }).map(function (p) { return Object.assign(p, { zero: 0 }); });
     var batch = x === BATCH;
     var axis = { values: m.axes.filter(function (a) { return a.path === x; })[0].values.slice() };
     if (batch) axis.labelExpr = "datum.value >= 1048576 ? datum.value / 1048576 + 'Mi' : datum.value / 1024 + 'Ki'";
@@ -92,6 +53,7 @@ var moesimCharts = (function () {
       field: "x", type: "quantitative", title: batch ? "global batch (tokens, log2 scale)" : x === EXPERTS ? "routed experts N" : x,
       scale: batch ? { type: "log", base: 2 } : { zero: false }, axis: axis
     };
+    var yEnc = { field: "mfu", type: "quantitative", title: "MFU", axis: { format: ".0%" } };
     var color = { field: "series", type: "nominal", title: "series" };
     var tooltip = [
       { field: "label", title: "point" }, { field: "mfu", title: "MFU", format: ".1%" },
@@ -99,51 +61,150 @@ var moesimCharts = (function () {
       { field: "device_GiB", title: "device GiB", format: ".1f" }, { field: "capacity_GiB", title: "capacity GiB", format: ".1f" },
       { field: "breaking_phase", title: "peak phase" }];
     var layers = [{
-      data: { values: fits },
+      name: "simulated", data: { values: fits },
       mark: { type: "line", point: { size: 60, filled: true } },
-      encoding: { x: xEnc, y: { field: "mfu", type: "quantitative", title: "MFU", axis: { format: ".0%" } }, color: color, tooltip: tooltip }
+      encoding: { x: xEnc, y: yEnc, color: color, tooltip: tooltip }
     }];
     if (ooms.length) {
-      layers.push({
-        data: { values: ooms.map(function (p) { return Object.assign({}, p, { zero: 0 }); }) },
-        mark: { type: "point", shape: "cross", size: 160, filled: true, strokeWidth: 1 },
-        encoding: { x: xEnc, y: { field: "zero", type: "quantitative" }, color: color, tooltip: tooltip }
-      });
-      layers.push({
-        data: { values: ooms.map(function (p) { return Object.assign({}, p, { zero: 0 }); }) },
-        mark: { type: "text", text: "OOM", dy: -12, fontWeight: "bold" },
-        encoding: { x: xEnc, y: { field: "zero", type: "quantitative" }, color: color }
-      });
+      var zero = { field: "zero", type: "quantitative" };
+      layers.push({ name: "oom_points", data: { values: ooms }, mark: { type: "point", shape: "cross", size: 160, filled: true, strokeWidth: 1 },
+                    encoding: { x: xEnc, y: zero, color: color, tooltip: tooltip } });
+      layers = layers.concat(oomLayer(ooms.map(function (p) { return Object.assign({ why: oomWhy(p.result) }, p); }), xEnc, zero));
     }
+    var at = function (row) { return { x: row.values[x], series: labelOf(m.axes, row.values, x) || row.result.design }; };
+    layers = layers.concat(publishedLayers(publishedData(on, "mfu", at), xEnc, { field: "published", type: "quantitative" },
+                                           { field: "series", type: "nominal" }));
+    var bands = [];
+    on.forEach(function (row) {
+      row.published.forEach(function (p) {
+        if (p.mfu_min === undefined) return;
+        bands.push(Object.assign(at(row), { lo: p.mfu_min, hi: p.mfu_max, id: p.id, source: p.source, gap: p.known_gap || "",
+                                            text: percent(p.mfu_min) + "\u2013" + percent(p.mfu_max) }));
+      });
+    });
+    if (bands.length) {
+      layers.push({ name: "published_band", data: { values: bands }, mark: { type: "rule", strokeWidth: 10, opacity: 0.35 },
+                    encoding: { x: xEnc, y: { field: "lo", type: "quantitative" }, y2: { field: "hi" },
+                                color: { field: "series", type: "nominal" }, tooltip: PUBLISHED_TOOLTIP } });
+    }
+    layers = layers.concat(referenceLayers(m, x));
     var title = batch ? "MFU vs global batch (Figure 8a style)"
       : x === EXPERTS ? "MFU vs routed-expert count, OOM marked (Figure 8b style)" : "MFU vs " + x;
     return {
       name: "mfu-vs-" + shortName(x), title: title,
-      caption: "Simulated MFU per series; a cross on the zero line (OOM) marks a point whose device memory exceeds capacity.",
+      caption: "Simulated MFU per series. A cross on the zero line marked OOM is a point whose device memory exceeds " +
+        "capacity. Hollow diamonds are published measurements of the same runs, labelled with their value; a shaded bar " +
+        "is a published range. Dashed lines are the sweep's reference points without this axis (the dense models), " +
+        "dotted lines their published values.",
       spec: { width: 640, height: 320, layer: layers, resolve: { scale: { color: "shared" } } }
     };
   }
 
-  // MFU per point, when no numeric axis gives a line (a design-only comparison).
+  // Horizontal rules for the ok points that lack axis `x` (Figure 8b's dense references): the
+  // simulated MFU dashed, a published MFU of the same run dotted. One label per reference at
+  // the right gives both values; neighbouring labels alternate above and below their lines.
+  function referenceLayers(m, x) {
+    var refs = m.ok.filter(function (r) { return !(x in r.values); });
+    if (!refs.length) return [];
+    var simulated = refs.map(function (r) {
+      var pub = r.published.filter(function (p) { return p.mfu !== undefined; }).map(function (p) { return percent(p.mfu); });
+      return { mfu: r.result.mfu, label: r.label,
+               text: r.label + ": simulated " + percent(r.result.mfu) + (r.result.oom ? " OOM" : "") +
+                 (pub.length ? ", published " + pub.join(", ") : "") };
+    }).sort(function (a, b) { return b.mfu - a.mfu; });
+    var y = { field: "mfu", type: "quantitative" };
+    var label = function (name, values, above) {
+      return { name: name, data: { values: values },
+               mark: { type: "text", align: "right", baseline: above ? "bottom" : "top", dy: above ? -2 : 2, fontSize: 10,
+                       color: REFERENCE },
+               encoding: { x: { value: 636 }, y: y, text: { field: "text" } } };
+    };
+    var out = [
+      { name: "reference", data: { values: simulated }, mark: { type: "rule", strokeDash: [7, 4], strokeWidth: 1.5, color: REFERENCE },
+        encoding: { y: y, tooltip: [{ field: "text", title: "reference" }] } },
+      label("reference_labels", simulated.filter(function (v, i) { return i % 2 === 0; }), true)];
+    if (simulated.length > 1) out.push(label("reference_labels_below", simulated.filter(function (v, i) { return i % 2 === 1; }), false));
+    var published = publishedData(refs, "mfu", function (r) { return { label: r.label }; });
+    if (published.length) {
+      out.push({ name: "published_reference", data: { values: published },
+                 mark: { type: "rule", strokeDash: [2, 3], strokeWidth: 2, color: PUBLISHED.color },
+                 encoding: { y: { field: "published", type: "quantitative" }, tooltip: PUBLISHED_TOOLTIP } });
+    }
+    return out;
+  }
+
+  // MFU per point, when no numeric axis gives a line (a design-only comparison); OOM bars are
+  // red and marked, published MFU of the same run is a labelled diamond on the bar.
   function mfuBars(m) {
-    var values = m.ok.map(function (r) { return { label: r.label, mfu: r.result.mfu, verdict: r.result.oom ? "OOM" : "fits" }; });
-    return {
-      name: "mfu-per-point", title: "MFU per point", caption: "Simulated MFU; red bars do not fit in device memory.",
-      spec: {
-        width: { step: 48 }, height: 280, data: { values: values }, mark: "bar",
-        encoding: {
-          x: { field: "label", type: "nominal", sort: null, title: null, axis: { labelAngle: -30 } },
-          y: { field: "mfu", type: "quantitative", title: "MFU", axis: { format: ".0%" } },
-          color: { field: "verdict", type: "nominal", scale: { domain: ["fits", "OOM"], range: ["#2e75b6", "#b3261e"] }, title: "memory" },
-          tooltip: [{ field: "label", title: "point" }, { field: "mfu", title: "MFU", format: ".1%" }, { field: "verdict" }]
-        }
+    var values = m.ok.map(function (r) {
+      return { label: r.label, mfu: r.result.mfu, verdict: r.result.oom ? "OOM" : "fits", why: oomWhy(r.result) };
+    });
+    var x = { field: "label", type: "nominal", sort: m.ok.map(function (r) { return r.label; }), title: null, axis: { labelAngle: -30 } };
+    var y = { field: "mfu", type: "quantitative", title: "MFU", axis: { format: ".0%" } };
+    var layers = [{
+      name: "simulated", data: { values: values }, mark: "bar",
+      encoding: {
+        x: x, y: y,
+        color: { field: "verdict", type: "nominal", scale: { domain: ["fits", "OOM"], range: ["#2e75b6", OOM_RED] }, title: "memory" },
+        tooltip: [{ field: "label", title: "point" }, { field: "mfu", title: "MFU", format: ".1%" }, { field: "verdict" }]
       }
+    }];
+    layers = layers.concat(oomLayer(values.filter(function (v) { return v.verdict === "OOM"; }), x, y));
+    layers = layers.concat(publishedLayers(publishedData(m.ok, "mfu", function (r) { return { label: r.label }; }), x,
+                                           { field: "published", type: "quantitative" }, null));
+    return {
+      name: "mfu-per-point", title: "MFU per point",
+      caption: "Simulated MFU; red bars marked OOM do not fit in device memory. Hollow diamonds are published measurements of the same runs.",
+      spec: { width: { step: 64 }, height: 280, layer: layers }
+    };
+  }
+
+  // The comparison's batch-crossover probes: MFU of each DDP/FSDP pair at every global batch
+  // tried, and a rule where the DDP design reaches the FSDP design's MFU.
+  function crossoverChart(comparison) {
+    var values = [], seen = {}, rules = [];
+    comparison.batch_crossovers.forEach(function (c) {
+      c.probes.forEach(function (p) {
+        [[c.ddp_design, p.ddp_mfu], [c.fsdp_design, p.fsdp_mfu]].forEach(function (d) {
+          var key = d[0] + "@" + p.global_batch_tokens;
+          if (seen[key]) return;
+          seen[key] = true;
+          values.push({ x: p.global_batch_tokens, design: d[0], mfu: d[1], batch: tokens(p.global_batch_tokens) });
+        });
+      });
+      if (c.global_batch_tokens !== null)
+        rules.push({ x: c.global_batch_tokens, text: c.ddp_design + " \u2265 " + c.fsdp_design + " from " + tokens(c.global_batch_tokens) });
+    });
+    var batches = [];
+    values.forEach(function (v) { if (batches.indexOf(v.x) < 0) batches.push(v.x); });
+    var xEnc = { field: "x", type: "quantitative", title: "global batch (tokens, log2 scale)",
+                 scale: { type: "log", base: 2, nice: false, padding: 24 },
+                 axis: { values: batches, labelExpr: "datum.value >= 1048576 ? datum.value / 1048576 + 'Mi' : datum.value / 1024 + 'Ki'" } };
+    var layers = [{
+      name: "probes", data: { values: values }, mark: { type: "line", point: { size: 60, filled: true } },
+      encoding: { x: xEnc, y: { field: "mfu", type: "quantitative", title: "MFU", axis: { format: ".0%" } },
+                  color: { field: "design", type: "nominal", title: "design" },
+                  tooltip: [{ field: "design" }, { field: "batch", title: "global batch" }, { field: "mfu", title: "MFU", format: ".1%" }] }
+    }];
+    if (rules.length) {
+      layers.push({ name: "crossover", data: { values: rules }, mark: { type: "rule", strokeDash: [5, 3], color: REFERENCE },
+                    encoding: { x: xEnc, tooltip: [{ field: "text", title: "crossover" }] } });
+      // Each label runs up its rule from the bottom, so labels of near rules do not collide.
+      layers.push({ name: "crossover_labels", data: { values: rules },
+                    mark: { type: "text", angle: -90, align: "left", baseline: "bottom", dx: 6, dy: -3, fontSize: 10 },
+                    encoding: { x: xEnc, y: { value: 280 }, text: { field: "text" } } });
+    }
+    return {
+      name: "batch-crossover", title: "Batch crossover: MFU at the global batches tried",
+      caption: "The comparison doubles the global batch from one microbatch per rank until each DDP design's MFU reaches the FSDP design's; the dashed rule marks where it does.",
+      spec: { width: 480, height: 280, layer: layers }
     };
   }
 
   // Bars stacked by `categories` (name, colour) per point label; `y` says the axis: absolute
-  // (with capacity ticks) or normalized to shares; `unit` names what the tooltip's amount is in.
-  function stackedBars(name, title, caption, values, known, y, capacities) {
+  // or normalized to shares; `unit` names what the tooltip's amount is in. `more(x)` gives the
+  // layers drawn over the bars (capacity ticks, OOM and published marks) on the same x.
+  function stackedBars(name, title, caption, values, known, y, more) {
     // The known categories present, in their order, then any new ones (a newer simulator's).
     var extra = ["#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"];
     var present = values.map(function (v) { return v.part; });
@@ -158,7 +219,7 @@ var moesimCharts = (function () {
     values.forEach(function (v) { if (labels.indexOf(v.label) < 0) labels.push(v.label); });
     var x = { field: "label", type: "nominal", sort: labels, title: null, axis: { labelAngle: -30, labelLimit: 220 } };
     var bars = {
-      data: { values: values }, mark: "bar",
+      name: "bars", data: { values: values }, mark: "bar",
       encoding: {
         x: x, y: { field: "amount", type: "quantitative", title: y.title, stack: y.normalize ? "normalize" : "zero",
                    axis: y.normalize ? { format: ".0%" } : {} },
@@ -168,21 +229,15 @@ var moesimCharts = (function () {
         tooltip: [{ field: "label", title: "point" }, { field: "part" }, { field: "amount", format: ".2f", title: y.unit }, { field: "share", format: ".1%" }]
       }
     };
-    var layers = [bars];
-    if (capacities) {
-      layers.push({
-        data: { values: capacities }, mark: { type: "tick", color: "#b3261e", thickness: 3, size: 40 },
-        encoding: { x: x, y: { field: "capacity_GiB", type: "quantitative" },
-                    tooltip: [{ field: "label", title: "point" }, { field: "capacity_GiB", title: "usable capacity GiB", format: ".1f" }] }
-      });
-    }
     return { name: name, title: title, caption: caption,
-             spec: { width: { step: Math.max(28, Math.min(64, 720 / Math.max(1, labels.length))) }, height: 320, layer: layers } };
+             spec: { width: { step: Math.max(28, Math.min(64, 720 / Math.max(1, labels.length))) }, height: 320,
+                     layer: [bars].concat(more(x)) } };
   }
 
-  // Per-rank memory of the worst stage by class against usable capacity (seed Figure 9 style).
+  // Per-rank memory of the worst stage by class against usable capacity (seed Figure 9 style),
+  // with OOM marked over the bars and the published peak allocation and OOM verdicts beside them.
   function memoryBars(m) {
-    var values = [], capacities = [];
+    var values = [], tops = [];
     m.ok.forEach(function (row) {
       var r = row.result, parts = Object.assign({}, r.memory_by_class || {});
       var entries = Object.keys(parts).map(function (k) { return [k, parts[k].GiB]; });
@@ -191,16 +246,42 @@ var moesimCharts = (function () {
       entries.forEach(function (e) {
         if (e[1] > 0) values.push({ label: row.label, part: e[0], amount: e[1], share: e[1] / r.device_total_GiB });
       });
-      capacities.push({ label: row.label, capacity_GiB: r.capacity_GiB });
+      tops.push({ label: row.label, capacity_GiB: r.capacity_GiB, top: Math.max(r.device_total_GiB, r.capacity_GiB),
+                  oom: r.oom, why: oomWhy(r) });
     });
+    // A published verdict sits a little above the taller of the bar and the capacity tick.
+    var at = function (row) { return { label: row.label, above: 1.12 * Math.max(row.result.device_total_GiB, row.result.capacity_GiB) }; };
+    var verdicts = publishedData(m.ok, "oom", at).map(function (p) { return Object.assign(p, { text: p.published ? "OOM" : "fits" }); });
+    var gib = { field: "GiB", type: "quantitative" };
     return stackedBars("memory-by-class", "Per-rank memory by class against capacity (Figure 9 style)",
-      "Peak device memory of the worst stage: persistent state, the peak phase's working set, allocator fragmentation and runtime reserves. The red tick is usable capacity.",
-      values, MEMORY_CLASSES, { title: "GiB per rank", unit: "GiB" }, capacities);
+      "Peak device memory of the worst stage: persistent state, the peak phase's working set, allocator fragmentation " +
+      "and runtime reserves. The red tick is usable capacity; OOM marks a bar over it. Hollow diamonds are a published " +
+      "peak allocation of the same run; a triangle is a published verdict (filled red: OOM, hollow: fits).",
+      values, MEMORY_CLASSES, { title: "GiB per rank", unit: "GiB" }, function (x) {
+        var top = { field: "top", type: "quantitative" };
+        var layers = [{
+          name: "capacity", data: { values: tops }, mark: { type: "tick", color: OOM_RED, thickness: 3, size: 40 },
+          encoding: { x: x, y: { field: "capacity_GiB", type: "quantitative" },
+                      tooltip: [{ field: "label", title: "point" }, { field: "capacity_GiB", title: "usable capacity GiB", format: ".1f" }] }
+        }].concat(oomLayer(tops.filter(function (t) { return t.oom; }), x, top));
+        var allocated = publishedData(m.ok, "peak_allocated_GiB", function (r) { return { label: r.label }; }).map(function (p) {
+          return Object.assign(p, { GiB: p.published, text: p.published.toFixed(1) + " GiB" });
+        });
+        layers = layers.concat(publishedLayers(allocated, x, gib, null));
+        if (verdicts.length) {
+          layers.push({ name: "published_verdict", data: { values: verdicts },
+                        mark: { type: "point", shape: "triangle-down", size: 90, strokeWidth: 2 },
+                        encoding: { x: x, y: { field: "above", type: "quantitative" }, tooltip: PUBLISHED_TOOLTIP,
+                                    fill: { condition: { test: "datum.published", value: OOM_RED }, value: "transparent" },
+                                    stroke: { condition: { test: "datum.published", value: OOM_RED }, value: "#1b6e3a" } } });
+        }
+        return layers;
+      });
   }
 
-  // Where the critical rank's step time goes: compute, exposed communication, idle.
+  // Where the critical rank's step time goes: compute, exposed communication, idle; OOM marked.
   function exposedBars(m) {
-    var values = [];
+    var values = [], ooms = [];
     m.ok.forEach(function (row) {
       var r = row.result, step = r.step_time_s, exposed = r.exposed_s || {};
       var entries = Object.keys(exposed).map(function (k) { return [k, exposed[k]]; });
@@ -208,19 +289,23 @@ var moesimCharts = (function () {
       entries.forEach(function (e) {
         if (e[1] > 0) values.push({ label: row.label, part: e[0], amount: e[1] * 1e3, share: step > 0 ? e[1] / step : 0 });
       });
+      if (r.oom) ooms.push({ label: row.label, whole: 1, why: oomWhy(r) });
     });
     return stackedBars("exposed-time", "Exposed time breakdown per design (share of step time)",
-      "The critical rank's step split into compute, exposed (not overlapped) communication and idle/bubble time; the tooltip gives milliseconds.",
-      values, PHASES, { title: "share of step time", unit: "ms", normalize: true }, null);
+      "The critical rank's step split into compute, exposed (not overlapped) communication and idle/bubble time; the tooltip gives milliseconds. OOM marks a point that does not fit in memory.",
+      values, PHASES, { title: "share of step time", unit: "ms", normalize: true }, function (x) {
+        return oomLayer(ooms, x, { field: "whole", type: "quantitative" });
+      });
   }
 
-  // The charts this sweep supports, in reading order.
-  function choose(m) {
+  // The charts this sweep supports, in reading order; a comparison adds its crossover probes.
+  function choose(m, comparison) {
     var charts = [];
     var numeric = m.axes.filter(isNumericAxis);
     numeric.sort(function (a, b) { return rank(a.path) - rank(b.path); });
     numeric.forEach(function (a) { charts.push(mfuVersus(m, a.path)); });
     if (!numeric.length) charts.push(mfuBars(m));
+    if (comparison && comparison.batch_crossovers.some(function (c) { return c.probes.length; })) charts.push(crossoverChart(comparison));
     charts.push(memoryBars(m));
     charts.push(exposedBars(m));
     return charts;
@@ -228,5 +313,5 @@ var moesimCharts = (function () {
 
   function rank(path) { return path === BATCH ? 0 : path === EXPERTS ? 1 : 2; }
 
-  return { model: model, choose: choose, shortName: shortName, formatValue: formatValue };
+  return { model: M.model, choose: choose, shortName: shortName, formatValue: M.formatValue };
 })();

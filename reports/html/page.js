@@ -5,7 +5,9 @@
   "use strict";
   var body = document.body;
   var doc = JSON.parse(document.getElementById("moesim-sweep").textContent);
-  var m = moesimCharts.model(doc);
+  var published = JSON.parse(document.getElementById("moesim-published").textContent);
+  var comparison = JSON.parse(document.getElementById("moesim-comparison").textContent);
+  var m = moesimCharts.model(doc, published);
 
   function element(tag, attrs, text) {
     var e = document.createElement(tag);
@@ -15,7 +17,7 @@
   }
 
   function drawCharts() {
-    var charts = moesimCharts.choose(m);
+    var charts = moesimCharts.choose(m, comparison);
     var holder = document.getElementById("charts");
     body.setAttribute("data-charts", String(charts.length));
     var done = charts.map(function (c) {
@@ -29,8 +31,17 @@
       return vegaEmbed(view, c.spec, { renderer: "svg", actions: false, mode: "vega-lite" });
     });
     return Promise.all(done).then(function () {
+      measureFit();
       body.setAttribute("data-rendered", String(charts.length));
     });
+  }
+
+  // How far the page and the table of points stick out to the right, in CSS pixels (0: they
+  // fit; the browser test loads the page 1280 px wide and wants 0 for both).
+  function measureFit() {
+    var root = document.documentElement, box = document.getElementById("points-table");
+    body.setAttribute("data-page-overflow", String(Math.max(0, root.scrollWidth - root.clientWidth)));
+    body.setAttribute("data-table-overflow", String(Math.max(0, box.scrollWidth - box.clientWidth)));
   }
 
   // Table columns: key, header, how to read the value from a row, how to show it.
@@ -48,9 +59,10 @@
     if (!m.axes.some(function (a) { return a.path === "design"; })) cols.push({ key: "design", head: "design", text: true, get: res("design") });
     cols.push(
       { key: "mfu", head: "MFU %", get: res("mfu"), show: function (v) { return v === null ? "" : (100 * v).toFixed(1); } },
-      { key: "tps", head: "tokens/s/GPU", get: res("tokens_per_s_per_gpu"), show: function (v) { return v === null ? "" : Math.round(v).toLocaleString("en-US"); } },
+      // Long one-word headers may break (after a slash, at a soft hyphen) so the table fits the page.
+      { key: "tps", head: "tokens/s/\u200bGPU", get: res("tokens_per_s_per_gpu"), show: function (v) { return v === null ? "" : Math.round(v).toLocaleString("en-US"); } },
       { key: "step", head: "step ms", get: function (r) { var v = res("step_time_s")(r); return v === null ? null : v * 1e3; }, show: fixed(1) },
-      { key: "mb", head: "microbatches", get: res("microbatches") },
+      { key: "mb", head: "micro\u00adbatches", get: res("microbatches") },
       { key: "alloc", head: "peak alloc. GiB", get: res("peak_allocated_GiB"), show: fixed(1) },
       { key: "device", head: "device GiB", get: res("device_total_GiB"), show: fixed(1) },
       { key: "capacity", head: "capacity GiB", get: res("capacity_GiB"), show: fixed(1) },
@@ -59,7 +71,23 @@
       { key: "phase", head: "peak phase", text: true, get: res("breaking_phase") },
       { key: "inflight", head: "in flight per stage (microbatch eq.)", text: true,
         get: function (r) { var v = res("in_flight_microbatches")(r); return v === null ? null : v.join(" / "); } });
+    // The published measurements of the same runs, when the page has any.
+    if (m.published.measurements.length) cols.push({ key: "published", head: "published", text: true, get: publishedText });
     return cols;
+  }
+
+  // The published measurements of a point's run, as the table shows them.
+  function publishedText(r) {
+    if (!r.published.length) return null;
+    return r.published.map(function (p) {
+      var parts = [];
+      if (p.mfu !== undefined) parts.push("MFU " + (100 * p.mfu).toFixed(1) + "%");
+      if (p.mfu_min !== undefined) parts.push("MFU " + (100 * p.mfu_min).toFixed(0) + "\u2013" + (100 * p.mfu_max).toFixed(0) + "%");
+      if (p.tokens_per_s_per_gpu !== undefined) parts.push(Math.round(p.tokens_per_s_per_gpu).toLocaleString("en-US") + " tok/s/GPU");
+      if (p.peak_allocated_GiB !== undefined) parts.push(p.peak_allocated_GiB.toFixed(1) + " GiB alloc.");
+      if (p.oom !== undefined) parts.push(p.oom ? "OOM" : "fits");
+      return parts.join(", ");
+    }).join("; ");
   }
 
   function compare(a, b) {
@@ -115,13 +143,49 @@
           var v = c.get(r);
           var cls = c.text ? "text" : "";
           if (c.key === "memory" && v) cls += v === "OOM" ? " oom" : " fits";
-          tr.appendChild(element("td", { "class": cls }, c.show ? c.show(v) : v === null ? "" : String(v)));
+          var td = element("td", { "class": cls }, c.show ? c.show(v) : v === null ? "" : String(v));
+          if (c.key === "published" && v) td.setAttribute("title", r.published.map(function (p) { return p.id + ": " + p.source; }).join("\n"));
+          tr.appendChild(td);
         });
         tbody.appendChild(tr);
       });
     }
     fill();
     document.getElementById("points-table").appendChild(table);
+  }
+
+  // A table of `rows` under `headers`, each row a list of cell texts, rows of class `cls`.
+  function fillTable(table, headers, rows, cls) {
+    var head = element("tr");
+    headers.forEach(function (h) { head.appendChild(element("th", { scope: "col", "class": "text" }, h)); });
+    var thead = element("thead"), tbody = element("tbody");
+    thead.appendChild(head);
+    rows.forEach(function (cells) {
+      var tr = element("tr", { "class": cls });
+      cells.forEach(function (c) { tr.appendChild(element("td", { "class": "text" }, c)); });
+      tbody.appendChild(tr);
+    });
+    table.appendChild(thead);
+    table.appendChild(tbody);
+  }
+
+  // The comparison's batch crossovers and expert-count memory walls (moesim compare).
+  function drawComparison() {
+    if (!comparison) return;
+    document.getElementById("comparison").hidden = false;
+    var tokens = function (n) { return moesimCharts.formatValue("plan.batch.global_batch_tokens", n); };
+    var pct = function (v) { return (100 * v).toFixed(1) + "%"; };
+    fillTable(document.getElementById("batch-crossovers"), ["DDP design", "FSDP design", "crossover (global batch)", "MFU at each batch tried (DDP / FSDP)"],
+      comparison.batch_crossovers.map(function (c) {
+        return [c.ddp_design, c.fsdp_design,
+                c.global_batch_tokens === null ? "none: " + c.note : tokens(c.global_batch_tokens) + " tokens",
+                c.probes.map(function (p) { return tokens(p.global_batch_tokens) + ": " + pct(p.ddp_mfu) + " / " + pct(p.fsdp_mfu); }).join("; ")];
+      }), "crossover");
+    fillTable(document.getElementById("expert-walls"), ["design", "largest routed-expert count that fits", "first that does not fit", "note"],
+      comparison.expert_walls.map(function (w) {
+        return [w.design, w.largest_fitting_experts === null ? "none" : String(w.largest_fitting_experts),
+                w.first_oom_experts === null ? "none" : String(w.first_oom_experts), w.note];
+      }), "wall");
   }
 
   function showVersions() {
@@ -132,6 +196,7 @@
   }
 
   showVersions();
+  drawComparison();
   drawTable();
   drawCharts().catch(function (err) {
     window.moesimRecordError("a chart failed to render: " + (err && err.message ? err.message : err));

@@ -38,7 +38,8 @@ render() {
   mkdir -p "$profile"
   # Virtual time lets the page finish its promises without real waiting; the proxy and
   # resolver rules make any network request fail, so a page that needs one shows an error.
-  timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+  # 1280 px wide: the width the page and its table must fit (data-page-overflow, data-table-overflow).
+  timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --window-size=1280,1000 \
     --disable-background-networking --disable-component-update --disable-sync --disable-dev-shm-usage \
     --disable-extensions --proxy-server=127.0.0.1:9 --host-resolver-rules="MAP * ~NOTFOUND" \
     --user-data-dir="$profile" --enable-logging=stderr --v=0 --virtual-time-budget=10000 \
@@ -75,11 +76,44 @@ check() {
     grep -q "<path\|<rect\|<line" <<<"$section" || fail "$name" "chart '$chart' drew no marks"
   done
   if grep -q "Uncaught" "$work/$name.log"; then fail "$name" "uncaught error in the console: $(grep -m3 Uncaught "$work/$name.log")"; fi
-  local rows
+  local rows overflow
   rows="$( { grep -o '<tr class="[^"]*" data-index=' "$dom" || true; } | wc -l)"
   [ "$rows" -gt 0 ] || fail "$name" "the table of points is empty"
+  for overflow in page-overflow table-overflow; do
+    local px
+    px="$(sed -n "s/.*data-$overflow=\"\([0-9]*\)\".*/\1/p" <<<"$body")"
+    [ "$px" = "0" ] || fail "$name" "at 1280 px the ${overflow%-overflow} overflows by ${px:-?} px (data-$overflow): $body"
+  done
   [ "$failures" -eq "$before" ] && echo "ok   [$name] $rendered chart(s) rendered ($*), $rows table rows"
   return 0
+}
+
+# marks NAME CHART MARK: how many items the chart's Vega mark group MARK drew (the SVG renderer
+# gives a layer named MARK the class MARK_marks; symbols are <path>, rules <line>, text <text>).
+marks() {
+  perl -0777 -ne 'BEGIN { ($c, $m) = splice(@ARGV, 0, 2) }
+    my $n = 0;
+    if (/data-chart="\Q$c\E"(.*?)<\/section>/s) {
+      my $section = $1;
+      while ($section =~ /<g class="mark-\w+ role-mark \Q$m\E_marks"[^>]*>(.*?)<\/g>/sg) {
+        my $group = $1; $n += () = $group =~ /<(path|line|text|rect)\b/g;
+      }
+    }
+    print $n' "$2" "$3" "$work/$1.dom"
+}
+
+# expect_marks NAME CHART MARK COUNT WHAT
+expect_marks() {
+  local got
+  got="$(marks "$1" "$2" "$3")"
+  [ "$got" = "$4" ] || fail "$1" "chart '$2' drew ${got:-no} $5 ($3), expected $4"
+}
+
+# expect_rows NAME CLASS COUNT: rows of that class in the page's tables.
+expect_rows() {
+  local got
+  got="$( { grep -o "<tr class=\"$2\"" "$work/$1.dom" || true; } | wc -l)"
+  [ "$got" -eq "$3" ] || fail "$1" "$got table row(s) of class $2, expected $3"
 }
 
 fig8="$source_dir/scenarios/fig8/moe-ddp.json"
@@ -90,17 +124,52 @@ fig8="$source_dir/scenarios/fig8/moe-ddp.json"
   --html "$work/experts.html" >/dev/null
 # Invalid points (EP degree 3 divides nothing) next to valid ones.
 "$moesim" sweep "$fig8" --vary plan.expert_parallel.degree=1,3,8 --html "$work/invalid.html" >/dev/null
-# compare: a single design axis.
-"$moesim" compare "$fig8" --design ddp --design fsdp --design ddp+ep8 --html "$work/compare.html" >/dev/null
+# compare: a single design axis, with its crossovers and walls.
+"$moesim" compare "$fig8" --design fsdp --design ddp --design ddp+ep8 --html "$work/compare.html" >/dev/null
+# The seed's Figure 8b scenario itself: its dense references are included points.
+"$moesim" sweep "$source_dir/scenarios/fig8/fig8b.json" --html "$work/fig8b.html" >/dev/null
 
-for page in batch experts invalid compare; do render "$page" & done
+for page in batch experts invalid compare fig8b; do render "$page" & done
 wait
 check batch mfu-vs-batch memory-by-class exposed-time
 check experts mfu-vs-experts memory-by-class exposed-time
 check invalid mfu-vs-degree memory-by-class exposed-time
-check compare mfu-per-point memory-by-class exposed-time
+check compare mfu-per-point batch-crossover memory-by-class exposed-time
+check fig8b mfu-vs-experts memory-by-class exposed-time
 grep -q '<td class="error" colspan=' "$work/invalid.dom" || fail invalid "an invalid point's error is not in the table"
-grep -q '>OOM<' "$work/experts.dom" || fail experts "no OOM marker or verdict on the Figure 8b page"
+
+# Published measurements (scenarios/validation/seed.json) on the points that simulate the same
+# runs. Figure 8a: DDP and FSDP at 128Ki and 4Mi, each labelled with its value.
+expect_marks batch mfu-vs-batch published 4 "published points"
+expect_marks batch mfu-vs-batch published_labels 4 "published labels"
+grep -q '>41.4%<' "$work/batch.dom" || fail batch "the published 4Mi DDP point is not labelled 41.4%"
+expect_marks batch mfu-vs-batch oom 0 "OOM markers"
+# Figure 8b: DDP+EP8 and FSDP at N=128, DDP and FSDP at N=48 (Figure 8a's 4Mi points), the
+# DDP+EP8 42-44% band over its five points, the seven published OOM verdicts; DDP does not fit
+# at N=64 and 128, marked OOM in every chart.
+for page in experts fig8b; do
+  expect_marks "$page" mfu-vs-experts published 4 "published points"
+  expect_marks "$page" mfu-vs-experts published_band 5 "published band bars"
+  expect_marks "$page" memory-by-class published_verdict 7 "published OOM verdicts"
+  for chart in mfu-vs-experts memory-by-class exposed-time; do expect_marks "$page" "$chart" oom 2 "OOM markers"; done
+done
+grep -q '>42.1%<' "$work/experts.dom" || fail experts "the published N=128 DDP+EP8 point is not labelled 42.1%"
+# The dense references: simulated (dashed) and published (dotted, 51.1% and 49.8%).
+expect_marks fig8b mfu-vs-experts reference 2 "dense reference lines"
+expect_marks fig8b mfu-vs-experts published_reference 2 "published dense references"
+grep -q 'ddp · olmo-ddp-bench-dense: simulated [0-9.]*%, published 51.1%' "$work/fig8b.dom" ||
+  fail fig8b "no label giving the dense DDP reference's published 51.1%"
+# The comparison page: titled so, with its two crossovers and three walls, the probes chart,
+# and Figure 8a's published 4Mi points on the DDP and FSDP bars.
+grep -q '<title>moesim comparison: ' "$work/compare.dom" || fail compare "not titled as a comparison"
+grep -q '<section id="comparison">' "$work/compare.dom" || fail compare "the crossovers and walls section is hidden"
+expect_rows compare crossover 2
+expect_rows compare wall 3
+grep -q '>256Ki tokens<' "$work/compare.dom" || fail compare "the DDP vs FSDP crossover (256Ki) is not shown"
+expect_marks compare batch-crossover crossover 2 "crossover rules"
+expect_marks compare mfu-per-point published 2 "published points"
+grep -q '<section id="comparison" hidden' "$work/batch.dom" || fail batch "a plain sweep shows a comparison section"
+[ "$failures" -eq 0 ] && echo "ok   published points, bands, verdicts and dense references, OOM markers, crossovers and walls counted"
 
 if [ "$failures" -gt 0 ]; then
   echo "$failures check(s) failed (browser: $browser)"

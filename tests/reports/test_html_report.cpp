@@ -81,7 +81,9 @@ TEST_CASE("Every <script> on the page closes where it should", "[unit]") {
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   // A "</script" or "<!--" inside an inlined bundle would end or confuse its block early.
   CHECK(count(lower, "<script") == count(lower, "</script>"));
-  CHECK(count(lower, "<script") == 7);  // error capture, data, three bundles, charts.js, page.js
+  // Error capture, the sweep, published and comparison blocks, three bundles, charts_marks.js,
+  // charts.js and page.js.
+  CHECK(count(lower, "<script") == 10);
   CHECK(count(html, "<!--") == 0);
 }
 
@@ -121,8 +123,11 @@ TEST_CASE("The sweep page is byte-identical for the same sweep", "[unit]") {
   REQUIRE(test::run_cli(args + dir.path("b.html") + " -j 4") == 0);
   const std::string a = test::slurp(dir.path("a.html"));
   CHECK(a == test::slurp(dir.path("b.html")));
-  // The CLI's page is the page of the document its --json writes.
-  CHECK(a == html_report(doc));
+  // The CLI's page is the page of the document its --json writes, with the published
+  // measurements of its points (Figure 8a's 128Ki DDP and FSDP runs).
+  const PublishedOverlay published = published_for_scenario(scenario, doc["points"]);
+  CHECK(published.measurements.size() == 2);
+  CHECK(a == html_report(doc, published));
 }
 
 TEST_CASE("compare --html writes a page whose single axis is the design", "[unit]") {

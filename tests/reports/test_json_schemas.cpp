@@ -2,6 +2,7 @@
 // (required keys and types; see reports/README.md), and the checker catches what it should.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -99,6 +100,38 @@ TEST_CASE("ledger --json conforms to moesim-ledger/1, pipeline stages included",
     INFO(joined(errors));
     CHECK(errors.empty());
   }
+}
+
+TEST_CASE("The rebuild buffers are class weight_rebuild, the update temporaries optimizer_transients", "[unit]") {
+  test::TempDir dir;
+  // One name per buffer kind in the ledger, its schema, the step's memory_by_class and the page.
+  const auto ledger = cli_json(dir, "ledger " + scenario("ddp") + " --set architecture.moe.num_experts=64");
+  const auto& stage = ledger["stages"][0];
+  CHECK(stage["peak_phase"] == "weight_rebuild");
+  std::size_t rebuild_items = 0;
+  for (const auto& phase : stage["phases"]) {
+    for (const auto& item : phase["items"]) {
+      INFO(phase["phase"] << ": " << item["name"]);
+      if (item["class"] == "weight_rebuild") {
+        ++rebuild_items;
+        CHECK(phase["phase"] == "weight_rebuild");
+        CHECK(item["name"] == "coalesced all-gather buffers");
+        CHECK(item["GiB"].get<double>() > 0);
+      }
+      if (phase["phase"] == "optimizer_step") CHECK(item["class"] == "optimizer_transients");
+    }
+  }
+  CHECK(rebuild_items == 1);
+  const auto& classes = checker().schema(kLedger)["$defs"]["item"]["properties"]["class"]["enum"];
+  CHECK(std::find(classes.begin(), classes.end(), "weight_rebuild") != classes.end());
+  CHECK(classes.size() == static_cast<std::size_t>(MemClass::weight_rebuild) + 1);  // every class, once
+  // The step at the same point charges the rebuild buffers to weight_rebuild, none to the update.
+  const auto step = cli_json(dir, "simulate " + scenario("ddp") + " --set architecture.moe.num_experts=64");
+  CHECK(step["breaking_phase"] == "weight_rebuild");
+  CHECK(step["memory_by_class"]["weight_rebuild"]["GiB"].get<double>() ==
+        Approx(stage["phases"][4]["GiB"].get<double>()));
+  CHECK(step["memory_by_class"]["weight_rebuild"]["kind"] == "working");
+  CHECK_FALSE(step["memory_by_class"].contains("optimizer_transients"));
 }
 
 TEST_CASE("compare --json conforms to moesim-compare/1", "[unit]") {
