@@ -101,7 +101,7 @@ TEST_CASE("validate outside the checkout finds its dataset or says where it look
   CHECK(found.rc == 0);
 }
 
-TEST_CASE("--profile takes a bundled profile's name on every scenario command", "[unit]") {
+TEST_CASE("Every scenario command's --profile takes a bundled profile's name", "[unit]") {
   test::TempDir dir;
   const std::string scenario = test::source_path("scenarios/fig8/moe-ddp.json");
   const std::string out = dir.path("step.json");

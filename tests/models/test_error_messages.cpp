@@ -88,7 +88,7 @@ TEST_CASE("A section swapped for a file names that file, not the --set", "[unit]
   CHECK(e.path() == "memory.fragmentation_fraction.value");
 }
 
-TEST_CASE("--set reads sizes with the parser --vary uses", "[unit]") {
+TEST_CASE("Sizes in --set read with the parser --vary uses", "[unit]") {
   CHECK(parse_override("plan.batch.global_batch_tokens=4Mi", "--set").value == 4194304);
   CHECK(parse_override("plan.batch.global_batch_tokens=128Ki", "--set").value == 131072);
   CHECK(parse_override("x=8K", "--set").value == 8000);
