@@ -22,6 +22,7 @@ Runner add_bench_command(CLI::App& app) {
   auto* sub = app.add_subcommand("bench", "time the simulation of one scenario (milliseconds per simulated step)");
   sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
   sub->add_option("--set", args->sets, "override a scenario field: PATH=VALUE (repeatable)");
+  add_profile_option(sub, args->sets);
   sub->add_option("--repeat", args->repeat, "simulations to time")->check(CLI::Range(1, 100000));
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;

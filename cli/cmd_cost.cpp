@@ -19,6 +19,7 @@
 #include "models/common/units.hpp"
 #include "models/costs/collective_model.hpp"
 #include "models/costs/compute_costs.hpp"
+#include "models/hw/profile_lookup.hpp"
 #include "models/memory/optimizer_layouts.hpp"
 #include "reports/cost_report.hpp"
 #include "reports/output_file.hpp"
@@ -59,13 +60,14 @@ struct Common {
 
 CLI::App* add_sub(CLI::App* cost, const std::string& name, const std::string& help, Common& c) {
   auto* sub = cost->add_subcommand(name, help);
-  sub->add_option("--profile", c.profile, "hardware profile JSON (hardware_profiles/*.json)")->required();
+  sub->add_option("--profile", c.profile, kProfileOptionHelp)->required();
   sub->add_option("--model", c.model, "cost model name from the registry (default: the only one)");
   sub->add_option("--json", c.json_out, "also write the result as JSON to FILE ('-' for standard output)");
   return sub;
 }
 
-HardwareProfile load_profile(const std::string& path) {
+HardwareProfile load_profile(const std::string& argument) {
+  const std::string path = resolve_profile(argument);
   const nlohmann::json doc = read_json_file(path);
   return parse_hardware_profile(JsonReader(doc, path, ""));
 }

@@ -31,6 +31,7 @@ void add_scenario_args(CLI::App* sub, ScenarioArgs& a) {
   sub->add_option("scenario", a.scenario, "scenario JSON file")->required();
   sub->add_option("--set", a.sets,
                   "override a scenario field: PATH=VALUE (repeatable), e.g. architecture.moe.num_experts=64");
+  add_profile_option(sub, a.sets);
   sub->add_option("--json", a.json_out, "also write the result as JSON to FILE ('-' for standard output)");
 }
 }  // namespace

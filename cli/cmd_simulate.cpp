@@ -24,6 +24,7 @@ Runner add_simulate_command(CLI::App& app) {
       app.add_subcommand("simulate", "replay one training step: step time, tokens/s/GPU, MFU, exposed phases, memory");
   sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
   sub->add_option("--set", args->sets, "override a scenario field: PATH=VALUE (repeatable)");
+  add_profile_option(sub, args->sets);
   sub->add_option("--json", args->json_out, "write the result as JSON to FILE ('-' for standard output)");
   sub->add_option("--trace", args->trace_out, "write a Chrome/Perfetto trace of the step to FILE");
   sub->add_flag("--all-ranks", args->all_ranks, "simulate every rank instead of one per distinct role");

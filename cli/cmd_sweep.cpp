@@ -79,6 +79,7 @@ Runner add_sweep_command(CLI::App& app) {
   auto* sub = app.add_subcommand("sweep", "simulate the Cartesian product of the scenario's (and --vary) axes");
   sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
   sub->add_option("--set", args->sets, "override a scenario field for every point: PATH=VALUE (repeatable)");
+  add_profile_option(sub, args->sets);
   sub->add_option("--vary", args->vary,
                   "an axis: PATH=V1,V2,... or PATH=A..B (doubling) or A..B+S; sizes like 128Ki, 4Mi (repeatable)");
   sub->add_option("-j,--jobs", args->jobs, "threads (default: all cores)")->check(CLI::Range(1, 4096));
@@ -169,6 +170,7 @@ Runner add_compare_command(CLI::App& app) {
                   "fsdp, ddp, ddp+ep8, ddp+ep8+pp4, fsdp+hsdp8, ddp+nodistopt ... (repeatable; default: the scenario's "
                   "compare.designs)");
   sub->add_option("--set", args->sets, "override a scenario field: PATH=VALUE (repeatable)");
+  add_profile_option(sub, args->sets);
   sub->add_option("-j,--jobs", args->jobs, "threads (default: all cores)")->check(CLI::Range(1, 4096));
   add_outputs(sub, args->out);
   return [sub, args]() -> int {

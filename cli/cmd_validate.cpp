@@ -1,15 +1,28 @@
 // `moesim validate [DATASET...] [--json FILE|-]`: predicted vs published for every record;
 // exit 1 when a record without a documented gap is outside its tolerance.
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/listing.hpp"
+#include "models/common/bundled_data.hpp"
 #include "reports/output_file.hpp"
 #include "reports/validation_report.hpp"
 #include "studies/validation.hpp"
 
 namespace moesim::cli {
+
+namespace {
+// A dataset or scenario named relative to the checkout (the defaults are) is found from any
+// folder: the current one first, then where the bundled data is (models/common/bundled_data.hpp),
+// and when it is nowhere the error lists the folders looked in and how to point at them.
+std::string located(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) || std::filesystem::path(path).is_absolute()) return path;
+  return require_bundled(path);
+}
+}  // namespace
 
 Runner add_validate_command(CLI::App& app) {
   struct Args {
@@ -36,11 +49,12 @@ Runner add_validate_command(CLI::App& app) {
     std::ostream& listing = listing_stream({{"--json", &args->json_out}});
     std::vector<std::string> datasets = args->datasets;
     if (datasets.empty()) datasets = default_validation_datasets();
+    for (auto& file : datasets) file = located(file);
     if (args->sensitivity > 0) {
+      const std::string scenario = located(args->sensitivity_scenario);
       for (const auto& file : datasets)
         std::cout << "\ndataset " << file << "\n\n"
-                  << sensitivity_table(sensitivity(file, args->sensitivity_scenario, args->sensitivity),
-                                       args->sensitivity);
+                  << sensitivity_table(sensitivity(file, scenario, args->sensitivity), args->sensitivity);
       return 0;
     }
     nlohmann::json all = nlohmann::json::array();

@@ -1,13 +1,36 @@
 // Sub-commands of `moesim`. Each registers its options on the app and returns its runner.
 #pragma once
 
+#include <filesystem>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "models/hw/profile_lookup.hpp"
 
 namespace moesim::cli {
 
 using Runner = std::function<int()>;
+
+inline constexpr const char* kProfileOptionHelp =
+    "hardware profile: a bundled profile's name (b300-hgx, h200-hgx, ...: hardware_profiles/NAME.json) or a "
+    "profile JSON file";
+
+// `--profile NAME|FILE` on a command that reads a scenario: the profile replaces the scenario's
+// hardware section before any --set applies. Add it after --set: CLI11 runs option callbacks in
+// the order the options were added, so `sets` already holds the --set values here.
+inline void add_profile_option(CLI::App* sub, std::vector<std::string>& sets) {
+  sub->add_option_function<std::string>(
+      "--profile",
+      [&sets](const std::string& argument) {
+        const std::string file = std::filesystem::absolute(resolve_profile(argument)).lexically_normal().string();
+        sets.insert(sets.begin(), "hardware=" + nlohmann::json(file).dump());
+      },
+      kProfileOptionHelp);
+}
 
 Runner add_ledger_command(CLI::App& app);
 Runner add_inventory_command(CLI::App& app);

@@ -43,12 +43,13 @@ int main(int argc, char** argv) {
       moesim::cli::add_fit_command(app),      moesim::cli::add_import_command(app),
   };
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
-  try {
+    // Inside the try: option callbacks (--profile NAME) throw InputError too.
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      const int rc = app.exit(e);
+      return rc == 0 ? 0 : 2;
+    }
     for (const auto& run : runners) {
       const int rc = run();
       if (rc >= 0) return rc;

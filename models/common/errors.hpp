@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace moesim {
 
@@ -33,6 +34,18 @@ class InputError : public std::runtime_error {
   std::string path_;
   std::string message_;
   bool infeasible_ = false;
+};
+
+// A key the object does not accept; `allowed()` lists the keys it does (in name order), so a
+// caller can suggest, blame an override that added the key, or compare the list with a schema.
+class UnknownKeyError : public InputError {
+ public:
+  UnknownKeyError(std::string file, std::string path, const std::string& message, std::vector<std::string> allowed)
+      : InputError(std::move(file), std::move(path), message), allowed_(std::move(allowed)) {}
+  const std::vector<std::string>& allowed() const { return allowed_; }
+
+ private:
+  std::vector<std::string> allowed_;
 };
 
 }  // namespace moesim

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "models/common/suggest.hpp"
+
 namespace moesim {
 
 namespace {
@@ -35,15 +37,25 @@ std::string brief(const nlohmann::json& value) {
   return text;
 }
 
+namespace {
+std::string bound_text(double v) {
+  // Whole bounds print every digit (1048576, not 1.04858e+06): they are counts the user types.
+  if (std::floor(v) == v && std::fabs(v) <= kMaxExactInteger) return std::to_string(static_cast<std::int64_t>(v));
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+}  // namespace
+
 std::string Range::describe() const {
   std::ostringstream os;
   const bool has_lo = std::isfinite(min), has_hi = std::isfinite(max);
   if (has_lo && has_hi) {
-    os << (min_exclusive ? "(" : "[") << min << ", " << max << "]";
+    os << (min_exclusive ? "(" : "[") << bound_text(min) << ", " << bound_text(max) << "]";
   } else if (has_lo) {
-    os << (min_exclusive ? "> " : ">= ") << min;
+    os << (min_exclusive ? "> " : ">= ") << bound_text(min);
   } else if (has_hi) {
-    os << "<= " << max;
+    os << "<= " << bound_text(max);
   } else {
     os << "any finite number";
   }
@@ -56,6 +68,9 @@ JsonReader::JsonReader(const nlohmann::json& node, std::string file, std::string
     throw InputError(file_, path_.empty() ? "(root)" : path_,
                      "expected an object, got " + type_name(node_) + " " + brief(node_));
   }
+  // A document's root may name the JSON Schema it follows (schemas/), for editors; the parser
+  // only checks that it is a string.
+  if (path_.empty()) string_or(kSchemaKey, "");
 }
 
 std::string JsonReader::child_path(std::string_view key) const {
@@ -100,8 +115,7 @@ std::int64_t JsonReader::as_integer(const nlohmann::json& v, const std::string& 
                      "expected an integer in " + range.describe() + ", got " + type_name(v) + " " + brief(v));
   }
   const double x = v.get<double>();
-  constexpr double kMaxExact = 9.007199254740992e15;  // 2^53: larger counts are not exact
-  if (!range.contains(x) || std::fabs(x) > kMaxExact) {
+  if (!range.contains(x) || std::fabs(x) > kMaxExactInteger) {
     throw InputError(file_, path, "value " + brief(v) + " is out of range; allowed: " + range.describe());
   }
   return static_cast<std::int64_t>(x);
@@ -151,7 +165,9 @@ std::string JsonReader::choice(std::string_view key, std::initializer_list<std::
       if (s == a) return s;
     }
   }
-  fail(key, "value " + brief(v) + " is not allowed; allowed: " + join(allowed));
+  const std::string word = v.is_string() ? v.get<std::string>() : std::string();
+  fail(key, "value " + brief(v) + " is not allowed" +
+                did_you_mean(word, {allowed.begin(), allowed.end()}, "allowed: " + join(allowed)));
 }
 
 std::string JsonReader::choice_or(std::string_view key, std::string fallback,
@@ -205,11 +221,13 @@ std::vector<JsonReader> JsonReader::object_list(std::string_view key) const {
 void JsonReader::finish() const {
   for (const auto& [key, value] : node_.items()) {
     if (consumed_.find(key) == consumed_.end()) {
-      std::string known;
       // Listing the keys that were read tells the user what this object accepts.
-      for (const auto& k : consumed_) known += (known.empty() ? "" : ", ") + k;
-      throw InputError(file_, child_path(key),
-                       "unknown key" + (known.empty() ? std::string() : "; allowed keys here: " + known));
+      const std::vector<std::string> allowed(consumed_.begin(), consumed_.end());
+      std::string known;
+      for (const auto& k : allowed) known += (known.empty() ? "" : ", ") + k;
+      throw UnknownKeyError(
+          file_, child_path(key),
+          "unknown key" + did_you_mean(key, allowed, known.empty() ? "" : "allowed keys here: " + known), allowed);
     }
   }
 }

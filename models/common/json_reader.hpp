@@ -31,9 +31,16 @@ struct Range {
   std::string describe() const;
 };
 
+// 2^53: every integer up to it is exact as a double, so larger counts are refused.
+inline constexpr double kMaxExactInteger = 9.007199254740992e15;
+
+// The root key that names a document's JSON Schema ("$schema": "../schemas/moesim-plan.schema.json").
+inline constexpr std::string_view kSchemaKey = "$schema";
+
 class JsonReader {
  public:
-  // `path` is the JSON path of `node` inside `file` ("" for the document root).
+  // `path` is the JSON path of `node` inside `file` ("" for the document root, which may hold a
+  // "$schema" string).
   JsonReader(const nlohmann::json& node, std::string file, std::string path);
 
   const std::string& file() const { return file_; }

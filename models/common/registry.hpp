@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "models/common/suggest.hpp"
+
 namespace moesim {
 
 class UnknownNameError : public std::invalid_argument {
@@ -52,7 +54,8 @@ class Registry {
   const Interface& get(std::string_view name) const {
     auto it = items_.find(std::string(name));
     if (it == items_.end()) {
-      throw UnknownNameError("unknown " + kind_ + " \"" + std::string(name) + "\"; valid: " + list());
+      throw UnknownNameError("unknown " + kind_ + " \"" + std::string(name) + "\"" +
+                             did_you_mean(name, names(), "valid: " + list()));
     }
     return *it->second;
   }

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "models/common/errors.hpp"
+#include "models/common/suggest.hpp"
 #include "models/common/units.hpp"
 #include "models/costs/collective_algorithms.hpp"
 #include "models/costs/collective_model.hpp"
@@ -170,11 +171,14 @@ const std::vector<CollectiveKind>& all_collective_kinds() {
 
 CollectiveKind parse_collective_kind(std::string_view name) {
   std::string valid;
+  std::vector<std::string> names;
   for (auto k : all_collective_kinds()) {
     if (name_of(k) == name) return k;
     valid += (valid.empty() ? "" : ", ") + std::string(name_of(k));
+    names.emplace_back(name_of(k));
   }
-  throw UnknownNameError("unknown collective kind \"" + std::string(name) + "\"; valid: " + valid);
+  throw UnknownNameError("unknown collective kind \"" + std::string(name) + "\"" +
+                         did_you_mean(name, names, "valid: " + valid));
 }
 
 // nccl-tests doc/PERFORMANCE.md: the factor that turns algbw into the per-link bus bandwidth.

@@ -1,10 +1,12 @@
 #include "models/input/overrides.hpp"
 
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 
 #include "models/common/errors.hpp"
 #include "models/common/json_file.hpp"
+#include "models/common/json_reader.hpp"
 
 namespace moesim {
 
@@ -21,6 +23,34 @@ std::string dotted_path(const std::vector<std::variant<std::string, std::size_t>
     }
   }
   return out;
+}
+
+std::optional<double> size_value(const std::string& text) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const std::string unit = text.substr(used);
+  const std::pair<const char*, double> units[] = {{"", 1},        {"K", 1e3},        {"M", 1e6},          {"G", 1e9},
+                                                  {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}};
+  for (const auto& [name, scale] : units) {
+    if (unit == name) return v * scale;
+  }
+  return std::nullopt;
+}
+
+nlohmann::json number_json(double value) {
+  if (std::floor(value) == value && std::fabs(value) < kMaxExactInteger) return static_cast<std::int64_t>(value);
+  return value;
+}
+
+std::optional<nlohmann::json> size_literal(const std::string& text) {
+  const auto v = size_value(text);
+  if (!v || text.find_first_of("KMG") == std::string::npos || !std::isfinite(*v)) return std::nullopt;
+  return number_json(*v);
 }
 
 bool is_valid_utf8(std::string_view text) {
@@ -96,6 +126,10 @@ Override parse_override(const std::string& expr, const std::string& origin) {
   const std::string value = expr.substr(eq + 1);
   o.path = parse_path(expr.substr(0, eq), expr, origin);
   o.dotted = dotted_path(o.path);
+  if (auto size = size_literal(value)) {
+    o.value = *size;
+    return o;
+  }
   check_json_depth(value, origin);
   o.value = nlohmann::json::parse(value, nullptr, /*allow_exceptions=*/false);
   if (o.value.is_discarded()) o.value = value;  // a bare word is a string

@@ -1,6 +1,7 @@
 // `--set a.b.c=VALUE` overrides: parsed once, applied to a JSON document before strict parsing.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -17,8 +18,9 @@ struct Override {
   nlohmann::json value;
 };
 
-// VALUE is read as JSON when it parses (numbers, true/false, arrays, quoted strings), else as a
-// bare string. Throws InputError on a malformed expression.
+// VALUE is a size (128Ki, 4Mi, 8K: see size_literal), else JSON when it parses (numbers,
+// true/false, arrays, quoted strings), else a bare string. Throws InputError on a malformed
+// expression.
 Override parse_override(const std::string& expr, const std::string& origin);
 
 // The same from a path and a value already parsed (a sweep point's, a design's expansion).
@@ -27,6 +29,15 @@ Override override_of(const std::string& path, const nlohmann::json& value, const
 // Sets the value, creating missing objects along the path. Throws InputError when the path runs
 // through a value that is not an object (or an array index out of range).
 void apply_override(nlohmann::json& doc, const Override& o, const std::string& origin);
+
+// A number with a size suffix, as --set and --vary both read it: K/M/G are powers of 1000,
+// Ki/Mi/Gi powers of 1024 (IEC 80000-13); "4Mi" is 4194304, an integer when it is one exactly.
+// nullopt for text without such a suffix (plain numbers are JSON).
+std::optional<nlohmann::json> size_literal(const std::string& text);
+// The number of a plain or suffixed size ("128Ki", "3", "0.5M"); nullopt when it is neither.
+std::optional<double> size_value(const std::string& text);
+// A number as JSON: an integer when it is one exactly.
+nlohmann::json number_json(double value);
 
 // JSON text is UTF-8: command-line text that is not cannot become a JSON value or report.
 bool is_valid_utf8(std::string_view text);

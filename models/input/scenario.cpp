@@ -4,6 +4,7 @@
 
 #include "models/arch/flops.hpp"
 #include "models/common/json_reader.hpp"
+#include "models/common/suggest.hpp"
 #include "models/plan/design_spec.hpp"
 
 namespace moesim {
@@ -11,6 +12,16 @@ namespace moesim {
 namespace fs = std::filesystem;
 
 namespace {
+
+// A section file's "$schema" (or an inline section's) is for editors: checked as a string, then
+// dropped so that the resolved document reports hold only what was simulated.
+nlohmann::json without_schema_key(nlohmann::json section, const SectionOrigin& origin) {
+  if (section.is_object()) {
+    JsonReader(section, origin.file, origin.prefix).string_or(kSchemaKey, "");
+    section.erase(std::string(kSchemaKey));
+  }
+  return section;
+}
 
 // A section is either a path (relative to the scenario file) or an inline object.
 nlohmann::json load_section(const JsonReader& scenario, const nlohmann::json& raw, std::string_view key,
@@ -21,13 +32,27 @@ nlohmann::json load_section(const JsonReader& scenario, const nlohmann::json& ra
   if (it->is_string()) {
     const fs::path p = fs::path(scenario.file()).parent_path() / it->get<std::string>();
     origin = {p.lexically_normal().string(), ""};
-    return read_json_file(origin.file);
+    return without_schema_key(read_json_file(origin.file), origin);
   }
   if (it->is_object()) {
     origin = {scenario.file(), std::string(key)};
-    return *it;
+    return without_schema_key(*it, origin);
   }
   scenario.fail(key, "expected a file path or an object, got " + brief(*it));
+}
+
+// The first key of a change's path, which says what it changes.
+const std::vector<std::string>& change_heads() {
+  static const std::vector<std::string> heads = {"architecture",    "plan",       "hardware", "design",
+                                                 "flop_convention", "cost_models"};
+  return heads;
+}
+
+// A whole section swapped for a file (`--set hardware=FILE`, `--profile`): errors inside it name
+// that file, not the change.
+bool swaps_section(const Override& o) {
+  const auto& head = std::get<std::string>(o.path.front());
+  return o.path.size() == 1 && o.value.is_string() && (head == "architecture" || head == "plan" || head == "hardware");
 }
 
 bool starts_with_path(const std::string& path, const std::string& prefix) {
@@ -45,11 +70,21 @@ std::string* cost_model_slot(CostModelChoice& choice, const std::string& key) {
   if (key == "resource_sharing") return &choice.resource_sharing;
   return nullptr;
 }
-constexpr const char* kCostModelKeys = "gemm, grouped_gemm, attention, memory, collective, resource_sharing";
+const std::vector<std::string>& cost_model_keys() {
+  static const std::vector<std::string> keys = {"gemm",   "grouped_gemm", "attention",
+                                                "memory", "collective",   "resource_sharing"};
+  return keys;
+}
+
+std::string listed(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
+  return out;
+}
 
 CostModelChoice parse_cost_models(const JsonReader& in) {
   CostModelChoice choice;
-  for (const char* key : {"gemm", "grouped_gemm", "attention", "memory", "collective", "resource_sharing"}) {
+  for (const auto& key : cost_model_keys()) {
     std::string* slot = cost_model_slot(choice, key);
     *slot = in.string_or(key, *slot);
   }
@@ -57,7 +92,8 @@ CostModelChoice parse_cost_models(const JsonReader& in) {
   return choice;
 }
 
-// Applies one change to the source's document (or its model choices).
+// Applies one change to the source's document (or its model choices) and records it for blame; a
+// design records each plan field it expands to, still named by the design.
 void apply_change(ScenarioInputs& s, const ScenarioChange& c) {
   const Override& o = c.change;
   const auto& head = std::get<std::string>(o.path.front());
@@ -68,23 +104,38 @@ void apply_change(ScenarioInputs& s, const ScenarioChange& c) {
     return;
   }
   if (head == "cost_models" && o.path.size() == 2 && std::holds_alternative<std::string>(o.path[1])) {
-    std::string* slot = cost_model_slot(s.cost_models, std::get<std::string>(o.path[1]));
-    if (slot == nullptr)
-      throw InputError(c.origin, o.text, std::string("unknown cost model kind; allowed: ") + kCostModelKeys);
+    const std::string& kind = std::get<std::string>(o.path[1]);
+    std::string* slot = cost_model_slot(s.cost_models, kind);
+    if (slot == nullptr) {
+      throw InputError(c.origin, o.text,
+                       "unknown cost model kind \"" + kind + "\"" +
+                           did_you_mean(kind, cost_model_keys(), "allowed: " + listed(cost_model_keys())));
+    }
     if (!o.value.is_string()) throw InputError(c.origin, o.text, "a cost model is chosen by its name (a string)");
     *slot = o.value.get<std::string>();
     return;
   }
   if (head == "design" && whole) {
     if (!o.value.is_string()) throw InputError(c.origin, o.text, "design must be a string such as \"ddp+ep8\"");
-    for (const auto& [path, value] : design_overrides(o.value.get<std::string>())) {
-      apply_override(s.doc, override_of(path, value, c.origin), c.origin);
+    const std::string design = o.value.get<std::string>();
+    std::vector<std::pair<std::string, nlohmann::json>> expansion;
+    try {
+      expansion = design_overrides(design);
+    } catch (const InputError& e) {
+      throw InputError(c.origin, c.origin == kDesignOrigin ? design : o.text, e.message());
+    }
+    for (const auto& [path, value] : expansion) {
+      Override field = override_of(path, value, c.origin);
+      apply_override(s.doc, field, c.origin);
+      field.text = c.origin == kDesignOrigin ? design : o.text;
+      s.changes.push_back({std::move(field), c.origin});
     }
     return;
   }
   if (head != "architecture" && head != "plan" && head != "hardware") {
     throw InputError(c.origin, o.text,
-                     "path must start with architecture, plan, hardware, design, flop_convention or cost_models");
+                     "path must start with architecture, plan, hardware, design, flop_convention or cost_models" +
+                         did_you_mean(head, change_heads()));
   }
   if (whole && o.value.is_string()) {
     // A whole input swapped for another file, found relative to the scenario.
@@ -151,9 +202,15 @@ Scenario parse_composed(const ScenarioInputs& src) {
     }
     if (starts_with_path(e.path(), origin->prefix)) break;
   }
+  // An unknown key is the change's when the change wrote it, or wrote below it (a misspelt
+  // section in `plan.expert_paralel.degree=8`).
+  const bool unknown_key = dynamic_cast<const UnknownKeyError*>(&e) != nullptr;
   for (auto it = src.changes.rbegin(); it != src.changes.rend(); ++it) {
-    if (starts_with_path(full, it->change.dotted)) {
-      throw InputError(it->origin, full, e.message() + " (value set by '" + it->change.text + "')", e.infeasible());
+    if (swaps_section(it->change)) continue;
+    const std::string& changed = it->change.dotted;
+    if (starts_with_path(full, changed) || (unknown_key && starts_with_path(changed, full))) {
+      throw InputError(it->origin, full, e.message() + " (value set by " + it->origin + " '" + it->change.text + "')",
+                       e.infeasible());
     }
   }
   throw e;
@@ -224,7 +281,11 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
 
 std::vector<ScenarioChange> changes_of(const PointOverrides& point, const std::string& origin) {
   std::vector<ScenarioChange> out;
-  for (const auto& [path, value] : point) out.push_back({override_of(path, value, origin), origin});
+  for (const auto& [path, value] : point) {
+    // A study's design point comes from a design list (compare --design, a design axis).
+    const std::string who = path == "design" && origin == "--set" ? std::string(kDesignOrigin) : origin;
+    out.push_back({override_of(path, value, who), who});
+  }
   return out;
 }
 

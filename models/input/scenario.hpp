@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -81,7 +82,12 @@ Scenario compose(const ScenarioSource& source, const std::vector<ScenarioChange>
 // read_scenario then compose.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets);
 
-// Changes for a point of a study: each (path, value) as a change from `origin`.
+// Who a study's design point is blamed on: errors in the plan fields a design such as "ddp+ep3"
+// expands to name "--design 'ddp+ep3'".
+inline constexpr std::string_view kDesignOrigin = "--design";
+
+// Changes for a point of a study: each (path, value) as a change from `origin` (a "design" path
+// from the default origin is a change from kDesignOrigin).
 std::vector<ScenarioChange> changes_of(const PointOverrides& point, const std::string& origin = "--set");
 
 }  // namespace moesim

@@ -12,29 +12,6 @@ namespace moesim {
 
 namespace {
 
-// Sizes: K/M/G are powers of 1000, Ki/Mi/Gi powers of 1024 (IEC 80000-13).
-std::optional<double> size_value(const std::string& text) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  const std::string unit = text.substr(used);
-  const std::pair<const char*, double> units[] = {{"", 1},        {"K", 1e3},        {"M", 1e6},          {"G", 1e9},
-                                                  {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}};
-  for (const auto& [name, scale] : units) {
-    if (unit == name) return v * scale;
-  }
-  return std::nullopt;
-}
-
-nlohmann::json number_json(double v) {
-  if (std::floor(v) == v && std::fabs(v) < 9.007199254740992e15) return static_cast<std::int64_t>(v);
-  return v;
-}
-
 std::vector<std::string> split_top_level(const std::string& text) {
   std::vector<std::string> out;
   int depth = 0;
@@ -83,7 +60,7 @@ std::vector<nlohmann::json> expand_value(const std::string& text, const std::str
       out.push_back(number_json(v));
     return out;
   }
-  if (const auto v = size_value(text); v && text.find_first_of("KMG") != std::string::npos) return {number_json(*v)};
+  if (auto size = size_literal(text)) return {*size};
   check_json_depth(text, "--vary");
   nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
   if (parsed.is_discarded()) parsed = text;
@@ -118,10 +95,12 @@ SweepSpec parse_sweep_block(const JsonReader& in, const nlohmann::json& raw) {
       const JsonReader a(axes[i], in.file(), in.child_path("axes[" + std::to_string(i) + "]"));
       SweepAxis axis;
       axis.path = a.string("path");
+      const bool has_values = a.has("values");  // asked first, so an unknown key lists both forms
       if (a.has("range")) {
+        if (has_values) a.fail("range", "give \"values\" or \"range\", not both");
         axis = parse_axis(axis.path + "=" + a.string("range"));
       } else {
-        if (!a.has("values"))
+        if (!has_values)
           a.fail("values", "required: a non-empty array of values (or a \"range\" such as \"128Ki..4Mi\")");
         const auto& values = axes[i].at("values");
         if (!values.is_array() || values.empty()) a.fail("values", "expected a non-empty array of values");

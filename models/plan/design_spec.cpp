@@ -1,6 +1,9 @@
 #include "models/plan/design_spec.hpp"
 
+#include <algorithm>
+
 #include "models/common/errors.hpp"
+#include "models/common/suggest.hpp"
 #include "models/plan/parallel_plan.hpp"
 
 namespace moesim {
@@ -9,11 +12,27 @@ namespace {
 constexpr const char* kAllowed =
     "fsdp or ddp, then +epN, +ppN, +vN (interleaved virtual stages), +hsdpN (fsdp), +nodistopt (ddp)";
 
-std::int64_t number_after(const std::string& token, std::size_t prefix, const std::string& spec) {
+// What a bad part ("epp8", or "ep8" after fsdp) was likely meant as, its digits set aside, then
+// the allowed parts.
+std::string part_hint(const std::string& token, bool fsdp) {
+  const std::string allowed = std::string("allowed: ") + kAllowed;
+  const std::string word = token.substr(0, token.find_first_of("0123456789"));
+  const std::vector<std::string> fsdp_parts = {"pp", "v", "hsdp"}, ddp_parts = {"ep", "pp", "v", "nodistopt"};
+  const auto& own = fsdp ? fsdp_parts : ddp_parts;
+  const auto& other = fsdp ? ddp_parts : fsdp_parts;
+  const auto holds = [&word](const std::vector<std::string>& parts) {
+    return std::find(parts.begin(), parts.end(), word) != parts.end();
+  };
+  if (holds(own)) return "; " + allowed;
+  if (holds(other)) return std::string("; +") + word + " is a " + (fsdp ? "ddp" : "fsdp") + " part; " + allowed;
+  return did_you_mean(word, own, allowed);
+}
+
+std::int64_t number_after(const std::string& token, std::size_t prefix, const std::string& spec, bool fsdp) {
   const std::string digits = token.substr(prefix);
   if (digits.empty() || digits.size() > 7 || digits.find_first_not_of("0123456789") != std::string::npos ||
       std::stoll(digits) < 1) {
-    throw InputError("design", spec, "bad part '" + token + "'; allowed: " + kAllowed);
+    throw InputError("design", spec, "bad part '" + token + "'" + part_hint(token, fsdp));
   }
   return std::stoll(digits);
 }
@@ -29,7 +48,9 @@ std::vector<std::pair<std::string, nlohmann::json>> design_overrides(const std::
     start = plus + 1;
   }
   if (tokens.front() != "fsdp" && tokens.front() != "ddp") {
-    throw InputError("design", spec, "must start with fsdp or ddp; allowed: " + std::string(kAllowed));
+    throw InputError("design", spec,
+                     "must start with fsdp or ddp" +
+                         did_you_mean(tokens.front(), {"fsdp", "ddp"}, "allowed: " + std::string(kAllowed)));
   }
   const bool fsdp = tokens.front() == "fsdp";
   std::vector<std::pair<std::string, nlohmann::json>> out = {
@@ -38,18 +59,18 @@ std::vector<std::pair<std::string, nlohmann::json>> design_overrides(const std::
   for (std::size_t i = 1; i < tokens.size(); ++i) {
     const std::string& t = tokens[i];
     if (t.rfind("hsdp", 0) == 0 && fsdp)
-      out.emplace_back("plan.fsdp.shard_degree", number_after(t, 4, spec));
+      out.emplace_back("plan.fsdp.shard_degree", number_after(t, 4, spec, fsdp));
     else if (t.rfind("ep", 0) == 0 && !fsdp)
-      out.emplace_back("plan.expert_parallel.degree", number_after(t, 2, spec));
+      out.emplace_back("plan.expert_parallel.degree", number_after(t, 2, spec, fsdp));
     else if (t.rfind("pp", 0) == 0)
-      out.emplace_back("plan.pipeline.degree", number_after(t, 2, spec));
+      out.emplace_back("plan.pipeline.degree", number_after(t, 2, spec, fsdp));
     else if (t.rfind("v", 0) == 0 && t.size() > 1) {
       out.emplace_back("plan.pipeline.schedule", "interleaved_1f1b");
-      out.emplace_back("plan.pipeline.virtual_stages", number_after(t, 1, spec));
+      out.emplace_back("plan.pipeline.virtual_stages", number_after(t, 1, spec, fsdp));
     } else if (t == "nodistopt" && !fsdp)
       out.emplace_back("plan.ddp.distributed_optimizer", false);
     else
-      throw InputError("design", spec, "bad part '" + t + "'; allowed: " + kAllowed);
+      throw InputError("design", spec, "bad part '" + t + "'" + part_hint(t, fsdp));
   }
   return out;
 }

@@ -26,7 +26,7 @@ const std::vector<BadCase>& cases() {
        {},
        "scenario.json",
        "architectur",
-       "unknown key; allowed keys here: "},
+       "unknown key; did you mean 'architecture'? allowed keys here: "},
       {"unknown architecture key",
        [](json& d) { d["architecture"]["moe"]["num_expert"] = 8; },
        {},

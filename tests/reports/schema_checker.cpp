@@ -85,9 +85,24 @@ void SchemaChecker::check_node(const nlohmann::json& v, const nlohmann::json& s,
         check_node(value, properties.at(key), root_id, path + "/" + key, errors);
       else if (s.contains("additionalProperties") && s.at("additionalProperties").is_object()) {
         check_node(value, s.at("additionalProperties"), root_id, path + "/" + key, errors);
+      } else if (s.contains("additionalProperties") && s.at("additionalProperties") == false) {
+        errors.push_back(where + ": key '" + key + "' is not allowed");
       }
     }
   }
+  if (v.is_number()) {
+    const double x = v.get<double>();
+    if (s.contains("minimum") && x < s.at("minimum").get<double>())
+      errors.push_back(where + ": " + v.dump() + " is below the minimum " + s.at("minimum").dump());
+    if (s.contains("exclusiveMinimum") && x <= s.at("exclusiveMinimum").get<double>())
+      errors.push_back(where + ": " + v.dump() + " is not above " + s.at("exclusiveMinimum").dump());
+    if (s.contains("maximum") && x > s.at("maximum").get<double>())
+      errors.push_back(where + ": " + v.dump() + " is above the maximum " + s.at("maximum").dump());
+  }
+  if (v.is_array() && s.contains("minItems") && v.size() < s.at("minItems").get<std::size_t>())
+    errors.push_back(where + ": fewer than " + s.at("minItems").dump() + " items");
+  if (v.is_string() && s.contains("minLength") && v.get<std::string>().size() < s.at("minLength").get<std::size_t>())
+    errors.push_back(where + ": shorter than " + s.at("minLength").dump() + " characters");
   if (s.contains("if")) {
     std::vector<std::string> probe;
     check_node(v, s.at("if"), root_id, path, probe);

@@ -1,6 +1,7 @@
 // A deliberately tiny JSON Schema (draft 2020-12) checker for the tests: it enforces "type",
-// "required", "const" and "enum", and follows "properties", "items", "additionalProperties"
-// (as a schema), "if"/"then"/"else" and "$ref" (same file "#/..." or another loaded schema's
+// "required", "const", "enum", "minimum", "exclusiveMinimum", "maximum", "minItems" and
+// "minLength", and follows "properties", "items", "additionalProperties" (a schema, or false),
+// "if"/"then"/"else" and "$ref" (same file "#/..." or another loaded schema's
 // "$id", with an optional "#/..." pointer). Every other keyword is ignored, so it checks the structure of
 // moesim's documents, not every constraint; a full validator (e.g. Python's jsonschema)
 // accepts the same schema files.
