@@ -169,6 +169,7 @@ const std::vector<CollectiveKind>& all_collective_kinds() {
 }
 
 CollectiveKind parse_collective_kind(std::string_view name) {
+  if (name == "alltoall") return CollectiveKind::all_to_all;  // the nccl-tests binary's name (alltoall_perf)
   std::string valid;
   for (auto k : all_collective_kinds()) {
     if (name_of(k) == name) return k;
