@@ -8,6 +8,7 @@ namespace moesim::fit {
 void FitOutput::add(const FitOutput& other) {
   updates.insert(updates.end(), other.updates.begin(), other.updates.end());
   curves.insert(curves.end(), other.curves.begin(), other.curves.end());
+  warnings.insert(warnings.end(), other.warnings.begin(), other.warnings.end());
 }
 
 std::string FitInputs::provenance(const std::set<std::string>& names) const {
@@ -16,7 +17,8 @@ std::string FitInputs::provenance(const std::set<std::string>& names) const {
     if (!names.count(f.file)) continue;
     const auto& e = f.environment;
     out += (out.empty() ? "" : "; ") + f.file + " (" + (e.device_name.empty() ? "device not recorded" : e.device_name) +
-           ", " + (e.date_utc == "unknown" ? std::string("date not recorded") : e.date_utc) + ")";
+           ", " + (e.nccl_version.empty() || e.nccl_version == "unknown" ? "" : "NCCL " + e.nccl_version + ", ") +
+           (e.date_utc == "unknown" ? std::string("date not recorded") : e.date_utc) + ")";
   }
   return out;
 }

@@ -19,6 +19,7 @@ struct FitOptions {
   std::string all_reduce_algorithm;
   double gemm_min_nk = 4096;                 // dense GEMMs with N and K at least this build the table
   double hbm_min_bytes = 256.0 * (1 << 20);  // memory-kernel points at least this large (past L2)
+  bool force_device = false;                 // fit measurements of another GPU than --base's (a warning)
 };
 
 // One profile field, by its JSON path from the profile root, and its new JSON value.
@@ -36,11 +37,22 @@ struct CurveReport {
   double max_rel = 0;
   std::string field;  // the profile field it set, or "" when not mapped
   std::string note;   // why not mapped, or what was assumed
+  // Collective curves: what the fit must reproduce, checked against the cost model (fit_check.hpp).
+  // (Default member initializers: the other fitters' brace-initialised reports leave these out.)
+  std::string kind = {}, algorithm = {};
+  int ranks = 0, domains = 1;
+  double largest_bytes = 0, largest_time_us = 0;
+  double largest_busbw_measured = 0, largest_busbw_fitted = 0;  // GB/s
+  double largest_busbw_model = 0;                               // the cost model on the fitted profile, its own pick
+  std::string model_pick = {};                                  // that pick ("" when not checked)
+  double largest_busbw_pinned = 0;                              // the cost model with the fitted algorithm forced
+  bool algorithm_recorded = false;  // the measurements named the algorithm (NCCL_ALGO, --algorithm)
 };
 
 struct FitOutput {
   std::vector<FieldUpdate> updates;
   std::vector<CurveReport> curves;
+  std::vector<std::string> warnings;  // printed on stderr by `moesim fit`
   void add(const FitOutput& other);
 };
 
