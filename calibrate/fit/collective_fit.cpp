@@ -69,11 +69,9 @@ std::string model_pick(const HardwareProfile& hw, const std::string& kind, int n
   }
 }
 
-// A fitted efficiency under a tenth of the datasheet link rate is not a property of that link:
-// NCCL reaches 0.7-0.9 of NVLink and over 0.9 of a NIC rail at large sizes (the shipped
-// profiles' sources), while PCIe Gen4/Gen5 x16 (32/64 GB/s) is 0.07/0.14 of NVLink 4's
-// 450 GB/s. Below it the traffic ran on another GPU or fabric, or the sweep stayed latency-bound.
-constexpr double kMinPlausibleEfficiency = 0.1;
+// kMinPlausibleFraction (fitted_fields.hpp) of the link: PCIe Gen4/Gen5 x16 (32/64 GB/s) is
+// 0.07/0.14 of NVLink 4's 450 GB/s, so traffic under it did not run on the profile's NVLink.
+constexpr double kMinPlausibleEfficiency = kMinPlausibleFraction;
 
 // Pipeline steps the model charges hop_latency_us for inside one domain
 // (models/costs/collective_algorithms.cpp: ring 2(n-1) or n-1, tree 2(r-1), p2p 1, NVLS none).
@@ -116,7 +114,7 @@ void describe_largest(Curve& c) {
   const double factor = busbw_factor(parse_collective_kind(c.kind), c.n);
   CurveReport& r = *c.report;
   r.kind = c.kind, r.algorithm = c.algorithm, r.ranks = c.n, r.domains = c.domains;
-  r.algorithm_recorded = !c.assumed;
+  r.algorithm_recorded = !c.picked;  // named by the measurements or --all-reduce-algorithm
   r.largest_bytes = c.bytes[i];
   r.largest_time_us = c.times[i];
   r.largest_busbw_measured = c.bytes[i] / c.times[i] * 1e-3 * factor;  // bytes per us -> GB/s

@@ -35,6 +35,16 @@ std::string sig4(double v) {
   return buf;
 }
 
+std::string implausible(double value, double datasheet, const std::string& what, const std::string& unit,
+                        const std::string& profile, std::vector<std::string>& warnings) {
+  const double fraction = value / datasheet;
+  if (fraction >= kMinPlausibleFraction && fraction <= 1) return "";
+  const std::string why = sig4(value) + " " + unit + " is " + sig4(fraction) + " of the datasheet " + sig4(datasheet) +
+                          (fraction > 1 ? " (above it)" : " (under " + sig4(kMinPlausibleFraction) + " of it)");
+  warnings.push_back(what + ": " + why + " of " + profile + ": implausible for that GPU; not written");
+  return "not mapped: " + why;
+}
+
 nlohmann::ordered_json fitted_quantity(double value, const std::string& source) {
   nlohmann::ordered_json q;
   q["value"] = round_sig4(value);

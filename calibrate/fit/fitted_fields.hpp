@@ -46,7 +46,7 @@ struct CurveReport {
   double largest_busbw_model = 0;                               // the cost model on the fitted profile, its own pick
   std::string model_pick = {};                                  // that pick ("" when not checked)
   double largest_busbw_pinned = 0;                              // the cost model with the fitted algorithm forced
-  bool algorithm_recorded = false;  // the measurements named the algorithm (NCCL_ALGO, --algorithm)
+  bool algorithm_recorded = false;  // named by the log (NCCL_ALGO) or --all-reduce-algorithm
 };
 
 struct FitOutput {
@@ -64,6 +64,17 @@ struct FitInputs {
   // "FILE (DEVICE, DATE)" for each named file, "; "-joined: the provenance of a fitted field.
   std::string provenance(const std::set<std::string>& file_names) const;
 };
+
+// A fitted rate under this fraction of its datasheet figure is not a property of the profile's
+// hardware: NCCL reaches 0.7-0.9 of NVLink and over 0.9 of a NIC rail, cuBLAS 0.6-0.8 of the
+// dense peak and copies about 0.9 of HBM at large sizes (the shipped profiles' sources). Below a
+// tenth the measurement ran on other hardware or never reached the regime the field describes.
+inline constexpr double kMinPlausibleFraction = 0.1;
+
+// "" when value / datasheet lies in [kMinPlausibleFraction, 1]; else why not (the curve's note),
+// with a warning for stderr naming `what` and the profile.
+std::string implausible(double value, double datasheet, const std::string& what, const std::string& unit,
+                        const std::string& profile, std::vector<std::string>& warnings);
 
 // {"value", "kind": "fitted", "source"}, the value rounded to 4 significant digits.
 nlohmann::ordered_json fitted_quantity(double value, const std::string& source);

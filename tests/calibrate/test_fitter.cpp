@@ -117,3 +117,25 @@ TEST_CASE("fit output is deterministic and loads as a profile", "[unit]") {
   CHECK(hw.compute.gemm_bf16_TFLOPs_by_rows.kind == SourceKind::fitted);
   CHECK(hw.name == "b300-hgx");
 }
+
+TEST_CASE("GEMM rates above the datasheet peak and HBM rates far under it are not written", "[unit]") {
+  test::SyntheticTruth truth;
+  for (auto& [m, rate] : truth.gemm_TFLOPs) rate *= 2;  // 2840 TFLOP/s at best: over B300's 2250 peak
+  truth.hbm_GBps = 400;                                 // 0.05 of B300's 8000 GB/s
+  fit::FitOptions opts;
+  opts.all_reduce_algorithm = "ring";
+  Fitted f(opts, truth);
+  const auto& c = f.result.profile["compute"];
+  CHECK(c["gemm_bf16_TFLOPs_by_rows"]["kind"] != "fitted");
+  CHECK(c["hbm_sustained_GBps"]["kind"] != "fitted");
+  std::string warnings;
+  for (const auto& w : f.result.warnings) warnings += w + "\n";
+  INFO(warnings);
+  CHECK(warnings.find("gemm TFLOPs by rows (N,K >= 4096), best: ") != std::string::npos);
+  CHECK(warnings.find("of the datasheet 2250 (above it) of b300-hgx: implausible") != std::string::npos);
+  CHECK(warnings.find("of the datasheet 8000 (under 0.1 of it) of b300-hgx: implausible") != std::string::npos);
+  const std::string table = fit::format_fit_table(f.result);
+  CHECK(table.find("(not mapped: 28") != std::string::npos);
+  // The collectives are still fitted.
+  CHECK(f.result.profile["interconnect"]["intra_node"]["ring"]["busbw_efficiency"]["all_reduce"]["kind"] == "fitted");
+}
