@@ -31,6 +31,8 @@ int run_fit(FitArgs a) {
   if (a.output != "-") {
     table << "moesim fit: " << r.updates.size() << " fields fitted; wrote " << a.output << "\n";
   }
+  table << std::flush;  // the warnings follow the table, also when both reach one terminal
+  for (const auto& w : r.warnings) std::cerr << "moesim fit: warning: " << w << "\n";
   return 0;
 }
 }  // namespace
@@ -48,6 +50,8 @@ Runner add_fit_command(CLI::App& app) {
   sub->add_option("--gemm-min-nk", args->options.gemm_min_nk,
                   "dense GEMMs with N and K at least this build the table (4096)")
       ->check(CLI::PositiveNumber);
+  sub->add_flag("--force-device", args->options.force_device,
+                "fit measurements taken on another GPU than --base's (refused otherwise)");
   sub->add_option("--hbm-min-MiB", args->hbm_min_MiB, "memory-kernel sizes at least this count for HBM (256)")
       ->check(CLI::PositiveNumber);
   return [=]() -> int {

@@ -11,6 +11,7 @@
 #include "calibrate/fit/nccl_tests_import.hpp"
 #include "cli/commands.hpp"
 #include "cli/listing.hpp"
+#include "models/costs/cost_types.hpp"
 #include "reports/output_file.hpp"
 
 namespace moesim::cli {
@@ -23,9 +24,14 @@ struct ImportArgs {
 };
 
 int run_import(const ImportArgs& a) {
-  fit::NcclTestsOptions opts{a.kind, a.ranks, a.algorithm};
+  // "alltoall" (the nccl-tests binary's name) is all_to_all.
+  const std::string kind = a.kind.empty() ? "" : std::string(name_of(parse_collective_kind(a.kind)));
+  fit::NcclTestsOptions opts{kind, a.ranks, a.algorithm};
   std::vector<fit::NcclTestsLog> logs;
-  for (const auto& path : a.logs) logs.push_back(fit::read_nccl_tests_log(path, opts));
+  for (const auto& path : a.logs) {
+    auto tests = fit::read_nccl_tests_log(path, opts);
+    logs.insert(logs.end(), tests.begin(), tests.end());
+  }
   std::vector<std::string> cmd = {"moesim", "import", "nccl-tests"};
   cmd.insert(cmd.end(), a.logs.begin(), a.logs.end());
   cmd.insert(cmd.end(), {"-o", a.output});
@@ -38,9 +44,13 @@ int run_import(const ImportArgs& a) {
   write_output(a.output, text);
   std::ostream& out = listing_stream({{"--output", &a.output}});
   for (const auto& log : logs) {
-    out << log.file << ": " << log.kind << " (from " << log.kind_from << "), " << log.ranks << " ranks on "
+    for (const auto& note : log.notes) std::cerr << "moesim import: note: " << note << "\n";
+    out << log.file;
+    if (log.tests > 1) out << " test " << log.test << " (line " << log.first_line << ")";
+    out << ": " << log.kind << " (from " << log.kind_from << "), " << log.ranks << " ranks on "
         << std::max<std::size_t>(1, log.hosts.size()) << " host(s), " << log.rows.size() << " sizes, algorithm "
-        << (log.algorithm.empty() ? "not recorded" : log.algorithm) << "\n";
+        << (log.algorithm.empty() ? "not recorded" : log.algorithm) << ", NCCL "
+        << (log.nccl_version.empty() ? "version not recorded" : log.nccl_version) << "\n";
   }
   if (a.output != "-") out << "moesim import: wrote " << a.output << "\n";
   return 0;
@@ -55,7 +65,7 @@ Runner add_import_command(CLI::App& app) {
   nt->add_option("logs", args->logs, "nccl-tests output files")->required();
   nt->add_option("-o,--output", args->output, "moesim-measurements/1 file to write ('-': stdout)")->required();
   nt->add_option("--kind", args->kind, "collective, when the log does not say")
-      ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"}));
+      ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "alltoall", "send_recv"}));
   nt->add_option("--ranks", args->ranks, "group size, when the log has no '# Using devices' lines")
       ->check(CLI::PositiveNumber);
   nt->add_option("--algorithm", args->algorithm, "NCCL algorithm the run was pinned to (NCCL_ALGO)")

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "calibrate/fit/least_squares.hpp"
+#include "models/common/errors.hpp"
 #include "models/costs/collective_model.hpp"
 
 namespace moesim::fit {
@@ -15,6 +16,7 @@ namespace {
 struct Curve {
   std::string kind, algorithm;  // algorithm "" = unknown
   bool assumed = false;         // the algorithm was not recorded with the measurement
+  bool picked = false;          // ... and is the cost model's pick on the base profile
   int n = 0, domains = 1;
   std::vector<double> bytes, times;
   std::set<std::string> files;
@@ -41,14 +43,35 @@ int domains_of(const Measurement& m, const HardwareProfile& hw) {
   return d;
 }
 
-std::pair<std::string, bool> algorithm_of(const Measurement& m, int domains, const FitInputs& in) {
+// The recorded algorithm, else --all-reduce-algorithm for all_reduce; "" = not recorded.
+std::pair<std::string, bool> algorithm_of(const Measurement& m, const FitInputs& in) {
   if (m.kind == "all_to_all" || m.kind == "send_recv") return {"p2p", false};  // NCCL send/recv
   if (!m.algorithm.empty()) return {m.algorithm, false};
-  if (m.kind != "all_reduce") return {"ring", true};
-  if (!in.options.all_reduce_algorithm.empty()) return {in.options.all_reduce_algorithm, true};
-  if (domains == 1 && !in.base.interconnect.intra_node.nvls) return {"ring", true};
-  return {"", false};
+  if (m.kind == "all_reduce" && !in.options.all_reduce_algorithm.empty()) {
+    return {in.options.all_reduce_algorithm, true};
+  }
+  return {"", true};
 }
+
+// What the cost model runs the curve's largest size with on the base profile. An unrecorded
+// algorithm is NCCL's own choice, which the model stands for: fitting that algorithm's fields is
+// what makes the fitted profile reproduce the measurement ("" when the model cannot run it).
+std::string model_pick(const HardwareProfile& hw, const std::string& kind, int n, int domains, double bytes) {
+  CollectiveRequest req;
+  req.kind = parse_collective_kind(kind);
+  req.bytes = bytes;
+  req.ranks = n;
+  req.ranks_per_node = n % domains == 0 ? n / domains : 0;
+  try {
+    return collective_models().get(kDefaultCollectiveModel).cost(hw, req).algorithm;
+  } catch (const InputError&) {
+    return "";
+  }
+}
+
+// kMinPlausibleFraction (fitted_fields.hpp) of the link: PCIe Gen4/Gen5 x16 (32/64 GB/s) is
+// 0.07/0.14 of NVLink 4's 450 GB/s, so traffic under it did not run on the profile's NVLink.
+constexpr double kMinPlausibleEfficiency = kMinPlausibleFraction;
 
 // Pipeline steps the model charges hop_latency_us for inside one domain
 // (models/costs/collective_algorithms.cpp: ring 2(n-1) or n-1, tree 2(r-1), p2p 1, NVLS none).
@@ -70,9 +93,32 @@ bool intra_field_exists(const std::string& alg, const std::string& kind) {
 int ceil_log2(int m) { return m <= 1 ? 0 : static_cast<int>(std::ceil(std::log2(m))); }
 
 std::string fit_text(const Curve& c) {
-  return "time = " + sig4(c.fit.intercept) + " us + bytes / " + sig4(c.algbw) + " GB/s (weighted least squares on " +
-         "relative residuals" + (c.fit.intercept_clamped ? ", intercept clamped to 0" : "") + "); busbw = algbw x " +
-         "the nccl-tests factor (doc/PERFORMANCE.md) = " + sig4(c.busbw) + " GB/s";
+  const std::string how =
+      c.fit.bandwidth_points == 0
+          ? "one relative least-squares line over every row"
+          : "bandwidth from the " + std::to_string(c.fit.bandwidth_points) + " bandwidth-bound rows, latency from " +
+                (c.fit.latency_points > 0
+                     ? "the median over the " + std::to_string(c.fit.latency_points) + " latency-bound rows"
+                     : std::string("every row with the bandwidth fixed")) +
+                " (calibrate/fit/least_squares.hpp)";
+  return "time = " + sig4(c.fit.intercept) + " us + bytes / " + sig4(c.algbw) + " GB/s (" + how +
+         (c.fit.intercept_clamped ? ", intercept clamped to 0" : "") + "); busbw = algbw x " +
+         "the nccl-tests factor (doc/PERFORMANCE.md) = " + sig4(c.busbw) + " GB/s; at the largest size " +
+         sig4(c.report->largest_bytes) + " B the busbw is " + sig4(c.report->largest_busbw_measured) +
+         " GB/s measured, " + sig4(c.report->largest_busbw_fitted) + " GB/s fitted";
+}
+
+// The largest size: where training's buckets live, so where the fit must be right.
+void describe_largest(Curve& c) {
+  const auto i = static_cast<std::size_t>(std::max_element(c.bytes.begin(), c.bytes.end()) - c.bytes.begin());
+  const double factor = busbw_factor(parse_collective_kind(c.kind), c.n);
+  CurveReport& r = *c.report;
+  r.kind = c.kind, r.algorithm = c.algorithm, r.ranks = c.n, r.domains = c.domains;
+  r.algorithm_recorded = !c.picked;  // named by the measurements or --all-reduce-algorithm
+  r.largest_bytes = c.bytes[i];
+  r.largest_time_us = c.times[i];
+  r.largest_busbw_measured = c.bytes[i] / c.times[i] * 1e-3 * factor;  // bytes per us -> GB/s
+  r.largest_busbw_fitted = c.bytes[i] / (c.fit.intercept + c.fit.slope * c.bytes[i]) * 1e-3 * factor;
 }
 
 std::string assumed_text(const Curve& c) {
@@ -91,7 +137,7 @@ FitOutput fit_collectives(const FitInputs& in) {
       if (!is_collective_kind(m.kind) || m.kind == "all_reduce_bucketed" || !sweep_label(m.label)) continue;
       if (m.check == "failed" || m.group_size < 2) continue;
       const int domains = domains_of(m, hw);
-      const auto [alg, assumed] = algorithm_of(m, domains, in);
+      const auto [alg, assumed] = algorithm_of(m, in);
       const std::string key = m.kind + "|" + alg + "|" + std::to_string(m.group_size) + "|" + std::to_string(domains);
       Curve& c = curves[key];
       c.kind = m.kind, c.algorithm = alg, c.assumed = assumed, c.n = m.group_size, c.domains = domains;
@@ -100,15 +146,22 @@ FitOutput fit_collectives(const FitInputs& in) {
       c.files.insert(f.file);
     }
   }
+  for (auto& [key, c] : curves) {
+    if (!c.algorithm.empty()) continue;
+    c.algorithm = model_pick(hw, c.kind, c.n, c.domains, *std::max_element(c.bytes.begin(), c.bytes.end()));
+    c.picked = true;
+  }
   FitOutput out;
   out.curves.reserve(curves.size());
   const double nvl = hw.node.nvlink_bw_GBps_per_direction.value;
   std::map<std::string, Curve*> winners;  // intra-node efficiency field -> its curve
   for (auto& [key, c] : curves) {
-    out.curves.push_back({c.name(), static_cast<int>(c.bytes.size()), "", 0, 0, "", ""});
+    out.curves.push_back({});
     c.report = &out.curves.back();
+    c.report->curve = c.name();
+    c.report->points = static_cast<int>(c.bytes.size());
     try {
-      c.fit = fit_line_relative(c.bytes, c.times);
+      c.fit = fit_latency_bandwidth(c.bytes, c.times);
     } catch (const std::invalid_argument& e) {
       c.report->note = std::string("not fitted: ") + e.what();
       continue;
@@ -118,13 +171,24 @@ FitOutput fit_collectives(const FitInputs& in) {
     c.report->model = sig4(c.fit.intercept) + " us + S / " + sig4(c.algbw) + " GB/s (busbw " + sig4(c.busbw) + ")";
     c.report->rms_rel = c.fit.rms_rel;
     c.report->max_rel = c.fit.max_rel;
-    if (c.assumed) c.report->note = "algorithm assumed";
+    describe_largest(c);
+    if (c.picked) c.report->note = "algorithm not recorded: the cost model's pick";
+    if (c.assumed && !c.picked) c.report->note = "algorithm assumed";
+    const double eff = c.busbw / nvl;
     if (c.algorithm.empty()) {
-      c.report->note = "not mapped: NCCL algorithm unknown (pass --all-reduce-algorithm, or import with --algorithm)";
+      c.report->note =
+          "not mapped: the cost model cannot run it (pass --all-reduce-algorithm, or import with "
+          "--algorithm)";
     } else if (c.domains == 1 && !intra_field_exists(c.algorithm, c.kind)) {
       c.report->note = "not mapped: the profile has no " + c.algorithm + " efficiency for " + c.kind;
-    } else if (c.domains == 1 && c.busbw / nvl > (c.algorithm == "nvls" ? 2.0 : 1.0)) {
+    } else if (c.domains == 1 && eff > (c.algorithm == "nvls" ? 2.0 : 1.0)) {
       c.report->note = "not mapped: busbw above the NVLink rate for " + c.algorithm + " (was NVLS in use?)";
+    } else if (c.domains == 1 && eff < kMinPlausibleEfficiency) {
+      c.report->note = "not mapped: efficiency " + sig4(eff) + " is under " + sig4(kMinPlausibleEfficiency) +
+                       " of the profile's NVLink rate";
+      out.warnings.push_back(c.name() + ": fitted busbw " + sig4(c.busbw) + " GB/s is " + sig4(eff) + " of the " +
+                             sig4(nvl) + " GB/s NVLink rate of " + hw.name +
+                             ": implausible for that link (another GPU or fabric, or no large sizes); not written");
     } else if (c.domains == 1) {
       const std::string field = c.algorithm + "." + c.kind;
       auto [it, fresh] = winners.emplace(field, &c);
@@ -224,6 +288,13 @@ FitOutput fit_collectives(const FitInputs& in) {
     }
     if (!(nic > 0 && nic <= 1)) {
       c.report->note = "not mapped: NIC efficiency " + sig4(nic) + " outside (0, 1]: not NIC-bound as modelled";
+      continue;
+    }
+    if (nic < kMinPlausibleEfficiency) {
+      c.report->note = "not mapped: NIC efficiency " + sig4(nic) + " under " + sig4(kMinPlausibleEfficiency);
+      out.warnings.push_back(c.name() + ": NIC efficiency " + sig4(nic) + " of the " + sig4(line) + " GB/s rail of " +
+                             hw.name +
+                             ": implausible for that NIC (another network path, e.g. TCP sockets); not written");
       continue;
     }
     nics.push_back(nic);

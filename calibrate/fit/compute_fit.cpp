@@ -46,9 +46,14 @@ ProfileTable fit_gemm(const FitInputs& in, FitOutput& out) {
   }
   const Spread s = relative_spread(values, refs);
   const int n = static_cast<int>(values.size());
-  out.curves.push_back({"gemm TFLOPs by rows (N,K >= " + sig4(in.options.gemm_min_nk) + ")", n,
-                        std::to_string(table.points().size()) + " M values, median per M", s.rms_rel, s.max_rel,
-                        "compute.gemm_bf16_TFLOPs_by_rows", ""});
+  const std::string name = "gemm TFLOPs by rows (N,K >= " + sig4(in.options.gemm_min_nk) + ")";
+  double best = 0;
+  for (const auto& p : table.points()) best = std::max(best, p.y);
+  const std::string why =
+      implausible(best, in.base.gpu.peak_bf16_TFLOPs.value, name + ", best", "TFLOP/s", in.base.name, out.warnings);
+  out.curves.push_back({name, n, std::to_string(table.points().size()) + " M values, median per M", s.rms_rel,
+                        s.max_rel, why.empty() ? "compute.gemm_bf16_TFLOPs_by_rows" : "", why});
+  if (!why.empty()) return in.base.compute.gemm_bf16_TFLOPs_by_rows;
   const std::string source = "moesim fit: median over dense BF16 GEMMs with N, K >= " + sig4(in.options.gemm_min_nk) +
                              " of 2MNK / median time, per M; " + residual_text(s.rms_rel, s.max_rel, n) +
                              " (shapes against their M's median); measurements: " + in.provenance(files);
@@ -138,8 +143,11 @@ void fit_hbm(const FitInputs& in, FitOutput& out) {
   const auto& pts = by_kernel[best_kind];
   const Spread s = relative_spread(pts, std::vector<double>(pts.size(), best));
   const int n = static_cast<int>(pts.size());
-  out.curves.push_back({"hbm GB/s (" + best_kind + ", >= " + sig4(in.options.hbm_min_bytes / (1 << 20)) + " MiB)", n,
-                        "max " + sig4(best) + " GB/s", s.rms_rel, s.max_rel, "compute.hbm_sustained_GBps", ""});
+  const std::string name = "hbm GB/s (" + best_kind + ", >= " + sig4(in.options.hbm_min_bytes / (1 << 20)) + " MiB)";
+  const std::string why = implausible(best, in.base.gpu.hbm_bw_GBps.value, name, "GB/s", in.base.name, out.warnings);
+  out.curves.push_back({name, n, "max " + sig4(best) + " GB/s", s.rms_rel, s.max_rel,
+                        why.empty() ? "compute.hbm_sustained_GBps" : "", why});
+  if (!why.empty()) return;
   const std::string source = "moesim fit: highest (bytes read + written) / median time of the memory-bound kernels " +
                              std::string("at >= ") + sig4(in.options.hbm_min_bytes / (1 << 20)) + " MiB, from " +
                              best_kind + "; " + residual_text(s.rms_rel, s.max_rel, n) +

@@ -8,6 +8,7 @@ namespace moesim::fit {
 void FitOutput::add(const FitOutput& other) {
   updates.insert(updates.end(), other.updates.begin(), other.updates.end());
   curves.insert(curves.end(), other.curves.begin(), other.curves.end());
+  warnings.insert(warnings.end(), other.warnings.begin(), other.warnings.end());
 }
 
 std::string FitInputs::provenance(const std::set<std::string>& names) const {
@@ -16,7 +17,8 @@ std::string FitInputs::provenance(const std::set<std::string>& names) const {
     if (!names.count(f.file)) continue;
     const auto& e = f.environment;
     out += (out.empty() ? "" : "; ") + f.file + " (" + (e.device_name.empty() ? "device not recorded" : e.device_name) +
-           ", " + (e.date_utc == "unknown" ? std::string("date not recorded") : e.date_utc) + ")";
+           ", " + (e.nccl_version.empty() || e.nccl_version == "unknown" ? "" : "NCCL " + e.nccl_version + ", ") +
+           (e.date_utc == "unknown" ? std::string("date not recorded") : e.date_utc) + ")";
   }
   return out;
 }
@@ -31,6 +33,16 @@ std::string sig4(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
+}
+
+std::string implausible(double value, double datasheet, const std::string& what, const std::string& unit,
+                        const std::string& profile, std::vector<std::string>& warnings) {
+  const double fraction = value / datasheet;
+  if (fraction >= kMinPlausibleFraction && fraction <= 1) return "";
+  const std::string why = sig4(value) + " " + unit + " is " + sig4(fraction) + " of the datasheet " + sig4(datasheet) +
+                          (fraction > 1 ? " (above it)" : " (under " + sig4(kMinPlausibleFraction) + " of it)");
+  warnings.push_back(what + ": " + why + " of " + profile + ": implausible for that GPU; not written");
+  return "not mapped: " + why;
 }
 
 nlohmann::ordered_json fitted_quantity(double value, const std::string& source) {

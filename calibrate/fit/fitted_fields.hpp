@@ -19,6 +19,7 @@ struct FitOptions {
   std::string all_reduce_algorithm;
   double gemm_min_nk = 4096;                 // dense GEMMs with N and K at least this build the table
   double hbm_min_bytes = 256.0 * (1 << 20);  // memory-kernel points at least this large (past L2)
+  bool force_device = false;                 // fit measurements of another GPU than --base's (a warning)
 };
 
 // One profile field, by its JSON path from the profile root, and its new JSON value.
@@ -36,11 +37,22 @@ struct CurveReport {
   double max_rel = 0;
   std::string field;  // the profile field it set, or "" when not mapped
   std::string note;   // why not mapped, or what was assumed
+  // Collective curves: what the fit must reproduce, checked against the cost model (fit_check.hpp).
+  // (Default member initializers: the other fitters' brace-initialised reports leave these out.)
+  std::string kind = {}, algorithm = {};
+  int ranks = 0, domains = 1;
+  double largest_bytes = 0, largest_time_us = 0;
+  double largest_busbw_measured = 0, largest_busbw_fitted = 0;  // GB/s
+  double largest_busbw_model = 0;                               // the cost model on the fitted profile, its own pick
+  std::string model_pick = {};                                  // that pick ("" when not checked)
+  double largest_busbw_pinned = 0;                              // the cost model with the fitted algorithm forced
+  bool algorithm_recorded = false;  // named by the log (NCCL_ALGO) or --all-reduce-algorithm
 };
 
 struct FitOutput {
   std::vector<FieldUpdate> updates;
   std::vector<CurveReport> curves;
+  std::vector<std::string> warnings;  // printed on stderr by `moesim fit`
   void add(const FitOutput& other);
 };
 
@@ -52,6 +64,17 @@ struct FitInputs {
   // "FILE (DEVICE, DATE)" for each named file, "; "-joined: the provenance of a fitted field.
   std::string provenance(const std::set<std::string>& file_names) const;
 };
+
+// A fitted rate under this fraction of its datasheet figure is not a property of the profile's
+// hardware: NCCL reaches 0.7-0.9 of NVLink and over 0.9 of a NIC rail, cuBLAS 0.6-0.8 of the
+// dense peak and copies about 0.9 of HBM at large sizes (the shipped profiles' sources). Below a
+// tenth the measurement ran on other hardware or never reached the regime the field describes.
+inline constexpr double kMinPlausibleFraction = 0.1;
+
+// "" when value / datasheet lies in [kMinPlausibleFraction, 1]; else why not (the curve's note),
+// with a warning for stderr naming `what` and the profile.
+std::string implausible(double value, double datasheet, const std::string& what, const std::string& unit,
+                        const std::string& profile, std::vector<std::string>& warnings);
 
 // {"value", "kind": "fitted", "source"}, the value rounded to 4 significant digits.
 nlohmann::ordered_json fitted_quantity(double value, const std::string& source);

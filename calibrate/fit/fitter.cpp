@@ -5,6 +5,7 @@
 
 #include "calibrate/fit/collective_fit.hpp"
 #include "calibrate/fit/compute_fit.hpp"
+#include "calibrate/fit/fit_check.hpp"
 #include "models/common/errors.hpp"
 #include "models/common/json_file.hpp"
 #include "models/common/json_reader.hpp"
@@ -50,8 +51,11 @@ FitResult fit_profile(const std::vector<std::string>& measurement_files, const s
                            ": fit one node type at a time");
     }
   }
+  std::vector<std::string> warnings;
+  check_devices(in, base_profile, warnings);
   FitOutput out = fit_collectives(in);
   out.add(fit_compute(in));
+  warnings.insert(warnings.end(), out.warnings.begin(), out.warnings.end());
   if (out.updates.empty()) {
     std::string why;
     for (const auto& c : out.curves) {
@@ -72,12 +76,14 @@ FitResult fit_profile(const std::vector<std::string>& measurement_files, const s
   profile["description"] = description + marker + files + ".";
   // The result must load exactly as any profile does.
   const nlohmann::json plain = nlohmann::json::parse(profile.dump());
+  HardwareProfile fitted;
   try {
-    parse_hardware_profile(JsonReader(plain, "<fitted profile>", ""));
+    fitted = parse_hardware_profile(JsonReader(plain, "<fitted profile>", ""));
   } catch (const InputError& e) {
     throw InputError(base_profile, e.path(), "the fitted profile does not validate: " + e.message());
   }
-  return {profile, out.curves, out.updates};
+  check_against_cost_model(fitted, out.curves, warnings);
+  return {profile, out.curves, out.updates, warnings};
 }
 
 std::string format_fit_table(const FitResult& r) {
@@ -94,6 +100,25 @@ std::string format_fit_table(const FitResult& r) {
     os << line;
   }
   os << "(* algorithm not recorded with the measurements: assumed; rms and max: relative residuals)\n\n";
+  bool header = false;
+  for (const auto& c : r.curves) {
+    if (c.kind.empty() || c.largest_bytes <= 0) continue;
+    if (!header) {
+      std::snprintf(line, sizeof line, "%-40s %12s  %10s %10s %10s %10s  %s\n", "largest size", "bytes", "measured",
+                    "fitted", "model:alg", "model:pick",
+                    "(busbw GB/s; the cost model on the fitted profile: the fitted algorithm forced, its own pick)");
+      os << line;
+      header = true;
+    }
+    const bool checked = !c.model_pick.empty();
+    const std::string pinned = checked ? sig4(c.largest_busbw_pinned) : "-";
+    const std::string model = checked ? sig4(c.largest_busbw_model) : "-";
+    std::snprintf(line, sizeof line, "%-40s %12.0f  %10s %10s %10s %10s  %s\n", c.curve.c_str(), c.largest_bytes,
+                  sig4(c.largest_busbw_measured).c_str(), sig4(c.largest_busbw_fitted).c_str(), pinned.c_str(),
+                  model.c_str(), c.model_pick.c_str());
+    os << line;
+  }
+  if (header) os << "\n";
   for (const auto& u : r.updates) os << "  " << join_path(u.path) << " = " << u.summary << "\n";
   return os.str();
 }

@@ -17,6 +17,7 @@ struct FitResult {
   nlohmann::ordered_json profile;  // key order of the base file kept
   std::vector<CurveReport> curves;
   std::vector<FieldUpdate> updates;
+  std::vector<std::string> warnings;  // device and plausibility findings, for stderr
 };
 
 // Throws InputError for bad measurement files, a bad base profile, measurements of different

@@ -6,6 +6,8 @@
 
 #include <Eigen/Dense>
 
+#include "calibrate/fit/measurements.hpp"
+
 namespace moesim::fit {
 
 namespace {
@@ -44,6 +46,38 @@ LineFit fit_line_relative(const std::vector<double>& x, const std::vector<double
     f.intercept_clamped = true;
   }
   if (!(f.slope > 0)) throw std::invalid_argument("time does not grow with size: no bandwidth to fit");
+  const Spread s = residuals(f, x, t);
+  f.rms_rel = s.rms_rel;
+  f.max_rel = s.max_rel;
+  return f;
+}
+
+LineFit fit_latency_bandwidth(const std::vector<double>& x, const std::vector<double>& t) {
+  // A tenth: either term then moves the other's fit by at most ~10% of its own error.
+  constexpr double kRegimeRatio = 10;
+  // Two rows determine a line; a third shows whether it is one.
+  constexpr std::size_t kMinRegimeRows = 3;
+  LineFit all = fit_line_relative(x, t);  // validates x and t
+  const double smallest = *std::min_element(t.begin(), t.end());
+  std::vector<double> bx, bt;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (t[i] >= kRegimeRatio * smallest) bx.push_back(x[i]), bt.push_back(t[i]);
+  }
+  if (bx.size() < kMinRegimeRows) return all;
+  LineFit f;
+  f.slope = fit_line_relative(bx, bt).slope;
+  f.bandwidth_points = static_cast<int>(bx.size());
+  f.points = static_cast<int>(x.size());
+  std::vector<double> latencies;
+  double num = 0, den = 0;  // the intercept alone, weights 1/t^2
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (f.slope * x[i] * kRegimeRatio <= t[i]) latencies.push_back(t[i] - f.slope * x[i]);
+    num += (t[i] - f.slope * x[i]) / (t[i] * t[i]);
+    den += 1 / (t[i] * t[i]);
+  }
+  f.latency_points = static_cast<int>(latencies.size());
+  f.intercept = latencies.empty() ? num / den : median_of(latencies);
+  if (f.intercept < 0) f.intercept = 0, f.intercept_clamped = true;
   const Spread s = residuals(f, x, t);
   f.rms_rel = s.rms_rel;
   f.max_rel = s.max_rel;

@@ -9,6 +9,8 @@
 
 #include "models/common/json_file.hpp"
 #include "models/common/json_reader.hpp"
+#include "models/common/registry.hpp"
+#include "models/costs/cost_types.hpp"
 
 namespace moesim::fit {
 
@@ -145,6 +147,11 @@ Measurement parse_record(const JsonReader& r, const nlohmann::json& raw) {
   m.kind = r.string("kind");
   const auto& kinds = measurement_kinds();
   if (std::find(kinds.begin(), kinds.end(), m.kind) == kinds.end()) {
+    try {  // an alias the cost model's collective names accept: "alltoall" (nccl-tests) is all_to_all
+      m.kind = std::string(name_of(parse_collective_kind(m.kind)));
+    } catch (const UnknownNameError&) {}
+  }
+  if (std::find(kinds.begin(), kinds.end(), m.kind) == kinds.end()) {
     std::string list;
     for (const auto& k : kinds) list += (list.empty() ? "" : ", ") + k;
     r.fail("kind", "unknown measurement kind \"" + m.kind + "\"; known: " + list);
@@ -231,6 +238,10 @@ MeasurementEnvironment parse_environment(const JsonReader& e, const nlohmann::js
   env.hostname = e.string_or("hostname", "");
   env.gpu_count = static_cast<int>(e.integer_or("gpu_count", 0, Range::non_negative()));
   env.node_count = static_cast<int>(std::max<std::int64_t>(1, e.integer_or("node_count", 1, Range::non_negative())));
+  // The harness and the importer write the NCCL version as a string; anything else is not read.
+  if (raw.contains("nccl_version") && raw.at("nccl_version").is_string()) {
+    env.nccl_version = raw.at("nccl_version").get<std::string>();
+  }
   if (raw.contains("device") && !raw.at("device").is_null()) {
     env.device_name = e.object("device").string_or("name", "");
   }

@@ -14,12 +14,13 @@ namespace moesim::fit {
 
 // Where and on what the numbers were taken: kept for the provenance of every fitted field.
 struct MeasurementEnvironment {
-  std::string hostname;     // "" when not recorded
-  std::string date_utc;     // ISO 8601, or "unknown" (nccl-tests logs carry no date)
-  std::string device_name;  // the first device's name; "" when not recorded
-  int gpu_count = 0;        // ranks in the communicator (0: not recorded)
-  int node_count = 1;       // nodes the ranks span
-  nlohmann::json raw;       // the whole environment object, as written
+  std::string hostname;      // "" when not recorded
+  std::string date_utc;      // ISO 8601, or "unknown" (nccl-tests logs carry no date)
+  std::string device_name;   // the first device's name; "" when not recorded
+  std::string nccl_version;  // "" or "unknown" when not recorded
+  int gpu_count = 0;         // ranks in the communicator (0: not recorded)
+  int node_count = 1;        // nodes the ranks span
+  nlohmann::json raw;        // the whole environment object, as written
 };
 
 struct Measurement {

@@ -12,12 +12,17 @@ namespace moesim::fit {
 
 namespace {
 
+// One sweep per test (and per table, should a test print its header twice).
 std::string label_for(const NcclTestsLog& log, int table) {
   // Appended piece by piece: gcc 12 warns (-Wrestrict, a false positive) on literal + string.
   std::string label = "nccl-tests:";
   label += std::filesystem::path(log.file).filename().string();
-  if (log.tables > 1) {
+  if (log.tests > 1) {
     label += "#";
+    label += std::to_string(log.test);
+  }
+  if (table > 0) {
+    label += ".";
     label += std::to_string(table + 1);
   }
   return label;
@@ -41,7 +46,7 @@ nlohmann::ordered_json record(const NcclTestsLog& log, const NcclTestsRow& row) 
   r["algbw_GBps"] = row.algbw_GBps;
   r["busbw_GBps"] = row.busbw_GBps;
   r["in_place"] = false;
-  r["check"] = row.wrong < 0 ? "skipped" : row.wrong == 0 ? "ok" : "failed";
+  r["check"] = row.check;
   if (row.wrong >= 0) r["check_mismatches"] = row.wrong;
   if (!log.algorithm.empty()) r["algorithm"] = log.algorithm;
   r["source"] = log.file + ":" + std::to_string(row.line);
@@ -68,12 +73,16 @@ nlohmann::ordered_json nccl_tests_document(const std::vector<NcclTestsLog>& logs
   nlohmann::ordered_json sources = nlohmann::ordered_json::array();
   for (const auto& log : logs) {
     sources.push_back({{"file", log.file},
+                       {"test", log.test},
+                       {"first_line", log.first_line},
                        {"kind", log.kind},
                        {"kind_from", log.kind_from},
                        {"group_size", log.ranks},
                        {"nodes", std::max<std::size_t>(1, log.hosts.size())},
                        {"rows", log.rows.size()},
                        {"nccl_tests_version", log.tests_version},
+                       {"nccl_version", log.nccl_version.empty() ? "unknown" : log.nccl_version},
+                       {"nccl_headers", log.nccl_headers.empty() ? "unknown" : log.nccl_headers},
                        {"algorithm", log.algorithm.empty() ? "unknown" : log.algorithm}});
   }
   doc["tool"] = {{"name", "moesim import nccl-tests"},

@@ -170,6 +170,7 @@ const std::vector<CollectiveKind>& all_collective_kinds() {
 }
 
 CollectiveKind parse_collective_kind(std::string_view name) {
+  if (name == "alltoall") return CollectiveKind::all_to_all;  // the nccl-tests binary's name (alltoall_perf)
   std::string valid;
   std::vector<std::string> names;
   for (auto k : all_collective_kinds()) {

@@ -26,7 +26,7 @@ nlohmann::json environment(int gpus, int nodes) {
           {"date_utc", "2000-01-01T00:00:00Z"},
           {"gpu_count", gpus},
           {"node_count", nodes},
-          {"device", {{"index", 0}, {"name", "SYNTHETIC GPU (test data)"}}}};
+          {"device", {{"index", 0}, {"name", "NVIDIA B300 SXM (SYNTHETIC test data)"}}}};
 }
 
 nlohmann::json document(nlohmann::json env, nlohmann::json measurements) {

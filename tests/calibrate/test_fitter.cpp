@@ -68,7 +68,7 @@ TEST_CASE("fit recovers collective efficiencies, latencies and NIC figures", "[u
   // Untouched fields keep their base provenance; sources name file, device, date and residual.
   CHECK(p["interconnect"]["intra_node"]["tree"]["busbw_efficiency"]["all_reduce"]["kind"] == "assumption");
   const std::string src = p["interconnect"]["intra_node"]["ring"]["busbw_efficiency"]["all_reduce"]["source"];
-  CHECK(src.find("node.json (SYNTHETIC GPU (test data), 2000-01-01T00:00:00Z)") != std::string::npos);
+  CHECK(src.find("node.json (NVIDIA B300 SXM (SYNTHETIC test data), 2000-01-01T00:00:00Z)") != std::string::npos);
   CHECK(src.find("residual rms") != std::string::npos);
 }
 
@@ -96,12 +96,15 @@ TEST_CASE("fit recovers the GEMM table, grouped efficiency, HBM and interference
   CHECK(value_at(f.result.profile, {"compute", "hbm_sustained_GBps"}) == Approx(truth.hbm_GBps).epsilon(0.02));
   const double slow = value_at(f.result.profile, {"interference", "compute_slowdown_with_comm"});
   CHECK(slow == Approx(0.5 * (truth.slowdown_all_reduce + truth.slowdown_all_to_all)).epsilon(0.10));
-  // Without an algorithm, all_reduce on a node with NVLS is ambiguous: fitted, reported, not mapped.
+  // Without a recorded algorithm, all_reduce goes to what the cost model picks on the base
+  // profile for its largest size: NVLS on a B300 node (the synthetic curve's 0.80 lands there).
   CHECK(f.result.profile["interconnect"]["intra_node"]["ring"]["busbw_efficiency"]["all_reduce"]["kind"] ==
         "published");
+  CHECK(value_at(f.result.profile, {"interconnect", "intra_node", "nvls", "busbw_efficiency", "all_reduce"}) ==
+        Approx(truth.efficiency.at("all_reduce")).epsilon(0.02));
   const std::string table = fit::format_fit_table(f.result);
-  CHECK(table.find("all_reduce ? n=8") != std::string::npos);
-  CHECK(table.find("NCCL algorithm unknown") != std::string::npos);
+  CHECK(table.find("all_reduce nvls* n=8") != std::string::npos);
+  CHECK(table.find("the cost model's pick") != std::string::npos);
 }
 
 TEST_CASE("fit output is deterministic and loads as a profile", "[unit]") {
@@ -113,4 +116,26 @@ TEST_CASE("fit output is deterministic and loads as a profile", "[unit]") {
   const auto hw = parse_hardware_profile(JsonReader(plain, "fitted.json", ""));
   CHECK(hw.compute.gemm_bf16_TFLOPs_by_rows.kind == SourceKind::fitted);
   CHECK(hw.name == "b300-hgx");
+}
+
+TEST_CASE("GEMM rates above the datasheet peak and HBM rates far under it are not written", "[unit]") {
+  test::SyntheticTruth truth;
+  for (auto& [m, rate] : truth.gemm_TFLOPs) rate *= 2;  // 2840 TFLOP/s at best: over B300's 2250 peak
+  truth.hbm_GBps = 400;                                 // 0.05 of B300's 8000 GB/s
+  fit::FitOptions opts;
+  opts.all_reduce_algorithm = "ring";
+  Fitted f(opts, truth);
+  const auto& c = f.result.profile["compute"];
+  CHECK(c["gemm_bf16_TFLOPs_by_rows"]["kind"] != "fitted");
+  CHECK(c["hbm_sustained_GBps"]["kind"] != "fitted");
+  std::string warnings;
+  for (const auto& w : f.result.warnings) warnings += w + "\n";
+  INFO(warnings);
+  CHECK(warnings.find("gemm TFLOPs by rows (N,K >= 4096), best: ") != std::string::npos);
+  CHECK(warnings.find("of the datasheet 2250 (above it) of b300-hgx: implausible") != std::string::npos);
+  CHECK(warnings.find("of the datasheet 8000 (under 0.1 of it) of b300-hgx: implausible") != std::string::npos);
+  const std::string table = fit::format_fit_table(f.result);
+  CHECK(table.find("(not mapped: 28") != std::string::npos);
+  // The collectives are still fitted.
+  CHECK(f.result.profile["interconnect"]["intra_node"]["ring"]["busbw_efficiency"]["all_reduce"]["kind"] == "fitted");
 }

@@ -40,7 +40,7 @@ std::string message_of_text(const std::string& text) {
 TEST_CASE("a synthetic harness-format file reads back with its environment", "[unit]") {
   const auto f = fit::parse_measurements(good(), "m.json");
   CHECK(f.status == "complete");
-  CHECK(f.environment.device_name == "SYNTHETIC GPU (test data)");
+  CHECK(f.environment.device_name == "NVIDIA B300 SXM (SYNTHETIC test data)");
   CHECK(f.environment.date_utc == "2000-01-01T00:00:00Z");
   REQUIRE(!f.measurements.empty());
   CHECK(f.measurements[0].path == "measurements[0]");

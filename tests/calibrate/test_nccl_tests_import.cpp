@@ -27,6 +27,13 @@ const std::string kRow2 =
     "        2048           512     float     sum      -1    11.00    0.19    0.19      0    11.00    0.19    0.19     "
     " 0\n";
 
+// The one test of a log file.
+fit::NcclTestsLog one(const std::string& rel) {
+  const auto tests = fit::read_nccl_tests_log(test::source_path(rel), {});
+  REQUIRE(tests.size() == 1);
+  return tests.front();
+}
+
 // The InputError's file ("bad.log:LINE") and message for a log text.
 std::pair<std::string, std::string> failure(const std::string& text,
                                             fit::NcclTestsOptions opts = {"all_reduce", 0, ""}) {
@@ -40,7 +47,7 @@ std::pair<std::string, std::string> failure(const std::string& text,
 }  // namespace
 
 TEST_CASE("a current nccl-tests all_reduce log imports with its banner, ranks and NCCL_ALGO", "[unit]") {
-  const auto log = fit::read_nccl_tests_log(test::source_path(kAllReduce), {});
+  const auto log = one(kAllReduce);
   CHECK(log.kind == "all_reduce");
   CHECK(log.kind_from == "banner");
   CHECK(log.ranks == 8);
@@ -60,7 +67,7 @@ TEST_CASE("a current nccl-tests all_reduce log imports with its banner, ranks an
 }
 
 TEST_CASE("an older, mpirun-prefixed alltoall log imports from the binary name", "[unit]") {
-  const auto log = fit::read_nccl_tests_log(test::source_path(kAllToAll), {});
+  const auto log = one(kAllToAll);
   CHECK(log.kind == "all_to_all");
   CHECK(log.kind_from == "binary name");
   CHECK(log.ranks == 16);
@@ -83,7 +90,7 @@ TEST_CASE("imported nccl-tests curves fit the profile's efficiencies", "[unit]")
   test::TempDir dir;
   auto write_import = [&](const std::string& log, const std::string& name) {
     const auto parsed = fit::read_nccl_tests_log(test::source_path(log), {});
-    return dir.write(name, fit::nccl_tests_document({parsed}, {"moesim"}).dump());
+    return dir.write(name, fit::nccl_tests_document(parsed, {"moesim"}).dump());
   };
   const auto ar =
       fit::fit_profile({write_import(kAllReduce, "ar.json")}, test::source_path("hardware_profiles/h200-hgx.json"), {});
@@ -98,9 +105,7 @@ TEST_CASE("imported nccl-tests curves fit the profile's efficiencies", "[unit]")
 }
 
 TEST_CASE("logs of different devices do not mix in one measurements file", "[unit]") {
-  const auto a = fit::read_nccl_tests_log(test::source_path(kAllReduce), {});
-  const auto b = fit::read_nccl_tests_log(test::source_path(kAllToAll), {});
-  CHECK_THROWS_AS(fit::nccl_tests_document({a, b}, {}), InputError);
+  CHECK_THROWS_AS(fit::nccl_tests_document({one(kAllReduce), one(kAllToAll)}, {}), InputError);
 }
 
 TEST_CASE("malformed nccl-tests logs are rejected with file:line", "[unit]") {
