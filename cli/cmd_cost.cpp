@@ -244,7 +244,8 @@ Runner add_cost_command(CLI::App& app) {
 
   auto col = std::make_shared<CollectiveArgs>();
   auto* c = add_sub(cost, "collective", "NCCL collective: time, algbw, busbw, algorithm", col->c);
-  c->add_option("--kind", col->kind, "all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast");
+  c->add_option("--kind", col->kind,
+                "all_reduce, all_gather, reduce_scatter, all_to_all (or alltoall), send_recv, broadcast");
   c->add_option("--bytes", col->bytes, "per-rank buffer, nccl-tests convention (4096, 256MiB, 1GiB)")->required();
   c->add_option("--ranks", col->ranks, "group size")->required()->check(CLI::PositiveNumber);
   c->add_option("--ranks-per-node", col->ranks_per_node, "group ranks per NVLink domain (default: fill domains)")
