@@ -50,20 +50,6 @@ void require_a_valid_point(bool any_valid, std::size_t points, const std::string
                    "every " + what + " is invalid (" + std::to_string(points) + "); the reasons are listed above");
 }
 
-bool any_valid(const nlohmann::json& points) {
-  for (const auto& p : points) {
-    if (p.at("status") == "ok") return true;
-  }
-  return false;
-}
-
-bool any_oom(const nlohmann::json& points) {
-  for (const auto& p : points) {
-    if (p.at("status") == "ok" && p.at("result").at("oom").get<bool>()) return true;
-  }
-  return false;
-}
-
 int default_jobs() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 }  // namespace
 
@@ -118,11 +104,9 @@ Runner add_sweep_command(CLI::App& app) {
     for (const auto& p : points) table.scan(p);
     SweepStream stream(base.name, spec, args->out.json_out, args->out.csv_out);
     nlohmann::json kept = nlohmann::json::array();
-    bool oom = false;
     const auto consume = [&](nlohmann::json p) {
       table.add(p);
       stream.add(p);
-      oom = oom || (p.at("status") == "ok" && p.at("result").at("oom").get<bool>());
       if (!args->out.html_out.empty()) kept.push_back(std::move(p));
     };
     if (world.size() == 1) {
@@ -141,7 +125,7 @@ Runner add_sweep_command(CLI::App& app) {
       }
     }
     listing << table.render();
-    require_a_valid_point(stream.any_valid(), n, "point of the sweep", args->scenario);
+    require_a_valid_point(table.fit() + table.oom() > 0, n, "point of the sweep", args->scenario);
     stream.finish();
     if (!args->out.html_out.empty()) {
       const nlohmann::json doc = sweep_document(base.name, spec, std::move(kept));
@@ -151,7 +135,7 @@ Runner add_sweep_command(CLI::App& app) {
       const Scenario s = compose(source, changes_of(points[static_cast<std::size_t>(args->trace_point)]));
       write_output(args->trace_out, trace_json(simulate(s)));
     }
-    return exit_code(args->out.fail_on_oom, oom);
+    return exit_code(args->out.fail_on_oom, table.oom() > 0);
   };
 }
 
@@ -183,21 +167,22 @@ Runner add_compare_command(CLI::App& app) {
       throw InputError("--design", "",
                        "no designs: give --design at least once or a compare.designs list in the scenario");
     const CompareResult result = compare_designs(source, designs, args->jobs);
-    listing << compare_table(result);
-    const nlohmann::json doc = compare_json(base.name, result);
-    require_a_valid_point(any_valid(doc.at("designs")), doc.at("designs").size(), "design of the comparison",
-                          args->scenario);
-    if (!args->out.json_out.empty()) write_output(args->out.json_out, json_text(doc));
     SweepSpec spec;
     spec.axes.push_back({"design", {}});
     for (const auto& d : designs) spec.axes.back().values.push_back(d);
     const nlohmann::json sweep_doc = sweep_json(base.name, spec, result.points);
+    const SweepListing table = listing_of(sweep_doc);
+    listing << table.render() << compare_findings(result);
+    require_a_valid_point(table.fit() + table.oom() > 0, sweep_doc.at("points").size(), "design of the comparison",
+                          args->scenario);
+    const nlohmann::json doc = compare_json(base.name, result, sweep_doc.at("points"));
+    if (!args->out.json_out.empty()) write_output(args->out.json_out, json_text(doc));
     if (!args->out.csv_out.empty()) write_output(args->out.csv_out, sweep_csv(sweep_doc));
     if (!args->out.html_out.empty()) {
       const auto published = published_for_scenario(args->scenario, sweep_doc.at("points"));
       write_output(args->out.html_out, html_report(sweep_doc, published, doc));
     }
-    return exit_code(args->out.fail_on_oom, any_oom(doc.at("designs")));
+    return exit_code(args->out.fail_on_oom, table.oom() > 0);
   };
 }
 

@@ -115,9 +115,7 @@ std::string sweep_csv(const nlohmann::json& doc) {
   return out;
 }
 
-nlohmann::json compare_json(const std::string& name, const CompareResult& result) {
-  nlohmann::json designs = nlohmann::json::array();
-  for (const auto& p : result.points.points) designs.push_back(sweep_point_json(p));
+nlohmann::json compare_json(const std::string& name, const CompareResult& result, nlohmann::json designs) {
   nlohmann::json crossovers = nlohmann::json::array();
   for (const auto& c : result.crossovers) {
     nlohmann::json probes = nlohmann::json::array();
@@ -141,7 +139,7 @@ nlohmann::json compare_json(const std::string& name, const CompareResult& result
   }
   return {{"schema", "moesim-compare/1"},
           {"scenario", name},
-          {"designs", designs},
+          {"designs", std::move(designs)},
           {"batch_crossovers", crossovers},
           {"expert_walls", walls}};
 }

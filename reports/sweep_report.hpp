@@ -28,6 +28,8 @@ nlohmann::json sweep_axes_json(const SweepSpec& spec);
 // The document's "summary": how many points, how many of them invalid.
 nlohmann::json sweep_summary(std::size_t points, std::size_t invalid);
 
-nlohmann::json compare_json(const std::string& scenario_name, const CompareResult& result);
+// `designs`: the designs' point documents (the "points" of the comparison's sweep document), so
+// that each design's result is rendered once for the JSON, CSV, HTML and listing.
+nlohmann::json compare_json(const std::string& scenario_name, const CompareResult& result, nlohmann::json designs);
 
 }  // namespace moesim

@@ -35,7 +35,7 @@ class SweepStream {
   void write(const Pieces& pieces);
 
   std::string json_path_, csv_path_;
-  std::string json_head_, json_tail_;  // the document around its points, with zero points
+  std::string json_head_;  // the document's text up to its points array's "["
   std::optional<OutputStream> json_, csv_;
   std::vector<Pieces> held_;  // invalid points before the first valid one
   std::size_t points_ = 0, invalid_ = 0, valid_ = 0;

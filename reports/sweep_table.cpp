@@ -133,16 +133,17 @@ std::string SweepListing::render() const {
   return os.str();
 }
 
-std::string sweep_table(const nlohmann::json& doc) {
+SweepListing listing_of(const nlohmann::json& doc) {
   SweepListing listing(doc.at("axes"));
   for (const auto& p : doc.at("points")) listing.scan_json(p.at("values"));
   for (const auto& p : doc.at("points")) listing.add(p);
-  return listing.render();
+  return listing;
 }
 
-std::string compare_table(const CompareResult& result) {
+std::string sweep_table(const nlohmann::json& doc) { return listing_of(doc).render(); }
+
+std::string compare_findings(const CompareResult& result) {
   std::ostringstream os;
-  os << sweep_table(sweep_json("", SweepSpec{}, result.points));
   for (const auto& c : result.crossovers) {
     os << "crossover " << c.ddp_design << " vs " << c.fsdp_design << ": ";
     if (c.global_batch_tokens)

@@ -33,6 +33,9 @@ class SweepListing {
   // One point document (sweep_point_json), in point order.
   void add(const nlohmann::json& point);
   std::string render() const;
+  // Points added that fit, and that are out of memory (the rest are invalid).
+  std::size_t fit() const { return fit_; }
+  std::size_t oom() const { return oom_; }
 
  private:
   void note_value(const std::string& path, const nlohmann::json& value);
@@ -50,7 +53,10 @@ class SweepListing {
   std::string best_;  // the best fitting point's summary line
 };
 
+// The listing of a whole sweep document (every point scanned, then added).
+SweepListing listing_of(const nlohmann::json& document);
 std::string sweep_table(const nlohmann::json& document);
-std::string compare_table(const CompareResult& result);
+// A comparison's findings below its designs' listing: the batch crossovers and expert walls.
+std::string compare_findings(const CompareResult& result);
 
 }  // namespace moesim
