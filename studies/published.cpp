@@ -43,12 +43,8 @@ void record_runs(const JsonReader& rec, const nlohmann::json& raw, const std::st
   measured.source = rec.string("source");
   measured.known_gap = rec.string_or("known_gap", "");
   read_measured(rec.object("measured"), measured);
-  const std::string scenario = (fs::path(dataset).parent_path() / rec.string("scenario")).lexically_normal().string();
-  std::vector<std::string> sets;
-  if (rec.has("set")) {
-    if (!raw.at("set").is_object()) rec.fail("set", "expected an object of path: value");
-    for (const auto& [path, value] : raw.at("set").items()) sets.push_back(override_text(path, value));
-  }
+  const std::string scenario = record_scenario(dataset, rec);
+  const std::vector<std::string> sets = record_sets(rec, raw);
   PointOverrides none;
   std::vector<PointOverrides> points{none};
   if (rec.has("vary")) {

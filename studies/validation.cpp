@@ -39,11 +39,7 @@ using Sets = std::vector<std::string>;
 
 // The record's own overrides, then the caller's (applied to every record).
 Sets set_list(const JsonReader& rec, const nlohmann::json& raw, const Sets& extra) {
-  std::vector<std::string> sets;
-  if (rec.has("set")) {
-    if (!raw.at("set").is_object()) rec.fail("set", "expected an object of path: value");
-    for (const auto& [k, v] : raw.at("set").items()) sets.push_back(override_text(k, v));
-  }
+  Sets sets = record_sets(rec, raw);
   sets.insert(sets.end(), extra.begin(), extra.end());
   return sets;
 }
@@ -91,8 +87,8 @@ void step_checks(const JsonReader& rec, const nlohmann::json& raw, const std::st
   if (m.has("stage_peak_allocated_GiB")) {
     const auto per_stage = m.number_list("stage_peak_allocated_GiB", Range::positive());
     if (per_stage.size() != r.ledger.stages.size())
-      m.fail("stage_peak_allocated_GiB", "expected one value per pipeline stage (" +
-                                             std::to_string(r.ledger.stages.size()) + ")");
+      m.fail("stage_peak_allocated_GiB",
+             "expected one value per pipeline stage (" + std::to_string(r.ledger.stages.size()) + ")");
     for (std::size_t i = 0; i < per_stage.size(); ++i)
       out.checks.push_back(compare("peak_allocated_GiB@stage" + std::to_string(i),
                                    r.ledger.stages[i].peak_allocated / kGiB, per_stage[i], mem_tol, true));
@@ -268,6 +264,20 @@ std::vector<std::string> default_validation_datasets() {
   return {"scenarios/validation/seed.json", "scenarios/validation/memory.json"};
 }
 
+std::string record_scenario(const std::string& dataset, const JsonReader& rec) {
+  if (!rec.has("scenario")) return "";
+  return (fs::path(dataset).parent_path() / rec.string("scenario")).lexically_normal().string();
+}
+
+std::vector<std::string> record_sets(const JsonReader& rec, const nlohmann::json& raw) {
+  std::vector<std::string> sets;
+  if (rec.has("set")) {
+    if (!raw.at("set").is_object()) rec.fail("set", "expected an object of path: value");
+    for (const auto& [k, v] : raw.at("set").items()) sets.push_back(override_text(k, v));
+  }
+  return sets;
+}
+
 ValidationReport validate_dataset(const std::string& file, const std::vector<std::string>& extra_sets) {
   const nlohmann::json doc = read_json_file(file);
   const JsonReader top(doc, file, "");
@@ -286,8 +296,7 @@ ValidationReport validate_dataset(const std::string& file, const std::vector<std
     out.kind = rec.choice("kind", {"step", "step_range", "bytes_per_param", "layout", "schedule"});
     out.source = rec.string("source");
     out.known_gap = rec.string_or("known_gap", "");
-    const std::string scenario =
-        rec.has("scenario") ? (fs::path(file).parent_path() / rec.string("scenario")).lexically_normal().string() : "";
+    const std::string scenario = record_scenario(file, rec);
     try {
       if (out.kind == "step")
         step_checks(rec, records[i], scenario, extra_sets, out);

@@ -3,7 +3,11 @@
 #pragma once
 
 #include <string>
+
+#include <nlohmann/json.hpp>
+
 #include <vector>
+#include "models/common/json_reader.hpp"
 
 namespace moesim {
 
@@ -37,6 +41,12 @@ struct ValidationReport {
 
 // The datasets `moesim validate` checks when given none, relative to the repository root.
 std::vector<std::string> default_validation_datasets();
+
+// How a record names its run, for every reader of the datasets (validate, the HTML overlay):
+// its scenario file, relative to the dataset's folder ("" when it has none), and its own `set`
+// overrides as --set texts (`raw`: the record's JSON).
+std::string record_scenario(const std::string& dataset, const JsonReader& rec);
+std::vector<std::string> record_sets(const JsonReader& rec, const nlohmann::json& raw);
 
 // Throws InputError for a malformed dataset (path of the offending entry). `extra_sets` are
 // --set overrides applied to every record's scenario after its own (sensitivity studies).
