@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "models/common/errors.hpp"
+#include "models/common/suggest.hpp"
 
 namespace moesim {
 
@@ -51,8 +52,7 @@ std::optional<std::string> find_bundled(const std::string& relative) {
 
 std::string require_bundled(const std::string& relative) {
   if (auto found = find_bundled(relative)) return *found;
-  std::string looked;
-  for (const auto& root : bundled_data_roots()) looked += (looked.empty() ? "" : ", ") + root;
+  const std::string looked = comma_joined(bundled_data_roots());
   throw InputError(relative, "",
                    "bundled file not found; looked in: " + looked + ". Run moesim from its checkout, or set " +
                        kDataDirVariable + "=<the moesim checkout>, or pass the file's path");

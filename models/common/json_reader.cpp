@@ -223,8 +223,7 @@ void JsonReader::finish() const {
     if (consumed_.find(key) == consumed_.end()) {
       // Listing the keys that were read tells the user what this object accepts.
       const std::vector<std::string> allowed(consumed_.begin(), consumed_.end());
-      std::string known;
-      for (const auto& k : allowed) known += (known.empty() ? "" : ", ") + k;
+      const std::string known = comma_joined(allowed);
       throw UnknownKeyError(
           file_, child_path(key),
           "unknown key" + did_you_mean(key, allowed, known.empty() ? "" : "allowed keys here: " + known), allowed);

@@ -73,11 +73,7 @@ class Registry {
     return out;
   }
 
-  std::string list() const {
-    std::string out;
-    for (const auto& k : names()) out += (out.empty() ? "" : ", ") + k;
-    return out;
-  }
+  std::string list() const { return comma_joined(names()); }
 
  private:
   std::string kind_;

@@ -46,4 +46,13 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
   return out;
 }
 
+std::string comma_joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) {
+    if (!out.empty()) out += ", ";
+    out += w;
+  }
+  return out;
+}
+
 }  // namespace moesim

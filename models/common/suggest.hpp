@@ -18,6 +18,9 @@ std::size_t edit_distance(std::string_view a, std::string_view b);
 // four characters of the longer word, plus one; ties go to the first candidate); "" otherwise.
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
+// The words as errors list them: "a, b, c".
+std::string comma_joined(const std::vector<std::string>& words);
+
 // "; did you mean 'X'? REST" for the closest match X, else "; REST" (or "" when REST is empty):
 // what follows the name of the unknown word in an error, e.g. REST = "allowed: a, b".
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates, std::string_view rest = "");

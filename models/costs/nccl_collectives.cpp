@@ -75,8 +75,7 @@ const std::vector<Candidate>& candidates() {
 }
 
 std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  const std::string out = comma_joined(names);
   return out.empty() ? "(none)" : out;
 }
 

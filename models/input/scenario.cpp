@@ -76,12 +76,6 @@ const std::vector<std::string>& cost_model_keys() {
   return keys;
 }
 
-std::string listed(const std::vector<std::string>& words) {
-  std::string out;
-  for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
-  return out;
-}
-
 CostModelChoice parse_cost_models(const JsonReader& in) {
   CostModelChoice choice;
   for (const auto& key : cost_model_keys()) {
@@ -109,7 +103,7 @@ void apply_change(ScenarioInputs& s, const ScenarioChange& c) {
     if (slot == nullptr) {
       throw InputError(c.origin, o.text,
                        "unknown cost model kind \"" + kind + "\"" +
-                           did_you_mean(kind, cost_model_keys(), "allowed: " + listed(cost_model_keys())));
+                           did_you_mean(kind, cost_model_keys(), "allowed: " + comma_joined(cost_model_keys())));
     }
     if (!o.value.is_string()) throw InputError(c.origin, o.text, "a cost model is chosen by its name (a string)");
     *slot = o.value.get<std::string>();
