@@ -88,18 +88,13 @@ class StepBuilder {
     st.layers.resize(static_cast<std::size_t>(arch_.num_layers));
     for (std::int64_t l = 0; l < arch_.num_layers; ++l) {
       if (place_[static_cast<std::size_t>(l)].stage != sr.stage) continue;
-      std::vector<double> rows;
+      ShardRows shard;
       if (arch_.is_moe_layer(l)) {
-        // Tokens of the whole EP-MP group are routed together; this rank serves one shard.
-        const ExpertLoad load = route(plan_.routing, arch_.moe->num_experts, arch_.moe->top_k, tokens_ * dbl(plan_.ep),
-                                      static_cast<std::uint64_t>(l));
-        const std::size_t per = static_cast<std::size_t>(arch_.moe->num_experts / plan_.ep);
-        const auto first = load.rows.begin() + static_cast<std::ptrdiff_t>(per * static_cast<std::size_t>(sr.ep_mp));
-        rows.assign(first, first + static_cast<std::ptrdiff_t>(per));
-        for (double x : load.rows) routed_rows_ += x;
-        dropped_rows_ += load.dropped;
+        shard = shard_expert_rows(arch_, plan_, tokens_, l, sr.ep_mp);
+        routed_rows_ += shard.routed;
+        dropped_rows_ += shard.dropped;
       }
-      st.layers[static_cast<std::size_t>(l)] = layer_work(arch_, plan_, costs_, l, tokens_, rows);
+      st.layers[static_cast<std::size_t>(l)] = layer_work(arch_, plan_, costs_, l, tokens_, shard.rows);
     }
     st.edge = edge_work(arch_, plan_, costs_, tokens_);
     // Each stage has the same number of simulated ranks, so the ratio is the step's.
@@ -235,6 +230,19 @@ class StepBuilder {
 };
 
 }  // namespace
+
+ShardRows shard_expert_rows(const Architecture& arch, const ParallelPlan& plan, double tokens, std::int64_t layer,
+                            std::int64_t ep_mp) {
+  ShardRows out;
+  const ExpertLoad load = route(plan.routing, arch.moe->num_experts, arch.moe->top_k, tokens * dbl(plan.ep),
+                                static_cast<std::uint64_t>(layer));
+  const std::size_t per = static_cast<std::size_t>(arch.moe->num_experts / plan.ep);
+  const auto first = load.rows.begin() + static_cast<std::ptrdiff_t>(per * static_cast<std::size_t>(ep_mp));
+  out.rows.assign(first, first + static_cast<std::ptrdiff_t>(per));
+  for (double x : load.rows) out.routed += x;
+  out.dropped = load.dropped;
+  return out;
+}
 
 std::int64_t simulated_ranks_per_stage(const Architecture& arch, const ParallelPlan& plan, const SimOptions& options) {
   const bool uneven = arch.moe && plan.routing.kind != RoutingKind::uniform;

@@ -47,6 +47,17 @@ struct BuiltStep {
 // expert shards unevenly; then one per expert shard (EP-MP index). All of them with all_ranks.
 std::int64_t simulated_ranks_per_stage(const Architecture& arch, const ParallelPlan& plan, const SimOptions& options);
 
+// Routed rows per local expert of one layer on the rank at EP-MP index `ep_mp`, for a rank
+// microbatch of `tokens`: the tokens of the whole EP-MP group are routed together (one draw per
+// layer) and the rank serves one shard of the experts. `routed`/`dropped`: the group's totals.
+struct ShardRows {
+  std::vector<double> rows;
+  double routed = 0;
+  double dropped = 0;
+};
+ShardRows shard_expert_rows(const Architecture& arch, const ParallelPlan& plan, double tokens, std::int64_t layer,
+                            std::int64_t ep_mp);
+
 BuiltStep build_step(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan, const CostBook& costs,
                      const SimOptions& options);
 

@@ -23,8 +23,8 @@ const char* collective_label(PhaseTag phase, CollectiveKind kind) {
     std::array<std::array<std::string, kCollectiveKinds>, static_cast<std::size_t>(PhaseTag::count)> t;
     for (std::size_t p = 0; p < t.size(); ++p) {
       for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
-        t[p][k] = std::string(name_of(static_cast<PhaseTag>(p))) + " " +
-                  std::string(name_of(static_cast<CollectiveKind>(k)));
+        t[p][k] =
+            std::string(name_of(static_cast<PhaseTag>(p))) + " " + std::string(name_of(static_cast<CollectiveKind>(k)));
       }
     }
     return t;
@@ -69,16 +69,20 @@ TaskId StepEmitter::memory_kernel(const TaskPlace& at, double bytes, MemoryKerne
   return kernel(at, TaskKind::memory, costs_.memory(bytes, kind), what, after, also_after);
 }
 
+CollectiveRequest collective_request(CollectiveKind kind, double bytes, const CommunicatorShape& shape) {
+  CollectiveRequest request;
+  request.kind = kind;
+  request.bytes = bytes;
+  request.ranks = static_cast<int>(shape.ranks);
+  request.ranks_per_node = static_cast<int>(shape.ranks_per_node);
+  return request;
+}
+
 const CommCost& StepEmitter::priced(CollectiveKind kind, double bytes, const CommunicatorShape& shape) {
   const auto key = std::make_tuple(kind, bytes, shape.ranks, shape.ranks_per_node);
   auto it = prices_.find(key);
   if (it == prices_.end()) {
-    CollectiveRequest request;
-    request.kind = kind;
-    request.bytes = bytes;
-    request.ranks = static_cast<int>(shape.ranks);
-    request.ranks_per_node = static_cast<int>(shape.ranks_per_node);
-    it = prices_.emplace(key, costs_.collective(request)).first;
+    it = prices_.emplace(key, costs_.collective(collective_request(kind, bytes, shape))).first;
   }
   return it->second;
 }

@@ -87,6 +87,9 @@ struct CollectiveCall {
   std::int32_t bucket = -1;
 };
 
+// The cost book's request for `kind` moving `bytes` over a communicator of `shape`.
+CollectiveRequest collective_request(CollectiveKind kind, double bytes, const CommunicatorShape& shape);
+
 class StepEmitter {
  public:
   StepEmitter(const ParallelPlan& plan, const CostBook& costs, BuiltStep& step);

@@ -1,0 +1,136 @@
+#include "sim/step_bound.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "models/costs/layer_work.hpp"
+#include "sim/pipeline_schedule.hpp"
+#include "sim/step_builder.hpp"
+#include "sim/step_emitter.hpp"
+
+namespace moesim {
+
+namespace {
+
+// Compute-stream time of one microbatch through one model chunk of one stage, each direction,
+// as the step builder lays it out (sim/step_builder.cpp): a MoE block's stream waits for the
+// dispatch all-to-all, the routed experts, the combine all-to-all (or the shared expert on the
+// side stream, whichever is longer) before its combine kernel.
+struct ChunkTimes {
+  double fwd = 0;
+  double bwd = 0;
+};
+
+class BoundBuilder {
+ public:
+  BoundBuilder(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs)
+      : arch_(arch),
+        plan_(plan),
+        costs_(costs),
+        shape_(batch_shape(plan, arch)),
+        tokens_(dbl(shape_.microbatch_tokens)) {}
+
+  StepBound bound() {
+    const std::vector<LayerPlace> places = layer_places(plan_, arch_);  // embedding, layers, head
+    const auto stages = static_cast<std::size_t>(plan_.pp);
+    const std::int64_t shards = simulated_ranks_per_stage(arch_, plan_, SimOptions{});
+    std::vector<std::vector<PipeOp>> ops(stages);
+    for (std::size_t s = 0; s < stages; ++s)
+      ops[s] = stage_schedule(plan_, static_cast<std::int64_t>(s), shape_.microbatches);
+    // Per stage: the slowest shard's compute-stream work sets the stage's length; the fastest
+    // shard's chunk 0 is its share of a chain (which must hold whichever shard it runs through).
+    std::vector<double> work(stages, 0.0);
+    std::vector<ChunkTimes> first_chunk(stages);
+    const EdgeWork edge = edge_work(arch_, plan_, costs_, tokens_);
+    for (std::int64_t e = 0; e < shards; ++e) {
+      std::vector<std::vector<ChunkTimes>> mine(
+          stages, std::vector<ChunkTimes>(static_cast<std::size_t>(plan_.model_chunks())));
+      const auto add = [&](const LayerPlace& at, const ChunkTimes& t) {
+        auto& c = mine[static_cast<std::size_t>(at.stage)][static_cast<std::size_t>(at.chunk)];
+        c.fwd += t.fwd;
+        c.bwd += t.bwd;
+      };
+      add(places.front(), {edge.embed.fwd, edge.embed.bwd});
+      for (std::int64_t l = 0; l < arch_.num_layers; ++l)
+        add(places[static_cast<std::size_t>(l + 1)], layer_times(l, e));
+      add(places.back(), {edge.head.fwd, edge.head.bwd});
+      for (std::size_t s = 0; s < stages; ++s) {
+        double w = 0;
+        for (const PipeOp& op : ops[s]) {
+          const ChunkTimes& c = mine[s][static_cast<std::size_t>(op.chunk)];
+          w += op.forward ? c.fwd : c.bwd;
+        }
+        work[s] = std::max(work[s], w);
+        const ChunkTimes& c0 = mine[s][0];
+        first_chunk[s] =
+            e == 0 ? c0 : ChunkTimes{std::min(first_chunk[s].fwd, c0.fwd), std::min(first_chunk[s].bwd, c0.bwd)};
+      }
+    }
+    const double hop = stages > 1 ? transfer_s() : 0.0;
+    StepBound out;
+    for (std::size_t s = 0; s < stages; ++s) {
+      // The host's share opens every rank's compute stream; stage s's first forward of chunk 0
+      // waits for that microbatch's forward through stages 0..s-1, and its last backward of
+      // chunk 0 is followed by that microbatch's backward back through them.
+      const bool opens = !ops[s].empty() && ops[s].front().forward && ops[s].front().chunk == 0;
+      const bool closes = !ops[s].empty() && !ops[s].back().forward && ops[s].back().chunk == 0;
+      double head = costs_.step_host_s(), tail = 0;
+      for (std::size_t t = 0; t < s; ++t) {
+        if (opens) head += first_chunk[t].fwd + hop;
+        if (closes) tail += first_chunk[t].bwd + hop;
+      }
+      const double chain = head + work[s] + tail;
+      if (chain > out.step_s) out = {chain, static_cast<std::int64_t>(s)};
+    }
+    return out;
+  }
+
+ private:
+  ChunkTimes layer_times(std::int64_t layer, std::int64_t ep_mp) const {
+    const bool moe = arch_.is_moe_layer(layer);
+    const ShardRows shard = moe ? shard_expert_rows(arch_, plan_, tokens_, layer, ep_mp) : ShardRows{};
+    const LayerWork w = layer_work(arch_, plan_, costs_, layer, tokens_, shard.rows);
+    const double selective = plan_.recompute == Recompute::selective ? w.selective_recompute : 0.0;
+    ChunkTimes t;
+    if (!w.moe) {
+      t.fwd = w.pre.fwd;
+      t.bwd = w.pre.bwd + selective;
+    } else {
+      const double a2a = plan_.ep > 1 ? 2 * all_to_all_s(w.a2a_bytes) : 0.0;  // dispatch + combine
+      t.fwd = w.pre.fwd + std::max(a2a + w.experts.fwd, w.shared.fwd) + w.post.fwd;
+      t.bwd = w.post.bwd + std::max(a2a + w.experts.bwd + selective, w.shared.bwd) + w.pre.bwd;
+    }
+    if (plan_.recompute == Recompute::full) t.bwd += t.fwd;  // the forward runs again before backward
+    return t;
+  }
+
+  double all_to_all_s(double bytes) const {
+    return costs_
+        .collective(
+            collective_request(CollectiveKind::all_to_all, bytes, communicator_shape(plan_, Communicator::ep_mp)))
+        .time_s;
+  }
+
+  // One microbatch's hidden states between neighbouring stages (sim/schedules/pipeline_transfers).
+  double transfer_s() const {
+    const double bytes = tokens_ * dbl(arch_.d_model) * bytes_of(plan_.precision.compute);
+    return costs_
+        .collective(collective_request(CollectiveKind::send_recv, bytes,
+                                       communicator_shape(plan_, Communicator::pp_neighbours)))
+        .time_s;
+  }
+
+  const Architecture& arch_;
+  const ParallelPlan& plan_;
+  const CostBook& costs_;
+  BatchShape shape_;
+  double tokens_ = 0;
+};
+
+}  // namespace
+
+StepBound step_time_lower_bound(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs) {
+  return BoundBuilder(arch, plan, costs).bound();
+}
+
+}  // namespace moesim

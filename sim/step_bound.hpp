@@ -1,0 +1,22 @@
+// A lower bound on a plan's step time that costs a few cost-book calls per layer instead of a
+// replay: what `moesim plan` uses to skip replays that cannot enter its top K. It holds because
+// every task of the replay takes at least its solo time (a ResourceSharing rate is at most 1),
+// a rank's compute stream runs its tasks one after another, and a pipeline stage cannot start
+// before the first microbatch's forward has crossed the stages before it, nor finish before
+// the last backward has crossed them back. Tests check bound <= replayed step on many plans.
+#pragma once
+
+#include "models/arch/inventory.hpp"
+#include "models/costs/cost_book.hpp"
+#include "models/plan/parallel_plan.hpp"
+
+namespace moesim {
+
+struct StepBound {
+  double step_s = 0;             // no replay of the plan can finish its step sooner
+  std::int64_t bound_stage = 0;  // the stage whose chain gives the bound
+};
+
+StepBound step_time_lower_bound(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs);
+
+}  // namespace moesim

@@ -1,0 +1,78 @@
+// The planner's step-time lower bound (sim/step_bound.hpp) never exceeds the replayed step: on
+// every bundled Figure 8 plan, on pipelined and EP plans with uneven routing, and on sixty
+// plans drawn from the plan-space fuzz decoder with a fixed seed. A bound above the replay would
+// make `moesim plan` prune a plan that could have won.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fuzz/plan_space.hpp"
+#include "models/common/errors.hpp"
+#include "models/costs/profile_cost_book.hpp"
+#include "models/input/scenario.hpp"
+#include "sim/step_bound.hpp"
+#include "sim/step_simulation.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace moesim;
+
+namespace {
+
+// The bound and the replayed step of `s`; the bound must be positive and at most the step.
+void check_bound(const Scenario& s) {
+  const ProfileCostBook costs(s.hardware, s.cost_models);
+  const StepBound bound = step_time_lower_bound(s.arch, s.plan, costs);
+  const StepResult r = simulate(s, costs, SimOptions{}).result;
+  INFO(r.design << " pp " << s.plan.pp << " m " << r.microbatches << ": bound " << bound.step_s << " s, replay "
+                << r.step_time_s << " s");
+  CHECK(bound.step_s > 0);
+  CHECK(bound.step_s <= r.step_time_s * (1 + 1e-12));
+}
+
+}  // namespace
+
+TEST_CASE("Step bound: at most the replayed step on the bundled Figure 8 plans", "[unit][bound]") {
+  for (const char* file : {"moe-ddp.json", "moe-ddp-ep8.json", "moe-fsdp.json", "dense-ddp.json", "dense-fsdp.json"}) {
+    check_bound(load_scenario(test::source_path(std::string("scenarios/fig8/") + file), {}));
+  }
+}
+
+TEST_CASE("Step bound: pipelines, interleaving, recompute and skewed routing stay below the replay",
+          "[unit][bound]") {
+  const std::vector<std::vector<std::string>> plans = {
+      {"design=ddp+ep4+pp2", "plan.batch.global_batch_tokens=262144"},
+      {"design=ddp+ep2+pp4+v2", "plan.batch.global_batch_tokens=524288", "plan.activations.recompute=full"},
+      {"design=ddp+ep8", "plan.routing.model=zipf", "plan.routing.zipf_exponent=1.2"},
+      {"design=ddp+ep4+pp2", "plan.routing.model=random", "plan.activations.recompute=selective",
+       "plan.batch.global_batch_tokens=262144"},
+      {"design=fsdp+pp2", "plan.batch.global_batch_tokens=262144"},
+      {"design=fsdp+pp4+v2", "plan.batch.global_batch_tokens=524288"},
+  };
+  for (const auto& sets : plans) check_bound(load_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"), sets));
+  check_bound(load_scenario(test::source_path("scenarios/deepseek-v3-like-ddp-ep8-pp8.json"),
+                            {"plan.nodes=8", "plan.batch.global_batch_tokens=2097152"}));
+}
+
+TEST_CASE("Step bound: at most the replay on 60 plans drawn from the fuzz plan space", "[unit][bound]") {
+  std::mt19937 draw(20261201);  // fixed seed: the same plans every run
+  std::size_t checked = 0;
+  for (int i = 0; i < 20000 && checked < 60; ++i) {
+    std::string bytes(40, '\0');
+    for (auto& b : bytes) b = static_cast<char>(draw() & 0xff);
+    std::vector<std::string> sets = fuzz::plan_space_overrides(bytes);
+    sets.push_back("plan.nodes=1");  // keep each replay small: one node, up to 8 GPUs
+    Scenario s;
+    try {
+      s = load_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"), sets);
+    } catch (const InputError&) {
+      continue;  // an impossible plan or a field out of range: nothing to bound
+    }
+    // Small replays only (the suite's time): at most 8 microbatches and 64 experts.
+    if (batch_shape(s.plan, s.arch).microbatches > 8 || (s.arch.moe && s.arch.moe->num_experts > 64)) continue;
+    check_bound(s);
+    ++checked;
+  }
+  CHECK(checked == 60);
+}
