@@ -42,5 +42,6 @@ Runner add_validate_command(CLI::App& app);
 Runner add_cost_command(CLI::App& app);
 Runner add_fit_command(CLI::App& app);
 Runner add_import_command(CLI::App& app);
+Runner add_plan_command(CLI::App& app);
 
 }  // namespace moesim::cli

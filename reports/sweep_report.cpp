@@ -17,12 +17,6 @@ nlohmann::json values_json(const PointOverrides& values) {
   return out;
 }
 
-std::string csv_cell(std::string s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
 
 // The headline CSV columns after index, values and status, in order: fields of each point
 // result.
@@ -54,6 +48,13 @@ const char* csv_key_of(const char* column) {
 }
 
 }  // namespace
+
+std::string csv_cell(std::string s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
 
 nlohmann::json sweep_point_json(const SweepPoint& p) {
   nlohmann::json j = {{"index", p.index}, {"values", values_json(p.values)}, {"status", p.ok ? "ok" : "invalid"}};

@@ -23,6 +23,8 @@ std::string sweep_csv(const nlohmann::json& document);
 // one row per point.
 std::string sweep_csv_header();
 std::string sweep_csv_row(const nlohmann::json& point);
+// A CSV cell: quoted (quotes doubled) when it holds a comma, a quote or a newline.
+std::string csv_cell(std::string s);
 // The document's "axes": each axis's path and values.
 nlohmann::json sweep_axes_json(const SweepSpec& spec);
 // The document's "summary": how many points, how many of them invalid.

@@ -17,6 +17,17 @@ MemoryLedger scenario_ledger(const Scenario& sc, const Inventory& inv) {
                       schedule_in_flight(sc.plan, batch_shape(sc.plan, sc.arch).microbatches));
 }
 
+PlanScreen screen_plan(const Scenario& sc) {
+  const ProfileCostBook costs(sc.hardware, sc.cost_models);
+  const Inventory inv = build_inventory(sc.arch);
+  PlanScreen out;
+  out.ledger = scenario_ledger(sc, inv);
+  out.bound = step_time_lower_bound(sc.arch, sc.plan, costs);
+  out.params_total = inv.params_total;
+  out.flops = flop_conventions().get(sc.flop_convention).per_token(sc.arch, inv);
+  return out;
+}
+
 Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions& options) {
   Simulation sim;
   const Inventory inv = build_inventory(sc.arch);

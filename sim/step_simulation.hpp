@@ -12,6 +12,7 @@
 #include "models/arch/flops.hpp"
 #include "models/input/scenario.hpp"
 #include "models/memory/ledger.hpp"
+#include "sim/step_bound.hpp"
 #include "sim/step_builder.hpp"
 #include "sim/timeline_metrics.hpp"
 
@@ -54,5 +55,16 @@ Simulation simulate(const Scenario& scenario, const CostBook& costs, const SimOp
 
 // The memory ledger alone, with the in-flight counts of the pipeline schedule (`moesim ledger`).
 MemoryLedger scenario_ledger(const Scenario& scenario, const Inventory& inventory);
+
+// What a planner knows of a plan before replaying it: its memory ledger (from the schedule's
+// in-flight counts, as scenario_ledger) and a lower bound on its step time (sim/step_bound.hpp),
+// both with the scenario's cost models.
+struct PlanScreen {
+  MemoryLedger ledger;
+  StepBound bound;
+  double params_total = 0;
+  FlopsPerToken flops;
+};
+PlanScreen screen_plan(const Scenario& scenario);
 
 }  // namespace moesim

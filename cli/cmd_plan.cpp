@@ -1,0 +1,82 @@
+// `moesim plan SCENARIO --gpus N [--gpus-per-node G] [--global-batch TOKENS] [--top K]
+// [--objective tokens_per_s|mfu|memory_headroom] [--search AXIS=V1,V2,...]... [--json F]
+// [--csv F] [--html F] [-j J]`: the fastest plan that fits, found by search (studies/plan_search).
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "cli/commands.hpp"
+#include "cli/exit_codes.hpp"
+#include "cli/listing.hpp"
+#include "models/input/overrides.hpp"
+#include "models/input/scenario.hpp"
+#include "reports/output_file.hpp"
+#include "reports/plan_report.hpp"
+#include "reports/sweep_report.hpp"
+#include "studies/plan_search.hpp"
+
+namespace moesim::cli {
+
+namespace {
+
+std::int64_t tokens_of(const std::string& text) {
+  const auto v = size_value(text);
+  if (!v || *v < 1 || *v != std::floor(*v) || *v > 9.0e15)
+    throw InputError("--global-batch", text, "allowed: a whole number of tokens >= 1 (sizes like 4Mi, 16Mi)");
+  return static_cast<std::int64_t>(*v);
+}
+
+}  // namespace
+
+Runner add_plan_command(CLI::App& app) {
+  struct Args {
+    std::string scenario, global_batch, objective = "tokens_per_s", json_out, csv_out, html_out;
+    std::vector<std::string> sets;
+    PlanRequest request;
+    std::size_t top = 5;
+    int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  };
+  auto args = std::make_shared<Args>();
+  auto* sub = app.add_subcommand("plan", "search parallel plans for the fastest one that fits, and say why it wins");
+  sub->add_option("scenario", args->scenario, "scenario JSON file: the model, the hardware and the fixed choices")
+      ->required();
+  sub->add_option("--gpus", args->request.gpus, "GPUs to plan for")->required()->check(CLI::Range(1, 1000000));
+  sub->add_option("--gpus-per-node", args->request.gpus_per_node, "GPUs per node (default: the scenario's)")
+      ->check(CLI::Range(1, 1024));
+  sub->add_option("--global-batch", args->global_batch, "global batch in tokens, e.g. 4Mi (default: the scenario's)");
+  sub->add_option("--top", args->top, "plans to rank (default 5)")->check(CLI::Range(1, 1000));
+  sub->add_option("--objective", args->objective, "tokens_per_s (default), mfu or memory_headroom");
+  sub->add_option("--search", args->request.search,
+                  "restrict an axis (design=fsdp,hsdp,ddp,ddp-nodistopt; hsdp, ep, pp, microbatch=INTS; "
+                  "schedule=1f1b,v2,v4; recompute=none,selective,full; layout=per_tensor,concat_then_shard,"
+                  "same_param_count) or add a scenario path axis PATH=V1,V2 (repeatable)");
+  sub->add_option("--set", args->sets, "override a scenario field: PATH=VALUE (repeatable)");
+  add_profile_option(sub, args->sets);
+  sub->add_option("-j,--jobs", args->jobs, "threads (default: all cores)")->check(CLI::Range(1, 4096));
+  sub->add_option("--json", args->json_out, "write the plan document to FILE ('-' for standard output)");
+  sub->add_option("--csv", args->csv_out, "write one CSV row per screened plan to FILE ('-' for standard output)");
+  return [sub, args]() -> int {
+    if (!sub->parsed()) return -1;
+    std::ostream& listing =
+        listing_stream({{"--json", &args->json_out}, {"--csv", &args->csv_out}, {"--html", &args->html_out}});
+    PlanSearchOptions options;
+    options.objective = parse_objective(args->objective);
+    options.top_k = args->top;
+    options.jobs = args->jobs;
+    if (!args->global_batch.empty()) args->request.global_batch_tokens = tokens_of(args->global_batch);
+    const ScenarioSource source = read_scenario(args->scenario, args->sets);
+    const Scenario base = compose(source);
+    const PlanSpace space = plan_space(source, base, args->request);
+    const PlanSearchResult result = search_plans(source, space, options);
+    const nlohmann::json doc = plan_json(base.name, result);
+    listing << plan_listing(doc);
+    if (!args->json_out.empty()) write_output(args->json_out, json_text(doc));
+    if (!args->csv_out.empty()) write_output(args->csv_out, plan_csv(doc));
+    // No fitting plan is an answer, not a failure of the input: the listing says so; exit 3 as
+    // --fail-on-oom does elsewhere, so scripts can tell.
+    return result.top.empty() ? kExitOutOfMemory : kExitOk;
+  };
+}
+
+}  // namespace moesim::cli

@@ -1,0 +1,120 @@
+// The plan search's terminal listing, rendered from its document.
+#include <map>
+
+#include "reports/plan_report.hpp"
+#include "reports/text_format.hpp"
+#include "reports/text_table.hpp"
+
+namespace moesim {
+
+namespace {
+
+std::string cell(const nlohmann::json& values, const char* axis) {
+  return values.contains(axis) ? json_value_text(values.at(axis)) : "-";
+}
+
+// Path axes the user added with --search, as path=value pairs.
+std::string other_axes(const nlohmann::json& values) {
+  nlohmann::json others = nlohmann::json::object();
+  for (const auto& [k, v] : values.items())
+    if (k.find('.') != std::string::npos) others[k] = v;
+  return assignments_text(others, " ");
+}
+
+std::string headline(const nlohmann::json& doc) {
+  const auto& q = doc.at("request");
+  const auto& n = doc.at("counts");
+  std::string out = "plan search for " + doc.at("scenario").get<std::string>() + ": " + q.at("gpus").dump() +
+                    " GPUs (" + q.at("gpus_per_node").dump() + " per node), global batch " +
+                    q.at("global_batch_tokens").dump() + " tokens, objective " + q.at("objective").get<std::string>() +
+                    ", top " + q.at("top_k").dump() + "\n";
+  out += "candidates: " + n.at("enumerated").dump() + " enumerated; " + n.at("refused_by_rule").dump() +
+         " refused by rule, " + n.at("pruned_by_memory").dump() + " pruned by memory (do not fit), " +
+         n.at("pruned_by_bound").dump() + " pruned by the step-time bound, " + n.at("replayed").dump() + " replayed\n";
+  for (const auto& r : doc.at("refusals"))
+    out += "  refused " + r.at("count").dump() + ": " + r.at("reason").get<std::string>() + "\n";
+  return out;
+}
+
+std::string top_table(const nlohmann::json& doc, const std::map<std::size_t, const nlohmann::json*>& plans) {
+  TextTable table({{"rank", Align::right},
+                   {"design"},
+                   {"ep", Align::right},
+                   {"pp", Align::right},
+                   {"schedule"},
+                   {"microbatch", Align::right},
+                   {"recompute"},
+                   {"layout"},
+                   {"tokens/s/GPU", Align::right},
+                   {"MFU %", Align::right},
+                   {"step s", Align::right},
+                   {"peak GiB", Align::right},
+                   {"headroom GiB", Align::right},
+                   {"largest exposed"},
+                   {"other axes"}});
+  for (const auto& t : doc.at("top")) {
+    const nlohmann::json& p = *plans.at(t.at("candidate").get<std::size_t>());
+    const auto& v = p.at("values");
+    table.add({t.at("rank").dump(), p.at("design").get<std::string>(), cell(v, "ep"), cell(v, "pp"),
+               cell(v, "schedule"), cell(v, "microbatch"), cell(v, "recompute"), cell(v, "layout"),
+               fmt("%.0f", p.at("tokens_per_s_per_gpu").get<double>()), fmt("%.1f", 100 * p.at("mfu").get<double>()),
+               fmt("%.3f", p.at("step_time_s").get<double>()), fmt("%.1f", p.at("peak_reserved_GiB").get<double>()),
+               fmt("%.1f", p.at("headroom_GiB").get<double>()), p.at("largest_exposed_phase").get<std::string>(),
+               other_axes(v)});
+  }
+  return table.render();
+}
+
+std::string runner_up(const nlohmann::json& doc, const std::map<std::size_t, const nlohmann::json*>& plans) {
+  const auto& d = doc.at("best_vs_runner_up");
+  if (d.is_null()) return "";
+  const auto& best = *plans.at(d.at("best").get<std::size_t>());
+  const auto& second = *plans.at(d.at("runner_up").get<std::size_t>());
+  // What the two plans differ in, so that a tie (or a near tie) says which choice does not matter.
+  std::string differs;
+  for (const auto& [axis, v] : best.at("values").items()) {
+    const auto& w = second.at("values");
+    const std::string other = w.contains(axis) ? json_value_text(w.at(axis)) : "-";
+    if (other != json_value_text(v))
+      differs += (differs.empty() ? "" : ", ") + axis + " " + json_value_text(v) + " vs " + other;
+  }
+  const double gap = d.at("step_time_difference_s").get<double>();
+  std::string out = "best vs runner-up (" + (differs.empty() ? std::string("same axes") : differs) + "): ";
+  out += gap == 0 ? std::string("the same step time") : fmt("%.3f", gap) + " s per step faster";
+  std::string parts;
+  std::size_t shown = 0;
+  // The five largest differences: where the step time is won or lost.
+  constexpr std::size_t kShown = 5;
+  for (const auto& ph : d.at("phases")) {
+    if (shown++ == kShown) break;
+    parts += (parts.empty() ? "" : ", ") + ph.at("phase").get<std::string>() + " " +
+             fmt("%+.3f", -ph.at("difference_s").get<double>()) + " s";
+  }
+  return out + (parts.empty() ? "\n" : "; exposed time, best minus runner-up: " + parts + "\n");
+}
+
+std::string families(const nlohmann::json& doc) {
+  std::string out = "best of each design family:\n";
+  for (const auto& f : doc.at("families")) {
+    out += "  " + f.at("family").get<std::string>() + ": ";
+    if (f.at("candidate").is_null()) {
+      out += "no fitting plan (or no candidate in the space)\n";
+      continue;
+    }
+    out += f.at("design").get<std::string>() + ", " + fmt("%.0f", f.at("tokens_per_s_per_gpu").get<double>()) +
+           " tokens/s/GPU (" + fmt("%.1f", 100 * f.at("relative_to_best").get<double>()) + "% of the best plan)\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string plan_listing(const nlohmann::json& doc) {
+  std::map<std::size_t, const nlohmann::json*> plans;
+  for (const auto& p : doc.at("plans")) plans[p.at("candidate").get<std::size_t>()] = &p;
+  std::string out = headline(doc);
+  if (doc.at("top").empty()) return out + "no candidate fits in memory: no plan to rank\n";
+  return out + top_table(doc, plans) + runner_up(doc, plans) + families(doc);
+}
+
+}  // namespace moesim

@@ -1,0 +1,166 @@
+// The plan search's candidates: the product of its axes, with the axes that do not apply to a
+// candidate collapsed, and the rules that refuse a combination before it is composed (the same
+// facts validate_plan checks, told as the reason a planner counts).
+#include <functional>
+
+#include "models/plan/parallel_plan.hpp"
+#include "studies/plan_space.hpp"
+
+namespace moesim {
+
+namespace {
+
+const std::vector<nlohmann::json>& values_of(const PlanSpace& space, const std::string& name) {
+  for (const auto& a : space.axes)
+    if (a.name == name) return a.values;
+  static const std::vector<nlohmann::json> none;
+  return none;
+}
+
+std::int64_t virtual_stages(const std::string& schedule) {
+  return schedule == "1f1b" ? 1 : std::stoll(schedule.substr(1));
+}
+
+struct Choice {
+  std::string family, schedule = "1f1b", recompute, layout;
+  std::int64_t hsdp = 0, ep = 1, pp = 1, microbatch = 1;
+  std::vector<std::pair<std::string, nlohmann::json>> paths;
+};
+
+class Enumerator {
+ public:
+  Enumerator(const PlanSpace& space, const Scenario& base) : space_(space), base_(base) {
+    for (const auto& a : space.axes) {
+      if (a.name.find('.') == std::string::npos) continue;
+      path_axes_.push_back(&a);
+      arch_changes_ = arch_changes_ || a.name.rfind("architecture", 0) == 0;
+    }
+  }
+
+  std::vector<PlanCandidate> all() {
+    for (const auto& family : values_of(space_, "design")) {
+      Choice c;
+      c.family = family.get<std::string>();
+      const bool hsdp = c.family == "hsdp", distopt = c.family == "ddp";
+      for_each(hsdp ? values_of(space_, "hsdp") : one(0), [&](const nlohmann::json& f) {
+        c.hsdp = f.get<std::int64_t>();
+        for_each(distopt ? values_of(space_, "layout") : one(""), [&](const nlohmann::json& l) {
+          c.layout = l.get<std::string>();
+          pipelines(c);
+        });
+      });
+    }
+    return std::move(out_);
+  }
+
+ private:
+  static std::vector<nlohmann::json> one(nlohmann::json v) { return {std::move(v)}; }
+  static void for_each(const std::vector<nlohmann::json>& values, const std::function<void(const nlohmann::json&)>& f) {
+    for (const auto& v : values) f(v);
+  }
+
+  void pipelines(Choice& c) {
+    const bool fsdp = c.family == "fsdp" || c.family == "hsdp";
+    for (const auto& pp : values_of(space_, "pp")) {
+      c.pp = pp.get<std::int64_t>();
+      // Without PP there is no schedule to choose; FSDP with EP is not modelled (validate_plan).
+      for_each(c.pp > 1 ? values_of(space_, "schedule") : one("1f1b"), [&](const nlohmann::json& s) {
+        c.schedule = s.get<std::string>();
+        for_each(fsdp ? one(1) : values_of(space_, "ep"), [&](const nlohmann::json& ep) {
+          c.ep = ep.get<std::int64_t>();
+          for_each(values_of(space_, "microbatch"), [&](const nlohmann::json& mb) {
+            c.microbatch = mb.get<std::int64_t>();
+            for_each(values_of(space_, "recompute"), [&](const nlohmann::json& r) {
+              c.recompute = r.get<std::string>();
+              paths(c, 0);
+            });
+          });
+        });
+      });
+    }
+  }
+
+  void paths(Choice& c, std::size_t axis) {
+    if (axis == path_axes_.size()) {
+      add(c);
+      return;
+    }
+    for (const auto& v : path_axes_[axis]->values) {
+      c.paths.emplace_back(path_axes_[axis]->name, v);
+      paths(c, axis + 1);
+      c.paths.pop_back();
+    }
+  }
+
+  // Why the rules refuse `c`, or "" (the facts of validate_plan, checked without composing).
+  std::string refusal(const Choice& c) const {
+    const std::int64_t v = virtual_stages(c.schedule);
+    if (space_.gpus % c.pp != 0) return "PP degree does not divide the GPU count";
+    const std::int64_t dp = space_.gpus / c.pp;
+    if (c.hsdp > 0 && dp % c.hsdp != 0) return "HSDP shard degree does not divide the DP degree";
+    if (c.hsdp >= dp) return "HSDP shard degree is not below the DP degree (that is plain FSDP)";
+    if (c.ep > 1 && dp % c.ep != 0) return "EP degree does not divide the DP degree";
+    if (arch_changes_) return "";  // the architecture varies: compose checks the rest
+    if (c.pp * v > base_.arch.num_layers) return "PP stages x virtual stages exceed the layers";
+    if (c.ep > 1 && (!base_.arch.moe || base_.arch.moe->num_experts % c.ep != 0))
+      return "EP degree does not divide the routed experts";
+    const std::int64_t step_tokens = c.microbatch * base_.arch.sequence_length * dp;
+    if (space_.global_batch_tokens < step_tokens) return "global batch is smaller than one microbatch per DP rank";
+    if (space_.global_batch_tokens % step_tokens != 0)
+      return "global batch is not a whole number of microbatches per DP rank";
+    if (v > 1 && (space_.global_batch_tokens / step_tokens) % c.pp != 0)
+      return "interleaved 1F1B needs a microbatch count that is a multiple of the PP degree";
+    return "";
+  }
+
+  void add(const Choice& c) {
+    PlanCandidate p;
+    p.index = out_.size();
+    p.family = c.family;
+    const bool fsdp = c.family == "fsdp" || c.family == "hsdp";
+    p.values = nlohmann::json::object();
+    p.values["design"] = c.family;
+    if (c.family == "hsdp") p.values["hsdp"] = c.hsdp;
+    p.values["ep"] = c.ep;
+    p.values["pp"] = c.pp;
+    if (c.pp > 1) p.values["schedule"] = c.schedule;
+    p.values["microbatch"] = c.microbatch;
+    p.values["recompute"] = c.recompute;
+    if (!c.layout.empty()) p.values["layout"] = c.layout;
+    const std::int64_t v = virtual_stages(c.schedule);
+    p.changes = {{"plan.nodes", space_.gpus / space_.gpus_per_node},
+                 {"plan.gpus_per_node", space_.gpus_per_node},
+                 {"plan.batch.global_batch_tokens", space_.global_batch_tokens},
+                 {"plan.design", fsdp ? "fsdp" : "ddp"},
+                 {"plan.expert_parallel.degree", c.ep},
+                 {"plan.pipeline.degree", c.pp},
+                 {"plan.pipeline.schedule", v > 1 ? "interleaved_1f1b" : "1f1b"},
+                 {"plan.pipeline.virtual_stages", v},
+                 {"plan.pipeline.layer_split", nlohmann::json::array()},
+                 {"plan.batch.rank_microbatch_sequences", c.microbatch},
+                 {"plan.activations.recompute", c.recompute}};
+    if (fsdp) p.changes.emplace_back("plan.fsdp.shard_degree", c.hsdp);
+    if (!fsdp) p.changes.emplace_back("plan.ddp.distributed_optimizer", c.family == "ddp");
+    if (!c.layout.empty()) p.changes.emplace_back("plan.optimizer.layout", c.layout);
+    for (const auto& [path, value] : c.paths) {
+      p.values[path] = value;
+      p.changes.emplace_back(path, value);
+    }
+    p.refusal = refusal(c);
+    out_.push_back(std::move(p));
+  }
+
+  const PlanSpace& space_;
+  const Scenario& base_;
+  std::vector<const PlanAxis*> path_axes_;
+  bool arch_changes_ = false;
+  std::vector<PlanCandidate> out_;
+};
+
+}  // namespace
+
+std::vector<PlanCandidate> enumerate_plans(const PlanSpace& space, const Scenario& base) {
+  return Enumerator(space, base).all();
+}
+
+}  // namespace moesim

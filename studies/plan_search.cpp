@@ -1,0 +1,261 @@
+// The plan search: screen every candidate, replay the ones that can still win, rank them.
+#include "studies/plan_search.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "models/common/suggest.hpp"
+#include "models/common/units.hpp"
+#include "models/plan/design_spec.hpp"
+
+namespace moesim {
+
+namespace {
+
+// Plans replayed per round: the rounds, not the threads, decide which plans are replayed, so
+// the answer is the same at any -j; 16 keeps two to sixteen threads busy with little overshoot.
+constexpr std::size_t kReplaysPerRound = 16;
+
+// Runs work(i) for i in [0, count) on `jobs` threads; each i writes only its own slot.
+void parallel_for(std::size_t count, int jobs, const std::function<void(std::size_t)>& work) {
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  const auto worker = [&] {
+    for (std::size_t i = next++; i < count; i = next++) {
+      try {
+        work(i);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  const auto threads = static_cast<std::size_t>(std::max(1, jobs));
+  for (std::size_t t = 1; t < std::min(threads, count); ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+double worst_headroom_GiB(const MemoryLedger& ledger) { return ledger.stages[ledger.worst_stage].headroom / kGiB; }
+
+// The phase (or the idle time: pipeline bubble and waiting) the critical rank spends most of
+// its exposed time in.
+std::string largest_exposed(const StepResult& r) {
+  std::string name = "idle";
+  double most = r.idle_s;
+  for (std::size_t p = 0; p < kPhases; ++p) {
+    if (r.exposed_s[p] > most) {
+      most = r.exposed_s[p];
+      name = name_of(static_cast<PhaseTag>(p));
+    }
+  }
+  return name;
+}
+
+class Search {
+ public:
+  Search(const ScenarioSource& source, const PlanSpace& space, const PlanSearchOptions& options)
+      : source_(source), base_(compose(source)) {
+    out_.space = space;
+    out_.options = options;
+  }
+
+  PlanSearchResult run() {
+    out_.candidates = enumerate_plans(out_.space, base_);
+    out_.counts.enumerated = out_.candidates.size();
+    screen();
+    replay_rounds();
+    rank();
+    return std::move(out_);
+  }
+
+ private:
+  // Composes and screens every candidate the rules let through (in parallel, by slot).
+  void screen() {
+    std::vector<std::size_t> passed;
+    for (const auto& c : out_.candidates) {
+      if (c.refusal.empty())
+        passed.push_back(c.index);
+      else
+        ++out_.refusals[c.refusal];
+    }
+    std::vector<std::optional<PlanRecord>> slots(passed.size());
+    std::vector<std::string> rejected(passed.size());
+    parallel_for(passed.size(), out_.options.jobs, [&](std::size_t i) {
+      const PlanCandidate& c = out_.candidates[passed[i]];
+      try {
+        const Scenario s = compose(source_, changes_of(c.changes));
+        slots[i] = screened(c, s, screen_plan(s));
+      } catch (const InputError& e) {
+        rejected[i] = "the plan is refused at " + (e.path().empty() ? std::string("its input") : e.path());
+      }
+    });
+    for (std::size_t i = 0; i < passed.size(); ++i) {
+      if (!slots[i]) {
+        ++out_.refusals[rejected[i]];
+        continue;
+      }
+      out_.records.push_back(std::move(*slots[i]));
+    }
+    out_.counts.refused_by_rule = out_.counts.enumerated - out_.records.size();
+  }
+
+  PlanRecord screened(const PlanCandidate& c, const Scenario& s, const PlanScreen& screen) const {
+    PlanRecord r;
+    r.candidate = c.index;
+    r.design = design_name(s.plan);
+    const StageLedger& worst = screen.ledger.stages[screen.ledger.worst_stage];
+    r.fits = !screen.ledger.oom;
+    r.status = r.fits ? PlanStatus::pruned_by_bound : PlanStatus::pruned_by_memory;
+    r.peak_reserved_GiB = worst.peak_reserved / kGiB;
+    r.device_total_GiB = worst.device_total / kGiB;
+    r.headroom_GiB = worst.headroom / kGiB;
+    r.capacity_GiB = worst.capacity / kGiB;
+    r.bound_step_s = screen.bound.step_s;
+    const double tokens_per_s = dbl(s.plan.global_batch_tokens) / (dbl(s.plan.world()) * r.bound_step_s);
+    switch (out_.options.objective) {
+      case PlanObjective::tokens_per_s: r.score_bound = tokens_per_s; break;
+      // MFU counts useful FLOPs, at most every FLOP of a token (step_simulation.cpp).
+      case PlanObjective::mfu:
+        r.score_bound = screen.flops.total * tokens_per_s / (s.hardware.gpu.peak_bf16_TFLOPs.value * 1e12);
+        break;
+      case PlanObjective::memory_headroom: r.score_bound = r.headroom_GiB; break;
+    }
+    return r;
+  }
+
+  std::string family_of(const PlanRecord& r) const { return out_.candidates[r.candidate].family; }
+
+  // Whether `r` could still enter the top K or beat its family's best replayed plan.
+  bool could_win(const PlanRecord& r) const {
+    if (ranked_.size() < out_.options.top_k || r.score_bound >= out_.records[ranked_.back()].score) return true;
+    const auto best = family_best_.find(family_of(r));
+    return best == family_best_.end() || r.score_bound >= out_.records[best->second].score;
+  }
+
+  void replay_rounds() {
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < out_.records.size(); ++i) {
+      if (out_.records[i].fits)
+        order.push_back(i);
+      else
+        ++out_.counts.pruned_by_memory;
+    }
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return out_.records[a].score_bound > out_.records[b].score_bound;
+    });
+    std::size_t at = 0;
+    while (at < order.size()) {
+      std::vector<std::size_t> round;
+      for (; at < order.size() && round.size() < kReplaysPerRound; ++at) {
+        if (could_win(out_.records[order[at]])) round.push_back(order[at]);
+      }
+      if (round.empty()) break;
+      std::vector<SweepPoint> points(round.size());
+      parallel_for(round.size(), out_.options.jobs, [&](std::size_t i) {
+        const PlanRecord& r = out_.records[round[i]];
+        points[i] = run_point(source_, out_.candidates[r.candidate].changes, r.candidate);
+      });
+      for (std::size_t i = 0; i < round.size(); ++i) take(round[i], std::move(points[i]));
+    }
+    out_.counts.replayed = replayed_;
+    out_.counts.pruned_by_bound = order.size() - replayed_;
+  }
+
+  void take(std::size_t record, SweepPoint&& point) {
+    PlanRecord& r = out_.records[record];
+    r.status = PlanStatus::replayed;
+    ++replayed_;
+    if (!point.ok) return;  // screening composed it, so this does not happen; keep it unranked
+    const StepResult& res = *point.result;
+    r.step_time_s = res.step_time_s;
+    r.tokens_per_s_per_gpu = res.tokens_per_s_per_gpu;
+    r.mfu = res.mfu;
+    r.largest_exposed_phase = largest_exposed(res);
+    r.fits = !res.ledger.oom;  // the replay's in-flight counts (the tests hold them equal)
+    r.headroom_GiB = worst_headroom_GiB(res.ledger);
+    switch (out_.options.objective) {
+      case PlanObjective::tokens_per_s: r.score = r.tokens_per_s_per_gpu; break;
+      case PlanObjective::mfu: r.score = r.mfu; break;
+      case PlanObjective::memory_headroom: r.score = r.headroom_GiB; break;
+    }
+    if (!r.fits) return;
+    const auto better = [&](std::size_t a, std::size_t b) {
+      const PlanRecord &x = out_.records[a], &y = out_.records[b];
+      return x.score != y.score ? x.score > y.score : x.candidate < y.candidate;
+    };
+    ranked_.insert(std::upper_bound(ranked_.begin(), ranked_.end(), record, better), record);
+    const auto [best, fresh] = family_best_.try_emplace(family_of(r), record);
+    if (!fresh && better(record, best->second)) best->second = record;
+    points_.emplace(record, std::move(point));
+    if (ranked_.size() > out_.options.top_k) ranked_.resize(out_.options.top_k);
+    // Keep the full points of the current top K only.
+    for (auto it = points_.begin(); it != points_.end();) {
+      it = std::find(ranked_.begin(), ranked_.end(), it->first) == ranked_.end() ? points_.erase(it) : std::next(it);
+    }
+  }
+
+  void rank() {
+    out_.top = ranked_;
+    for (std::size_t k = 0; k < ranked_.size(); ++k) {
+      out_.records[ranked_[k]].rank = k + 1;
+      out_.top_points.push_back(std::move(points_.at(ranked_[k])));
+    }
+    for (const auto& family : out_.space.axes.front().values) {
+      PlanFamilyBest f{family.get<std::string>(), std::nullopt};
+      const auto best = family_best_.find(f.family);
+      if (best != family_best_.end()) f.record = best->second;
+      out_.families.push_back(f);
+    }
+  }
+
+  const ScenarioSource& source_;
+  Scenario base_;
+  PlanSearchResult out_;
+  std::vector<std::size_t> ranked_;  // record indices, best first, at most top_k
+  std::map<std::string, std::size_t> family_best_;
+  std::map<std::size_t, SweepPoint> points_;
+  std::size_t replayed_ = 0;
+};
+
+}  // namespace
+
+PlanObjective parse_objective(const std::string& name) {
+  if (name == "tokens_per_s") return PlanObjective::tokens_per_s;
+  if (name == "mfu") return PlanObjective::mfu;
+  if (name == "memory_headroom") return PlanObjective::memory_headroom;
+  const std::vector<std::string> allowed = {"tokens_per_s", "mfu", "memory_headroom"};
+  throw InputError("--objective", name,
+                   "unknown objective" + did_you_mean(name, allowed, "; allowed: " + comma_joined(allowed)));
+}
+
+std::string_view name_of(PlanObjective o) {
+  switch (o) {
+    case PlanObjective::tokens_per_s: return "tokens_per_s";
+    case PlanObjective::mfu: return "mfu";
+    case PlanObjective::memory_headroom: return "memory_headroom";
+  }
+  return "?";
+}
+
+std::string_view name_of(PlanStatus s) {
+  switch (s) {
+    case PlanStatus::refused: return "refused";
+    case PlanStatus::pruned_by_memory: return "pruned_by_memory";
+    case PlanStatus::pruned_by_bound: return "pruned_by_bound";
+    case PlanStatus::replayed: return "replayed";
+  }
+  return "?";
+}
+
+PlanSearchResult search_plans(const ScenarioSource& source, const PlanSpace& space, const PlanSearchOptions& options) {
+  return Search(source, space, options).run();
+}
+
+}  // namespace moesim

@@ -1,0 +1,73 @@
+// `moesim plan`: the fastest (or most efficient, or roomiest) plan that fits. Candidates the
+// rules refuse are counted by reason; the rest are composed and screened without a replay
+// (memory ledger, step-time lower bound: sim/step_simulation.hpp screen_plan); plans that do
+// not fit are dropped; the fitting ones are replayed best bound first, in rounds of a fixed
+// size, until no remaining plan's bound can enter the top K or beat its design family's best.
+// The rounds do not depend on the thread count, so the ranking and the counts are the same at
+// any -j. Pruning loses nothing: a pruned plan's bound is already worse than a replayed one's
+// score (the bound holds by construction and is tested against the replay).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "studies/plan_space.hpp"
+#include "studies/sweep.hpp"
+
+namespace moesim {
+
+enum class PlanObjective { tokens_per_s, mfu, memory_headroom };
+PlanObjective parse_objective(const std::string& name);  // throws InputError naming --objective
+std::string_view name_of(PlanObjective o);
+
+struct PlanSearchOptions {
+  PlanObjective objective = PlanObjective::tokens_per_s;
+  std::size_t top_k = 5;
+  int jobs = 1;
+};
+
+enum class PlanStatus { refused, pruned_by_memory, pruned_by_bound, replayed };
+std::string_view name_of(PlanStatus s);
+
+// One candidate that passed the rules: what screening found, and the replay's numbers if it ran.
+struct PlanRecord {
+  std::size_t candidate = 0;
+  PlanStatus status = PlanStatus::refused;
+  std::string design;  // design_name() of the composed plan
+  bool fits = false;
+  double peak_reserved_GiB = 0, device_total_GiB = 0, headroom_GiB = 0, capacity_GiB = 0;
+  double bound_step_s = 0;
+  double score_bound = 0;  // the objective's best possible value given the bound
+  // Replayed only:
+  double step_time_s = 0, tokens_per_s_per_gpu = 0, mfu = 0, score = 0;
+  std::string largest_exposed_phase;
+  std::optional<std::size_t> rank;  // 1-based place in the top K
+};
+
+struct PlanCounts {
+  std::size_t enumerated = 0, refused_by_rule = 0, pruned_by_memory = 0, pruned_by_bound = 0, replayed = 0;
+};
+
+struct PlanFamilyBest {
+  std::string family;
+  std::optional<std::size_t> record;  // index into PlanSearchResult::records
+};
+
+struct PlanSearchResult {
+  PlanSpace space;
+  PlanSearchOptions options;
+  std::vector<PlanCandidate> candidates;
+  std::vector<PlanRecord> records;              // candidates that passed the rules, in order
+  std::map<std::string, std::size_t> refusals;  // reason -> count (rules and compose)
+  PlanCounts counts;
+  std::vector<std::size_t> top;          // record indices, best first
+  std::vector<SweepPoint> top_points;    // the replayed points of `top`, same order
+  std::vector<PlanFamilyBest> families;  // in design-axis order
+};
+
+PlanSearchResult search_plans(const ScenarioSource& source, const PlanSpace& space, const PlanSearchOptions& options);
+
+}  // namespace moesim

@@ -1,0 +1,122 @@
+// The plan search's axes, their defaults and restrictions, and the enumeration of candidates.
+#include "studies/plan_space.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "models/common/json_reader.hpp"
+#include "models/common/suggest.hpp"
+#include "studies/sweep.hpp"
+
+namespace moesim {
+
+namespace {
+
+const std::vector<std::string> kFamilies = {"fsdp", "hsdp", "ddp", "ddp-nodistopt"};
+const std::vector<std::string> kRecompute = {"none", "selective", "full"};
+const std::vector<std::string> kLayouts = {"per_tensor", "concat_then_shard", "same_param_count"};
+// Interleaved 1F1B with 2 and 4 virtual stages: the depths Megatron-LM's and Olmo-core's
+// production configurations use; others can be asked for with --search schedule=vN.
+const std::vector<std::string> kSchedules = {"1f1b", "v2", "v4"};
+// Rank microbatches of 1 to 8 sequences: the range the seed's Figure 8 runs and Olmo-core's
+// configurations span (larger ones rarely fit beside an MoE's activations).
+const std::vector<std::int64_t> kMicrobatches = {1, 2, 4, 8};
+
+std::vector<nlohmann::json> as_values(const std::vector<std::string>& words) { return {words.begin(), words.end()}; }
+
+std::vector<nlohmann::json> divisors_up_to(std::int64_t n, std::int64_t limit) {
+  std::vector<nlohmann::json> out;
+  for (std::int64_t d = 1; d <= std::min(n, limit); ++d)
+    if (n % d == 0) out.emplace_back(d);
+  return out;
+}
+
+// The schedule's virtual stages: 1 for "1f1b", N for "vN" (0: not a schedule name).
+std::int64_t virtual_stages_of(const std::string& schedule) {
+  if (schedule == "1f1b") return 1;
+  if (schedule.size() < 2 || schedule[0] != 'v' || schedule.size() > 4) return 0;
+  if (schedule.find_first_not_of("0123456789", 1) != std::string::npos) return 0;
+  const std::int64_t v = std::stoll(schedule.substr(1));
+  return v >= 2 ? v : 0;
+}
+
+// Checks one restricted axis's values: words from `allowed`, or integers >= 1.
+void check_values(const std::string& expr, const PlanAxis& axis) {
+  const auto fail = [&](const std::string& what) { throw InputError("--search", expr, what); };
+  for (const auto& v : axis.values) {
+    if (axis.name == "design" || axis.name == "recompute" || axis.name == "layout") {
+      const auto& allowed = axis.name == "design" ? kFamilies : axis.name == "recompute" ? kRecompute : kLayouts;
+      const std::string word = v.is_string() ? v.get<std::string>() : v.dump();
+      if (std::find(allowed.begin(), allowed.end(), word) == allowed.end())
+        fail("'" + word + "' is not a " + axis.name +
+             did_you_mean(word, allowed, "; allowed: " + comma_joined(allowed)));
+    } else if (axis.name == "schedule") {
+      if (!v.is_string() || virtual_stages_of(v.get<std::string>()) == 0)
+        fail("'" + brief(v) + "' is not a schedule; allowed: 1f1b, or vN (interleaved 1F1B, N >= 2 virtual stages)");
+    } else if (!v.is_number_integer() || v.get<std::int64_t>() < 1) {
+      fail("'" + brief(v) + "' is not a " + axis.name + " degree; allowed: integers >= 1");
+    }
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& plan_axis_names() {
+  static const std::vector<std::string> names = {"design",   "hsdp",       "ep",        "pp",
+                                                 "schedule", "microbatch", "recompute", "layout"};
+  return names;
+}
+
+PlanSpace plan_space(const ScenarioSource& source, const Scenario& base, const PlanRequest& request) {
+  PlanSpace space;
+  if (request.gpus < 1) throw InputError("--gpus", std::to_string(request.gpus), "allowed: an integer >= 1");
+  space.gpus = request.gpus;
+  space.gpus_per_node =
+      request.gpus_per_node > 0 ? request.gpus_per_node : std::min(base.plan.gpus_per_node, request.gpus);
+  if (request.gpus % space.gpus_per_node != 0) {
+    throw InputError("--gpus", std::to_string(request.gpus),
+                     "is not a multiple of the GPUs per node (" + std::to_string(space.gpus_per_node) +
+                         "); allowed: whole nodes, or set --gpus-per-node");
+  }
+  space.global_batch_tokens =
+      request.global_batch_tokens > 0 ? request.global_batch_tokens : base.plan.global_batch_tokens;
+  const std::int64_t experts = base.arch.moe ? base.arch.moe->num_experts : 1;
+  std::vector<nlohmann::json> hsdp;
+  for (std::int64_t f = space.gpus_per_node; f < space.gpus; f *= 2) hsdp.emplace_back(f);  // whole nodes
+  std::vector<nlohmann::json> microbatch(kMicrobatches.begin(), kMicrobatches.end());
+  if (std::find(microbatch.begin(), microbatch.end(), base.plan.microbatch_sequences) == microbatch.end())
+    microbatch.emplace_back(base.plan.microbatch_sequences);
+  space.axes = {{"design", as_values(kFamilies)},
+                {"hsdp", hsdp},
+                {"ep", divisors_up_to(std::gcd(experts, space.gpus), space.gpus)},
+                {"pp", divisors_up_to(space.gpus, base.arch.num_layers)},
+                {"schedule", as_values(kSchedules)},
+                {"microbatch", microbatch},
+                {"recompute", as_values(kRecompute)},
+                {"layout", as_values(kLayouts)}};
+  for (const auto& expr : request.search) {
+    SweepAxis parsed = parse_axis(expr);
+    const auto& names = plan_axis_names();
+    if (parsed.path.find('.') == std::string::npos) {
+      const auto named = std::find(names.begin(), names.end(), parsed.path);
+      if (named == names.end()) {
+        throw InputError("--search", expr,
+                         "unknown axis '" + parsed.path + "'" +
+                             did_you_mean(parsed.path, names,
+                                          "; allowed: " + comma_joined(names) + ", or a scenario path (plan.x.y)"));
+      }
+      PlanAxis& axis = space.axes[static_cast<std::size_t>(named - names.begin())];
+      axis.values = parsed.values;
+      check_values(expr, axis);
+      continue;
+    }
+    // A scenario path: checked against the base scenario the way sweep axes are.
+    SweepSpec probe;
+    probe.axes.push_back(parsed);
+    expand_points(source, probe);
+    space.axes.push_back({parsed.path, parsed.values});
+  }
+  return space;
+}
+
+}  // namespace moesim

@@ -1,0 +1,59 @@
+// The space `moesim plan` searches: the axes of a parallel plan (design family, HSDP shard
+// degree, EP-MP degree, PP degree and schedule, rank microbatch, recompute, optimizer layout,
+// plus any scenario path the user adds), their default values for a GPU count, the user's
+// restrictions (--search AXIS=V1,V2,...), and the candidates they enumerate. An axis that does
+// not apply to a candidate (the schedule without PP, the layout without a distributed
+// optimizer, the shard degree outside HSDP, EP under FSDP, which is not modelled) collapses to one
+// value; a combination that breaks a rule (a degree that does not divide, a batch that does not
+// split) is refused with its reason before anything is composed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/input/scenario.hpp"
+
+namespace moesim {
+
+struct PlanRequest {
+  std::int64_t gpus = 0;
+  std::int64_t gpus_per_node = 0;        // 0: the scenario's (or all GPUs when fewer)
+  std::int64_t global_batch_tokens = 0;  // 0: the scenario's
+  std::vector<std::string> search;       // AXIS=V1,V2,... restrictions and extra path axes
+};
+
+struct PlanAxis {
+  std::string name;  // a named axis (plan_axis_names) or a scenario path
+  std::vector<nlohmann::json> values;
+};
+
+struct PlanSpace {
+  std::int64_t gpus = 0;
+  std::int64_t gpus_per_node = 0;
+  std::int64_t global_batch_tokens = 0;
+  std::vector<PlanAxis> axes;  // the named axes first, in plan_axis_names order, then path axes
+};
+
+// design (fsdp, hsdp, ddp, ddp-nodistopt), hsdp, ep, pp, schedule (1f1b, vN), microbatch,
+// recompute, layout.
+const std::vector<std::string>& plan_axis_names();
+
+// The space for `request` on `base` (the composed scenario). Throws InputError naming --gpus,
+// --gpus-per-node, --global-batch or the --search expression at fault.
+PlanSpace plan_space(const ScenarioSource& source, const Scenario& base, const PlanRequest& request);
+
+struct PlanCandidate {
+  std::size_t index = 0;
+  std::string family;      // the design axis value
+  nlohmann::json values;   // axis -> value, the axes that apply
+  PointOverrides changes;  // what composing the candidate applies to the scenario
+  std::string refusal;     // why a rule refuses it (empty: it passed)
+};
+
+// Every candidate of the space, in a fixed order (the axes' product, outermost first).
+std::vector<PlanCandidate> enumerate_plans(const PlanSpace& space, const Scenario& base);
+
+}  // namespace moesim

@@ -1,0 +1,147 @@
+// `moesim plan`'s search: pruning by memory and by the step-time bound loses nothing (the same
+// top K and family bests as replaying every candidate), the answer does not depend on the
+// thread count, the counts add up, and bad requests are refused with the flag and what is allowed.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "models/common/errors.hpp"
+#include "models/input/scenario.hpp"
+#include "reports/plan_report.hpp"
+#include "studies/plan_search.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace moesim;
+
+namespace {
+
+// The Figure 8 MoE on one node with 8 experts and a 256Ki-token batch: a space of a few hundred
+// candidates, small enough to replay every one of them.
+ScenarioSource small_source() {
+  return read_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"),
+                       {"architecture.moe.num_experts=8", "plan.batch.global_batch_tokens=262144"});
+}
+
+PlanRequest small_request() {
+  PlanRequest q;
+  q.gpus = 8;
+  q.search = {"microbatch=1,2", "recompute=none,full", "schedule=1f1b,v2"};
+  return q;
+}
+
+PlanSearchResult search(const ScenarioSource& source, const PlanRequest& q, PlanObjective objective, int jobs) {
+  const PlanSpace space = plan_space(source, compose(source), q);
+  PlanSearchOptions o;
+  o.objective = objective;
+  o.top_k = 4;
+  o.jobs = jobs;
+  return search_plans(source, space, o);
+}
+
+}  // namespace
+
+TEST_CASE("Plan search: pruning loses nothing against replaying every candidate", "[unit][plan]") {
+  const ScenarioSource source = small_source();
+  for (const PlanObjective objective : {PlanObjective::tokens_per_s, PlanObjective::mfu}) {
+    const PlanSearchResult r = search(source, small_request(), objective, 2);
+    REQUIRE(r.top.size() == 4);
+    CHECK(r.counts.replayed < r.records.size());  // something was pruned
+    // Exhaustive: replay every candidate the rules let through and rank the fitting ones.
+    struct Scored {
+      double score;
+      std::size_t candidate;
+      std::string family;
+    };
+    std::vector<Scored> all;
+    for (const PlanRecord& rec : r.records) {
+      const SweepPoint p = run_point(source, r.candidates[rec.candidate].changes, rec.candidate);
+      REQUIRE(p.ok);
+      if (p.result->ledger.oom) continue;
+      const double score = objective == PlanObjective::mfu ? p.result->mfu : p.result->tokens_per_s_per_gpu;
+      all.push_back({score, rec.candidate, r.candidates[rec.candidate].family});
+    }
+    std::sort(all.begin(), all.end(), [](const Scored& a, const Scored& b) {
+      return a.score != b.score ? a.score > b.score : a.candidate < b.candidate;
+    });
+    for (std::size_t k = 0; k < r.top.size(); ++k) {
+      INFO("rank " << k + 1);
+      CHECK(r.records[r.top[k]].candidate == all[k].candidate);
+      CHECK(r.records[r.top[k]].score == all[k].score);
+    }
+    for (const auto& f : r.families) {
+      const auto best = std::find_if(all.begin(), all.end(), [&](const Scored& s) { return s.family == f.family; });
+      INFO("family " << f.family);
+      REQUIRE(f.record.has_value() == (best != all.end()));
+      if (f.record) CHECK(r.records[*f.record].candidate == best->candidate);
+    }
+  }
+}
+
+TEST_CASE("Plan search: the same document at any thread count, and counts that add up", "[unit][plan]") {
+  const ScenarioSource source = small_source();
+  const PlanSearchResult one = search(source, small_request(), PlanObjective::tokens_per_s, 1);
+  const PlanSearchResult three = search(source, small_request(), PlanObjective::tokens_per_s, 3);
+  CHECK(plan_json("x", one).dump() == plan_json("x", three).dump());
+  const PlanCounts& n = one.counts;
+  CHECK(n.enumerated == n.refused_by_rule + n.pruned_by_memory + n.pruned_by_bound + n.replayed);
+  std::size_t refused = 0;
+  for (const auto& [reason, count] : one.refusals) refused += count;
+  CHECK(refused == n.refused_by_rule);
+  CHECK_FALSE(plan_listing(plan_json("x", one)).empty());
+}
+
+TEST_CASE("Plan search: the memory-headroom objective ranks by the ledger's headroom", "[unit][plan]") {
+  const PlanSearchResult r = search(small_source(), small_request(), PlanObjective::memory_headroom, 2);
+  REQUIRE(r.top.size() == 4);
+  double best_headroom = -1e300;
+  for (const auto& rec : r.records)
+    if (rec.fits) best_headroom = std::max(best_headroom, rec.headroom_GiB);
+  CHECK(r.records[r.top[0]].headroom_GiB == Approx(best_headroom));
+}
+
+TEST_CASE("Plan search: bad requests name the flag and what is allowed", "[unit][plan]") {
+  const ScenarioSource source = small_source();
+  const Scenario base = compose(source);
+  const auto message = [&](PlanRequest q) {
+    try {
+      plan_space(source, base, q);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  PlanRequest q = small_request();
+  q.search = {"desing=ddp"};
+  CHECK_THAT(message(q), Catch::Contains("--search") && Catch::Contains("did you mean 'design'"));
+  q.search = {"design=dpp"};
+  CHECK_THAT(message(q), Catch::Contains("did you mean 'ddp'") && Catch::Contains("ddp-nodistopt"));
+  q.search = {"schedule=v1"};
+  CHECK_THAT(message(q), Catch::Contains("vN"));
+  q.search = {"ep=0"};
+  CHECK_THAT(message(q), Catch::Contains("integers >= 1"));
+  q.search = {"plan.activations.recompute=sometimes"};
+  CHECK_THAT(message(q), Catch::Contains("recompute"));
+  q.search = {};
+  q.gpus = 12;
+  CHECK_THAT(message(q), Catch::Contains("--gpus") && Catch::Contains("multiple of the GPUs per node"));
+  CHECK_THROWS_AS(parse_objective("speed"), InputError);
+}
+
+TEST_CASE("moesim plan: exit 0 with a document, exit 2 on a bad axis, exit 3 when nothing fits", "[unit][plan][cli]") {
+  const test::TempDir dir;
+  const std::string scenario = test::source_path("scenarios/fig8/moe-ddp-ep8.json");
+  const std::string small = " --set architecture.moe.num_experts=8 --set plan.batch.global_batch_tokens=262144 ";
+  CHECK(test::run_cli("plan " + scenario + " --gpus 8" + small + "--search pp=1 --json " + dir.path("p.json")) == 0);
+  CHECK(test::run_cli("plan " + scenario + " --gpus 8" + small + "--search nope=1 --json " + dir.path("q.json")) == 2);
+  CHECK_FALSE(std::filesystem::exists(dir.path("q.json")));
+  // One GPU cannot hold the 18.7B-parameter model in any plan.
+  CHECK(test::run_cli("plan " + scenario + " --gpus 1 --global-batch 16Ki --json " + dir.path("oom.json")) == 3);
+  const nlohmann::json oom = nlohmann::json::parse(std::ifstream(dir.path("oom.json")));
+  CHECK(oom.at("counts").at("pruned_by_memory").get<int>() > 0);
+  CHECK(oom.at("counts").at("replayed") == 0);
+  CHECK(oom.at("top").empty());
+}
