@@ -28,7 +28,8 @@ class BoundBuilder {
         plan_(plan),
         costs_(costs),
         shape_(batch_shape(plan, arch)),
-        tokens_(dbl(shape_.microbatch_tokens)) {}
+        tokens_(dbl(shape_.microbatch_tokens)),
+        work_(arch, plan, costs, tokens_) {}
 
   StepBound bound() {
     const std::vector<LayerPlace> places = layer_places(plan_, arch_);  // embedding, layers, head
@@ -86,10 +87,10 @@ class BoundBuilder {
   }
 
  private:
-  ChunkTimes layer_times(std::int64_t layer, std::int64_t ep_mp) const {
+  ChunkTimes layer_times(std::int64_t layer, std::int64_t ep_mp) {
     const bool moe = arch_.is_moe_layer(layer);
     const ShardRows shard = moe ? shard_expert_rows(arch_, plan_, tokens_, layer, ep_mp) : ShardRows{};
-    const LayerWork w = layer_work(arch_, plan_, costs_, layer, tokens_, shard.rows);
+    const LayerWork& w = work_.get(layer, shard.rows);
     const double selective = plan_.recompute == Recompute::selective ? w.selective_recompute : 0.0;
     ChunkTimes t;
     if (!w.moe) {
@@ -125,6 +126,7 @@ class BoundBuilder {
   const CostBook& costs_;
   BatchShape shape_;
   double tokens_ = 0;
+  LayerWorkCache work_;
 };
 
 }  // namespace

@@ -34,6 +34,7 @@ class StepBuilder {
         options_(options),
         shape_(batch_shape(plan, arch)),
         tokens_(dbl(shape_.microbatch_tokens)),
+        work_(arch, plan, costs, tokens_),
         emit_(plan, costs, out_),
         pipeline_(plan, tokens_ * dbl(arch.d_model) * bytes_of(plan.precision.compute)) {
     const std::vector<LayerPlace> all = layer_places(plan, arch);  // embedding, layers, head
@@ -94,7 +95,7 @@ class StepBuilder {
         routed_rows_ += shard.routed;
         dropped_rows_ += shard.dropped;
       }
-      st.layers[static_cast<std::size_t>(l)] = layer_work(arch_, plan_, costs_, l, tokens_, shard.rows);
+      st.layers[static_cast<std::size_t>(l)] = work_.get(l, shard.rows);
     }
     st.edge = edge_work(arch_, plan_, costs_, tokens_);
     // Each stage has the same number of simulated ranks, so the ratio is the step's.
@@ -221,6 +222,7 @@ class StepBuilder {
   BatchShape shape_;
   double tokens_ = 0;
   BuiltStep out_;
+  LayerWorkCache work_;
   StepEmitter emit_;
   PipelineTransfers pipeline_;
   std::vector<LayerPlace> place_;  // by layer index

@@ -17,9 +17,10 @@ MemoryLedger scenario_ledger(const Scenario& sc, const Inventory& inv) {
                       schedule_in_flight(sc.plan, batch_shape(sc.plan, sc.arch).microbatches));
 }
 
-PlanScreen screen_plan(const Scenario& sc) {
+PlanScreen screen_plan(const Scenario& sc) { return screen_plan(sc, build_inventory(sc.arch)); }
+
+PlanScreen screen_plan(const Scenario& sc, const Inventory& inv) {
   const ProfileCostBook costs(sc.hardware, sc.cost_models);
-  const Inventory inv = build_inventory(sc.arch);
   PlanScreen out;
   out.ledger = scenario_ledger(sc, inv);
   out.bound = step_time_lower_bound(sc.arch, sc.plan, costs);

@@ -66,5 +66,8 @@ struct PlanScreen {
   FlopsPerToken flops;
 };
 PlanScreen screen_plan(const Scenario& scenario);
+// The same with the architecture's inventory already built (a planner screens thousands of
+// plans of one model).
+PlanScreen screen_plan(const Scenario& scenario, const Inventory& inventory);
 
 }  // namespace moesim

@@ -61,7 +61,7 @@ std::string largest_exposed(const StepResult& r) {
 class Search {
  public:
   Search(const ScenarioSource& source, const PlanSpace& space, const PlanSearchOptions& options)
-      : source_(source), base_(compose(source)) {
+      : source_(source), base_(compose(source)), base_inventory_(build_inventory(base_.arch)) {
     out_.space = space;
     out_.options = options;
   }
@@ -91,7 +91,8 @@ class Search {
       const PlanCandidate& c = out_.candidates[passed[i]];
       try {
         const Scenario s = compose(source_, changes_of(c.changes));
-        slots[i] = screened(c, s, screen_plan(s));
+        const bool same_model = s.resolved.at("architecture") == base_.resolved.at("architecture");
+        slots[i] = screened(c, s, same_model ? screen_plan(s, base_inventory_) : screen_plan(s));
       } catch (const InputError& e) {
         rejected[i] = "the plan is refused at " + (e.path().empty() ? std::string("its input") : e.path());
       }
@@ -217,6 +218,7 @@ class Search {
 
   const ScenarioSource& source_;
   Scenario base_;
+  Inventory base_inventory_;  // the model's, shared by every candidate that keeps its architecture
   PlanSearchResult out_;
   std::vector<std::size_t> ranked_;  // record indices, best first, at most top_k
   std::map<std::string, std::size_t> family_best_;

@@ -48,6 +48,14 @@ PassTimes elementwise(const CostBook& c, double bytes) { return streaming(c, byt
 
 }  // namespace
 
+const LayerWork& LayerWorkCache::get(std::int64_t layer, const std::vector<double>& rank_rows) {
+  auto key = std::make_pair(arch_.is_moe_layer(layer), rank_rows);
+  auto it = priced_.find(key);
+  if (it == priced_.end())
+    it = priced_.emplace(std::move(key), layer_work(arch_, plan_, costs_, layer, tokens_, rank_rows)).first;
+  return it->second;
+}
+
 LayerWork layer_work(const Architecture& a, const ParallelPlan& plan, const CostBook& c, std::int64_t layer, double T,
                      const std::vector<double>& rows) {
   const double e = bytes_of(plan.precision.compute);

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "models/arch/architecture.hpp"
@@ -36,6 +38,23 @@ struct EdgeWork {
 // `rank_rows`: routed rows per local expert on this rank for this layer (empty for dense).
 LayerWork layer_work(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs, std::int64_t layer,
                      double tokens, const std::vector<double>& rank_rows);
+
+// layer_work for many layers of one plan, each distinct (dense or MoE, routed rows) priced once:
+// a block's kernel times depend on its layer only through those two (uniform routing gives every
+// MoE layer the same rows, so a 60-layer model is priced twice, not 60 times).
+class LayerWorkCache {
+ public:
+  LayerWorkCache(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs, double tokens)
+      : arch_(arch), plan_(plan), costs_(costs), tokens_(tokens) {}
+  const LayerWork& get(std::int64_t layer, const std::vector<double>& rank_rows);
+
+ private:
+  const Architecture& arch_;
+  const ParallelPlan& plan_;
+  const CostBook& costs_;
+  double tokens_;
+  std::map<std::pair<bool, std::vector<double>>, LayerWork> priced_;
+};
 
 EdgeWork edge_work(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs, double tokens);
 
