@@ -1,5 +1,6 @@
-// The HTML report's assets, compiled into the binary: the page template (page.html), its style
-// (page.css), its scripts (charts.js, page.js) and the vendored Vega bundles (reports/vendor/).
+// The HTML pages' assets, compiled into the binary: the sweep page's template (page.html), style
+// (page.css) and scripts (page_errors.js, charts_marks.js, charts.js, page.js), the plan page's
+// (plan_page.html, plan_page.css, plan_page.js) and the vendored Vega bundles (reports/vendor/).
 // The definitions are generated at build time by reports/html/embed_assets.cmake.
 #pragma once
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include "tests/reports/schema_checker.hpp"
@@ -17,6 +18,7 @@ const std::string kStep = "urn:moesim:schema:step:1";
 const std::string kSweep = "urn:moesim:schema:sweep:1";
 const std::string kLedger = "urn:moesim:schema:ledger:1";
 const std::string kCompare = "urn:moesim:schema:compare:1";
+const std::string kPlan = "urn:moesim:schema:plan:1";
 
 const test::SchemaChecker& checker() {
   static const test::SchemaChecker c(test::source_path("reports/schema"));
@@ -49,8 +51,8 @@ TEST_CASE("Every shipped schema is draft 2020-12 and names its document version"
     CHECK(s["properties"]["schema"].contains("const"));
     ++files;
   }
-  CHECK(files == 4);
-  for (const auto& id : {kStep, kSweep, kLedger, kCompare}) CHECK_NOTHROW(checker().schema(id));
+  CHECK(files == 5);
+  for (const auto& id : {kStep, kSweep, kLedger, kCompare, kPlan}) CHECK_NOTHROW(checker().schema(id));
 }
 
 TEST_CASE("simulate --json conforms to moesim-step/1", "[unit]") {
@@ -162,5 +164,49 @@ TEST_CASE("The schema checker reports missing keys, wrong types and bad constant
   CHECK(text.find("/summary/points: expected type \"integer\", found number") != std::string::npos);
   CHECK(text.find("/schema: expected \"moesim-sweep/1\"") != std::string::npos);
   CHECK(text.find("/points/1: missing required key 'error'") != std::string::npos);
+  CHECK(errors.size() == 6);
+}
+
+// The hand-written plan document (tests/data/plan/plan-sample.json; its top points are real
+// `moesim sweep` points) until `moesim plan --json` writes one.
+namespace {
+nlohmann::json plan_sample() {
+  return nlohmann::json::parse(test::slurp(test::source_path("tests/data/plan/plan-sample.json")));
+}
+}  // namespace
+
+TEST_CASE("The plan fixture conforms to moesim-plan/1", "[unit]") {
+  const auto doc = plan_sample();
+  const auto errors = checker().check(doc, kPlan);
+  INFO(joined(errors));
+  CHECK(errors.empty());
+  // The fixture covers what the schema allows: every status, a plan in the top K and one out of it.
+  std::set<std::string> statuses;
+  for (const auto& p : doc["plans"]) statuses.insert(p["status"].get<std::string>());
+  CHECK(statuses == std::set<std::string>{"replayed", "pruned_by_memory", "pruned_by_bound"});
+  const auto& counts = doc["counts"];
+  CHECK(counts["enumerated"] == counts["refused_by_rule"].get<int>() + counts["pruned_by_memory"].get<int>() +
+                                    counts["pruned_by_bound"].get<int>() + counts["replayed"].get<int>());
+  CHECK(doc["plans"].size() == counts["enumerated"].get<std::size_t>() - counts["refused_by_rule"].get<std::size_t>());
+}
+
+TEST_CASE("A plan document with a missing field or a bad status fails moesim-plan/1", "[unit]") {
+  auto doc = plan_sample();
+  doc["plans"][3].erase("fits");
+  doc["plans"][1]["status"] = "skipped";
+  doc["plans"][0].erase("rank");                  // a replayed plan says whether it is in the top K
+  doc["top"][0]["point"]["result"].erase("mfu");  // the top points are sweep points with step results
+  doc["request"]["objective"] = "speed";
+  doc["families"][1]["relative_to_best"] = "n/a";
+  const auto errors = checker().check(doc, kPlan);
+  const std::string text = joined(errors);
+  INFO(text);
+  CHECK(text.find("/plans/3: missing required key 'fits'") != std::string::npos);
+  CHECK(text.find("/plans/1/status: \"skipped\" is not one of") != std::string::npos);
+  CHECK(text.find("/plans/0: missing required key 'rank'") != std::string::npos);
+  CHECK(text.find("/top/0/point/result: missing required key 'mfu'") != std::string::npos);
+  CHECK(text.find("/request/objective: \"speed\" is not one of") != std::string::npos);
+  CHECK(text.find("/families/1/relative_to_best: expected type [\"number\",\"null\"], found string") !=
+        std::string::npos);
   CHECK(errors.size() == 6);
 }
