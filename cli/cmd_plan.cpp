@@ -12,6 +12,7 @@
 #include "models/input/overrides.hpp"
 #include "models/input/scenario.hpp"
 #include "reports/output_file.hpp"
+#include "reports/plan_html.hpp"
 #include "reports/plan_report.hpp"
 #include "reports/sweep_report.hpp"
 #include "studies/plan_search.hpp"
@@ -56,6 +57,9 @@ Runner add_plan_command(CLI::App& app) {
   sub->add_option("-j,--jobs", args->jobs, "threads (default: all cores)")->check(CLI::Range(1, 4096));
   sub->add_option("--json", args->json_out, "write the plan document to FILE ('-' for standard output)");
   sub->add_option("--csv", args->csv_out, "write one CSV row per screened plan to FILE ('-' for standard output)");
+  sub->add_option("--html", args->html_out,
+                  "write a self-contained HTML page (throughput-vs-memory frontier, top K) to FILE ('-' for standard "
+                  "output)");
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;
     std::ostream& listing =
@@ -73,6 +77,7 @@ Runner add_plan_command(CLI::App& app) {
     listing << plan_listing(doc);
     if (!args->json_out.empty()) write_output(args->json_out, json_text(doc));
     if (!args->csv_out.empty()) write_output(args->csv_out, plan_csv(doc));
+    if (!args->html_out.empty()) write_output(args->html_out, plan_html_report(doc));
     // No fitting plan is an answer, not a failure of the input: the listing says so; exit 3 as
     // --fail-on-oom does elsewhere, so scripts can tell.
     return result.top.empty() ? kExitOutOfMemory : kExitOk;

@@ -168,7 +168,7 @@ TEST_CASE("The schema checker reports missing keys, wrong types and bad constant
 }
 
 // The hand-written plan document (tests/data/plan/plan-sample.json; its top points are real
-// `moesim sweep` points) until `moesim plan --json` writes one.
+// `moesim sweep` points) beside the documents `moesim plan --json` writes (tested below).
 namespace {
 nlohmann::json plan_sample() {
   return nlohmann::json::parse(test::slurp(test::source_path("tests/data/plan/plan-sample.json")));
@@ -209,4 +209,19 @@ TEST_CASE("A plan document with a missing field or a bad status fails moesim-pla
   CHECK(text.find("/families/1/relative_to_best: expected type [\"number\",\"null\"], found string") !=
         std::string::npos);
   CHECK(errors.size() == 6);
+}
+
+TEST_CASE("plan --json conforms to moesim-plan/1, and the page renders it", "[unit][plan]") {
+  test::TempDir dir;
+  const auto doc = cli_json(dir, "plan " + scenario("ddp-ep8") +
+                                     " --gpus 8 --set architecture.moe.num_experts=8 --global-batch 256Ki"
+                                     " --search microbatch=1,2 --search recompute=none,full --top 3 -j 2");
+  CHECK(doc["top"].size() == 3);
+  const auto errors = checker().check(doc, kPlan);
+  INFO(joined(errors));
+  CHECK(errors.empty());
+  CHECK(test::run_cli("plan " + scenario("ddp-ep8") +
+                      " --gpus 8 --set architecture.moe.num_experts=8 --global-batch 256Ki --search pp=1 --html " +
+                      dir.path("plan.html")) == 0);
+  CHECK(test::slurp(dir.path("plan.html")).find("moesim-plan-frontier") != std::string::npos);
 }
