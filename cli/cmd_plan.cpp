@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/listing.hpp"
+#include "cli/mpi_world.hpp"
 #include "models/input/overrides.hpp"
 #include "models/input/scenario.hpp"
 #include "reports/output_file.hpp"
@@ -72,7 +73,12 @@ Runner add_plan_command(CLI::App& app) {
     const ScenarioSource source = read_scenario(args->scenario, args->sets);
     const Scenario base = compose(source);
     const PlanSpace space = plan_space(source, base, args->request);
+    // Under MPI every rank screens and replays a slice of each batch; rank 0 writes the reports.
+    const MpiWorld world;
+    options.share = {world.rank(), world.size(), [&world](const std::string& mine) { return world.all_gather(mine); }};
     const PlanSearchResult result = search_plans(source, space, options);
+    if (world.rank() != 0) return kExitOk;
+    if (world.size() > 1) std::cerr << "moesim: plan search split over " << world.size() << " MPI ranks\n";
     const nlohmann::json doc = plan_json(base.name, result);
     listing << plan_listing(doc);
     if (!args->json_out.empty()) write_output(args->json_out, json_text(doc));

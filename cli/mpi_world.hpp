@@ -19,6 +19,8 @@ class MpiWorld {
   int size() const { return size_; }
   // Rank 0 receives every rank's text in rank order; other ranks receive nothing.
   std::vector<std::string> gather(const std::string& mine) const;
+  // Every rank receives every rank's text in rank order (the plan search's shared decisions).
+  std::vector<std::string> all_gather(const std::string& mine) const;
 
  private:
   int rank_ = 0;

@@ -19,29 +19,6 @@ namespace {
 // the answer is the same at any -j; 16 keeps two to sixteen threads busy with little overshoot.
 constexpr std::size_t kReplaysPerRound = 16;
 
-// Runs work(i) for i in [0, count) on `jobs` threads; each i writes only its own slot.
-void parallel_for(std::size_t count, int jobs, const std::function<void(std::size_t)>& work) {
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  const auto worker = [&] {
-    for (std::size_t i = next++; i < count; i = next++) {
-      try {
-        work(i);
-      } catch (...) {
-        const std::lock_guard<std::mutex> lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  const auto threads = static_cast<std::size_t>(std::max(1, jobs));
-  for (std::size_t t = 1; t < std::min(threads, count); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
-}
-
 double worst_headroom_GiB(const MemoryLedger& ledger) { return ledger.stages[ledger.worst_stage].headroom / kGiB; }
 
 // The phase (or the idle time: pipeline bubble and waiting) the critical rank spends most of
@@ -56,6 +33,52 @@ std::string largest_exposed(const StepResult& r) {
     }
   }
   return name;
+}
+
+// What one replay gives the search; the full point stays with the process that ran it.
+struct Replayed {
+  bool ok = false, fits = false;
+  double step_time_s = 0, tokens_per_s_per_gpu = 0, mfu = 0, headroom_GiB = 0;
+  std::string largest_exposed_phase;
+  std::optional<SweepPoint> point;
+};
+
+Replayed replayed(SweepPoint&& point) {
+  Replayed x;
+  x.ok = point.ok;
+  if (x.ok) {
+    const StepResult& res = *point.result;
+    x.step_time_s = res.step_time_s;
+    x.tokens_per_s_per_gpu = res.tokens_per_s_per_gpu;
+    x.mfu = res.mfu;
+    x.fits = !res.ledger.oom;
+    x.headroom_GiB = worst_headroom_GiB(res.ledger);
+    x.largest_exposed_phase = largest_exposed(res);
+  }
+  x.point = std::move(point);
+  return x;
+}
+
+nlohmann::json replayed_json(const Replayed& x) {
+  return {{"ok", x.ok},
+          {"fits", x.fits},
+          {"step", x.step_time_s},
+          {"tps", x.tokens_per_s_per_gpu},
+          {"mfu", x.mfu},
+          {"headroom", x.headroom_GiB},
+          {"largest", x.largest_exposed_phase}};
+}
+
+Replayed replayed_from_json(const nlohmann::json& j) {
+  Replayed x;
+  x.ok = j.at("ok").get<bool>();
+  x.fits = j.at("fits").get<bool>();
+  x.step_time_s = j.at("step").get<double>();
+  x.tokens_per_s_per_gpu = j.at("tps").get<double>();
+  x.mfu = j.at("mfu").get<double>();
+  x.headroom_GiB = j.at("headroom").get<double>();
+  x.largest_exposed_phase = j.at("largest").get<std::string>();
+  return x;
 }
 
 class Search {
@@ -76,6 +99,12 @@ class Search {
   }
 
  private:
+  // What screening one candidate gives: its record, or why composing it failed.
+  struct Screened {
+    std::optional<PlanRecord> record;
+    std::string rejected;
+  };
+
   // Composes and screens every candidate the rules let through (in parallel, by slot).
   void screen() {
     std::vector<std::size_t> passed;
@@ -85,24 +114,54 @@ class Search {
       else
         ++out_.refusals[c.refusal];
     }
-    std::vector<std::optional<PlanRecord>> slots(passed.size());
-    std::vector<std::string> rejected(passed.size());
-    parallel_for(passed.size(), out_.options.jobs, [&](std::size_t i) {
+    const auto compute = [&](std::size_t i) {
       const PlanCandidate& c = out_.candidates[passed[i]];
+      Screened out;
       try {
         const Scenario s = compose(source_, changes_of(c.changes));
         const bool same_model = s.resolved.at("architecture") == base_.resolved.at("architecture");
-        slots[i] = screened(c, s, same_model ? screen_plan(s, base_inventory_) : screen_plan(s));
+        out.record = screened(c, s, same_model ? screen_plan(s, base_inventory_) : screen_plan(s));
       } catch (const InputError& e) {
-        rejected[i] = "the plan is refused at " + (e.path().empty() ? std::string("its input") : e.path());
+        out.rejected = "the plan is refused at " + (e.path().empty() ? std::string("its input") : e.path());
       }
-    });
-    for (std::size_t i = 0; i < passed.size(); ++i) {
-      if (!slots[i]) {
-        ++out_.refusals[rejected[i]];
+      return out;
+    };
+    const auto to_json = [](const Screened& x) {
+      if (!x.record) return nlohmann::json{{"rejected", x.rejected}};
+      const PlanRecord& r = *x.record;
+      return nlohmann::json{
+          {"candidate", r.candidate},    {"design", r.design},           {"fits", r.fits},
+          {"peak", r.peak_reserved_GiB}, {"device", r.device_total_GiB}, {"headroom", r.headroom_GiB},
+          {"capacity", r.capacity_GiB},  {"bound", r.bound_step_s},      {"score_bound", r.score_bound}};
+    };
+    const auto from_json = [](const nlohmann::json& j) {
+      Screened x;
+      if (j.contains("rejected")) {
+        x.rejected = j.at("rejected").get<std::string>();
+        return x;
+      }
+      PlanRecord r;
+      r.candidate = j.at("candidate").get<std::size_t>();
+      r.design = j.at("design").get<std::string>();
+      r.fits = j.at("fits").get<bool>();
+      r.status = r.fits ? PlanStatus::pruned_by_bound : PlanStatus::pruned_by_memory;
+      r.peak_reserved_GiB = j.at("peak").get<double>();
+      r.device_total_GiB = j.at("device").get<double>();
+      r.headroom_GiB = j.at("headroom").get<double>();
+      r.capacity_GiB = j.at("capacity").get<double>();
+      r.bound_step_s = j.at("bound").get<double>();
+      r.score_bound = j.at("score_bound").get<double>();
+      x.record = r;
+      return x;
+    };
+    std::vector<Screened> slots =
+        shared_map<Screened>(passed.size(), out_.options.jobs, out_.options.share, compute, to_json, from_json);
+    for (auto& slot : slots) {
+      if (!slot.record) {
+        ++out_.refusals[slot.rejected];
         continue;
       }
-      out_.records.push_back(std::move(*slots[i]));
+      out_.records.push_back(std::move(*slot.record));
     }
     out_.counts.refused_by_rule = out_.counts.enumerated - out_.records.size();
   }
@@ -158,29 +217,29 @@ class Search {
         if (could_win(out_.records[order[at]])) round.push_back(order[at]);
       }
       if (round.empty()) break;
-      std::vector<SweepPoint> points(round.size());
-      parallel_for(round.size(), out_.options.jobs, [&](std::size_t i) {
+      const auto compute = [&](std::size_t i) {
         const PlanRecord& r = out_.records[round[i]];
-        points[i] = run_point(source_, out_.candidates[r.candidate].changes, r.candidate);
-      });
-      for (std::size_t i = 0; i < round.size(); ++i) take(round[i], std::move(points[i]));
+        return replayed(run_point(source_, out_.candidates[r.candidate].changes, r.candidate));
+      };
+      std::vector<Replayed> results = shared_map<Replayed>(round.size(), out_.options.jobs, out_.options.share, compute,
+                                                           replayed_json, replayed_from_json);
+      for (std::size_t i = 0; i < round.size(); ++i) take(round[i], std::move(results[i]));
     }
     out_.counts.replayed = replayed_;
     out_.counts.pruned_by_bound = order.size() - replayed_;
   }
 
-  void take(std::size_t record, SweepPoint&& point) {
+  void take(std::size_t record, Replayed&& x) {
     PlanRecord& r = out_.records[record];
     r.status = PlanStatus::replayed;
     ++replayed_;
-    if (!point.ok) return;  // screening composed it, so this does not happen; keep it unranked
-    const StepResult& res = *point.result;
-    r.step_time_s = res.step_time_s;
-    r.tokens_per_s_per_gpu = res.tokens_per_s_per_gpu;
-    r.mfu = res.mfu;
-    r.largest_exposed_phase = largest_exposed(res);
-    r.fits = !res.ledger.oom;  // the replay's in-flight counts (the tests hold them equal)
-    r.headroom_GiB = worst_headroom_GiB(res.ledger);
+    if (!x.ok) return;  // screening composed it, so this does not happen; keep it unranked
+    r.step_time_s = x.step_time_s;
+    r.tokens_per_s_per_gpu = x.tokens_per_s_per_gpu;
+    r.mfu = x.mfu;
+    r.largest_exposed_phase = x.largest_exposed_phase;
+    r.fits = x.fits;  // the replay's in-flight counts (the tests hold them equal to the schedule's)
+    r.headroom_GiB = x.headroom_GiB;
     switch (out_.options.objective) {
       case PlanObjective::tokens_per_s: r.score = r.tokens_per_s_per_gpu; break;
       case PlanObjective::mfu: r.score = r.mfu; break;
@@ -188,13 +247,13 @@ class Search {
     }
     if (!r.fits) return;
     const auto better = [&](std::size_t a, std::size_t b) {
-      const PlanRecord &x = out_.records[a], &y = out_.records[b];
-      return x.score != y.score ? x.score > y.score : x.candidate < y.candidate;
+      const PlanRecord &first = out_.records[a], &second = out_.records[b];
+      return first.score != second.score ? first.score > second.score : first.candidate < second.candidate;
     };
     ranked_.insert(std::upper_bound(ranked_.begin(), ranked_.end(), record, better), record);
     const auto [best, fresh] = family_best_.try_emplace(family_of(r), record);
     if (!fresh && better(record, best->second)) best->second = record;
-    points_.emplace(record, std::move(point));
+    if (x.point) points_.emplace(record, std::move(*x.point));
     if (ranked_.size() > out_.options.top_k) ranked_.resize(out_.options.top_k);
     // Keep the full points of the current top K only.
     for (auto it = points_.begin(); it != points_.end();) {
@@ -206,7 +265,12 @@ class Search {
     out_.top = ranked_;
     for (std::size_t k = 0; k < ranked_.size(); ++k) {
       out_.records[ranked_[k]].rank = k + 1;
-      out_.top_points.push_back(std::move(points_.at(ranked_[k])));
+      // Under MPI another process may have replayed it: replaying again gives the same point.
+      const auto kept = points_.find(ranked_[k]);
+      const std::size_t candidate = out_.records[ranked_[k]].candidate;
+      out_.top_points.push_back(kept != points_.end()
+                                    ? std::move(kept->second)
+                                    : run_point(source_, out_.candidates[candidate].changes, candidate));
     }
     for (const auto& family : out_.space.axes.front().values) {
       PlanFamilyBest f{family.get<std::string>(), std::nullopt};

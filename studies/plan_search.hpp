@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "studies/plan_share.hpp"
 #include "studies/plan_space.hpp"
 #include "studies/sweep.hpp"
 
@@ -27,6 +28,7 @@ struct PlanSearchOptions {
   PlanObjective objective = PlanObjective::tokens_per_s;
   std::size_t top_k = 5;
   int jobs = 1;
+  PlanShare share;  // one process unless an MPI launcher started several
 };
 
 enum class PlanStatus { refused, pruned_by_memory, pruned_by_bound, replayed };
