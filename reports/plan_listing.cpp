@@ -13,6 +13,16 @@ std::string cell(const nlohmann::json& values, const char* axis) {
   return values.contains(axis) ? json_value_text(values.at(axis)) : "-";
 }
 
+// The layer split: even, or balanced with the layers per virtual stage it chose.
+std::string split_cell(const nlohmann::json& values) {
+  std::string out = cell(values, "split");
+  if (values.contains("layer_split")) {
+    out += ' ';
+    out += values.at("layer_split").dump();
+  }
+  return out;
+}
+
 // Path axes the user added with --search, as path=value pairs.
 std::string other_axes(const nlohmann::json& values) {
   nlohmann::json others = nlohmann::json::object();
@@ -42,6 +52,7 @@ std::string top_table(const nlohmann::json& doc, const std::map<std::size_t, con
                    {"ep", Align::right},
                    {"pp", Align::right},
                    {"schedule"},
+                   {"split"},
                    {"microbatch", Align::right},
                    {"recompute"},
                    {"layout"},
@@ -56,7 +67,7 @@ std::string top_table(const nlohmann::json& doc, const std::map<std::size_t, con
     const nlohmann::json& p = *plans.at(t.at("candidate").get<std::size_t>());
     const auto& v = p.at("values");
     table.add({t.at("rank").dump(), p.at("design").get<std::string>(), cell(v, "ep"), cell(v, "pp"),
-               cell(v, "schedule"), cell(v, "microbatch"), cell(v, "recompute"), cell(v, "layout"),
+               cell(v, "schedule"), split_cell(v), cell(v, "microbatch"), cell(v, "recompute"), cell(v, "layout"),
                fmt("%.0f", p.at("tokens_per_s_per_gpu").get<double>()), fmt("%.1f", 100 * p.at("mfu").get<double>()),
                fmt("%.3f", p.at("step_time_s").get<double>()), fmt("%.1f", p.at("peak_reserved_GiB").get<double>()),
                fmt("%.1f", p.at("headroom_GiB").get<double>()), p.at("largest_exposed_phase").get<std::string>(),

@@ -86,6 +86,22 @@ class BoundBuilder {
     return out;
   }
 
+  std::vector<double> unit_times() {
+    const EdgeWork edge = edge_work(arch_, plan_, costs_, tokens_);
+    std::vector<double> out = {edge.embed.fwd + edge.embed.bwd};
+    const std::int64_t shards = simulated_ranks_per_stage(arch_, plan_, SimOptions{});
+    for (std::int64_t l = 0; l < arch_.num_layers; ++l) {
+      double slowest = 0;
+      for (std::int64_t e = 0; e < shards; ++e) {
+        const ChunkTimes t = layer_times(l, e);
+        slowest = std::max(slowest, t.fwd + t.bwd);
+      }
+      out.push_back(slowest);
+    }
+    out.push_back(edge.head.fwd + edge.head.bwd);
+    return out;
+  }
+
  private:
   ChunkTimes layer_times(std::int64_t layer, std::int64_t ep_mp) {
     const bool moe = arch_.is_moe_layer(layer);
@@ -130,6 +146,10 @@ class BoundBuilder {
 };
 
 }  // namespace
+
+std::vector<double> unit_compute_times(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs) {
+  return BoundBuilder(arch, plan, costs).unit_times();
+}
 
 StepBound step_time_lower_bound(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs) {
   return BoundBuilder(arch, plan, costs).bound();

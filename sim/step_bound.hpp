@@ -6,6 +6,8 @@
 // the last backward has crossed them back. Tests check bound <= replayed step on many plans.
 #pragma once
 
+#include <vector>
+
 #include "models/arch/inventory.hpp"
 #include "models/costs/cost_book.hpp"
 #include "models/plan/parallel_plan.hpp"
@@ -18,5 +20,9 @@ struct StepBound {
 };
 
 StepBound step_time_lower_bound(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs);
+
+// Compute-stream time of one microbatch's forward and backward (recompute included) through each
+// unit, slowest shard: the embedding first, then every layer, then the LM head (num_layers + 2).
+std::vector<double> unit_compute_times(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs);
 
 }  // namespace moesim

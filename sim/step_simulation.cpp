@@ -3,6 +3,7 @@
 #include "models/common/units.hpp"
 #include "models/costs/profile_cost_book.hpp"
 #include "models/plan/design_spec.hpp"
+#include "sim/layer_split.hpp"
 #include "sim/resource_sharing.hpp"
 
 namespace moesim {
@@ -27,6 +28,11 @@ PlanScreen screen_plan(const Scenario& sc, const Inventory& inv) {
   out.params_total = inv.params_total;
   out.flops = flop_conventions().get(sc.flop_convention).per_token(sc.arch, inv);
   return out;
+}
+
+std::vector<std::int64_t> balanced_split(const Scenario& sc) {
+  const ProfileCostBook costs(sc.hardware, sc.cost_models);
+  return balanced_layer_split(sc.arch, sc.plan, costs);
 }
 
 Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions& options) {

@@ -69,5 +69,8 @@ PlanScreen screen_plan(const Scenario& scenario);
 // The same with the architecture's inventory already built (a planner screens thousands of
 // plans of one model).
 PlanScreen screen_plan(const Scenario& scenario, const Inventory& inventory);
+// The layer split that balances the scenario's virtual stages (sim/layer_split.hpp), with its
+// cost models.
+std::vector<std::int64_t> balanced_split(const Scenario& scenario);
 
 }  // namespace moesim

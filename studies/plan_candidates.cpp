@@ -22,7 +22,7 @@ std::int64_t virtual_stages(const std::string& schedule) {
 }
 
 struct Choice {
-  std::string family, schedule = "1f1b", recompute, layout;
+  std::string family, schedule = "1f1b", recompute, layout, split = "even";
   std::int64_t hsdp = 0, ep = 1, pp = 1, microbatch = 1;
   std::vector<std::pair<std::string, nlohmann::json>> paths;
 };
@@ -66,13 +66,16 @@ class Enumerator {
       // Without PP there is no schedule to choose; FSDP with EP is not modelled (validate_plan).
       for_each(c.pp > 1 ? values_of(space_, "schedule") : one("1f1b"), [&](const nlohmann::json& s) {
         c.schedule = s.get<std::string>();
-        for_each(fsdp ? one(1) : values_of(space_, "ep"), [&](const nlohmann::json& ep) {
-          c.ep = ep.get<std::int64_t>();
-          for_each(values_of(space_, "microbatch"), [&](const nlohmann::json& mb) {
-            c.microbatch = mb.get<std::int64_t>();
-            for_each(values_of(space_, "recompute"), [&](const nlohmann::json& r) {
-              c.recompute = r.get<std::string>();
-              paths(c, 0);
+        for_each(c.pp > 1 ? values_of(space_, "split") : one("even"), [&](const nlohmann::json& split) {
+          c.split = split.get<std::string>();
+          for_each(fsdp ? one(1) : values_of(space_, "ep"), [&](const nlohmann::json& ep) {
+            c.ep = ep.get<std::int64_t>();
+            for_each(values_of(space_, "microbatch"), [&](const nlohmann::json& mb) {
+              c.microbatch = mb.get<std::int64_t>();
+              for_each(values_of(space_, "recompute"), [&](const nlohmann::json& r) {
+                c.recompute = r.get<std::string>();
+                paths(c, 0);
+              });
             });
           });
         });
@@ -124,6 +127,8 @@ class Enumerator {
     p.values["ep"] = c.ep;
     p.values["pp"] = c.pp;
     if (c.pp > 1) p.values["schedule"] = c.schedule;
+    if (c.pp > 1) p.values["split"] = c.split;
+    p.balanced_split = c.split == "balanced";
     p.values["microbatch"] = c.microbatch;
     p.values["recompute"] = c.recompute;
     if (!c.layout.empty()) p.values["layout"] = c.layout;

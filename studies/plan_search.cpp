@@ -81,6 +81,13 @@ Replayed replayed_from_json(const nlohmann::json& j) {
   return x;
 }
 
+// `changes` with the layer split set to `split`.
+PointOverrides with_split(PointOverrides changes, const std::vector<std::int64_t>& split) {
+  for (auto& [path, value] : changes)
+    if (path == "plan.pipeline.layer_split") value = split;
+  return changes;
+}
+
 class Search {
  public:
   Search(const ScenarioSource& source, const PlanSpace& space, const PlanSearchOptions& options)
@@ -103,6 +110,7 @@ class Search {
   struct Screened {
     std::optional<PlanRecord> record;
     std::string rejected;
+    std::vector<std::int64_t> split;  // a balanced-split candidate's layer split
   };
 
   // Composes and screens every candidate the rules let through (in parallel, by slot).
@@ -118,7 +126,17 @@ class Search {
       const PlanCandidate& c = out_.candidates[passed[i]];
       Screened out;
       try {
-        const Scenario s = compose(source_, changes_of(c.changes));
+        Scenario s = compose(source_, changes_of(c.changes));
+        if (c.balanced_split) {
+          // The split follows from the composed plan's costs; one equal to the even split is the
+          // even candidate again.
+          out.split = balanced_split(s);
+          if (out.split == virtual_stage_layer_counts(s.plan, s.arch)) {
+            out.rejected = "the balanced layer split is the even split";
+            return out;
+          }
+          s = compose(source_, changes_of(with_split(c.changes, out.split)));
+        }
         const bool same_model = s.resolved.at("architecture") == base_.resolved.at("architecture");
         out.record = screened(c, s, same_model ? screen_plan(s, base_inventory_) : screen_plan(s));
       } catch (const InputError& e) {
@@ -129,10 +147,17 @@ class Search {
     const auto to_json = [](const Screened& x) {
       if (!x.record) return nlohmann::json{{"rejected", x.rejected}};
       const PlanRecord& r = *x.record;
-      return nlohmann::json{
-          {"candidate", r.candidate},    {"design", r.design},           {"fits", r.fits},
-          {"peak", r.peak_reserved_GiB}, {"device", r.device_total_GiB}, {"headroom", r.headroom_GiB},
-          {"capacity", r.capacity_GiB},  {"bound", r.bound_step_s},      {"score_bound", r.score_bound}};
+      return nlohmann::json{{"split", x.split},
+                            {"candidate", r.candidate},
+                            {"design", r.design},
+                            {"fits", r.fits},
+                            {"peak", r.peak_reserved_GiB},
+                            {"device", r.device_total_GiB},
+                            {"headroom", r.headroom_GiB},
+                            {"capacity", r.capacity_GiB},
+                            {"bound", r.bound_step_s},
+                            {"score_bound", r.score_bound},
+                            {"scale", r.score_scale}};
     };
     const auto from_json = [](const nlohmann::json& j) {
       Screened x;
@@ -140,6 +165,7 @@ class Search {
         x.rejected = j.at("rejected").get<std::string>();
         return x;
       }
+      x.split = j.at("split").get<std::vector<std::int64_t>>();
       PlanRecord r;
       r.candidate = j.at("candidate").get<std::size_t>();
       r.design = j.at("design").get<std::string>();
@@ -151,6 +177,7 @@ class Search {
       r.capacity_GiB = j.at("capacity").get<double>();
       r.bound_step_s = j.at("bound").get<double>();
       r.score_bound = j.at("score_bound").get<double>();
+      r.score_scale = j.at("scale").get<double>();
       x.record = r;
       return x;
     };
@@ -160,6 +187,11 @@ class Search {
       if (!slot.record) {
         ++out_.refusals[slot.rejected];
         continue;
+      }
+      if (!slot.split.empty()) {
+        PlanCandidate& c = out_.candidates[slot.record->candidate];
+        c.changes = with_split(c.changes, slot.split);
+        c.values["layer_split"] = slot.split;
       }
       out_.records.push_back(std::move(*slot.record));
     }
@@ -178,15 +210,16 @@ class Search {
     r.headroom_GiB = worst.headroom / kGiB;
     r.capacity_GiB = worst.capacity / kGiB;
     r.bound_step_s = screen.bound.step_s;
-    const double tokens_per_s = dbl(s.plan.global_batch_tokens) / (dbl(s.plan.world()) * r.bound_step_s);
+    const double tokens_per_gpu = dbl(s.plan.global_batch_tokens) / dbl(s.plan.world());
     switch (out_.options.objective) {
-      case PlanObjective::tokens_per_s: r.score_bound = tokens_per_s; break;
+      case PlanObjective::tokens_per_s: r.score_scale = tokens_per_gpu; break;
       // MFU counts useful FLOPs, at most every FLOP of a token (step_simulation.cpp).
       case PlanObjective::mfu:
-        r.score_bound = screen.flops.total * tokens_per_s / (s.hardware.gpu.peak_bf16_TFLOPs.value * 1e12);
+        r.score_scale = screen.flops.total * tokens_per_gpu / (s.hardware.gpu.peak_bf16_TFLOPs.value * 1e12);
         break;
-      case PlanObjective::memory_headroom: r.score_bound = r.headroom_GiB; break;
+      case PlanObjective::memory_headroom: break;
     }
+    r.score_bound = r.score_scale > 0 ? r.score_scale / r.bound_step_s : r.headroom_GiB;
     return r;
   }
 
@@ -298,7 +331,7 @@ PlanObjective parse_objective(const std::string& name) {
   if (name == "memory_headroom") return PlanObjective::memory_headroom;
   const std::vector<std::string> allowed = {"tokens_per_s", "mfu", "memory_headroom"};
   throw InputError("--objective", name,
-                   "unknown objective" + did_you_mean(name, allowed, "; allowed: " + comma_joined(allowed)));
+                   "unknown objective" + did_you_mean(name, allowed, "allowed: " + comma_joined(allowed)));
 }
 
 std::string_view name_of(PlanObjective o) {

@@ -43,6 +43,7 @@ struct PlanRecord {
   double peak_reserved_GiB = 0, device_total_GiB = 0, headroom_GiB = 0, capacity_GiB = 0;
   double bound_step_s = 0;
   double score_bound = 0;  // the objective's best possible value given the bound
+  double score_scale = 0;  // score_bound x bound_step_s for the time objectives (0 for headroom)
   // Replayed only:
   double step_time_s = 0, tokens_per_s_per_gpu = 0, mfu = 0, score = 0;
   std::string largest_exposed_phase;

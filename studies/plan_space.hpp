@@ -1,5 +1,5 @@
 // The space `moesim plan` searches: the axes of a parallel plan (design family, HSDP shard
-// degree, EP-MP degree, PP degree and schedule, rank microbatch, recompute, optimizer layout,
+// degree, EP-MP degree, PP degree, schedule and layer split, rank microbatch, recompute, optimizer layout,
 // plus any scenario path the user adds), their default values for a GPU count, the user's
 // restrictions (--search AXIS=V1,V2,...), and the candidates they enumerate. An axis that does
 // not apply to a candidate (the schedule without PP, the layout without a distributed
@@ -38,7 +38,7 @@ struct PlanSpace {
 };
 
 // design (fsdp, hsdp, ddp, ddp-nodistopt), hsdp, ep, pp, schedule (1f1b, vN), microbatch,
-// recompute, layout.
+// recompute, layout, split (even, balanced).
 const std::vector<std::string>& plan_axis_names();
 
 // The space for `request` on `base` (the composed scenario). Throws InputError naming --gpus,
@@ -47,10 +47,11 @@ PlanSpace plan_space(const ScenarioSource& source, const Scenario& base, const P
 
 struct PlanCandidate {
   std::size_t index = 0;
-  std::string family;      // the design axis value
-  nlohmann::json values;   // axis -> value, the axes that apply
-  PointOverrides changes;  // what composing the candidate applies to the scenario
-  std::string refusal;     // why a rule refuses it (empty: it passed)
+  std::string family;           // the design axis value
+  nlohmann::json values;        // axis -> value, the axes that apply
+  PointOverrides changes;       // what composing the candidate applies to the scenario
+  std::string refusal;          // why a rule refuses it (empty: it passed)
+  bool balanced_split = false;  // its layer split is chosen when it is screened (sim/layer_split.hpp)
 };
 
 // Every candidate of the space, in a fixed order (the axes' product, outermost first).

@@ -12,6 +12,7 @@
 #include "models/common/errors.hpp"
 #include "models/costs/profile_cost_book.hpp"
 #include "models/input/scenario.hpp"
+#include "sim/layer_split.hpp"
 #include "sim/step_bound.hpp"
 #include "sim/step_simulation.hpp"
 #include "tests/support/fixtures.hpp"
@@ -75,4 +76,33 @@ TEST_CASE("Step bound: at most the replay on 60 plans drawn from the fuzz plan s
     ++checked;
   }
   CHECK(checked == 60);
+}
+
+TEST_CASE("Balanced layer split: whole layers per virtual stage, the LM head's stage lighter", "[unit][bound]") {
+  // The DeepSeek-V3-like model on PP8: its 129k-word LM head weighs on the last stage.
+  const Scenario s = load_scenario(test::source_path("scenarios/deepseek-v3-like-ddp-ep8-pp8.json"),
+                                   {"plan.pipeline.schedule=1f1b", "plan.pipeline.virtual_stages=1"});
+  const ProfileCostBook costs(s.hardware, s.cost_models);
+  const std::vector<std::int64_t> split = balanced_layer_split(s.arch, s.plan, costs);
+  REQUIRE(split.size() == 8);
+  std::int64_t sum = 0;
+  for (auto n : split) {
+    CHECK(n >= 1);
+    sum += n;
+  }
+  CHECK(sum == s.arch.num_layers);
+  // No stage's compute is above the even split's worst: the split minimises the largest one.
+  const std::vector<double> unit = unit_compute_times(s.arch, s.plan, costs);
+  const auto worst = [&](const std::vector<std::int64_t>& parts) {
+    double most = 0;
+    std::size_t layer = 0;
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      double t = (k == 0 ? unit.front() : 0.0) + (k + 1 == parts.size() ? unit.back() : 0.0);
+      for (std::int64_t i = 0; i < parts[k]; ++i) t += unit[1 + layer++];
+      most = std::max(most, t);
+    }
+    return most;
+  };
+  CHECK(worst(split) <= worst(virtual_stage_layer_counts(s.plan, s.arch)));
+  CHECK(split.back() < split[1]);  // the head's stage gives up layers
 }

@@ -145,3 +145,19 @@ TEST_CASE("moesim plan: exit 0 with a document, exit 2 on a bad axis, exit 3 whe
   CHECK(oom.at("counts").at("replayed") == 0);
   CHECK(oom.at("top").empty());
 }
+
+TEST_CASE("Plan search: the balanced split axis adds pipelined plans with their chosen split", "[unit][plan]") {
+  PlanRequest q = small_request();
+  q.search.push_back("split=even,balanced");
+  q.search.push_back("pp=2,4");
+  const PlanSearchResult r = search(small_source(), q, PlanObjective::tokens_per_s, 2);
+  std::size_t balanced = 0;
+  for (const auto& c : r.candidates) {
+    if (!c.balanced_split || !c.values.contains("layer_split")) continue;
+    ++balanced;
+    std::int64_t layers = 0;
+    for (const auto& n : c.values.at("layer_split")) layers += n.get<std::int64_t>();
+    CHECK(layers == 8);  // the Figure 8 model's layers
+  }
+  CHECK(balanced > 0);
+}
