@@ -87,10 +87,11 @@ TEST_CASE("The plan page embeds the plan document unchanged", "[unit]") {
 }
 
 TEST_CASE("The plan page names every top plan with its numbers, in rank order", "[unit]") {
-  const std::string html = plan_html_report(sample());
+  const nlohmann::json doc = sample();  // kept alive: the loop walks a reference into it
+  const std::string html = plan_html_report(doc);
   const std::string top = table(html, "top-table");
   std::size_t last = 0;
-  for (const auto& t : sample().at("top")) {
+  for (const auto& t : doc.at("top")) {
     const auto design = t.at("point").at("result").at("design").get<std::string>();
     const std::string cell = "<td>" + design + " (#" + std::to_string(t.at("candidate").get<int>()) + ")</td>";
     INFO(cell);
