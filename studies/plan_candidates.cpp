@@ -17,10 +17,6 @@ const std::vector<nlohmann::json>& values_of(const PlanSpace& space, const std::
   return none;
 }
 
-std::int64_t virtual_stages(const std::string& schedule) {
-  return schedule == "1f1b" ? 1 : std::stoll(schedule.substr(1));
-}
-
 struct Choice {
   std::string family, schedule = "1f1b", recompute, layout, split = "even";
   std::int64_t hsdp = 0, ep = 1, pp = 1, microbatch = 1;
@@ -97,7 +93,7 @@ class Enumerator {
 
   // Why the rules refuse `c`, or "" (the facts of validate_plan, checked without composing).
   std::string refusal(const Choice& c) const {
-    const std::int64_t v = virtual_stages(c.schedule);
+    const std::int64_t v = plan_schedule_virtual_stages(c.schedule);
     if (space_.gpus % c.pp != 0) return "PP degree does not divide the GPU count";
     const std::int64_t dp = space_.gpus / c.pp;
     if (c.hsdp > 0 && dp % c.hsdp != 0) return "HSDP shard degree does not divide the DP degree";
@@ -132,7 +128,7 @@ class Enumerator {
     p.values["microbatch"] = c.microbatch;
     p.values["recompute"] = c.recompute;
     if (!c.layout.empty()) p.values["layout"] = c.layout;
-    const std::int64_t v = virtual_stages(c.schedule);
+    const std::int64_t v = plan_schedule_virtual_stages(c.schedule);
     p.changes = {{"plan.nodes", space_.gpus / space_.gpus_per_node},
                  {"plan.gpus_per_node", space_.gpus_per_node},
                  {"plan.batch.global_batch_tokens", space_.global_batch_tokens},

@@ -38,15 +38,6 @@ std::vector<nlohmann::json> divisors_up_to(std::int64_t n, std::int64_t limit) {
   return out;
 }
 
-// The schedule's virtual stages: 1 for "1f1b", N for "vN" (0: not a schedule name).
-std::int64_t virtual_stages_of(const std::string& schedule) {
-  if (schedule == "1f1b") return 1;
-  if (schedule.size() < 2 || schedule[0] != 'v' || schedule.size() > 4) return 0;
-  if (schedule.find_first_not_of("0123456789", 1) != std::string::npos) return 0;
-  const std::int64_t v = std::stoll(schedule.substr(1));
-  return v >= 2 ? v : 0;
-}
-
 // Checks one restricted axis's values: words from `allowed`, or integers >= 1.
 void check_values(const std::string& expr, const PlanAxis& axis) {
   const auto fail = [&](const std::string& what) { throw InputError("--search", expr, what); };
@@ -60,7 +51,7 @@ void check_values(const std::string& expr, const PlanAxis& axis) {
       if (std::find(allowed.begin(), allowed.end(), word) == allowed.end())
         fail("'" + word + "' is not a " + axis.name + did_you_mean(word, allowed, "allowed: " + comma_joined(allowed)));
     } else if (axis.name == "schedule") {
-      if (!v.is_string() || virtual_stages_of(v.get<std::string>()) == 0)
+      if (!v.is_string() || plan_schedule_virtual_stages(v.get<std::string>()) == 0)
         fail("'" + brief(v) + "' is not a schedule; allowed: 1f1b, or vN (interleaved 1F1B, N >= 2 virtual stages)");
     } else if (!v.is_number_integer() || v.get<std::int64_t>() < 1) {
       fail("'" + brief(v) + "' is not a " + axis.name + " degree; allowed: integers >= 1");
@@ -69,6 +60,14 @@ void check_values(const std::string& expr, const PlanAxis& axis) {
 }
 
 }  // namespace
+
+std::int64_t plan_schedule_virtual_stages(const std::string& schedule) {
+  if (schedule == "1f1b") return 1;
+  if (schedule.size() < 2 || schedule[0] != 'v' || schedule.size() > 4) return 0;
+  if (schedule.find_first_not_of("0123456789", 1) != std::string::npos) return 0;
+  const std::int64_t v = std::stoll(schedule.substr(1));
+  return v >= 2 ? v : 0;
+}
 
 const std::vector<std::string>& plan_axis_names() {
   static const std::vector<std::string> names = {"design",     "hsdp",      "ep",     "pp",   "schedule",

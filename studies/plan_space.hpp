@@ -41,6 +41,9 @@ struct PlanSpace {
 // recompute, layout, split (even, balanced).
 const std::vector<std::string>& plan_axis_names();
 
+// A schedule axis value's virtual stages: 1 for "1f1b", N for "vN" (N >= 2); 0 for anything else.
+std::int64_t plan_schedule_virtual_stages(const std::string& schedule);
+
 // The space for `request` on `base` (the composed scenario). Throws InputError naming --gpus,
 // --gpus-per-node, --global-batch or the --search expression at fault.
 PlanSpace plan_space(const ScenarioSource& source, const Scenario& base, const PlanRequest& request);
