@@ -23,8 +23,7 @@ nlohmann::json record_json(const PlanSearchResult& result, const PlanRecord& r) 
                       {"headroom_GiB", r.headroom_GiB},
                       {"capacity_GiB", r.capacity_GiB},
                       {"bound_step_time_s", r.bound_step_s},
-                      {"bound_tokens_per_s_per_gpu", static_cast<double>(result.space.global_batch_tokens) /
-                                                         (static_cast<double>(result.space.gpus) * r.bound_step_s)}};
+                      {"bound_tokens_per_s_per_gpu", r.bound_tokens_per_s_per_gpu}};
   if (r.status == PlanStatus::replayed) {
     j["step_time_s"] = r.step_time_s;
     j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
@@ -35,30 +34,24 @@ nlohmann::json record_json(const PlanSearchResult& result, const PlanRecord& r) 
   return j;
 }
 
-// The exposed time of each phase (and the idle time) on the two plans' critical ranks, the
-// largest differences first: what makes the best plan faster.
 nlohmann::json best_vs_runner_up(const PlanSearchResult& result) {
   if (result.top_points.size() < 2) return nullptr;
-  const StepResult &best = *result.top_points[0].result, &second = *result.top_points[1].result;
   nlohmann::json phases = nlohmann::json::array();
-  const auto row = [&](const std::string& name, double a, double b) {
-    if (a != b) phases.push_back({{"phase", name}, {"best_s", a}, {"runner_up_s", b}, {"difference_s", b - a}});
-  };
-  for (std::size_t p = 0; p < kPhases; ++p)
-    row(name_of(static_cast<PhaseTag>(p)), best.exposed_s[p], second.exposed_s[p]);
-  row("idle", best.idle_s, second.idle_s);
-  std::stable_sort(phases.begin(), phases.end(), [](const nlohmann::json& x, const nlohmann::json& y) {
-    return std::abs(x.at("difference_s").get<double>()) > std::abs(y.at("difference_s").get<double>());
-  });
-  return {{"best", result.records[result.top[0]].candidate},
-          {"runner_up", result.records[result.top[1]].candidate},
-          {"step_time_difference_s", second.step_time_s - best.step_time_s},
-          {"phases", phases}};
+  for (const auto& d : result.runner_up_phases) {
+    phases.push_back({{"phase", d.phase},
+                      {"best_s", d.best_s},
+                      {"runner_up_s", d.runner_up_s},
+                      {"difference_s", d.runner_up_s - d.best_s}});
+  }
+  return {
+      {"best", result.records[result.top[0]].candidate},
+      {"runner_up", result.records[result.top[1]].candidate},
+      {"step_time_difference_s", result.top_points[1].result->step_time_s - result.top_points[0].result->step_time_s},
+      {"phases", phases}};
 }
 
 nlohmann::json families_json(const PlanSearchResult& result) {
   nlohmann::json out = nlohmann::json::array();
-  const double best = result.top.empty() ? 0 : result.records[result.top[0]].tokens_per_s_per_gpu;
   for (const auto& f : result.families) {
     nlohmann::json j = {{"family", f.family}};
     if (f.record) {
@@ -66,7 +59,7 @@ nlohmann::json families_json(const PlanSearchResult& result) {
       j["candidate"] = r.candidate;
       j["design"] = r.design;
       j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
-      j["relative_to_best"] = best > 0 ? r.tokens_per_s_per_gpu / best : 0.0;
+      j["relative_to_best"] = f.relative_to_best;
     } else {
       for (const char* k : {"candidate", "design", "tokens_per_s_per_gpu", "relative_to_best"}) j[k] = nullptr;
     }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -33,6 +34,21 @@ std::string largest_exposed(const StepResult& r) {
     }
   }
   return name;
+}
+
+std::vector<PhaseDifference> phase_differences(const SweepPoint& best_point, const SweepPoint& second_point) {
+  const StepResult &best = *best_point.result, &second = *second_point.result;
+  std::vector<PhaseDifference> out;
+  const auto row = [&](std::string name, double a, double b) {
+    if (a != b) out.push_back({std::move(name), a, b});
+  };
+  for (std::size_t p = 0; p < kPhases; ++p)
+    row(name_of(static_cast<PhaseTag>(p)), best.exposed_s[p], second.exposed_s[p]);
+  row("idle", best.idle_s, second.idle_s);
+  std::stable_sort(out.begin(), out.end(), [](const PhaseDifference& x, const PhaseDifference& y) {
+    return std::abs(x.runner_up_s - x.best_s) > std::abs(y.runner_up_s - y.best_s);
+  });
+  return out;
 }
 
 // What one replay gives the search; the full point stays with the process that ran it.
@@ -157,7 +173,8 @@ class Search {
                             {"capacity", r.capacity_GiB},
                             {"bound", r.bound_step_s},
                             {"score_bound", r.score_bound},
-                            {"scale", r.score_scale}};
+                            {"scale", r.score_scale},
+                            {"bound_tps", r.bound_tokens_per_s_per_gpu}};
     };
     const auto from_json = [](const nlohmann::json& j) {
       Screened x;
@@ -178,6 +195,7 @@ class Search {
       r.bound_step_s = j.at("bound").get<double>();
       r.score_bound = j.at("score_bound").get<double>();
       r.score_scale = j.at("scale").get<double>();
+      r.bound_tokens_per_s_per_gpu = j.at("bound_tps").get<double>();
       x.record = r;
       return x;
     };
@@ -220,6 +238,7 @@ class Search {
       case PlanObjective::memory_headroom: break;
     }
     r.score_bound = r.score_scale > 0 ? r.score_scale / r.bound_step_s : r.headroom_GiB;
+    r.bound_tokens_per_s_per_gpu = tokens_per_gpu / r.bound_step_s;
     return r;
   }
 
@@ -305,12 +324,17 @@ class Search {
                                     ? std::move(kept->second)
                                     : run_point(source_, out_.candidates[candidate].changes, candidate));
     }
+    const double best_tps = ranked_.empty() ? 0 : out_.records[ranked_.front()].tokens_per_s_per_gpu;
     for (const auto& family : out_.space.axes.front().values) {
-      PlanFamilyBest f{family.get<std::string>(), std::nullopt};
+      PlanFamilyBest f{family.get<std::string>(), std::nullopt, 0};
       const auto best = family_best_.find(f.family);
-      if (best != family_best_.end()) f.record = best->second;
+      if (best != family_best_.end()) {
+        f.record = best->second;
+        f.relative_to_best = best_tps > 0 ? out_.records[best->second].tokens_per_s_per_gpu / best_tps : 0.0;
+      }
       out_.families.push_back(f);
     }
+    if (out_.top_points.size() >= 2) out_.runner_up_phases = phase_differences(out_.top_points[0], out_.top_points[1]);
   }
 
   const ScenarioSource& source_;

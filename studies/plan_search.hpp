@@ -42,8 +42,9 @@ struct PlanRecord {
   bool fits = false;
   double peak_reserved_GiB = 0, device_total_GiB = 0, headroom_GiB = 0, capacity_GiB = 0;
   double bound_step_s = 0;
-  double score_bound = 0;  // the objective's best possible value given the bound
-  double score_scale = 0;  // score_bound x bound_step_s for the time objectives (0 for headroom)
+  double bound_tokens_per_s_per_gpu = 0;  // the throughput the bound allows
+  double score_bound = 0;                 // the objective's best possible value given the bound
+  double score_scale = 0;                 // score_bound x bound_step_s for the time objectives (0 for headroom)
   // Replayed only:
   double step_time_s = 0, tokens_per_s_per_gpu = 0, mfu = 0, score = 0;
   std::string largest_exposed_phase;
@@ -57,6 +58,14 @@ struct PlanCounts {
 struct PlanFamilyBest {
   std::string family;
   std::optional<std::size_t> record;  // index into PlanSearchResult::records
+  double relative_to_best = 0;        // its tokens/s/GPU over the best plan's
+};
+
+// Where the best plan's step is won against the runner-up's: the exposed time of each phase (and
+// the idle time) on the two critical ranks, the largest differences first, equal ones left out.
+struct PhaseDifference {
+  std::string phase;
+  double best_s = 0, runner_up_s = 0;
 };
 
 struct PlanSearchResult {
@@ -66,9 +75,10 @@ struct PlanSearchResult {
   std::vector<PlanRecord> records;              // candidates that passed the rules, in order
   std::map<std::string, std::size_t> refusals;  // reason -> count (rules and compose)
   PlanCounts counts;
-  std::vector<std::size_t> top;          // record indices, best first
-  std::vector<SweepPoint> top_points;    // the replayed points of `top`, same order
-  std::vector<PlanFamilyBest> families;  // in design-axis order
+  std::vector<std::size_t> top;                   // record indices, best first
+  std::vector<SweepPoint> top_points;             // the replayed points of `top`, same order
+  std::vector<PlanFamilyBest> families;           // in design-axis order
+  std::vector<PhaseDifference> runner_up_phases;  // empty with fewer than two ranked plans
 };
 
 PlanSearchResult search_plans(const ScenarioSource& source, const PlanSpace& space, const PlanSearchOptions& options);
