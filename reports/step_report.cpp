@@ -124,6 +124,39 @@ std::string cost_models_text(const CostModelChoice& c) {
          ", collective " + c.collective + ", resource_sharing " + c.resource_sharing;
 }
 
+namespace {
+nlohmann::json linear_formats(const PrecisionSpec& p) {
+  nlohmann::json out = nlohmann::json::object();
+  for (std::size_t c = 0; c < kLinearClasses; ++c)
+    out[std::string(name_of(static_cast<LinearClass>(c)))] = name_of(p.linears[c]);
+  return out;
+}
+
+std::string low_precision_line(const Scenario& sc, const StepResult& r) {
+  std::string out = "formats ";
+  const auto& precision = sc.plan.precision;
+  for (std::size_t c = 0; c < kLinearClasses; ++c) {
+    if (precision.linears[c] == GemmPrecision::bf16) continue;
+    out += name_of(static_cast<LinearClass>(c));
+    out += ' ';
+    out += name_of(precision.linears[c]);
+    out += ", ";
+  }
+  out += precision.weight_caches ? "weight caches; " : "weights quantized on use; ";
+  out += "MFU is on the BF16 peak";
+  if (r.mfu_fp8_peak > 0) {
+    out += " (";
+    out += fmt("%.1f", 100 * r.mfu_fp8_peak);
+    out += "% of the ";
+    out += fmt("%.0f", sc.hardware.gpu.peak_fp8_dense_TFLOPs->value);
+    out += " TFLOP/s FP8 peak)";
+  }
+  out += "\n";
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
   const auto& worst = r.ledger.stages[r.ledger.worst_stage];
   nlohmann::json bytes = nlohmann::json::object();
@@ -147,6 +180,8 @@ nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
           {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
           {"mfu", r.mfu},
           {"mfu_peak_TFLOPs", sc.hardware.gpu.peak_bf16_TFLOPs.value},
+          {"linear_formats", linear_formats(sc.plan.precision)},
+          {"mfu_fp8_peak", r.mfu_fp8_peak},
           {"exposed_s", phase_map(r.exposed_s)},
           {"idle_s", r.idle_s},
           {"time_by_kind_s", kind_map(r.exposed_by_kind_s, r.idle_s)},
@@ -169,6 +204,8 @@ nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
           {"inputs", sc.resolved}};
 }
 
+// Which linears run in an FP8 format, and MFU's two views: the BF16 peak (the Olmo-core report's
+// convention, which the step line uses) and the FP8 peak.
 std::string step_table(const Scenario& sc, const StepResult& r) {
   std::ostringstream os;
   const auto& worst = r.ledger.stages[r.ledger.worst_stage];
@@ -179,6 +216,7 @@ std::string step_table(const Scenario& sc, const StepResult& r) {
   os << "step     " << fmt("%.1f", r.step_time_s * 1e3) << " ms for " << fmt("%.0f", r.global_tokens)
      << " tokens (m=" << r.microbatches << "), " << fmt("%.0f", r.tokens_per_s_per_gpu) << " tokens/s/GPU, MFU "
      << fmt("%.1f", 100 * r.mfu) << "% of " << fmt("%.0f", sc.hardware.gpu.peak_bf16_TFLOPs.value) << " TFLOP/s\n";
+  if (sc.plan.precision.any_low_precision()) os << low_precision_line(sc, r);
   os << "time split on the critical rank (compute first, then exposed communication, then idle):\n";
   for (std::size_t p = 0; p < kPhases; ++p) {
     if (r.exposed_s[p] <= 0) continue;

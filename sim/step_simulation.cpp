@@ -64,6 +64,9 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
   r.dropped_fraction = sim.step.dropped_fraction;
   const double useful_per_token = r.flops.total - r.flops.routed_experts * r.dropped_fraction;
   r.mfu = useful_per_token * r.tokens_per_s_per_gpu / (sc.hardware.gpu.peak_bf16_TFLOPs.value * 1e12);
+  if (sc.plan.precision.any_low_precision() && sc.hardware.gpu.peak_fp8_dense_TFLOPs) {
+    r.mfu_fp8_peak = useful_per_token * r.tokens_per_s_per_gpu / (sc.hardware.gpu.peak_fp8_dense_TFLOPs->value * 1e12);
+  }
   const RankTimeline& crit = tm.ranks[tm.critical_rank];
   r.exposed_s = crit.exposed;
   r.exposed_by_kind_s = crit.exposed_by_kind;

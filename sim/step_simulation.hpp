@@ -28,8 +28,11 @@ struct StepResult {
   double global_tokens = 0;
   double step_time_s = 0;
   double tokens_per_s_per_gpu = 0;
-  double mfu = 0;                           // useful model FLOPs / (GPUs x step x nominal peak), as a fraction
-  std::array<double, kPhases> exposed_s{};  // the critical rank's exclusive split by phase
+  double mfu = 0;  // useful model FLOPs / (GPUs x step x nominal peak), as a fraction
+  // The same FLOPs over the FP8 dense peak, when FP8 linears run and the profile has that peak
+  // (0 otherwise): MFU itself stays on the BF16 peak, the report's convention.
+  double mfu_fp8_peak = 0;
+  std::array<double, kPhases> exposed_s{};             // the critical rank's exclusive split by phase
   std::array<double, kTaskKinds> exposed_by_kind_s{};  // the same split by kind of task
   std::array<double, kTaskKinds> busy_by_kind_s{};     // critical rank: time each kind ran, hidden or not
   double idle_s = 0;                                   // pipeline bubble and waiting on the critical rank

@@ -63,12 +63,20 @@ struct KernelTime {
 // in cuBLAS terms) and reach different rates on the same shape.
 enum class GemmPass : std::uint8_t { forward, dgrad, wgrad };
 
-// C[M,N] = A[M,K] · B[K,N] in BF16.
+// The number format a GEMM's operands run in (its output is BF16 in every case):
+//   bf16   BF16 operands;
+//   fp8    FP8 E4M3 operands with one scale per tensor (torchao Float8Linear, tensorwise recipe);
+//   mxfp8  FP8 E4M3 operands with one E8M0 scale per 32 elements along K (OCP Microscaling
+//          Formats spec v1.0), the block-scaled tensor-core format of Blackwell (sm_100).
+enum class GemmPrecision : std::uint8_t { bf16, fp8, mxfp8 };
+
+// C[M,N] = A[M,K] · B[K,N].
 struct GemmShape {
   double m = 0;  // rows of A and C
   double n = 0;  // columns of B and C
   double k = 0;  // the reduction dimension
   GemmPass pass = GemmPass::forward;
+  GemmPrecision precision = GemmPrecision::bf16;
 };
 
 // One grouped GEMM: expert e multiplies rows_per_expert[e] rows by its own [K, N] weight.
@@ -77,6 +85,7 @@ struct GroupedGemmShape {
   double n = 0;
   double k = 0;
   GemmPass pass = GemmPass::forward;
+  GemmPrecision precision = GemmPrecision::bf16;
 };
 
 // What a memory-bound kernel does to the bytes it moves: kernels of one class reach the same
@@ -90,9 +99,11 @@ enum class MemoryKernel : std::uint8_t { copy, elementwise, permute, cross_entro
 inline constexpr std::size_t kMemoryKernels = static_cast<std::size_t>(MemoryKernel::optimizer) + 1;  // the last one
 
 std::string_view name_of(GemmPass pass);
+std::string_view name_of(GemmPrecision precision);
 std::string_view name_of(MemoryKernel kind);
 // Throw UnknownNameError listing the valid names.
 GemmPass parse_gemm_pass(std::string_view name);
+GemmPrecision parse_gemm_precision(std::string_view name);
 MemoryKernel parse_memory_kernel(std::string_view name);
 
 struct AttentionShape {

@@ -1,5 +1,5 @@
-// Dense and grouped BF16 GEMM time from the profile's measured rate tables, with an HBM roofline
-// floor and a fixed launch overhead.
+// Dense and grouped GEMM time from the profile's measured BF16 rate tables (an FP8 format at its
+// measured ratio over BF16), with an HBM roofline floor and a fixed launch overhead.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -16,6 +16,30 @@ namespace moesim {
 namespace {
 using namespace costs_detail;
 constexpr double kBf16 = bytes_of(DType::bf16);
+
+// The profile's spec of a low-precision format; a plan the scenario check let through never
+// reaches here without one, so a miss is a caller's bug named plainly.
+const LowPrecisionGemmSpec& low_precision_spec(const HardwareProfile& hw, GemmPrecision p) {
+  const LowPrecisionGemmSpec* spec = hw.compute.low_precision(p);
+  if (spec == nullptr) {
+    std::string msg = "hardware profile \"";
+    msg += hw.name;
+    msg += "\" has no compute.";
+    msg += name_of(p);
+    msg += "_gemm rates";
+    throw InputError("", "precision", msg);
+  }
+  return *spec;
+}
+
+// Operand bytes per element: FP8 formats carry one byte per element (MXFP8 adds one E8M0 scale
+// per 32, which a roofline floor can ignore); the output is BF16 either way.
+double operand_bytes(GemmPrecision p) { return p == GemmPrecision::bf16 ? kBf16 : bytes_of(DType::fp8); }
+
+double dense_precision_ratio(const HardwareProfile& hw, GemmPrecision p, double rows) {
+  if (p == GemmPrecision::bf16) return 1.0;
+  return interpolate_log_x(low_precision_spec(hw, p).gemm_over_bf16_by_rows, rows);
+}
 
 // Rate of a backward pass over the forward rate of the same dense shape (profile, by pass).
 double dense_pass_ratio(const HardwareProfile& hw, GemmPass pass) {
@@ -45,18 +69,18 @@ double grouped_pass_ratio(const HardwareProfile& hw, GemmPass pass, double rows_
 class TableGemmCost final : public GemmCost {
  public:
   TableGemmCost()
-      : GemmCost(
-            "table",
-            "Dense BF16 GEMM: 2MNK over the profile's measured rate at M rows (log-interpolated), HBM roofline floor") {
-  }
+      : GemmCost("table",
+                 "Dense GEMM: 2MNK over the profile's measured BF16 rate at M rows (log-interpolated; FP8 formats at "
+                 "their measured ratio), HBM roofline floor") {}
   KernelTime time(const HardwareProfile& hw, const GemmShape& shape) const override {
-    const auto [m, n, k, pass] = shape;
+    const auto [m, n, k, pass, precision] = shape;
     require_positive(m, "m");
     require_positive(n, "n");
     require_positive(k, "k");
     const double flops = 2.0 * m * n * k;  // one multiply-add = 2 FLOPs per output term
-    const double rate = dense_gemm_rate_TFLOPs(hw, m) * dense_pass_ratio(hw, pass);
-    const double bytes = kBf16 * (m * k + k * n + m * n);
+    const double rate =
+        dense_gemm_rate_TFLOPs(hw, m) * dense_pass_ratio(hw, pass) * dense_precision_ratio(hw, precision, m);
+    const double bytes = operand_bytes(precision) * (m * k + k * n) + kBf16 * m * n;
     KernelTime t = roofline_kernel(hw, flops, flops / (rate * 1e12), bytes);
     t.rate_TFLOPs = rate;
     return t;
@@ -79,7 +103,7 @@ class TableGroupedGemmCost final : public GroupedGemmCost {
             "Grouped GEMM: each expert at efficiency(its rows) x dense rate(total rows), floored by the largest expert "
             "and HBM") {}
   KernelTime time(const HardwareProfile& hw, const GroupedGemmShape& shape) const override {
-    const auto [rows_per_expert, n, k, pass] = shape;
+    const auto [rows_per_expert, n, k, pass, precision] = shape;
     require_positive(n, "n");
     require_positive(k, "k");
     if (rows_per_expert.empty()) throw InputError("", "rows_per_expert", "needs at least one expert");
@@ -102,20 +126,25 @@ class TableGroupedGemmCost final : public GroupedGemmCost {
     // routing this is efficiency(total / experts) x dense rate, and skew makes small experts
     // (tile quantization) and very large ones (the measured drop past ~1k rows) cost more.
     const double dense_Fps = dense_gemm_rate_TFLOPs(hw, total) * 1e12;
-    // A backward pass runs at the forward's efficiency times its measured ratio at those rows.
+    // A backward pass runs at the forward's efficiency times its measured ratio at those rows; an
+    // FP8 format at its measured ratio over BF16 at those rows per expert.
+    const LowPrecisionGemmSpec* low = precision == GemmPrecision::bf16 ? nullptr : &low_precision_spec(hw, precision);
     double grouped_s = 0;
     for (double r : rows_per_expert) {
       if (r > 0) {
         const double log_r = std::log(r);
+        const double format =
+            low == nullptr ? 1.0 : interpolate_log_x(low->grouped_gemm_over_bf16_by_rows_per_expert, r, log_r);
         grouped_s += 2.0 * r * n * k /
                      (interpolate_log_x(hw.compute.grouped_gemm_efficiency_by_rows_per_expert, r, log_r) *
-                      grouped_pass_ratio(hw, pass, r, log_r) * dense_Fps);
+                      grouped_pass_ratio(hw, pass, r, log_r) * format * dense_Fps);
       }
     }
     const double rate = flops / grouped_s / 1e12;
-    const double largest_s =
-        2.0 * largest * n * k / (dense_gemm_rate_TFLOPs(hw, largest) * dense_pass_ratio(hw, pass) * 1e12);
-    const double bytes = kBf16 * (total * k + active * k * n + total * n);
+    const double largest_s = 2.0 * largest * n * k /
+                             (dense_gemm_rate_TFLOPs(hw, largest) * dense_pass_ratio(hw, pass) *
+                              dense_precision_ratio(hw, precision, largest) * 1e12);
+    const double bytes = operand_bytes(precision) * (total * k + active * k * n) + kBf16 * total * n;
     KernelTime t = roofline_kernel(hw, flops, std::max(grouped_s, largest_s), bytes);
     t.rate_TFLOPs = rate;
     return t;
@@ -130,6 +159,22 @@ std::string_view name_of(GemmPass pass) {
     case GemmPass::wgrad: return "wgrad";
   }
   return "?";
+}
+
+std::string_view name_of(GemmPrecision precision) {
+  switch (precision) {
+    case GemmPrecision::bf16: return "bf16";
+    case GemmPrecision::fp8: return "fp8";
+    case GemmPrecision::mxfp8: return "mxfp8";
+  }
+  return "?";
+}
+
+GemmPrecision parse_gemm_precision(std::string_view name) {
+  for (GemmPrecision p : {GemmPrecision::bf16, GemmPrecision::fp8, GemmPrecision::mxfp8}) {
+    if (name_of(p) == name) return p;
+  }
+  throw UnknownNameError("unknown GEMM precision \"" + std::string(name) + "\"; valid: bf16, fp8, mxfp8");
 }
 
 GemmPass parse_gemm_pass(std::string_view name) {

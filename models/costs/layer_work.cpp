@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "models/common/units.hpp"
+#include "models/costs/low_precision.hpp"
 
 namespace moesim {
 
@@ -10,22 +11,41 @@ namespace {
 
 constexpr double kFp32 = bytes_of(DType::fp32);
 
-// Forward GEMM [T, in] x [in, out] and its backward pair: dgrad [T, out] x [out, in] and
-// wgrad [out, T] x [T, in] (same FLOPs each, each at its own pass's rate).
-PassTimes linear(const CostBook& c, double tokens, double in, double out) {
-  return {c.gemm({tokens, out, in, GemmPass::forward}),
-          c.gemm({tokens, in, out, GemmPass::dgrad}) + c.gemm({out, in, tokens, GemmPass::wgrad})};
-}
-
-// The routed experts' grouped GEMM [rows, k] x [k, n] per expert, forward and backward (dgrad +
-// wgrad, the same FLOPs each). The profile's efficiencies are keyed by rows per expert in every
-// pass, so the rows stay the first dimension.
-PassTimes grouped(const CostBook& c, const std::vector<double>& rows, double n, double k) {
-  return {c.grouped_gemm({rows, n, k, GemmPass::forward}),
-          c.grouped_gemm({rows, k, n, GemmPass::dgrad}) + c.grouped_gemm({rows, n, k, GemmPass::wgrad})};
-}
-
 PassTimes add(PassTimes a, PassTimes b) { return {a.fwd + b.fwd, a.bwd + b.bwd}; }
+
+Format format_of(const ParallelPlan& plan, LinearClass c) {
+  return {plan.precision.linear(c), plan.precision.weight_caches};
+}
+
+}  // namespace
+
+PassTimes quantization(const CostBook& c, Format f, double rows, double in, double out, double weight_elements) {
+  PassTimes t;
+  if (f.gemm == GemmPrecision::bf16) return t;
+  const double traffic = quantize_traffic_per_element(f.gemm);
+  const QuantizeKernels k = linear_quantize_kernels(rows, in, out, weight_elements, f.weight_caches);
+  for (double n : k.fwd) t.fwd += c.memory(n * traffic, MemoryKernel::elementwise);
+  for (double n : k.bwd) t.bwd += c.memory(n * traffic, MemoryKernel::elementwise);
+  return t;
+}
+
+PassTimes linear(const CostBook& c, Format f, double tokens, double in, double out) {
+  const GemmPrecision g = f.gemm;
+  const PassTimes gemms{c.gemm({tokens, out, in, GemmPass::forward, g}),
+                        c.gemm({tokens, in, out, GemmPass::dgrad, g}) + c.gemm({out, in, tokens, GemmPass::wgrad, g})};
+  return add(gemms, quantization(c, f, tokens, in, out, in * out));
+}
+PassTimes grouped(const CostBook& c, Format f, const std::vector<double>& rows, double n, double k) {
+  const GemmPrecision g = f.gemm;
+  const PassTimes gemms{
+      c.grouped_gemm({rows, n, k, GemmPass::forward, g}),
+      c.grouped_gemm({rows, k, n, GemmPass::dgrad, g}) + c.grouped_gemm({rows, n, k, GemmPass::wgrad, g})};
+  const double routed = std::accumulate(rows.begin(), rows.end(), 0.0);
+  return add(gemms, quantization(c, f, routed, k, n, dbl(rows.size()) * k * n));
+}
+
+namespace {
+PassTimes linear(const CostBook& c, double tokens, double in, double out) { return linear(c, {}, tokens, in, out); }
 
 // Causal flash attention over the microbatch's sequences (GQA: K/V heads from the architecture).
 PassTimes attention(const Architecture& a, const CostBook& c, double tokens) {
@@ -62,13 +82,15 @@ LayerWork layer_work(const Architecture& a, const ParallelPlan& plan, const Cost
   const double d = dbl(a.d_model), q = dbl(a.attn_dim()), kv = dbl(a.kv_dim());
   LayerWork w;
   // Attention block: norm, QKV, (QK-norm), RoPE, flash attention, out-projection, residual.
-  PassTimes attn = add(linear(c, T, d, q + 2 * kv), linear(c, T, q, d));
+  const Format attn_f = format_of(plan, LinearClass::attention);
+  PassTimes attn = add(linear(c, attn_f, T, d, q + 2 * kv), linear(c, attn_f, T, q, d));
   attn = add(attn, attention(a, c, T));
   const double attn_elem = T * e * (2 * d + 2 * (q + kv) * (a.attention.qk_norm ? 2 : 1) + 3 * d);
   w.pre = add(attn, elementwise(c, attn_elem));
   if (!a.is_moe_layer(layer)) {
     const double h = dbl(a.dense_hidden);
-    w.pre = add(w.pre, add(linear(c, T, d, 2 * h), linear(c, T, h, d)));
+    const Format mlp_f = format_of(plan, LinearClass::dense_mlp);
+    w.pre = add(w.pre, add(linear(c, mlp_f, T, d, 2 * h), linear(c, mlp_f, T, h, d)));
     w.pre = add(w.pre, elementwise(c, T * e * (2 * d + 3 * h + 3 * d)));
     w.selective_recompute = c.memory(T * e * 3 * h, MemoryKernel::elementwise);
     return w;
@@ -83,12 +105,14 @@ LayerWork layer_work(const Architecture& a, const ParallelPlan& plan, const Cost
   w.pre = add(w.pre, elementwise(c, T * (2 * d * e + 2 * N * kFp32)));
   w.pre = add(w.pre, streaming(c, T * K * d * e + T * d * e, MemoryKernel::permute));
   // Up/gate [rows, d] x [d, 2h_e] and down [rows, h_e] x [h_e, d].
-  w.experts = add(grouped(c, rows, 2 * he, d), grouped(c, rows, d, he));
+  const Format expert_f = format_of(plan, LinearClass::routed_expert);
+  w.experts = add(grouped(c, expert_f, rows, 2 * he, d), grouped(c, expert_f, rows, d, he));
   w.experts = add(w.experts, elementwise(c, routed * e * 3 * he));
   // Unpermute the K copies back to token order, then the weighted combine and the residual.
   w.post = add(streaming(c, T * K * d * e + T * d * e, MemoryKernel::permute), elementwise(c, 3 * T * d * e));
   for (std::int64_t s = 0; s < m.shared_experts; ++s) {
-    w.shared = add(w.shared, add(linear(c, T, d, 2 * hs), linear(c, T, hs, d)));
+    const Format shared_f = format_of(plan, LinearClass::shared_expert);
+    w.shared = add(w.shared, add(linear(c, shared_f, T, d, 2 * hs), linear(c, shared_f, T, hs, d)));
     w.shared = add(w.shared, elementwise(c, T * e * 3 * hs));
   }
   // Dispatch sends every routed copy (the off-rank share is the collective model's business);
@@ -107,7 +131,10 @@ EdgeWork edge_work(const Architecture& a, const ParallelPlan& plan, const CostBo
   w.embed = {c.memory(2 * T * d * e, MemoryKernel::permute), c.memory(T * d * (e + 2 * kFp32), MemoryKernel::permute)};
   // Final norm, LM head GEMM, cross-entropy over FP32 logits (standard: write the logits in the
   // compute dtype, read them, write FP32 log-probabilities) or fused (one pass over the logits).
-  w.head = add(linear(c, T, d, V), elementwise(c, 2 * T * d * e));
+  // A tied head multiplies by the embedding, which no cache holds (low_precision.hpp).
+  Format head_f = format_of(plan, LinearClass::lm_head);
+  head_f.weight_caches = head_f.weight_caches && !a.tie_embeddings;
+  w.head = add(linear(c, head_f, T, d, V), elementwise(c, 2 * T * d * e));
   const double ce = plan.loss == LossImpl::standard ? T * V * (e + 2 * kFp32) : T * V * e;
   w.head = add(w.head, {c.memory(ce, MemoryKernel::cross_entropy), c.memory(ce, MemoryKernel::cross_entropy)});
   return w;

@@ -18,6 +18,25 @@ struct PassTimes {  // one part of a block, compute-stream time of each directio
   double bwd = 0;
 };
 
+// The GEMM format of a class of linears and whether its weights are cached quantized.
+struct Format {
+  GemmPrecision gemm = GemmPrecision::bf16;
+  bool weight_caches = false;
+};
+
+// The quantization kernels a low-precision linear [rows, in] x [in, out] runs around its GEMMs
+// (models/costs/low_precision.hpp), priced as elementwise-class memory kernels; zero for BF16.
+PassTimes quantization(const CostBook& c, Format f, double rows, double in, double out, double weight_elements);
+// Forward GEMM [T, in] x [in, out] and its backward pair: dgrad [T, out] x [out, in] and
+// wgrad [out, T] x [T, in] (same FLOPs each, each at its own pass's rate), in format f, with its
+// quantization kernels.
+PassTimes linear(const CostBook& c, Format f, double tokens, double in, double out);
+// The routed experts' grouped GEMM [rows, k] x [k, n] per expert, forward and backward (dgrad +
+// wgrad, the same FLOPs each), with its quantization kernels. The profile's efficiencies are keyed
+// by rows per expert in every pass, so the rows stay the first dimension. Uncached weights are
+// cast for every expert in `rows`.
+PassTimes grouped(const CostBook& c, Format f, const std::vector<double>& rows, double n, double k);
+
 struct LayerWork {
   bool moe = false;
   PassTimes pre;                   // attention block (+ dense MLP, or + norm/router/permute before dispatch)

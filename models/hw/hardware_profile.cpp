@@ -36,6 +36,7 @@ HardwareProfile parse_hardware_profile(const JsonReader& in) {
     h.gpu.peak_bf16_TFLOPs = quantity(g, "peak_bf16_dense_TFLOPs", Range::positive());
     h.gpu.hbm_bw_GBps = quantity(g, "hbm_bw_GBps", Range::positive());
     h.gpu.sm_count = quantity(g, "sm_count", Range::between(1, 1024));
+    h.gpu.peak_fp8_dense_TFLOPs = optional_quantity(g, "peak_fp8_dense_TFLOPs", Range::positive());
     g.finish();
   }
   {

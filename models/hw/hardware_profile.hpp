@@ -51,6 +51,8 @@ struct GpuSpec {
   Quantity peak_bf16_TFLOPs;  // nominal dense peak: MFU's denominator
   Quantity hbm_bw_GBps;       // nominal
   Quantity sm_count;          // streaming multiprocessors (NCCL's CTAs each hold one)
+  // Nominal dense FP8 peak, for the FP8 view of MFU (absent: the profile offers no such view).
+  std::optional<Quantity> peak_fp8_dense_TFLOPs;
 };
 
 struct MemorySpec {
@@ -65,6 +67,13 @@ struct NodeSpec {
   Quantity gpus_per_node;
   Quantity nvlink_bw_GBps_per_direction;  // per GPU, each way: the intra-domain link rate
   Quantity nic_bw_Gbps_per_gpu;           // one NIC rail per GPU: the inter-node link rate
+};
+
+// A low-precision GEMM format the tensor cores run natively: its sustained rate over the BF16 rate
+// of the same shape and pass (the BF16 tables and pass ratios stay the base).
+struct LowPrecisionGemmSpec {
+  ProfileTable gemm_over_bf16_by_rows;                     // x: rows M, y: rate ratio, dense
+  ProfileTable grouped_gemm_over_bf16_by_rows_per_expert;  // x: rows per expert, y: rate ratio
 };
 
 // Sustained rates (what time is computed from), as opposed to the nominal peaks in GpuSpec.
@@ -83,6 +92,15 @@ struct ComputeSpec {
   // Fraction of hbm_sustained_GBps each memory-kernel class reaches (index: MemoryKernel; copy 1).
   std::array<Quantity, kMemoryKernels> hbm_fraction_by_kernel;
   Quantity kernel_launch_us;  // fixed per-kernel overhead
+  // FP8 formats (GemmPrecision): absent where the GPU has no such tensor-core path (no MXFP8
+  // before Blackwell), and a plan that asks for one is refused.
+  std::optional<LowPrecisionGemmSpec> fp8_gemm;
+  std::optional<LowPrecisionGemmSpec> mxfp8_gemm;
+  const LowPrecisionGemmSpec* low_precision(GemmPrecision p) const {
+    if (p == GemmPrecision::fp8) return fp8_gemm ? &*fp8_gemm : nullptr;
+    if (p == GemmPrecision::mxfp8) return mxfp8_gemm ? &*mxfp8_gemm : nullptr;
+    return nullptr;
+  }
 };
 
 // Bus-bandwidth efficiency of one collective algorithm, by collective: achieved nccl-tests busbw

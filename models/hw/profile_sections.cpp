@@ -4,6 +4,8 @@
 
 #include "models/hw/profile_sections.hpp"
 
+#include "models/costs/compute_costs.hpp"
+
 namespace moesim::profile_detail {
 
 namespace {
@@ -110,6 +112,20 @@ void memory_kernel_fractions(const JsonReader& f, ComputeSpec& s) {
   f.finish();
 }
 
+// FP8 over BF16 at one shape: 2 is the datasheets' peak ratio (B300: 4.5 over 2.25 PFLOP/s;
+// H100: 1979 over 989 TFLOP/s dense), so a larger value is a typo or a sparse peak.
+std::optional<LowPrecisionGemmSpec> low_precision_gemm(const JsonReader& c, std::string_view key) {
+  const auto g = c.optional_object(key);
+  if (!g) return std::nullopt;
+  const Range ratio{0.0, 2.0, true};
+  LowPrecisionGemmSpec out;
+  out.gemm_over_bf16_by_rows = table(*g, "gemm_over_bf16_by_rows", "rows", "ratio", ratio);
+  out.grouped_gemm_over_bf16_by_rows_per_expert =
+      table(*g, "grouped_gemm_over_bf16_by_rows_per_expert", "rows_per_expert", "ratio", ratio);
+  g->finish();
+  return out;
+}
+
 }  // namespace
 
 ComputeSpec parse_compute(const JsonReader& c) {
@@ -131,6 +147,8 @@ ComputeSpec parse_compute(const JsonReader& c) {
   memory_kernel_fractions(c.object("hbm_fraction_by_kernel"), s);
   // A per-kernel overhead of a millisecond or more would be a unit mistake (ms typed as us).
   s.kernel_launch_us = quantity(c, "kernel_launch_us", Range::between(0.0, 1000.0));
+  s.fp8_gemm = low_precision_gemm(c, "fp8_gemm");
+  s.mxfp8_gemm = low_precision_gemm(c, "mxfp8_gemm");
   c.finish();
   return s;
 }
@@ -210,6 +228,25 @@ void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in) {
                                                       {"attention_bwd_TFLOPs", h.compute.attention_bwd_TFLOPs.value}};
   for (const auto& [key, v] : attention) {
     if (v > peak) compute.object(key).fail("value", brief(v) + ceiling);
+  }
+  // An FP8 format's fastest dense rate stays under the FP8 peak (when the profile gives one).
+  if (h.gpu.peak_fp8_dense_TFLOPs) {
+    const double fp8_peak = h.gpu.peak_fp8_dense_TFLOPs->value;
+    const std::pair<const char*, const std::optional<LowPrecisionGemmSpec>*> formats[] = {
+        {"fp8_gemm", &h.compute.fp8_gemm}, {"mxfp8_gemm", &h.compute.mxfp8_gemm}};
+    for (const auto& [key, spec] : formats) {
+      if (!*spec) continue;
+      const auto& points = (*spec)->gemm_over_bf16_by_rows.points();
+      for (std::size_t i = 0; i < points.size(); ++i) {
+        const double rate = points[i].y * dense_gemm_rate_TFLOPs(h, points[i].x);
+        if (rate > fp8_peak) {
+          throw InputError(in.file(),
+                           compute.child_path(key) + ".gemm_over_bf16_by_rows.points[" + std::to_string(i) + "].ratio",
+                           brief(points[i].y) + " x the BF16 rate " + brief(dense_gemm_rate_TFLOPs(h, points[i].x)) +
+                               " = " + brief(rate) + " TFLOP/s exceeds gpu.peak_fp8_dense_TFLOPs " + brief(fp8_peak));
+        }
+      }
+    }
   }
   if (h.compute.hbm_sustained_GBps.value > h.gpu.hbm_bw_GBps.value) {
     compute.object("hbm_sustained_GBps")

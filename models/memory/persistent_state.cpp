@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "models/costs/low_precision.hpp"
 #include "models/memory/ledger.hpp"
 #include "models/memory/optimizer_layouts.hpp"
 #include "models/plan/rank_layout.hpp"
@@ -52,6 +53,12 @@ std::vector<LedgerItem> persistent_state(const std::vector<LocalTensor>& tensors
   const double grad_b = bytes_of(plan.precision.grad_accum);
   items.push_back({"compute weights", MemClass::compute_weights, local * compute_b,
                    "rank-local params x " + std::string(name_of(plan.precision.compute))});
+  const CachedWeights caches = cached_weights(tensors, plan);
+  if (caches.elements > 0) {
+    items.push_back({"low-precision weight caches", MemClass::compute_weights, caches.bytes,
+                     "forward + dgrad orientations of " + std::to_string(static_cast<long long>(caches.elements)) +
+                         " cached params (seed 4.4.3)"});
+  }
   items.push_back({"gradient buckets", MemClass::grad_buffers, local * grad_b,
                    "rank-local params x " + std::string(name_of(plan.precision.grad_accum)) + " (flat bucket views)"});
 

@@ -30,6 +30,16 @@ std::string_view name_of(WeightRebuild w) { return w == WeightRebuild::coalesced
 std::string_view name_of(EpBuffers b) {
   return b == EpBuffers::nccl_all_to_all ? "nccl_all_to_all" : "symmetric_memory";
 }
+std::string_view name_of(LinearClass c) {
+  switch (c) {
+    case LinearClass::attention: return "attention";
+    case LinearClass::dense_mlp: return "dense_mlp";
+    case LinearClass::shared_expert: return "shared_expert";
+    case LinearClass::routed_expert: return "routed_expert";
+    case LinearClass::lm_head: return "lm_head";
+  }
+  return "?";
+}
 std::string_view name_of(Recompute r) {
   return r == Recompute::none ? "none" : r == Recompute::full ? "full" : "selective";
 }
@@ -82,11 +92,20 @@ OptimizerSpec parse_optimizer(const JsonReader& in, Design design) {
   return o;
 }
 
-PrecisionSpec parse_precision(const JsonReader& in) {
+PrecisionSpec parse_precision(const JsonReader& in, Design design) {
   PrecisionSpec p;
   p.compute = parse_dtype(in, "compute_dtype", DType::bf16);
   p.grad_accum = parse_dtype(in, "grad_accum_dtype", DType::fp32);
   p.reduce = parse_dtype(in, "reduce_dtype", DType::fp32);
+  if (auto l = in.optional_object("linears")) {
+    for (std::size_t c = 0; c < kLinearClasses; ++c) {
+      const std::string_view key = name_of(static_cast<LinearClass>(c));
+      p.linears[c] = parse_gemm_precision(l->choice_or(key, "bf16", {"bf16", "fp8", "mxfp8"}));
+    }
+    l->finish();
+  }
+  // Olmo-core's DDP keeps the caches (seed 4.4.3); FSDP2 gathers weights per use and has none.
+  p.weight_caches = in.boolean_or("weight_caches", design == Design::ddp);
   in.finish();
   return p;
 }
@@ -137,7 +156,11 @@ ParallelPlan parse_plan(const JsonReader& in) {
   } else {
     p.optimizer.kernels = default_kernels(p.design);
   }
-  if (auto pr = in.optional_object("precision")) p.precision = parse_precision(*pr);
+  if (auto pr = in.optional_object("precision")) {
+    p.precision = parse_precision(*pr, p.design);
+  } else {
+    p.precision.weight_caches = p.design == Design::ddp;
+  }
   const auto batch = in.object("batch");
   p.microbatch_sequences = batch.integer("rank_microbatch_sequences", Range::between(1, kMaxCount));
   p.global_batch_tokens = batch.integer("global_batch_tokens", Range::between(1, 1e15));
@@ -179,6 +202,13 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
   if (p.pp * p.pp_virtual > a.num_layers) {
     fail("pipeline.degree", "PP stages x virtual stages = " + s(p.pp * p.pp_virtual) + " exceeds the " +
                                 s(a.num_layers) + " layers of the model");
+  }
+  if (p.design == Design::fsdp && p.precision.weight_caches) {
+    // FSDP2 frees each gathered weight after use (reshard_after_forward), so no resident weight
+    // is there to keep quantized copies of.
+    fail("precision.weight_caches",
+         "true needs the ddp design's resident compute weights; FSDP2 full reshard quantizes each gathered weight on "
+         "use (allowed: false)");
   }
   if (p.pp_virtual > 1 && p.pp_schedule != PipelineSchedule::interleaved_1f1b) {
     fail("pipeline.virtual_stages", "virtual stages > 1 need schedule \"interleaved_1f1b\"");

@@ -2,11 +2,13 @@
 // parallel design runs (FSDP2 full reshard or Olmo-core DDP), optimizer, precision and batch.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "models/common/units.hpp"
+#include "models/costs/cost_types.hpp"
 #include "models/moe/routing.hpp"
 
 namespace moesim {
@@ -51,18 +53,37 @@ struct OptimizerSpec {
   int states() const;  // AdamW 2 moments, Muon 1 momentum, SGD 0 (Section 4.1)
 };
 
+// The classes of linear layer a low-precision recipe converts, each on its own (torchtitan's and
+// Olmo-core's float8 converters take a per-module filter). The router GEMM stays BF16: both leave
+// it out (torchtitan's MXFP8 MoE recipe excludes router.gate; too small to gain).
+enum class LinearClass : std::uint8_t { attention, dense_mlp, shared_expert, routed_expert, lm_head };
+inline constexpr std::size_t kLinearClasses = static_cast<std::size_t>(LinearClass::lm_head) + 1;  // the last one
+std::string_view name_of(LinearClass c);
+
 struct PrecisionSpec {
-  DType compute = DType::bf16;     // compute weights and activations
-  DType grad_accum = DType::fp32;  // DDP bucket storage / FSDP sharded grads
-  DType reduce = DType::fp32;      // communication dtype of gradient reductions
+  DType compute = DType::bf16;                          // compute weights and activations
+  DType grad_accum = DType::fp32;                       // DDP bucket storage / FSDP sharded grads
+  DType reduce = DType::fp32;                           // communication dtype of gradient reductions
+  std::array<GemmPrecision, kLinearClasses> linears{};  // GEMM format per class (all BF16 by default)
+  // Persistent quantized weights in the two orientations the forward and dgrad GEMMs read,
+  // refreshed from the main weights after each optimizer step (seed 4.4.3, Olmo-core's DDP path);
+  // without them every GEMM quantizes its weight on use (torchao MXLinear / Float8Linear).
+  bool weight_caches = false;
+  GemmPrecision linear(LinearClass c) const { return linears[static_cast<std::size_t>(c)]; }
+  bool any_low_precision() const {
+    for (GemmPrecision p : linears) {
+      if (p != GemmPrecision::bf16) return true;
+    }
+    return false;
+  }
 };
 
 struct ParallelPlan {
   Design design = Design::ddp;
   std::int64_t nodes = 1;
   std::int64_t gpus_per_node = 8;
-  std::int64_t pp = 1;          // pipeline stages
-  std::int64_t ep = 1;          // EP-MP degree M_E
+  std::int64_t pp = 1;  // pipeline stages
+  std::int64_t ep = 1;  // EP-MP degree M_E
   EpBuffers ep_buffers = EpBuffers::nccl_all_to_all;
   // Symmetric buffers: rows each destination rank can receive = this x the rank's routed rows
   // (Olmo-core ExpertParallelConfig.capacity_factor, default 1.25; overflow routes are tail-dropped).
@@ -91,9 +112,7 @@ struct ParallelPlan {
   std::int64_t ep_dp() const { return dp() / ep; }
   std::int64_t shard_group() const { return fsdp_shard == 0 ? dp() : fsdp_shard; }
   // Model chunks each stage runs: v with the interleaved schedule, else 1.
-  std::int64_t model_chunks() const {
-    return pp_schedule == PipelineSchedule::interleaved_1f1b ? pp_virtual : 1;
-  }
+  std::int64_t model_chunks() const { return pp_schedule == PipelineSchedule::interleaved_1f1b ? pp_virtual : 1; }
 };
 
 std::string_view name_of(Design d);

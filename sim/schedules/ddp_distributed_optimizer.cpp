@@ -8,6 +8,7 @@
 // Without the distributed optimizer every rank updates everything.
 #include <algorithm>
 
+#include "models/costs/low_precision.hpp"
 #include "sim/schedules/param_sync.hpp"
 
 namespace moesim {
@@ -95,8 +96,9 @@ class DdpDistributedOptimizer final : public ParamSync {
       // Every rank clips and updates all of its parameters and casts them to the compute dtype.
       const TaskId clipped = clip_gradients(rank_, local, reductions_);
       rank_.emit.memory_kernel(update_at, local * update.bytes_per_element, update.kind, "update", clipped);
-      rank_.emit.memory_kernel(update_at, local * (bytes_of(optimizer.main_weight_dtype) + weight),
-                               MemoryKernel::elementwise, "cast to the compute dtype");
+      const TaskId cast = rank_.emit.memory_kernel(update_at, local * (bytes_of(optimizer.main_weight_dtype) + weight),
+                                                   MemoryKernel::elementwise, "cast to the compute dtype");
+      refresh_weight_caches(cast);
       return;
     }
     double shard = 0;
@@ -123,6 +125,16 @@ class DdpDistributedOptimizer final : public ParamSync {
                      ? gathered
                      : rank_.emit.memory_kernel(at, 2 * n * weight, MemoryKernel::copy, "copy out", gathered);
     }
+    refresh_weight_caches(previous);
+  }
+
+  // Low-precision weight caches are rebuilt from the refreshed BF16 compute weights, both
+  // orientations, once the rebuild has landed (seed 4.4.3; models/costs/low_precision.hpp).
+  void refresh_weight_caches(TaskId after) {
+    const CachedWeights caches = cached_weights(rank_.tensors, rank_.plan);
+    if (caches.elements == 0) return;
+    rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::weight_rebuild, -1, -1},
+                             caches.refresh_traffic, MemoryKernel::elementwise, "refresh weight caches", after);
   }
 
  private:
