@@ -113,9 +113,11 @@ class BoundBuilder {
       t.fwd = w.pre.fwd;
       t.bwd = w.pre.bwd + selective;
     } else {
-      const double a2a = plan_.ep > 1 ? 2 * all_to_all_s(w.a2a_bytes) : 0.0;  // dispatch + combine
-      t.fwd = w.pre.fwd + std::max(a2a + w.experts.fwd, w.shared.fwd) + w.post.fwd;
-      t.bwd = w.post.bwd + std::max(a2a + w.experts.bwd + selective, w.shared.bwd) + w.pre.bwd;
+      // Dispatch + combine (the forward dispatch may send FP8 rows; backward both BF16).
+      const double combine = plan_.ep > 1 ? all_to_all_s(w.a2a_bytes) : 0.0;
+      const double dispatch = plan_.ep > 1 ? all_to_all_s(w.dispatch_bytes) : 0.0;
+      t.fwd = w.pre.fwd + std::max(dispatch + combine + w.experts.fwd, w.shared.fwd) + w.post.fwd;
+      t.bwd = w.post.bwd + std::max(2 * combine + w.experts.bwd + selective, w.shared.bwd) + w.pre.bwd;
     }
     if (plan_.recompute == Recompute::full) t.bwd += t.fwd;  // the forward runs again before backward
     return t;

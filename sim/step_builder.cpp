@@ -182,7 +182,7 @@ class StepBuilder {
                                                           w.shared.fwd, "shared expert", pre)
                                            : kNoTask;
     const ExpertPass pass = phase == PhaseTag::recompute ? ExpertPass::recompute : ExpertPass::forward;
-    const TaskId x = routed_experts(emit_, plan_, at, pass, {w.a2a_bytes, w.experts.fwd}, pre);
+    const TaskId x = routed_experts(emit_, plan_, at, pass, {w.a2a_bytes, w.dispatch_bytes, w.experts.fwd}, pre);
     cursor = emit_.kernel(at, TaskKind::compute, w.post.fwd, "combine", x, shared);
   }
 
@@ -209,8 +209,8 @@ class StepBuilder {
                               ? emit_.kernel({r, StreamKind::side, PhaseTag::backward, mb, u}, TaskKind::compute,
                                              w.shared.bwd, "shared expert backward", post)
                               : kNoTask;
-    const TaskId x =
-        routed_experts(emit_, plan_, at, ExpertPass::backward, {w.a2a_bytes, w.experts.bwd + selective}, post);
+    const TaskId x = routed_experts(emit_, plan_, at, ExpertPass::backward,
+                                    {w.a2a_bytes, w.a2a_bytes, w.experts.bwd + selective}, post);
     cursor = emit_.kernel(at, TaskKind::compute, w.pre.bwd, "attention + router backward", x, shared);
   }
 

@@ -14,7 +14,7 @@ constexpr double kFp32 = bytes_of(DType::fp32);
 PassTimes add(PassTimes a, PassTimes b) { return {a.fwd + b.fwd, a.bwd + b.bwd}; }
 
 Format format_of(const ParallelPlan& plan, LinearClass c) {
-  return {plan.precision.linear(c), plan.precision.weight_caches};
+  return {plan.precision.linear(c), plan.precision.weight_caches, false};
 }
 
 }  // namespace
@@ -23,7 +23,7 @@ PassTimes quantization(const CostBook& c, Format f, double rows, double in, doub
   PassTimes t;
   if (f.gemm == GemmPrecision::bf16) return t;
   const double traffic = quantize_traffic_per_element(f.gemm);
-  const QuantizeKernels k = linear_quantize_kernels(rows, in, out, weight_elements, f.weight_caches);
+  const QuantizeKernels k = linear_quantize_kernels(rows, in, out, weight_elements, f.weight_caches, f.input_quantized);
   for (double n : k.fwd) t.fwd += c.memory(n * traffic, MemoryKernel::elementwise);
   for (double n : k.bwd) t.bwd += c.memory(n * traffic, MemoryKernel::elementwise);
   return t;
@@ -105,8 +105,16 @@ LayerWork layer_work(const Architecture& a, const ParallelPlan& plan, const Cost
   w.pre = add(w.pre, elementwise(c, T * (2 * d * e + 2 * N * kFp32)));
   w.pre = add(w.pre, streaming(c, T * K * d * e + T * d * e, MemoryKernel::permute));
   // Up/gate [rows, d] x [d, 2h_e] and down [rows, h_e] x [h_e, d].
+  // FP8 dispatch: each token is cast once before the all-to-all (not once per routed copy), and
+  // the up/gate GEMM takes the rows as they arrive.
   const Format expert_f = format_of(plan, LinearClass::routed_expert);
-  w.experts = add(grouped(c, expert_f, rows, 2 * he, d), grouped(c, expert_f, rows, d, he));
+  Format up_f = expert_f;
+  const GemmPrecision dispatch = plan.precision.ep_dispatch;
+  if (dispatch != GemmPrecision::bf16) {
+    up_f.input_quantized = true;
+    w.pre.fwd += c.memory(T * d * quantize_traffic_per_element(dispatch), MemoryKernel::elementwise);
+  }
+  w.experts = add(grouped(c, up_f, rows, 2 * he, d), grouped(c, expert_f, rows, d, he));
   w.experts = add(w.experts, elementwise(c, routed * e * 3 * he));
   // Unpermute the K copies back to token order, then the weighted combine and the residual.
   w.post = add(streaming(c, T * K * d * e + T * d * e, MemoryKernel::permute), elementwise(c, 3 * T * d * e));
@@ -118,6 +126,9 @@ LayerWork layer_work(const Architecture& a, const ParallelPlan& plan, const Cost
   // Dispatch sends every routed copy (the off-rank share is the collective model's business);
   // a skewed rank's receive side is larger, and the slower side sets its time.
   w.a2a_bytes = std::max(T * K, routed) * d * e;
+  w.dispatch_bytes = dispatch == GemmPrecision::bf16
+                         ? w.a2a_bytes
+                         : std::max(T * K, routed) * d * quantized_bytes_per_element(dispatch);
   w.selective_recompute = c.memory(routed * e * 3 * he + T * e * 3 * hs, MemoryKernel::elementwise);
   return w;
 }

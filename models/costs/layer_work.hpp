@@ -22,6 +22,7 @@ struct PassTimes {  // one part of a block, compute-stream time of each directio
 struct Format {
   GemmPrecision gemm = GemmPrecision::bf16;
   bool weight_caches = false;
+  bool input_quantized = false;  // X arrives cast along K (FP8 EP dispatch)
 };
 
 // The quantization kernels a low-precision linear [rows, in] x [in, out] runs around its GEMMs
@@ -43,7 +44,8 @@ struct LayerWork {
   PassTimes experts;               // routed-expert grouped GEMMs on this rank's rows
   PassTimes post;                  // unpermute / combine weighting / residual
   PassTimes shared;                // shared experts (side stream)
-  double a2a_bytes = 0;            // all_to_all send buffer per rank for dispatch (= combine)
+  double a2a_bytes = 0;            // all_to_all send buffer per rank: combine (= BF16 dispatch, every backward)
+  double dispatch_bytes = 0;       // the forward dispatch's (smaller when precision.ep_dispatch is FP8)
   double selective_recompute = 0;  // SwiGLU products recomputed in backward (selective)
 };
 

@@ -25,10 +25,10 @@ double quantize_traffic_per_element(GemmPrecision p) {
   return amax_pass + read + quantized_bytes_per_element(p);
 }
 
-QuantizeKernels linear_quantize_kernels(double rows, double in, double out, double weight_elements,
-                                        bool weight_caches) {
+QuantizeKernels linear_quantize_kernels(double rows, double in, double out, double weight_elements, bool weight_caches,
+                                        bool input_quantized) {
   QuantizeKernels k;
-  k.fwd.push_back(rows * in);  // X along K for Y = X W
+  if (!input_quantized) k.fwd.push_back(rows * in);  // X along K for Y = X W
   if (!weight_caches) k.fwd.push_back(weight_elements);
   k.bwd.push_back(rows * out);  // dY along `out` for dX = dY W^T
   if (!weight_caches) k.bwd.push_back(weight_elements);

@@ -31,7 +31,9 @@ struct QuantizeKernels {
   std::vector<double> fwd;  // elements per kernel
   std::vector<double> bwd;
 };
-QuantizeKernels linear_quantize_kernels(double rows, double in, double out, double weight_elements, bool weight_caches);
+// `input_quantized`: X arrives already cast along K (FP8 EP dispatch), so the forward skips it.
+QuantizeKernels linear_quantize_kernels(double rows, double in, double out, double weight_elements, bool weight_caches,
+                                        bool input_quantized = false);
 
 // Persistent bytes per cached parameter: the forward and the dgrad orientation (seed 4.4.3).
 double weight_cache_bytes_per_param(GemmPrecision p);

@@ -10,14 +10,22 @@ namespace moesim {
 
 namespace {
 constexpr const char* kAllowed =
-    "fsdp or ddp, then +epN, +ppN, +vN (interleaved virtual stages), +hsdpN (fsdp), +nodistopt (ddp)";
+    "fsdp or ddp, then +epN, +ppN, +vN (interleaved virtual stages), +hsdpN (fsdp), +nodistopt (ddp), +fp8 or +mxfp8 "
+    "(every linear but the LM head)";
+
+// The linear classes "+fp8" / "+mxfp8" convert: every linear but the LM head and the router, the
+// recipe of torchtitan's MXFP8 training and of Olmo-core's MXFP8 ladder ("all linear layers
+// except lm_head", src/scripts/train/ladder/2026Q1/experiments.md).
+constexpr LinearClass kRecipeClasses[] = {LinearClass::attention, LinearClass::dense_mlp, LinearClass::shared_expert,
+                                          LinearClass::routed_expert};
 
 // What a bad part ("epp8", or "ep8" after fsdp) was likely meant as, its digits set aside, then
 // the allowed parts.
 std::string part_hint(const std::string& token, bool fsdp) {
   const std::string allowed = std::string("allowed: ") + kAllowed;
   const std::string word = token.substr(0, token.find_first_of("0123456789"));
-  const std::vector<std::string> fsdp_parts = {"pp", "v", "hsdp"}, ddp_parts = {"ep", "pp", "v", "nodistopt"};
+  const std::vector<std::string> fsdp_parts = {"pp", "v", "hsdp", "fp8", "mxfp8"},
+                                 ddp_parts = {"ep", "pp", "v", "nodistopt", "fp8", "mxfp8"};
   const auto& own = fsdp ? fsdp_parts : ddp_parts;
   const auto& other = fsdp ? ddp_parts : fsdp_parts;
   const auto holds = [&word](const std::vector<std::string>& parts) {
@@ -67,9 +75,15 @@ std::vector<std::pair<std::string, nlohmann::json>> design_overrides(const std::
     else if (t.rfind("v", 0) == 0 && t.size() > 1) {
       out.emplace_back("plan.pipeline.schedule", "interleaved_1f1b");
       out.emplace_back("plan.pipeline.virtual_stages", number_after(t, 1, spec, fsdp));
-    } else if (t == "nodistopt" && !fsdp)
+    } else if (t == "nodistopt" && !fsdp) {
       out.emplace_back("plan.ddp.distributed_optimizer", false);
-    else
+    } else if (t == "fp8" || t == "mxfp8") {
+      for (LinearClass c : kRecipeClasses) {
+        std::string path = "plan.precision.linears.";
+        path += name_of(c);
+        out.emplace_back(path, t);
+      }
+    } else
       throw InputError("design", spec, "bad part '" + t + "'" + part_hint(t, fsdp));
   }
   return out;
@@ -83,6 +97,25 @@ std::string design_name(const ParallelPlan& p) {
   if (p.pp > 1) out += "+pp" + std::to_string(p.pp);
   if (p.pp > 1 && p.pp_schedule == PipelineSchedule::interleaved_1f1b) out += "+v" + std::to_string(p.pp_virtual);
   if (p.design == Design::ddp && !p.distributed_optimizer) out += "+nodistopt";
+  if (p.precision.any_low_precision()) {
+    // The recipe's name when every class it converts shares one format and the head stays BF16;
+    // otherwise each converted class with its format.
+    const GemmPrecision first = p.precision.linear(LinearClass::attention);
+    bool recipe = first != GemmPrecision::bf16 && p.precision.linear(LinearClass::lm_head) == GemmPrecision::bf16;
+    for (LinearClass c : kRecipeClasses) recipe = recipe && p.precision.linear(c) == first;
+    if (recipe) {
+      out += '+';
+      out += name_of(first);
+    } else {
+      for (std::size_t k = 0; k < kLinearClasses; ++k) {
+        if (p.precision.linears[k] == GemmPrecision::bf16) continue;
+        out += '+';
+        out += name_of(static_cast<LinearClass>(k));
+        out += '-';
+        out += name_of(p.precision.linears[k]);
+      }
+    }
+  }
   return out;
 }
 

@@ -1,5 +1,5 @@
 // Short design names used by `compare` and sweep axes: "fsdp", "ddp", "ddp+ep8",
-// "ddp+ep8+pp4", "fsdp+hsdp8", "ddp+nodistopt". Each names a set of plan overrides.
+// "ddp+ep8+pp4", "fsdp+hsdp8", "ddp+nodistopt", "ddp+ep8+mxfp8". Each names a set of plan overrides.
 #pragma once
 
 #include <string>

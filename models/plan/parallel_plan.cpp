@@ -104,6 +104,7 @@ PrecisionSpec parse_precision(const JsonReader& in, Design design) {
     }
     l->finish();
   }
+  p.ep_dispatch = parse_gemm_precision(in.choice_or("ep_dispatch", "bf16", {"bf16", "fp8", "mxfp8"}));
   // Olmo-core's DDP keeps the caches (seed 4.4.3); FSDP2 gathers weights per use and has none.
   p.weight_caches = in.boolean_or("weight_caches", design == Design::ddp);
   in.finish();
@@ -202,6 +203,17 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
   if (p.pp * p.pp_virtual > a.num_layers) {
     fail("pipeline.degree", "PP stages x virtual stages = " + s(p.pp * p.pp_virtual) + " exceeds the " +
                                 s(a.num_layers) + " layers of the model");
+  }
+  const GemmPrecision experts = p.precision.linear(LinearClass::routed_expert);
+  if (p.precision.ep_dispatch != GemmPrecision::bf16 && p.precision.ep_dispatch != experts) {
+    std::string msg = "\"";
+    msg += name_of(p.precision.ep_dispatch);
+    msg += "\" rows feed the routed experts' GEMMs as they arrive, so precision.linears.routed_expert must be \"";
+    msg += name_of(p.precision.ep_dispatch);
+    msg += "\" too (it is \"";
+    msg += name_of(experts);
+    msg += "\"); allowed: bf16 or the routed experts' format";
+    fail("precision.ep_dispatch", msg);
   }
   if (p.design == Design::fsdp && p.precision.weight_caches) {
     // FSDP2 frees each gathered weight after use (reshard_after_forward), so no resident weight

@@ -32,7 +32,8 @@ TaskId routed_experts(StepEmitter& emit, const ParallelPlan& plan, const TaskPla
   const TaskPlace comm{at.rank, StreamKind::comm_ep, first, at.microbatch, at.layer};
   TaskId in = ready;
   if (plan.ep > 1) {
-    in = emit.collective(comm, {Communicator::ep_mp, a2a.before, CollectiveKind::all_to_all, experts.a2a_bytes}, ready);
+    const double bytes = backward ? experts.a2a_bytes : experts.dispatch_bytes;
+    in = emit.collective(comm, {Communicator::ep_mp, a2a.before, CollectiveKind::all_to_all, bytes}, ready);
   }
   TaskId out = emit.kernel({at.rank, StreamKind::compute, at.phase, at.microbatch, at.layer}, TaskKind::compute,
                            experts.work_s, backward ? "routed experts backward" : "routed experts", in);

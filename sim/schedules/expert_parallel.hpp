@@ -11,8 +11,9 @@ namespace moesim {
 enum class ExpertPass { forward, recompute, backward };
 
 struct RoutedExperts {
-  double a2a_bytes = 0;  // all_to_all send buffer per rank (dispatch = combine)
-  double work_s = 0;     // the expert GEMMs (and their elementwise work) on this rank's rows
+  double a2a_bytes = 0;       // all_to_all send buffer per rank: combine, and both backward transfers
+  double dispatch_bytes = 0;  // the forward (and recompute) dispatch's, FP8 rows or the same
+  double work_s = 0;          // the expert GEMMs (and their elementwise work) on this rank's rows
 };
 
 // Emits dispatch (forward order; combine's gradient in backward), the experts, then combine

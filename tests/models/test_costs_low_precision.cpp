@@ -8,6 +8,7 @@
 #include "models/costs/layer_work.hpp"
 #include "models/costs/low_precision.hpp"
 #include "models/costs/profile_cost_book.hpp"
+#include "models/plan/design_spec.hpp"
 #include "sim/step_simulation.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -149,4 +150,33 @@ TEST_CASE("Plans asking for a format the profile lacks, FSDP caches or a router 
       InputError);
   CHECK_THROWS_AS(load_scenario(ddp, {"plan.precision.linears.router=mxfp8"}), InputError);
   CHECK_THROWS_AS(load_scenario(ddp, {"plan.precision.linears.attention=fp4"}), InputError);
+}
+
+TEST_CASE("FP8 dispatch sends the forward rows at 1 + 1/32 bytes; combine and backward stay BF16", "[unit]") {
+  const std::string file = test::source_path("scenarios/fig8/moe-ddp-ep8.json");
+  const Scenario bf16 = load_scenario(file, {"plan.precision.linears.routed_expert=mxfp8"});
+  const Scenario fp8 =
+      load_scenario(file, {"plan.precision.linears.routed_expert=mxfp8", "plan.precision.ep_dispatch=mxfp8"});
+  const auto a2a = [](const Scenario& s) {
+    const StepResult r = simulate(s, SimOptions{}).result;  // kept: the bytes are read from it
+    const auto& b = r.bytes_per_rank[static_cast<std::size_t>(CollectiveKind::all_to_all)];
+    return b[0] + b[1];
+  };
+
+  // Four transfers per layer and microbatch; one of them (the forward dispatch) shrinks.
+  CHECK(a2a(fp8) / a2a(bf16) == Approx((3 + (1 + 1.0 / 32) / 2) / 4));
+  CHECK_THROWS_AS(load_scenario(file, {"plan.precision.ep_dispatch=mxfp8"}), InputError);
+}
+
+TEST_CASE("The +mxfp8 design part converts every linear but the LM head, and names itself back", "[unit]") {
+  const std::string file = test::source_path("scenarios/fig8/moe-ddp.json");
+  const Scenario s = load_scenario(file, {"design=ddp+ep8+mxfp8"});
+  for (LinearClass c :
+       {LinearClass::attention, LinearClass::dense_mlp, LinearClass::shared_expert, LinearClass::routed_expert}) {
+    CHECK(s.plan.precision.linear(c) == GemmPrecision::mxfp8);
+  }
+  CHECK(s.plan.precision.linear(LinearClass::lm_head) == GemmPrecision::bf16);
+  CHECK(design_name(s.plan) == "ddp+ep8+mxfp8");
+  const Scenario one = load_scenario(file, {"plan.precision.linears.routed_expert=fp8"});
+  CHECK(design_name(one.plan) == "ddp+routed_expert-fp8");
 }

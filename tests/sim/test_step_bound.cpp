@@ -34,14 +34,22 @@ void check_bound(const Scenario& s) {
 
 }  // namespace
 
+TEST_CASE("Step bound: at most the replay with MXFP8 linears and FP8 dispatch", "[unit][bound]") {
+  const std::string file = test::source_path("scenarios/fig8/moe-ddp-ep8.json");
+  check_bound(load_scenario(file, {"plan.precision.linears.routed_expert=mxfp8"}));
+  check_bound(load_scenario(file, {"plan.precision.linears.routed_expert=mxfp8", "plan.precision.ep_dispatch=mxfp8",
+                                   "plan.precision.linears.attention=mxfp8"}));
+  check_bound(load_scenario(test::source_path("scenarios/fig8/moe-fsdp.json"),
+                            {"plan.precision.linears.routed_expert=mxfp8", "plan.precision.linears.dense_mlp=fp8"}));
+}
+
 TEST_CASE("Step bound: at most the replayed step on the bundled Figure 8 plans", "[unit][bound]") {
   for (const char* file : {"moe-ddp.json", "moe-ddp-ep8.json", "moe-fsdp.json", "dense-ddp.json", "dense-fsdp.json"}) {
     check_bound(load_scenario(test::source_path(std::string("scenarios/fig8/") + file), {}));
   }
 }
 
-TEST_CASE("Step bound: pipelines, interleaving, recompute and skewed routing stay below the replay",
-          "[unit][bound]") {
+TEST_CASE("Step bound: pipelines, interleaving, recompute and skewed routing stay below the replay", "[unit][bound]") {
   const std::vector<std::vector<std::string>> plans = {
       {"design=ddp+ep4+pp2", "plan.batch.global_batch_tokens=262144"},
       {"design=ddp+ep2+pp4+v2", "plan.batch.global_batch_tokens=524288", "plan.activations.recompute=full"},
