@@ -3,6 +3,7 @@
 // facts validate_plan checks, told as the reason a planner counts).
 #include <functional>
 
+#include "models/plan/design_spec.hpp"
 #include "models/plan/parallel_plan.hpp"
 #include "studies/plan_space.hpp"
 
@@ -18,7 +19,7 @@ const std::vector<nlohmann::json>& values_of(const PlanSpace& space, const std::
 }
 
 struct Choice {
-  std::string family, schedule = "1f1b", recompute, layout, split = "even";
+  std::string family, schedule = "1f1b", recompute, layout, split = "even", precision = "scenario";
   std::int64_t hsdp = 0, ep = 1, pp = 1, microbatch = 1;
   std::vector<std::pair<std::string, nlohmann::json>> paths;
 };
@@ -70,7 +71,10 @@ class Enumerator {
               c.microbatch = mb.get<std::int64_t>();
               for_each(values_of(space_, "recompute"), [&](const nlohmann::json& r) {
                 c.recompute = r.get<std::string>();
-                paths(c, 0);
+                for_each(values_of(space_, "precision"), [&](const nlohmann::json& f) {
+                  c.precision = f.get<std::string>();
+                  paths(c, 0);
+                });
               });
             });
           });
@@ -99,6 +103,9 @@ class Enumerator {
     if (c.hsdp > 0 && dp % c.hsdp != 0) return "HSDP shard degree does not divide the DP degree";
     if (c.hsdp >= dp) return "HSDP shard degree is not below the DP degree (that is plain FSDP)";
     if (c.ep > 1 && dp % c.ep != 0) return "EP degree does not divide the DP degree";
+    if ((c.precision == "fp8" && !base_.hardware.compute.fp8_gemm) ||
+        (c.precision == "mxfp8" && !base_.hardware.compute.mxfp8_gemm))
+      return "the hardware profile has no " + c.precision + " GEMM rates";
     if (arch_changes_) return "";  // the architecture varies: compose checks the rest
     if (c.pp * v > base_.arch.num_layers) return "PP stages x virtual stages exceed the layers";
     if (c.ep > 1 && (!base_.arch.moe || base_.arch.moe->num_experts % c.ep != 0))
@@ -143,6 +150,12 @@ class Enumerator {
     if (fsdp) p.changes.emplace_back("plan.fsdp.shard_degree", c.hsdp);
     if (!fsdp) p.changes.emplace_back("plan.ddp.distributed_optimizer", c.family == "ddp");
     if (!c.layout.empty()) p.changes.emplace_back("plan.optimizer.layout", c.layout);
+    if (c.precision != "scenario") {
+      p.values["precision"] = c.precision;
+      for (const auto& [path, value] : design_overrides(fsdp ? "fsdp+" + c.precision : "ddp+" + c.precision)) {
+        if (path.rfind("plan.precision.", 0) == 0) p.changes.emplace_back(path, value);
+      }
+    }
     for (const auto& [path, value] : c.paths) {
       p.values[path] = value;
       p.changes.emplace_back(path, value);

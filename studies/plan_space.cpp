@@ -22,6 +22,10 @@ const std::vector<std::string> kLayouts = {"per_tensor", "concat_then_shard", "s
 // than its best even one, interleaving already spreading the LM head's weight).
 const std::vector<std::string> kSplits = {"even", "balanced"};
 const std::vector<std::string> kDefaultSplits = {"even"};
+// The linears' GEMM format: the scenario's own (default), or one recipe (every linear but the LM
+// head and the router, as design_spec's +fp8 / +mxfp8 parts) searched with --search precision=...
+const std::vector<std::string> kPrecisions = {"scenario", "bf16", "fp8", "mxfp8"};
+const std::vector<std::string> kDefaultPrecisions = {"scenario"};
 // Interleaved 1F1B with 2 and 4 virtual stages: the depths Megatron-LM's and Olmo-core's
 // production configurations use; others can be asked for with --search schedule=vN.
 const std::vector<std::string> kSchedules = {"1f1b", "v2", "v4"};
@@ -42,11 +46,13 @@ std::vector<nlohmann::json> divisors_up_to(std::int64_t n, std::int64_t limit) {
 void check_values(const std::string& expr, const PlanAxis& axis) {
   const auto fail = [&](const std::string& what) { throw InputError("--search", expr, what); };
   for (const auto& v : axis.values) {
-    if (axis.name == "design" || axis.name == "recompute" || axis.name == "layout" || axis.name == "split") {
+    if (axis.name == "design" || axis.name == "recompute" || axis.name == "layout" || axis.name == "split" ||
+        axis.name == "precision") {
       const auto& allowed = axis.name == "design"      ? kFamilies
                             : axis.name == "recompute" ? kRecompute
                             : axis.name == "layout"    ? kLayouts
-                                                       : kSplits;
+                            : axis.name == "split"     ? kSplits
+                                                       : kPrecisions;
       const std::string word = v.is_string() ? v.get<std::string>() : v.dump();
       if (std::find(allowed.begin(), allowed.end(), word) == allowed.end())
         fail("'" + word + "' is not a " + axis.name + did_you_mean(word, allowed, "allowed: " + comma_joined(allowed)));
@@ -70,8 +76,8 @@ std::int64_t plan_schedule_virtual_stages(const std::string& schedule) {
 }
 
 const std::vector<std::string>& plan_axis_names() {
-  static const std::vector<std::string> names = {"design",     "hsdp",      "ep",     "pp",   "schedule",
-                                                 "microbatch", "recompute", "layout", "split"};
+  static const std::vector<std::string> names = {"design",     "hsdp",      "ep",     "pp",    "schedule",
+                                                 "microbatch", "recompute", "layout", "split", "precision"};
   return names;
 }
 
@@ -102,7 +108,8 @@ PlanSpace plan_space(const ScenarioSource& source, const Scenario& base, const P
                 {"microbatch", microbatch},
                 {"recompute", as_values(kRecompute)},
                 {"layout", as_values(kLayouts)},
-                {"split", as_values(kDefaultSplits)}};
+                {"split", as_values(kDefaultSplits)},
+                {"precision", as_values(kDefaultPrecisions)}};
   for (const auto& expr : request.search) {
     SweepAxis parsed = parse_axis(expr);
     const auto& names = plan_axis_names();

@@ -38,7 +38,7 @@ struct PlanSpace {
 };
 
 // design (fsdp, hsdp, ddp, ddp-nodistopt), hsdp, ep, pp, schedule (1f1b, vN), microbatch,
-// recompute, layout, split (even, balanced).
+// recompute, layout, split (even, balanced), precision (scenario, bf16, fp8, mxfp8).
 const std::vector<std::string>& plan_axis_names();
 
 // A schedule axis value's virtual stages: 1 for "1f1b", N for "vN" (N >= 2); 0 for anything else.

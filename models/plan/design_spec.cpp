@@ -10,8 +10,8 @@ namespace moesim {
 
 namespace {
 constexpr const char* kAllowed =
-    "fsdp or ddp, then +epN, +ppN, +vN (interleaved virtual stages), +hsdpN (fsdp), +nodistopt (ddp), +fp8 or +mxfp8 "
-    "(every linear but the LM head)";
+    "fsdp or ddp, then +epN, +ppN, +vN (interleaved virtual stages), +hsdpN (fsdp), +nodistopt (ddp), +fp8, +mxfp8 or "
+    "+bf16 (every linear but the LM head)";
 
 // The linear classes "+fp8" / "+mxfp8" convert: every linear but the LM head and the router, the
 // recipe of torchtitan's MXFP8 training and of Olmo-core's MXFP8 ladder ("all linear layers
@@ -24,8 +24,8 @@ constexpr LinearClass kRecipeClasses[] = {LinearClass::attention, LinearClass::d
 std::string part_hint(const std::string& token, bool fsdp) {
   const std::string allowed = std::string("allowed: ") + kAllowed;
   const std::string word = token.substr(0, token.find_first_of("0123456789"));
-  const std::vector<std::string> fsdp_parts = {"pp", "v", "hsdp", "fp8", "mxfp8"},
-                                 ddp_parts = {"ep", "pp", "v", "nodistopt", "fp8", "mxfp8"};
+  const std::vector<std::string> fsdp_parts = {"pp", "v", "hsdp", "fp8", "mxfp8", "bf16"},
+                                 ddp_parts = {"ep", "pp", "v", "nodistopt", "fp8", "mxfp8", "bf16"};
   const auto& own = fsdp ? fsdp_parts : ddp_parts;
   const auto& other = fsdp ? ddp_parts : fsdp_parts;
   const auto holds = [&word](const std::vector<std::string>& parts) {
@@ -77,7 +77,7 @@ std::vector<std::pair<std::string, nlohmann::json>> design_overrides(const std::
       out.emplace_back("plan.pipeline.virtual_stages", number_after(t, 1, spec, fsdp));
     } else if (t == "nodistopt" && !fsdp) {
       out.emplace_back("plan.ddp.distributed_optimizer", false);
-    } else if (t == "fp8" || t == "mxfp8") {
+    } else if (t == "fp8" || t == "mxfp8" || t == "bf16") {
       for (LinearClass c : kRecipeClasses) {
         std::string path = "plan.precision.linears.";
         path += name_of(c);

@@ -161,3 +161,17 @@ TEST_CASE("Plan search: the balanced split axis adds pipelined plans with their 
   }
   CHECK(balanced > 0);
 }
+
+TEST_CASE("Plan search: the precision axis searches the MXFP8 recipe and refuses it without the profile's rates",
+          "[unit][plan]") {
+  PlanRequest q = small_request();
+  q.search.push_back("precision=bf16,mxfp8");
+  const PlanSearchResult r = search(small_source(), q, PlanObjective::tokens_per_s, 2);
+  REQUIRE_FALSE(r.top.empty());
+  CHECK(r.candidates[r.records[r.top.front()].candidate].values.at("precision") == "mxfp8");
+  const ScenarioSource h100 = read_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"),
+                                            {"architecture.moe.num_experts=8", "plan.batch.global_batch_tokens=262144",
+                                             "hardware=" + test::source_path("hardware_profiles/h100-hgx.json")});
+  const PlanSearchResult refused = search(h100, q, PlanObjective::tokens_per_s, 2);
+  CHECK(refused.refusals.count("the hardware profile has no mxfp8 GEMM rates") == 1);
+}
