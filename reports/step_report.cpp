@@ -125,6 +125,34 @@ std::string cost_models_text(const CostModelChoice& c) {
 }
 
 namespace {
+nlohmann::json routing_json(const StepResult& r) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& l : r.routing) {
+    out.push_back({{"layer", l.layer}, {"imbalance", l.imbalance}, {"dropped_fraction", l.dropped_fraction}});
+  }
+  return out;
+}
+
+// The per-layer imbalance in one line: its range, the worst layer, the rows dropped.
+std::string routing_line(const Scenario& sc, const StepResult& r) {
+  const auto worst = std::max_element(r.routing.begin(), r.routing.end(),
+                                      [](const auto& a, const auto& b) { return a.imbalance < b.imbalance; });
+  const auto best = std::min_element(r.routing.begin(), r.routing.end(),
+                                     [](const auto& a, const auto& b) { return a.imbalance < b.imbalance; });
+  std::string out = "routing  ";
+  out += name_of(sc.plan.routing.kind);
+  out += ": the most-loaded EP rank carries ";
+  out += fmt("%.2f", best->imbalance);
+  out += "-";
+  out += fmt("%.2f", worst->imbalance);
+  out += "x the even share per MoE layer (worst: layer ";
+  out += std::to_string(worst->layer);
+  out += "); ";
+  out += fmt("%.1f", 100 * r.dropped_fraction);
+  out += "% of routed rows dropped\n";
+  return out;
+}
+
 nlohmann::json linear_formats(const PrecisionSpec& p) {
   nlohmann::json out = nlohmann::json::object();
   for (std::size_t c = 0; c < kLinearClasses; ++c)
@@ -182,6 +210,7 @@ nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
           {"mfu_peak_TFLOPs", sc.hardware.gpu.peak_bf16_TFLOPs.value},
           {"linear_formats", linear_formats(sc.plan.precision)},
           {"mfu_fp8_peak", r.mfu_fp8_peak},
+          {"routing", routing_json(r)},
           {"exposed_s", phase_map(r.exposed_s)},
           {"idle_s", r.idle_s},
           {"time_by_kind_s", kind_map(r.exposed_by_kind_s, r.idle_s)},
@@ -217,6 +246,7 @@ std::string step_table(const Scenario& sc, const StepResult& r) {
      << " tokens (m=" << r.microbatches << "), " << fmt("%.0f", r.tokens_per_s_per_gpu) << " tokens/s/GPU, MFU "
      << fmt("%.1f", 100 * r.mfu) << "% of " << fmt("%.0f", sc.hardware.gpu.peak_bf16_TFLOPs.value) << " TFLOP/s\n";
   if (sc.plan.precision.any_low_precision()) os << low_precision_line(sc, r);
+  if (!r.routing.empty()) os << routing_line(sc, r);
   os << "time split on the critical rank (compute first, then exposed communication, then idle):\n";
   for (std::size_t p = 0; p < kPhases; ++p) {
     if (r.exposed_s[p] <= 0) continue;

@@ -7,7 +7,13 @@
 namespace moesim {
 
 std::string_view name_of(RoutingKind k) {
-  return k == RoutingKind::uniform ? "uniform" : k == RoutingKind::random ? "random" : "zipf";
+  switch (k) {
+    case RoutingKind::uniform: return "uniform";
+    case RoutingKind::random: return "random";
+    case RoutingKind::zipf: return "zipf";
+    case RoutingKind::measured: return "measured";
+  }
+  return "?";
 }
 
 namespace {
@@ -24,10 +30,42 @@ std::vector<double> probabilities(const RoutingSpec& spec, std::int64_t experts)
   return p;
 }
 
+// The measured histogram serving layer `layer` (validate_plan guarantees one exists).
+const MeasuredLayerLoad& measured_layer(const RoutingSpec& spec, std::int64_t layer) {
+  const auto it = spec.measured.find(layer);
+  return it != spec.measured.end() ? it->second : *spec.measured_default;
+}
+
+// Drops the rows above ceil(cf x the even share) of each expert.
+void cap_rows(ExpertLoad& load, double capacity_factor, double total, std::int64_t experts) {
+  const double cap = std::ceil(capacity_factor * total / static_cast<double>(experts));
+  for (auto& r : load.rows) {
+    if (r > cap) {
+      load.dropped += r - cap;
+      r = cap;
+    }
+  }
+}
+
+ExpertLoad measured_route(const RoutingSpec& spec, std::int64_t experts, double total, std::int64_t layer) {
+  const MeasuredLayerLoad& m = measured_layer(spec, layer);
+  double sum = 0;
+  for (double t : m.tokens_per_expert) sum += t;
+  ExpertLoad load;
+  for (double t : m.tokens_per_expert) load.rows.push_back(total * t / sum);
+  if (m.capacity_factor) {
+    cap_rows(load, *m.capacity_factor, total, experts);
+  } else if (!spec.dropless) {
+    cap_rows(load, spec.capacity_factor, total, experts);
+  }
+  return load;
+}
+
 }  // namespace
 
 ExpertLoad route(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k, double tokens, std::uint64_t draw) {
   const double total = tokens * static_cast<double>(top_k);
+  if (spec.kind == RoutingKind::measured) return measured_route(spec, experts, total, static_cast<std::int64_t>(draw));
   const auto p = probabilities(spec, experts);
   ExpertLoad load;
   load.rows.assign(p.size(), 0.0);
@@ -50,16 +88,18 @@ ExpertLoad route(const RoutingSpec& spec, std::int64_t experts, std::int64_t top
       mass -= p[i];
     }
   }
-  if (!spec.dropless) {
-    const double cap = std::ceil(spec.capacity_factor * total / static_cast<double>(experts));
-    for (auto& r : load.rows) {
-      if (r > cap) {
-        load.dropped += r - cap;
-        r = cap;
-      }
-    }
-  }
+  if (!spec.dropless) cap_rows(load, spec.capacity_factor, total, experts);
   return load;
+}
+
+double rank_imbalance(const ExpertLoad& load, std::int64_t ranks) {
+  const auto rows = rows_per_rank(load, ranks);
+  double peak = 0, sum = 0;
+  for (double r : rows) {
+    peak = std::max(peak, r);
+    sum += r;
+  }
+  return sum > 0 ? peak * static_cast<double>(ranks) / sum : 1.0;
 }
 
 std::vector<double> rows_per_rank(const ExpertLoad& load, std::int64_t ranks) {
@@ -69,15 +109,14 @@ std::vector<double> rows_per_rank(const ExpertLoad& load, std::int64_t ranks) {
   return out;
 }
 
-double peak_rank_load_factor(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k,
-                             double tokens_per_rank, std::int64_t ranks, const std::vector<std::int64_t>& layers) {
+double peak_rank_load_factor(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k, double tokens_per_rank,
+                             std::int64_t ranks, const std::vector<std::int64_t>& layers) {
   if (layers.empty() || ranks < 1 || tokens_per_rank <= 0) return 1.0;
   std::vector<double> per_rank(static_cast<std::size_t>(ranks), 0.0);
   for (const std::int64_t l : layers) {
-    const auto rows =
-        rows_per_rank(route(spec, experts, top_k, tokens_per_rank * static_cast<double>(ranks),
-                            static_cast<std::uint64_t>(l)),
-                      ranks);
+    const auto rows = rows_per_rank(
+        route(spec, experts, top_k, tokens_per_rank * static_cast<double>(ranks), static_cast<std::uint64_t>(l)),
+        ranks);
     for (std::size_t i = 0; i < rows.size(); ++i) per_rank[i] += rows[i];
   }
   double peak = 0;

@@ -3,15 +3,29 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace moesim {
 
-enum class RoutingKind { uniform, random, zipf };
+// measured: each layer's share of routed rows per expert comes from a histogram of a real run's
+// router statistics (tokens per expert, as users export them), applied to the replay's tokens.
+enum class RoutingKind { uniform, random, zipf, measured };
+
+// One layer's measured router statistics.
+struct MeasuredLayerLoad {
+  std::vector<double> tokens_per_expert;  // as exported; only the shares matter
+  std::optional<double> capacity_factor;  // this layer's tokens-dropped cap (absent: the plan's policy)
+};
 
 struct RoutingSpec {
   RoutingKind kind = RoutingKind::uniform;
+  // measured: by layer index; `measured_default` (an entry without a layer) serves the MoE layers
+  // that have none of their own.
+  std::map<std::int64_t, MeasuredLayerLoad> measured;
+  std::optional<MeasuredLayerLoad> measured_default;
   double zipf_exponent = 1.0;
   std::uint64_t seed = 0x5eed;
   double capacity_factor = 1.0;  // per-expert buffer = cf x the even share; rows beyond are dropped
@@ -24,7 +38,8 @@ struct ExpertLoad {
 };
 
 // Rows per expert for `tokens` tokens choosing `top_k` of `experts`. `draw` picks an
-// independent sample (layer and microbatch index) from the same seeded stream.
+// independent sample (the layer index) from the same seeded stream; measured routing reads the
+// layer `draw`'s histogram.
 ExpertLoad route(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k, double tokens, std::uint64_t draw);
 
 // Rows each of the `ranks` EP-MP ranks receives (contiguous expert shards).
@@ -34,8 +49,11 @@ std::vector<double> rows_per_rank(const ExpertLoad& load, std::int64_t ranks);
 // by the layer as the replay draws it), divided by the even share top_k x tokens_per_rank per
 // layer: 1 under uniform routing, above 1 under skew. Dropped rows (capacity-capped routing) are
 // not received.
-double peak_rank_load_factor(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k,
-                             double tokens_per_rank, std::int64_t ranks, const std::vector<std::int64_t>& layers);
+double peak_rank_load_factor(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k, double tokens_per_rank,
+                             std::int64_t ranks, const std::vector<std::int64_t>& layers);
+
+// The most-loaded of `ranks` EP-MP ranks' rows over the even share (1: balanced) for one layer's load.
+double rank_imbalance(const ExpertLoad& load, std::int64_t ranks);
 
 std::string_view name_of(RoutingKind k);
 

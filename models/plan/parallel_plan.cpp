@@ -2,6 +2,7 @@
 
 #include "models/arch/architecture.hpp"
 #include "models/common/json_reader.hpp"
+#include "models/moe/measured_loads.hpp"
 
 namespace moesim {
 
@@ -174,10 +175,12 @@ ParallelPlan parse_plan(const JsonReader& in) {
     act->finish();
   }
   if (auto r = in.optional_object("routing")) {
-    const auto kind = r->choice_or("model", "uniform", {"uniform", "random", "zipf"});
-    p.routing.kind = kind == "uniform"  ? RoutingKind::uniform
-                     : kind == "random" ? RoutingKind::random
-                                        : RoutingKind::zipf;
+    const auto kind = r->choice_or("model", "uniform", {"uniform", "random", "zipf", "measured"});
+    p.routing.kind = kind == "uniform"    ? RoutingKind::uniform
+                     : kind == "random"   ? RoutingKind::random
+                     : kind == "measured" ? RoutingKind::measured
+                                          : RoutingKind::zipf;
+    if (p.routing.kind == RoutingKind::measured) parse_measured_loads(*r, p.routing);
     p.routing.zipf_exponent = r->number_or("zipf_exponent", 1.0, Range::between(0.0, 8.0));
     p.routing.seed = static_cast<std::uint64_t>(r->integer_or("seed", 0x5eed, Range::between(0, 9.007199254740992e15)));
     p.routing.capacity_factor = r->number_or("capacity_factor", 1.0, Range::between(0.01, 1024));
@@ -251,6 +254,14 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
     }
     if (p.design == Design::fsdp)
       fail("expert_parallel.degree", "EP with design \"fsdp\" is not modeled; use design \"ddp\"");
+  }
+  if (p.routing.kind == RoutingKind::measured) {
+    if (!a.moe) fail("routing.model", "\"measured\" routing needs an MoE architecture");
+    std::vector<std::int64_t> moe_layers;
+    for (std::int64_t l = 0; l < a.num_layers; ++l) {
+      if (a.is_moe_layer(l)) moe_layers.push_back(l);
+    }
+    check_measured_loads(p.routing, a.moe->num_experts, moe_layers, fail);
   }
   if (p.design == Design::fsdp && p.fsdp_shard != 0 && p.dp() % p.fsdp_shard != 0) {
     fail("fsdp.shard_degree", "shard degree " + s(p.fsdp_shard) + " does not divide the DP degree " + s(p.dp()));
