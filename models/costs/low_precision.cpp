@@ -37,6 +37,13 @@ QuantizeKernels linear_quantize_kernels(double rows, double in, double out, doub
   return k;
 }
 
+double quantized_operand_bytes(GemmPrecision p, const QuantizeKernels& kernels, bool backward) {
+  if (p == GemmPrecision::bf16) return 0;
+  double elements = 0;
+  for (double n : backward ? kernels.bwd : kernels.fwd) elements += n;
+  return elements * quantized_bytes_per_element(p);
+}
+
 double weight_cache_bytes_per_param(GemmPrecision p) {
   return p == GemmPrecision::bf16 ? 0 : 2 * quantized_bytes_per_element(p);
 }

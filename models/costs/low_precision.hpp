@@ -35,6 +35,10 @@ struct QuantizeKernels {
 QuantizeKernels linear_quantize_kernels(double rows, double in, double out, double weight_elements, bool weight_caches,
                                         bool input_quantized = false);
 
+// Bytes of the quantized copies alive while one linear's GEMMs run, from the same kernels: the
+// forward's (X, and W unless cached) or the backward's (dY twice, X, and W unless cached).
+double quantized_operand_bytes(GemmPrecision p, const QuantizeKernels& kernels, bool backward);
+
 // Persistent bytes per cached parameter: the forward and the dgrad orientation (seed 4.4.3).
 double weight_cache_bytes_per_param(GemmPrecision p);
 // HBM traffic per cached parameter of refreshing both orientations from the BF16 compute weight

@@ -23,6 +23,7 @@ std::string_view name_of(MemClass c) {
     case MemClass::ep_comm_buffers: return "ep_comm_buffers";
     case MemClass::optimizer_transients: return "optimizer_transients";
     case MemClass::weight_rebuild: return "weight_rebuild";
+    case MemClass::quantized_operands: return "quantized_operands";
   }
   return "?";
 }

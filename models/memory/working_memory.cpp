@@ -5,6 +5,7 @@
 
 #include "models/common/json_reader.hpp"
 #include "models/common/units.hpp"
+#include "models/costs/low_precision.hpp"
 #include "models/memory/activations.hpp"
 #include "models/memory/ledger.hpp"
 #include "models/memory/optimizer_layouts.hpp"
@@ -60,8 +61,8 @@ LedgerItem ep_transient_staging(const Architecture& a, const ParallelPlan& plan,
 // GPUs than one node (its auto rule: EP > max(local GPUs, 8)), the symmetric dispatch input and
 // combine gather of K x T rows. The dispatched input is leased per pass and counted with the
 // saved activations.
-std::vector<LedgerItem> ep_static_buffers(const Architecture& a, const ParallelPlan& plan, double T,
-                                          double moe_blocks, const RoutedRows& routed) {
+std::vector<LedgerItem> ep_static_buffers(const Architecture& a, const ParallelPlan& plan, double T, double moe_blocks,
+                                          const RoutedRows& routed) {
   if (plan.ep == 1 || moe_blocks == 0 || plan.ep_buffers != EpBuffers::symmetric_memory) return {};
   constexpr std::int64_t kOlmoIntraNodeFloor = 8;  // _rowwise_symm_auto_enabled's minimum node size
   const double e = bytes_of(plan.precision.compute), d = dbl(a.d_model);
@@ -76,6 +77,53 @@ std::vector<LedgerItem> ep_static_buffers(const Architecture& a, const ParallelP
                    blocks * 2 * T * dbl(a.moe->top_k) * e * d, per + " x 2 x K x T rows x d (EP spans nodes)"});
   }
   return out;
+}
+
+// The quantized copies of the inputs of the widest FP8 / MXFP8 linear of layer `l` (num_layers:
+// the LM head) while its forward or backward GEMMs run (models/costs/low_precision.hpp); zero
+// when the layer has none. Expert rows are the rank's routed rows; FP8-dispatched rows arrive
+// quantized in the EP buffers, so the up/gate GEMM casts none of its own.
+LedgerItem quantized_operands(const Architecture& a, const ParallelPlan& plan, std::int64_t l, double T,
+                              const RoutedRows& routed, bool backward) {
+  struct Linear {
+    LinearClass cls;
+    double rows, in, out, weights;
+    bool input_quantized = false;
+  };
+  const double d = dbl(a.d_model), q = dbl(a.attn_dim()), kv = dbl(a.kv_dim());
+  std::vector<Linear> linears;
+  if (l == a.num_layers) {
+    linears.push_back({LinearClass::lm_head, T, d, dbl(a.vocab_size), d * dbl(a.vocab_size)});
+  } else {
+    linears.push_back({LinearClass::attention, T, d, q + 2 * kv, d * (q + 2 * kv)});
+    linears.push_back({LinearClass::attention, T, q, d, q * d});
+    if (!a.is_moe_layer(l)) {
+      const double h = dbl(a.dense_hidden);
+      linears.push_back({LinearClass::dense_mlp, T, d, 2 * h, d * 2 * h});
+      linears.push_back({LinearClass::dense_mlp, T, h, d, h * d});
+    } else {
+      const MoeSpec& m = *a.moe;
+      const double rows = T * routed.computed, he = dbl(m.expert_hidden), hs = dbl(m.shared_hidden);
+      const double local = dbl(m.num_experts / plan.ep);
+      const bool dispatched = plan.precision.ep_dispatch != GemmPrecision::bf16;
+      linears.push_back({LinearClass::routed_expert, rows, d, 2 * he, local * d * 2 * he, dispatched});
+      linears.push_back({LinearClass::routed_expert, rows, he, d, local * he * d});
+      if (m.shared_experts > 0) {
+        linears.push_back({LinearClass::shared_expert, T, d, 2 * hs, d * 2 * hs});
+        linears.push_back({LinearClass::shared_expert, T, hs, d, hs * d});
+      }
+    }
+  }
+  double widest = 0;
+  for (const Linear& x : linears) {
+    const GemmPrecision p = plan.precision.linear(x.cls);
+    if (p == GemmPrecision::bf16) continue;
+    const bool caches = plan.precision.weight_caches && !(x.cls == LinearClass::lm_head && a.tie_embeddings);
+    const QuantizeKernels k = linear_quantize_kernels(x.rows, x.in, x.out, x.weights, caches, x.input_quantized);
+    widest = std::max(widest, quantized_operand_bytes(p, k, backward));
+  }
+  return {"quantized GEMM operands", MemClass::quantized_operands, widest,
+          std::string("the widest FP8 linear's quantized inputs (") + (backward ? "backward" : "forward") + ")"};
 }
 
 // Temporaries the update keeps alive, by implementation. Fused: one kernel updates in place
@@ -121,9 +169,8 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
   std::vector<std::int64_t> moe_layers;
   for (auto l : v.layers)
     if (a.is_moe_layer(l)) moe_layers.push_back(l);
-  const double load = a.moe ? peak_rank_load_factor(plan.routing, a.moe->num_experts, a.moe->top_k, T, plan.ep,
-                                                    moe_layers)
-                            : 1.0;
+  const double load =
+      a.moe ? peak_rank_load_factor(plan.routing, a.moe->num_experts, a.moe->top_k, T, plan.ep, moe_layers) : 1.0;
   const RoutedRows routed = routed_rows_per_token(a, plan, load);
 
   // Saved activations of one pass of each model chunk (recompute "full" keeps only block inputs).
@@ -167,6 +214,15 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
       f.items.push_back({"gathered units (current + prefetch)", MemClass::fsdp_materialized, materialized,
                          "(1 + prefetch) x largest unit x compute dtype"});
     if (ep_staging.bytes > 0) f.items.push_back(ep_staging);
+    if (plan.precision.any_low_precision()) {
+      LedgerItem widest = quantized_operands(a, plan, a.num_layers, T, routed, false);
+      if (!v.has_head) widest.bytes = 0;
+      for (const std::int64_t l : v.layers) {
+        const LedgerItem x = quantized_operands(a, plan, l, T, routed, false);
+        if (x.bytes > widest.bytes) widest = x;
+      }
+      if (widest.bytes > 0) f.items.push_back(widest);
+    }
     phases.push_back(with_static(std::move(f)));
   }
   {
@@ -187,6 +243,8 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
         p.items.push_back({"LM head weight gradient", MemClass::weight_grad_transient,
                            v.largest_local.count(a.num_layers) ? v.largest_local.at(a.num_layers) * e : 0.0,
                            "one tensor in compute dtype"});
+        const LedgerItem quantized = quantized_operands(a, plan, a.num_layers, T, routed, true);
+        if (quantized.bytes > 0) p.items.push_back(quantized);
         consider(std::move(p));
       }
       double still_saved = chunk_saved[c];
@@ -198,9 +256,9 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
                            mb + " (backward of layer " + std::to_string(l) + ")"});
         double grads = T * backward_working_per_token(a, l, plan, routed);
         if (full_recompute) grads += T * saved_per_token(a, l, plan, routed).total();
-        p.items.push_back({"activation gradients", MemClass::activation_grads, grads,
-                           "residual grad in/out + widest internal grad" +
-                               std::string(full_recompute ? " + recomputed block" : "")});
+        p.items.push_back(
+            {"activation gradients", MemClass::activation_grads, grads,
+             "residual grad in/out + widest internal grad" + std::string(full_recompute ? " + recomputed block" : "")});
         if (fsdp) {
           const double unit = v.unit_numel.count(l) ? v.unit_numel.at(l) : 0.0;
           p.items.push_back({"gathered units (current + prefetch)", MemClass::fsdp_materialized, materialized,
@@ -214,6 +272,8 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
                              "largest local tensor of the layer in compute dtype, added to its FP32 bucket, freed"});
         }
         if (ep_staging.bytes > 0 && a.is_moe_layer(l)) p.items.push_back(ep_staging);
+        const LedgerItem quantized = quantized_operands(a, plan, l, T, routed, true);
+        if (quantized.bytes > 0) p.items.push_back(quantized);
         consider(std::move(p));
         still_saved -= saved[i];
       }
@@ -248,11 +308,10 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
   phases.push_back(with_static({Phase::optimizer_step, {optimizer_temporaries(plan.optimizer, shard)}}));
   if (!fsdp && plan.distributed_optimizer) {
     const bool in_place = plan.optimizer.rebuild == WeightRebuild::in_place;
-    phases.push_back(with_static(
-        {Phase::weight_rebuild,
-         {{"coalesced all-gather buffers", MemClass::weight_rebuild, in_place ? 0.0 : rebuild,
-           in_place ? "none: the all-gather writes the contiguous parameter buffer in place"
-                    : "(1 + W) x local shard x compute dtype per replica group"}}}));
+    phases.push_back(with_static({Phase::weight_rebuild,
+                                  {{"coalesced all-gather buffers", MemClass::weight_rebuild, in_place ? 0.0 : rebuild,
+                                    in_place ? "none: the all-gather writes the contiguous parameter buffer in place"
+                                             : "(1 + W) x local shard x compute dtype per replica group"}}}));
   }
   return phases;
 }

@@ -17,7 +17,7 @@ var moesimCharts = (function () {
     ["optimizer_states", "#9dc3e6"], ["activations", "#c55a11"], ["activation_grads", "#f4b183"],
     ["logits_loss", "#bf9000"], ["weight_grad_transient", "#ffd966"], ["fsdp_materialized", "#548235"],
     ["fsdp_grad_unsharded", "#a9d18e"], ["ep_comm_buffers", "#7030a0"], ["optimizer_transients", "#c9a0dc"],
-    ["weight_rebuild", "#f4b183"], ["allocator_fragmentation", "#a6a6a6"], ["runtime_reserves", "#595959"]];
+    ["weight_rebuild", "#f4b183"], ["quantized_operands", "#b4c7e7"], ["allocator_fragmentation", "#a6a6a6"], ["runtime_reserves", "#595959"]];
   // Critical-rank time in the order sim/task_graph.hpp lists the phases, then idle.
   var PHASES = [
     ["forward", "#1f4e79"], ["backward", "#2e75b6"], ["recompute", "#9dc3e6"], ["grad_accumulate", "#bf9000"],

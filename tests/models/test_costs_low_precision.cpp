@@ -180,3 +180,24 @@ TEST_CASE("The +mxfp8 design part converts every linear but the LM head, and nam
   const Scenario one = load_scenario(file, {"plan.precision.linears.routed_expert=fp8"});
   CHECK(design_name(one.plan) == "ddp+routed_expert-fp8");
 }
+
+TEST_CASE("The ledger holds the running GEMM's quantized inputs; BF16 plans hold none", "[unit]") {
+  const QuantizeKernels k = linear_quantize_kernels(1000, 64, 128, 64 * 128, false);
+  CHECK(quantized_operand_bytes(GemmPrecision::mxfp8, k, true) ==
+        Approx((1000 * 128 * 2 + 64 * 128 + 1000 * 64) * (1 + 1.0 / 32)));
+  CHECK(quantized_operand_bytes(GemmPrecision::bf16, k, true) == 0);
+  const auto quantized = [](const Scenario& s) {
+    double out = 0;
+    const test::LedgerRun run = test::run_ledger(s);  // kept alive while its phases are walked
+    for (const auto& phase : run.ledger.stages.front().phases) {
+      for (const auto& item : phase.items) {
+        if (item.cls == MemClass::quantized_operands) out = std::max(out, item.bytes);
+      }
+    }
+    return out;
+  };
+  Scenario s = test::fig8("fsdp", 32);
+  CHECK(quantized(s) == 0);
+  s.plan.precision.linears[static_cast<std::size_t>(LinearClass::routed_expert)] = GemmPrecision::mxfp8;
+  CHECK(quantized(s) > 0);
+}
