@@ -94,6 +94,9 @@ class StepBuilder {
         shard = shard_expert_rows(arch_, plan_, tokens_, l, sr.ep_mp);
         routed_rows_ += shard.routed;
         dropped_rows_ += shard.dropped;
+        if (sr.ep_mp == 0 && plan_.routing.kind != RoutingKind::uniform) {  // the layer's group, once
+          out_.routing.push_back({l, shard.imbalance, shard.dropped / (shard.routed + shard.dropped)});
+        }
       }
       st.layers[static_cast<std::size_t>(l)] = work_.get(l, shard.rows);
     }
@@ -243,6 +246,7 @@ ShardRows shard_expert_rows(const Architecture& arch, const ParallelPlan& plan, 
   out.rows.assign(first, first + static_cast<std::ptrdiff_t>(per));
   for (double x : load.rows) out.routed += x;
   out.dropped = load.dropped;
+  out.imbalance = rank_imbalance(load, plan.ep);
   return out;
 }
 

@@ -35,12 +35,21 @@ struct OpSpan {
   TaskId last = kNoTask;   // its last compute kernel (forward: its send, when it has one)
 };
 
+// One MoE layer under skewed routing (random, zipf, measured): the most-loaded EP-MP rank's routed
+// rows over the even share (it sets the layer's pace) and the share of rows the cap dropped.
+struct LayerRouting {
+  std::int64_t layer = 0;
+  double imbalance = 1;
+  double dropped_fraction = 0;
+};
+
 struct BuiltStep {
   TaskGraph graph{0};
   std::vector<SimRank> ranks;
   std::vector<OpSpan> ops;
   std::int64_t microbatches = 0;
-  double dropped_fraction = 0;  // routed rows dropped by the capacity cap, over the whole step
+  double dropped_fraction = 0;        // routed rows dropped by the capacity cap, over the whole step
+  std::vector<LayerRouting> routing;  // by layer; empty under uniform routing
 };
 
 // Ranks simulated for each pipeline stage: ranks of one stage are identical unless routing loads
@@ -54,6 +63,7 @@ struct ShardRows {
   std::vector<double> rows;
   double routed = 0;
   double dropped = 0;
+  double imbalance = 1;  // the group's most-loaded rank over the even share (rank_imbalance)
 };
 ShardRows shard_expert_rows(const Architecture& arch, const ParallelPlan& plan, double tokens, std::int64_t layer,
                             std::int64_t ep_mp);

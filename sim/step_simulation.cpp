@@ -1,5 +1,7 @@
 #include "sim/step_simulation.hpp"
 
+#include <algorithm>
+
 #include "models/common/units.hpp"
 #include "models/costs/profile_cost_book.hpp"
 #include "models/plan/design_spec.hpp"
@@ -62,17 +64,8 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
   // A token the capacity cap drops skips its routed experts, so their FLOPs are not useful work
   // (without this, heavy dropping would report an MFU above 100%).
   r.dropped_fraction = sim.step.dropped_fraction;
-  if (sc.arch.moe && sc.plan.routing.kind != RoutingKind::uniform) {
-    const double tokens = dbl(batch_shape(sc.plan, sc.arch).microbatch_tokens * sc.plan.ep);
-    for (std::int64_t l = 0; l < sc.arch.num_layers; ++l) {
-      if (!sc.arch.is_moe_layer(l)) continue;
-      const ExpertLoad load =
-          route(sc.plan.routing, sc.arch.moe->num_experts, sc.arch.moe->top_k, tokens, static_cast<std::uint64_t>(l));
-      double kept = 0;
-      for (double x : load.rows) kept += x;
-      r.routing.push_back({l, rank_imbalance(load, sc.plan.ep), load.dropped / (kept + load.dropped)});
-    }
-  }
+  r.routing = sim.step.routing;
+  std::sort(r.routing.begin(), r.routing.end(), [](const auto& a, const auto& b) { return a.layer < b.layer; });
   const double useful_per_token = r.flops.total - r.flops.routed_experts * r.dropped_fraction;
   r.mfu = useful_per_token * r.tokens_per_s_per_gpu / (sc.hardware.gpu.peak_bf16_TFLOPs.value * 1e12);
   if (sc.plan.precision.any_low_precision() && sc.hardware.gpu.peak_fp8_dense_TFLOPs) {

@@ -40,14 +40,7 @@ struct StepResult {
   std::array<std::array<double, kLinkClasses>, kCollectiveKinds> bytes_per_rank{};  // worst simulated rank
   std::vector<std::vector<std::int64_t>> in_flight;  // per stage and model chunk, measured from the replay
   double dropped_fraction = 0;
-  // Skewed routing (random, zipf, measured): per MoE layer, the most-loaded EP-MP rank's routed
-  // rows over the even share (it sets the layer's pace) and the share of rows the cap dropped.
-  struct LayerRouting {
-    std::int64_t layer = 0;
-    double imbalance = 1;
-    double dropped_fraction = 0;
-  };
-  std::vector<LayerRouting> routing;
+  std::vector<LayerRouting> routing;  // per MoE layer under skewed routing, by layer (step_builder.hpp)
   std::size_t tasks = 0;
   std::size_t simulated_ranks = 0;
   MemoryLedger ledger;

@@ -152,9 +152,7 @@ class Enumerator {
     if (!c.layout.empty()) p.changes.emplace_back("plan.optimizer.layout", c.layout);
     if (c.precision != "scenario") {
       p.values["precision"] = c.precision;
-      for (const auto& [path, value] : design_overrides(fsdp ? "fsdp+" + c.precision : "ddp+" + c.precision)) {
-        if (path.rfind("plan.precision.", 0) == 0) p.changes.emplace_back(path, value);
-      }
+      for (auto& change : precision_recipe_overrides(c.precision)) p.changes.push_back(std::move(change));
     }
     for (const auto& [path, value] : c.paths) {
       p.values[path] = value;

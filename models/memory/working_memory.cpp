@@ -215,8 +215,8 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
                          "(1 + prefetch) x largest unit x compute dtype"});
     if (ep_staging.bytes > 0) f.items.push_back(ep_staging);
     if (plan.precision.any_low_precision()) {
-      LedgerItem widest = quantized_operands(a, plan, a.num_layers, T, routed, false);
-      if (!v.has_head) widest.bytes = 0;
+      LedgerItem widest;
+      if (v.has_head) widest = quantized_operands(a, plan, a.num_layers, T, routed, false);
       for (const std::int64_t l : v.layers) {
         const LedgerItem x = quantized_operands(a, plan, l, T, routed, false);
         if (x.bytes > widest.bytes) widest = x;

@@ -46,6 +46,16 @@ std::int64_t number_after(const std::string& token, std::size_t prefix, const st
 }
 }  // namespace
 
+std::vector<std::pair<std::string, nlohmann::json>> precision_recipe_overrides(const std::string& format) {
+  std::vector<std::pair<std::string, nlohmann::json>> out;
+  for (LinearClass c : kRecipeClasses) {
+    std::string path = "plan.precision.linears.";
+    path += name_of(c);
+    out.emplace_back(path, format);
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, nlohmann::json>> design_overrides(const std::string& spec) {
   std::vector<std::string> tokens;
   std::size_t start = 0;
@@ -78,11 +88,8 @@ std::vector<std::pair<std::string, nlohmann::json>> design_overrides(const std::
     } else if (t == "nodistopt" && !fsdp) {
       out.emplace_back("plan.ddp.distributed_optimizer", false);
     } else if (t == "fp8" || t == "mxfp8" || t == "bf16") {
-      for (LinearClass c : kRecipeClasses) {
-        std::string path = "plan.precision.linears.";
-        path += name_of(c);
-        out.emplace_back(path, t);
-      }
+      const auto recipe = precision_recipe_overrides(t);
+      out.insert(out.end(), recipe.begin(), recipe.end());
     } else
       throw InputError("design", spec, "bad part '" + t + "'" + part_hint(t, fsdp));
   }

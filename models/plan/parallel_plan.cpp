@@ -93,6 +93,10 @@ OptimizerSpec parse_optimizer(const JsonReader& in, Design design) {
   return o;
 }
 
+// Olmo-core's DDP keeps low-precision weight caches (seed 4.4.3); FSDP2 gathers weights per use
+// and has none to keep.
+bool default_weight_caches(Design design) { return design == Design::ddp; }
+
 PrecisionSpec parse_precision(const JsonReader& in, Design design) {
   PrecisionSpec p;
   p.compute = parse_dtype(in, "compute_dtype", DType::bf16);
@@ -106,8 +110,7 @@ PrecisionSpec parse_precision(const JsonReader& in, Design design) {
     l->finish();
   }
   p.ep_dispatch = parse_gemm_precision(in.choice_or("ep_dispatch", "bf16", {"bf16", "fp8", "mxfp8"}));
-  // Olmo-core's DDP keeps the caches (seed 4.4.3); FSDP2 gathers weights per use and has none.
-  p.weight_caches = in.boolean_or("weight_caches", design == Design::ddp);
+  p.weight_caches = in.boolean_or("weight_caches", default_weight_caches(design));
   in.finish();
   return p;
 }
@@ -161,7 +164,7 @@ ParallelPlan parse_plan(const JsonReader& in) {
   if (auto pr = in.optional_object("precision")) {
     p.precision = parse_precision(*pr, p.design);
   } else {
-    p.precision.weight_caches = p.design == Design::ddp;
+    p.precision.weight_caches = default_weight_caches(p.design);
   }
   const auto batch = in.object("batch");
   p.microbatch_sequences = batch.integer("rank_microbatch_sequences", Range::between(1, kMaxCount));
