@@ -19,6 +19,7 @@
 #include "models/common/units.hpp"
 #include "models/costs/collective_model.hpp"
 #include "models/costs/compute_costs.hpp"
+#include "models/costs/ep_transports.hpp"
 #include "models/hw/profile_lookup.hpp"
 #include "models/memory/optimizer_layouts.hpp"
 #include "reports/cost_report.hpp"
@@ -103,6 +104,40 @@ int run_collective(const CollectiveArgs& a) {
     quote.algorithms.push_back(model.cost(hw, forced));
   }
   emit(a.c, collective_text(quote), collective_json(quote));
+  return 0;
+}
+
+struct EpArgs {
+  Common c;
+  std::string bytes;
+  int ranks = 0, ranks_per_node = 0;
+  double top_k = 0, experts = 0;
+};
+
+// Every registered transport on one request; those the profile has no numbers for say so.
+int run_ep(const EpArgs& a) {
+  const HardwareProfile hw = load_profile(a.c.profile);
+  const CollectiveModel& collectives = collective_models().get(or_default(a.c.model, kDefaultCollectiveModel));
+  EpTransferQuote quote;
+  quote.profile = hw.name;
+  quote.request = {parse_size(a.bytes, "--bytes"), a.ranks, a.ranks_per_node, a.top_k, a.experts};
+  if (a.top_k > a.experts) throw InputError("moesim cost ep", "--top-k", "exceeds --experts; allowed: 1..experts");
+  for (const EpTransport t : all_ep_transports()) {
+    const EpTransportModel& model = ep_transport_model(t);
+    EpTransferQuote::Row row{std::string(name_of(t))};
+    try {
+      const EpTransferCost c = model.cost(hw, collectives, quote.request);
+      row.time_s = c.time_s;
+      row.nvlink_bytes = c.nvlink_bytes;
+      row.nic_bytes = c.nic_bytes;
+      row.ctas = c.ctas;
+      row.fuses_permutation = model.fuses_permutation();
+    } catch (const InputError& e) {
+      row.unavailable = "not in this profile (" + e.path() + ")";
+    }
+    quote.rows.push_back(row);
+  }
+  emit(a.c, ep_transfer_text(quote), ep_transfer_json(quote));
   return 0;
 }
 
@@ -226,6 +261,7 @@ std::vector<ModelFamily> registered_models() {
           family(memory_bound_cost_models(), "cost_models.memory"),
           family(collective_models(), "cost_models.collective"),
           family(resource_sharing_models(), "cost_models.resource_sharing"),
+          family(ep_transport_models(), "plan.expert_parallel.transport"),
           family(param_sync_models(), "plan.design: ddp or fsdp"),
           family(optimizer_layouts(), "plan.optimizer.layout"),
           family(flop_conventions(), "flop_convention")};
@@ -251,6 +287,15 @@ Runner add_cost_command(CLI::App& app) {
   c->add_option("--ranks-per-node", col->ranks_per_node, "group ranks per NVLink domain (default: fill domains)")
       ->check(CLI::PositiveNumber);
   c->add_option("--algorithm", col->algorithm, "force ring, tree, nvls, nvls_tree, hierarchical or p2p");
+
+  auto ep = std::make_shared<EpArgs>();
+  auto* e = add_sub(cost, "ep", "one EP dispatch or combine by every transport: time, bytes per link, SMs", ep->c);
+  e->add_option("--bytes", ep->bytes, "the rank's routed rows, every top-k copy (256MiB, 1GiB)")->required();
+  e->add_option("--ranks", ep->ranks, "EP-MP group size")->required()->check(CLI::PositiveNumber);
+  e->add_option("--ranks-per-node", ep->ranks_per_node, "group ranks per NVLink domain (default: fill domains)")
+      ->check(CLI::PositiveNumber);
+  e->add_option("--top-k", ep->top_k, "routed experts per token")->required()->check(CLI::PositiveNumber);
+  e->add_option("--experts", ep->experts, "routed experts of the layer")->required()->check(CLI::PositiveNumber);
 
   auto gemm = std::make_shared<GemmArgs>();
   auto* g = add_sub(cost, "gemm", "dense BF16 GEMM [M,K] x [K,N]", gemm->c);
@@ -294,13 +339,14 @@ Runner add_cost_command(CLI::App& app) {
       return 0;
     }
     if (c->parsed()) return run_collective(*col);
+    if (e->parsed()) return run_ep(*ep);
     if (g->parsed()) return run_gemm(*gemm);
     if (gg->parsed()) return run_grouped(*grp);
     if (at->parsed()) return run_attention(*att);
     if (me->parsed()) return run_memory(*mem);
     throw InputError(
         "moesim cost", "",
-        "give a kernel or collective to price (collective, gemm, grouped-gemm, attention, memory) or --list");
+        "give a kernel or collective to price (collective, ep, gemm, grouped-gemm, attention, memory) or --list");
   };
 }
 

@@ -45,7 +45,8 @@ std::vector<std::string> plan_space_overrides(std::string_view data) {
   s.push_back(set("plan.pipeline.schedule", in.pick<const char*>({"1f1b", "interleaved_1f1b"})));
   s.push_back(set("plan.pipeline.virtual_stages", in.pick<std::int64_t>({1, 2, 4})));
   s.push_back(set("plan.expert_parallel.degree", in.pick<std::int64_t>({8, 1, 2, 4, 16, 64, 1024})));
-  s.push_back(set("plan.expert_parallel.buffers", in.pick<const char*>({"symmetric_memory", "nccl_all_to_all"})));
+  s.push_back(
+      set("plan.expert_parallel.transport", in.pick<const char*>({"symmetric_memory", "nccl_all_to_all", "deepep"})));
   s.push_back(set("plan.expert_parallel.buffer_capacity_factor", in.pick<const char*>({"1.25", "0.01", "1", "8"})));
   s.push_back(set("plan.expert_parallel.shared_buffers", in.pick<const char*>({"false", "true"})));
   s.push_back(set("architecture.num_layers", layers));

@@ -59,6 +59,50 @@ std::string collective_text(const CollectiveQuote& q) {
   return text.str();
 }
 
+std::string ep_transfer_text(const EpTransferQuote& q) {
+  std::ostringstream text;
+  const EpTransferRequest& r = q.request;
+  text << "EP dispatch or combine of " << bytes_text(r.bytes) << " of routed rows (top-" << significant(r.top_k)
+       << " of " << significant(r.experts) << " experts) over " << r.ranks << " ranks on " << q.profile << "\n";
+  for (const auto& row : q.rows) {
+    text << "  " << row.transport << ": ";
+    if (!row.unavailable.empty()) {
+      text << row.unavailable << "\n";
+      continue;
+    }
+    text << "time " << time_text(row.time_s) << ", per rank " << bytes_text(row.nvlink_bytes) << " NVLink + "
+         << bytes_text(row.nic_bytes) << " NIC, " << row.ctas << " SMs"
+         << (row.fuses_permutation ? ", no permutation kernels" : ", permute + unpermute kernels in the layer") << "\n";
+  }
+  return text.str();
+}
+
+nlohmann::json ep_transfer_json(const EpTransferQuote& q) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : q.rows) {
+    nlohmann::json j = {{"transport", row.transport}};
+    if (!row.unavailable.empty()) {
+      j["unavailable"] = row.unavailable;
+    } else {
+      j.update({{"time_us", row.time_s * 1e6},
+                {"nvlink_bytes_per_rank", row.nvlink_bytes},
+                {"nic_bytes_per_rank", row.nic_bytes},
+                {"sms", row.ctas},
+                {"fuses_permutation", row.fuses_permutation}});
+    }
+    rows.push_back(j);
+  }
+  const EpTransferRequest& r = q.request;
+  return {{"profile", q.profile},
+          {"request",
+           {{"bytes", r.bytes},
+            {"ranks", r.ranks},
+            {"ranks_per_node", r.ranks_per_node},
+            {"top_k", r.top_k},
+            {"experts", r.experts}}},
+          {"transports", rows}};
+}
+
 nlohmann::json collective_json(const CollectiveQuote& q) {
   nlohmann::json alternatives = nlohmann::json::array();
   for (const auto& c : q.algorithms) {

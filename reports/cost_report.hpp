@@ -33,6 +33,24 @@ struct CollectiveQuote {
 std::string collective_text(const CollectiveQuote& quote);
 nlohmann::json collective_json(const CollectiveQuote& quote);
 
+// One EP dispatch or combine priced by every registered transport.
+struct EpTransferQuote {
+  struct Row {
+    std::string transport;
+    std::string unavailable;  // why the profile cannot price it ("" when priced)
+    double time_s = 0;
+    double nvlink_bytes = 0;  // per rank
+    double nic_bytes = 0;
+    int ctas = 0;
+    bool fuses_permutation = false;
+  };
+  std::string profile;
+  EpTransferRequest request;
+  std::vector<Row> rows;
+};
+std::string ep_transfer_text(const EpTransferQuote& quote);
+nlohmann::json ep_transfer_json(const EpTransferQuote& quote);
+
 // One registry: what it chooses, the scenario key that chooses it, its entries.
 struct ModelFamily {
   std::string kind;

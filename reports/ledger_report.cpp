@@ -105,7 +105,7 @@ nlohmann::json ledger_json(const LedgerInputs& in) {
             {"ep_mp", p.ep},
             {"ep_dp", p.ep_dp()},
             {"distributed_optimizer", p.distributed_optimizer},
-            {"ep_buffers", name_of(p.ep_buffers)},
+            {"ep_transport", name_of(p.ep_transport)},
             {"microbatch_tokens", batch.microbatch_tokens},
             {"microbatches", batch.microbatches},
             {"global_batch_tokens", p.global_batch_tokens}}},

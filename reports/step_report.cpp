@@ -201,6 +201,7 @@ nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
           {"flops_per_token", r.flops.total},
           {"flop_convention", r.flops.convention},
           {"cost_models", cost_models_json(sc.cost_models)},
+          {"ep_transport", sc.plan.ep > 1 ? std::string(name_of(sc.plan.ep_transport)) : std::string("none")},
           {"world", r.world},
           {"microbatches", r.microbatches},
           {"global_batch_tokens", r.global_tokens},
@@ -238,8 +239,9 @@ nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
 std::string step_table(const Scenario& sc, const StepResult& r) {
   std::ostringstream os;
   const auto& worst = r.ledger.stages[r.ledger.worst_stage];
-  os << "scenario " << sc.name << "  (design " << r.design << ", hardware " << sc.hardware.name << ", " << r.world
-     << " GPUs)\n";
+  os << "scenario " << sc.name << "  (design " << r.design;
+  if (sc.plan.ep > 1) os << ", EP transport " << name_of(sc.plan.ep_transport);
+  os << ", hardware " << sc.hardware.name << ", " << r.world << " GPUs)\n";
   os << "model    " << fmt("%.2f", r.params_total / 1e9) << "B total, " << fmt("%.2f", r.params_active / 1e9)
      << "B active, " << fmt("%.3f", r.flops.total / 1e9) << " GFLOP/token (" << r.flops.convention << ")\n";
   os << "step     " << fmt("%.1f", r.step_time_s * 1e3) << " ms for " << fmt("%.0f", r.global_tokens)

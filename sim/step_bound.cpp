@@ -124,10 +124,7 @@ class BoundBuilder {
   }
 
   double all_to_all_s(double bytes) const {
-    return costs_
-        .collective(
-            collective_request(CollectiveKind::all_to_all, bytes, communicator_shape(plan_, Communicator::ep_mp)))
-        .time_s;
+    return costs_.ep_transfer(plan_.ep_transport, ep_transfer_request(arch_, plan_, bytes)).time_s;
   }
 
   // One microbatch's hidden states between neighbouring stages (sim/schedules/pipeline_transfers).

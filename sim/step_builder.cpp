@@ -35,7 +35,7 @@ class StepBuilder {
         shape_(batch_shape(plan, arch)),
         tokens_(dbl(shape_.microbatch_tokens)),
         work_(arch, plan, costs, tokens_),
-        emit_(plan, costs, out_),
+        emit_(arch, plan, costs, out_),
         pipeline_(plan, tokens_ * dbl(arch.d_model) * bytes_of(plan.precision.compute)) {
     const std::vector<LayerPlace> all = layer_places(plan, arch);  // embedding, layers, head
     place_.assign(all.begin() + 1, all.end() - 1);

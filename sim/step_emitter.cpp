@@ -5,8 +5,8 @@
 
 namespace moesim {
 
-StepEmitter::StepEmitter(const ParallelPlan& plan, const CostBook& costs, BuiltStep& step)
-    : plan_(plan), costs_(costs), step_(step) {}
+StepEmitter::StepEmitter(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs, BuiltStep& step)
+    : arch_(arch), plan_(plan), costs_(costs), step_(step) {}
 
 TaskId StepEmitter::last_on(std::uint32_t rank, StreamKind stream) const {
   const std::size_t slot =
@@ -78,6 +78,26 @@ CollectiveRequest collective_request(CollectiveKind kind, double bytes, const Co
   return request;
 }
 
+EpTransferRequest ep_transfer_request(const Architecture& arch, const ParallelPlan& plan, double bytes) {
+  const CommunicatorShape shape = communicator_shape(plan, Communicator::ep_mp);
+  EpTransferRequest request;
+  request.bytes = bytes;
+  request.ranks = static_cast<int>(shape.ranks);
+  request.ranks_per_node = static_cast<int>(shape.ranks_per_node);
+  request.top_k = arch.moe ? dbl(arch.moe->top_k) : 1.0;
+  request.experts = arch.moe ? dbl(arch.moe->num_experts) : 1.0;
+  return request;
+}
+
+const CommCost& StepEmitter::priced_ep_transfer(double bytes) {
+  auto it = ep_prices_.find(bytes);
+  if (it == ep_prices_.end()) {
+    it = ep_prices_.emplace(bytes, costs_.ep_transfer(plan_.ep_transport, ep_transfer_request(arch_, plan_, bytes)))
+             .first;
+  }
+  return it->second;
+}
+
 const CommCost& StepEmitter::priced(CollectiveKind kind, double bytes, const CommunicatorShape& shape) {
   const auto key = std::make_tuple(kind, bytes, shape.ranks, shape.ranks_per_node);
   auto it = prices_.find(key);
@@ -113,7 +133,9 @@ TaskId StepEmitter::collective(const TaskPlace& at, const CollectiveCall& call, 
     if (fresh) it->second = step_.graph.new_group();
     group = it->second;
   }
-  const CommCost& cost = priced(call.kind, call.bytes, communicator_shape(plan_, call.communicator));
+  const CommCost& cost = call.communicator == Communicator::ep_mp
+                             ? priced_ep_transfer(call.bytes)
+                             : priced(call.kind, call.bytes, communicator_shape(plan_, call.communicator));
   Task t = communication(at, TaskKind::collective, call.kind, cost, group);
   t.label = collective_label(at.phase, call.kind);
   return add(t, after);

@@ -89,10 +89,13 @@ struct CollectiveCall {
 
 // The cost book's request for `kind` moving `bytes` over a communicator of `shape`.
 CollectiveRequest collective_request(CollectiveKind kind, double bytes, const CommunicatorShape& shape);
+// The cost book's request for one EP dispatch or combine of `bytes` (all routed copies) over the
+// EP-MP communicator.
+EpTransferRequest ep_transfer_request(const Architecture& arch, const ParallelPlan& plan, double bytes);
 
 class StepEmitter {
  public:
-  StepEmitter(const ParallelPlan& plan, const CostBook& costs, BuiltStep& step);
+  StepEmitter(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs, BuiltStep& step);
 
   const CostBook& costs() const { return costs_; }
 
@@ -104,7 +107,8 @@ class StepEmitter {
   // A kernel bound by HBM traffic alone, moving `bytes` (read + written).
   TaskId memory_kernel(const TaskPlace& at, double bytes, MemoryKernel kind, const char* what, TaskId after = kNoTask,
                        TaskId also_after = kNoTask);
-  // This rank's member of a collective; `at.layer` is the unit it serves.
+  // This rank's member of a collective; `at.layer` is the unit it serves. Calls on the EP-MP
+  // communicator are the plan's EP transport (CostBook::ep_transfer).
   TaskId collective(const TaskPlace& at, const CollectiveCall& call, TaskId after);
   // This rank's side of a transfer between stages, on the PP stream.
   TaskId transfer(std::uint32_t rank, const TransferKey& key, double bytes, TaskId after);
@@ -116,11 +120,13 @@ class StepEmitter {
 
  private:
   const CommCost& priced(CollectiveKind kind, double bytes, const CommunicatorShape& shape);
+  const CommCost& priced_ep_transfer(double bytes);
   TaskId add(Task task, TaskId after, TaskId also_after = kNoTask);
   static Task placed(const TaskPlace& at, TaskKind kind, double work_s);
   static Task communication(const TaskPlace& at, TaskKind kind, CollectiveKind coll, const CommCost& cost,
                             std::uint32_t group);
 
+  const Architecture& arch_;
   const ParallelPlan& plan_;
   const CostBook& costs_;
   BuiltStep& step_;
@@ -128,6 +134,7 @@ class StepEmitter {
   std::unordered_map<CollectiveKey, std::uint32_t, CollectiveKeyHash> collective_groups_;
   std::map<TransferKey, std::uint32_t> transfer_groups_;
   std::map<std::tuple<CollectiveKind, double, std::int64_t, std::int64_t>, CommCost> prices_;
+  std::map<double, CommCost> ep_prices_;  // by bytes: the EP-MP group and transport are the plan's
 };
 
 }  // namespace moesim

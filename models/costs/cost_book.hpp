@@ -24,6 +24,11 @@ class CostBook {
   virtual double memory(double bytes, MemoryKernel kind) const = 0;  // bytes read + written
   // `request.bytes` in the nccl-tests convention (collective_model.hpp).
   virtual CommCost collective(const CollectiveRequest& request) const = 0;
+  // One EP dispatch or combine over `transport` (ep_transports.hpp). This default prices every
+  // transport as NCCL's all-to-all, for books with hand-set numbers.
+  virtual CommCost ep_transfer(EpTransport /*transport*/, const EpTransferRequest& request) const {
+    return collective(all_to_all_request(request));
+  }
   // Host work the GPU waits for once per step (optimizer launch, host syncs), in seconds.
   virtual double step_host_s() const = 0;
 };

@@ -49,6 +49,37 @@ struct CollectiveCost {
   int ctas = 0;                      // NCCL CTAs it runs on, each holding one SM (0: nothing runs)
 };
 
+// How an MoE layer's routed rows reach the ranks holding their experts and come back
+// (ep_transports.hpp prices each; the plan's expert_parallel.transport picks one):
+//   nccl_all_to_all   NCCL all_to_all(_single) of rows permuted into per-destination blocks, with
+//                     per-layer staging tensors (Olmo-core's sync path, torchtitan);
+//   symmetric_memory  row-wise puts into capacity-sized symmetric buffers kept for the run, each
+//                     routed row written into its expert's slot on the destination (Olmo-core's
+//                     production rowwise NVSHMEM path);
+//   deepep            DeepEP's normal kernels: each token sent once per destination rank, across
+//                     nodes once per destination node over RDMA then forwarded over NVLink.
+enum class EpTransport : std::uint8_t { nccl_all_to_all, symmetric_memory, deepep };
+std::string_view name_of(EpTransport transport);
+const std::vector<EpTransport>& all_ep_transports();
+
+// One dispatch or combine of a rank's routed rows over the EP-MP group.
+struct EpTransferRequest {
+  double bytes = 0;        // the rank's routed rows (all K copies of each token) x row bytes
+  int ranks = 1;           // EP-MP group size
+  int ranks_per_node = 0;  // as in CollectiveRequest
+  double top_k = 1;        // routed copies of each token (rank- and node-level deduplication)
+  double experts = 1;      // routed experts of the layer, spread evenly over the group
+};
+// The NCCL all-to-all that moves the same rows (every routed copy).
+inline CollectiveRequest all_to_all_request(const EpTransferRequest& r) {
+  CollectiveRequest c;
+  c.kind = CollectiveKind::all_to_all;
+  c.bytes = r.bytes;
+  c.ranks = r.ranks;
+  c.ranks_per_node = r.ranks_per_node;
+  return c;
+}
+
 struct KernelTime {
   double time_s = 0;           // wall time of the kernel, launch overhead included
   double flops = 0;            // useful floating-point operations (0 for memory-bound kernels)

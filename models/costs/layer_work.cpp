@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "models/common/units.hpp"
+#include "models/costs/ep_transports.hpp"
 #include "models/costs/low_precision.hpp"
 
 namespace moesim {
@@ -100,10 +101,13 @@ LayerWork layer_work(const Architecture& a, const ParallelPlan& plan, const Cost
   const double routed = std::accumulate(rows.begin(), rows.end(), 0.0);
   w.moe = true;
   // Norm, router GEMM, FP32 softmax/top-K, then the permutation of the K routed copies of each
-  // token (read the token, write K rows).
+  // token (read the token, write K rows), unless the EP transport writes each row into its
+  // expert's slot itself (ep_transports.hpp); unpermuting after combine likewise.
+  const bool permutes = plan.ep == 1 || !ep_transport_model(plan.ep_transport).fuses_permutation();
+  const PassTimes permutation = permutes ? streaming(c, T * K * d * e + T * d * e, MemoryKernel::permute) : PassTimes{};
   w.pre = add(w.pre, linear(c, T, d, N));
   w.pre = add(w.pre, elementwise(c, T * (2 * d * e + 2 * N * kFp32)));
-  w.pre = add(w.pre, streaming(c, T * K * d * e + T * d * e, MemoryKernel::permute));
+  w.pre = add(w.pre, permutation);
   // Up/gate [rows, d] x [d, 2h_e] and down [rows, h_e] x [h_e, d].
   // FP8 dispatch: each token is cast once before the all-to-all (not once per routed copy), and
   // the up/gate GEMM takes the rows as they arrive.
@@ -117,7 +121,7 @@ LayerWork layer_work(const Architecture& a, const ParallelPlan& plan, const Cost
   w.experts = add(grouped(c, up_f, rows, 2 * he, d), grouped(c, expert_f, rows, d, he));
   w.experts = add(w.experts, elementwise(c, routed * e * 3 * he));
   // Unpermute the K copies back to token order, then the weighted combine and the residual.
-  w.post = add(streaming(c, T * K * d * e + T * d * e, MemoryKernel::permute), elementwise(c, 3 * T * d * e));
+  w.post = add(permutation, elementwise(c, 3 * T * d * e));
   for (std::int64_t s = 0; s < m.shared_experts; ++s) {
     const Format shared_f = format_of(plan, LinearClass::shared_expert);
     w.shared = add(w.shared, add(linear(c, shared_f, T, d, 2 * hs), linear(c, shared_f, T, hs, d)));

@@ -34,6 +34,7 @@ class ProfileCostBook final : public CostBook {
   double attention(const AttentionShape& shape, bool backward) const override;
   double memory(double bytes, MemoryKernel kind) const override;
   CommCost collective(const CollectiveRequest& request) const override;
+  CommCost ep_transfer(EpTransport transport, const EpTransferRequest& request) const override;
   double step_host_s() const override;
 
  private:

@@ -134,9 +134,31 @@ struct InterNodeSpec {
   Quantity nic_efficiency;  // achieved fraction of the NIC line rate for large transfers
 };
 
+// Row-wise symmetric-memory dispatch and combine (EpTransport::symmetric_memory).
+struct SymmetricMemoryTransportSpec {
+  Quantity time_over_nccl_all_to_all;  // its time over NCCL's all-to-all of the same rows
+  Quantity ctas;                       // SMs its put kernels hold
+};
+
+// DeepEP's normal kernels (EpTransport::deepep).
+struct DeepEpTransportSpec {
+  Quantity base_latency_us;    // fixed cost of one dispatch or combine
+  Quantity ctas;               // SMs its kernels hold
+  Quantity nvlink_efficiency;  // achieved fraction of the per-direction NVLink rate
+  Quantity rdma_efficiency;    // achieved fraction of the NIC line rate
+};
+
+// EP transports beyond NCCL's all-to-all (models/costs/ep_transports.hpp); absent: not measured
+// for this node type, and plans asking for one are refused.
+struct EpTransportSpecs {
+  std::optional<SymmetricMemoryTransportSpec> symmetric_memory;
+  std::optional<DeepEpTransportSpec> deepep;
+};
+
 struct InterconnectSpec {
   IntraNodeSpec intra_node;
   InterNodeSpec inter_node;
+  EpTransportSpecs ep_transports;
 };
 
 // How kernels and communication running together on one GPU slow each other (the

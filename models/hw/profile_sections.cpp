@@ -153,6 +153,28 @@ ComputeSpec parse_compute(const JsonReader& c) {
   return s;
 }
 
+namespace {
+
+EpTransportSpecs parse_ep_transports(const JsonReader& ep) {
+  EpTransportSpecs s;
+  const Range efficiency{0.0, 1.0, true};
+  if (const auto sm = ep.optional_object("symmetric_memory")) {
+    s.symmetric_memory = SymmetricMemoryTransportSpec{
+        quantity(*sm, "time_over_nccl_all_to_all", Range::between(0.1, 10.0)), quantity(*sm, "ctas", kCtas)};
+    sm->finish();
+  }
+  if (const auto d = ep.optional_object("deepep")) {
+    s.deepep =
+        DeepEpTransportSpec{quantity(*d, "base_latency_us", Range::non_negative()), quantity(*d, "ctas", kCtas),
+                            quantity(*d, "nvlink_efficiency", efficiency), quantity(*d, "rdma_efficiency", efficiency)};
+    d->finish();
+  }
+  ep.finish();
+  return s;
+}
+
+}  // namespace
+
 InterconnectSpec parse_interconnect(const JsonReader& ic) {
   InterconnectSpec s;
   {
@@ -176,6 +198,7 @@ InterconnectSpec parse_interconnect(const JsonReader& ic) {
     s.inter_node.nic_efficiency = quantity(out, "nic_efficiency", Range{0.0, 1.0, true});
     out.finish();
   }
+  if (const auto ep = ic.optional_object("ep_transports")) s.ep_transports = parse_ep_transports(*ep);
   ic.finish();
   return s;
 }

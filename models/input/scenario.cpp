@@ -5,6 +5,7 @@
 #include "models/arch/flops.hpp"
 #include "models/common/json_reader.hpp"
 #include "models/common/suggest.hpp"
+#include "models/input/plan_profile_checks.hpp"
 #include "models/plan/design_spec.hpp"
 
 namespace moesim {
@@ -179,23 +180,7 @@ Scenario parse_composed(const ScenarioInputs& src) {
                          "\"",
                      /*infeasible=*/true);
   }
-  for (std::size_t c = 0; c < kLinearClasses; ++c) {
-    const GemmPrecision format = s.plan.precision.linears[c];
-    if (format == GemmPrecision::bf16 || s.hardware.compute.low_precision(format) != nullptr) continue;
-    std::string path = src.plan.prefix.empty() ? "" : src.plan.prefix + ".";
-    path += "precision.linears.";
-    path += name_of(static_cast<LinearClass>(c));
-    std::string msg = "\"";
-    msg += name_of(format);
-    msg += "\" needs compute.";
-    msg += name_of(format);
-    msg += "_gemm rates, which hardware profile \"";
-    msg += s.hardware.name;
-    msg += "\" does not have (its GPU has no such tensor-core path, or nobody measured it); allowed here: bf16";
-    if (s.hardware.compute.fp8_gemm) msg += ", fp8";
-    if (s.hardware.compute.mxfp8_gemm) msg += ", mxfp8";
-    throw InputError(src.plan.file, path, msg, /*infeasible=*/true);
-  }
+  check_plan_against_profile(s.plan, s.hardware, src.plan.file, src.plan.prefix);
   s.resolved = {{"architecture", doc.at("architecture")}, {"plan", doc.at("plan")}, {"hardware", doc.at("hardware")}};
   return s;
 }

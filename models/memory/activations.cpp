@@ -17,7 +17,7 @@ RoutedRows routed_rows_per_token(const Architecture& a, const ParallelPlan& plan
   RoutedRows r;
   r.computed = plan.routing.dropless ? K * load_factor : K * plan.routing.capacity_factor;
   r.dispatch = r.computed;
-  if (plan.ep > 1 && plan.ep_buffers == EpBuffers::symmetric_memory) {
+  if (plan.ep > 1 && plan.ep_transport == EpTransport::symmetric_memory) {
     r.dispatch = K * plan.ep_buffer_capacity_factor;
     r.computed = std::min(r.computed, r.dispatch);
   }

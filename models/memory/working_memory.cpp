@@ -46,11 +46,13 @@ double max_value(const std::map<std::int64_t, double>& m) {
   return out;
 }
 
-// NCCL all-to-all staging of the layer that runs: the permuted send rows (all K x T local
-// routes) and the received rows, alive together while the exchange runs.
+// All-to-all staging of the layer that runs (NCCL, and DeepEP, whose dispatch returns the received
+// rows as new tensors): the permuted send rows (all K x T local routes) and the received rows,
+// alive together while the exchange runs. DeepEP's own communication buffer, one region for all
+// layers sized by its config, is not counted.
 LedgerItem ep_transient_staging(const Architecture& a, const ParallelPlan& plan, double T, const RoutedRows& routed,
                                 bool any_moe) {
-  if (plan.ep == 1 || !any_moe || plan.ep_buffers != EpBuffers::nccl_all_to_all) return {};
+  if (plan.ep == 1 || !any_moe || plan.ep_transport == EpTransport::symmetric_memory) return {};
   const double e = bytes_of(plan.precision.compute), d = dbl(a.d_model);
   return {"EP all-to-all staging", MemClass::ep_comm_buffers, T * (dbl(a.moe->top_k) + routed.computed) * e * d,
           "send K x T rows + receive the rank's routed rows, x d x compute dtype"};
@@ -63,7 +65,7 @@ LedgerItem ep_transient_staging(const Architecture& a, const ParallelPlan& plan,
 // saved activations.
 std::vector<LedgerItem> ep_static_buffers(const Architecture& a, const ParallelPlan& plan, double T, double moe_blocks,
                                           const RoutedRows& routed) {
-  if (plan.ep == 1 || moe_blocks == 0 || plan.ep_buffers != EpBuffers::symmetric_memory) return {};
+  if (plan.ep == 1 || moe_blocks == 0 || plan.ep_transport != EpTransport::symmetric_memory) return {};
   constexpr std::int64_t kOlmoIntraNodeFloor = 8;  // _rowwise_symm_auto_enabled's minimum node size
   const double e = bytes_of(plan.precision.compute), d = dbl(a.d_model);
   const double blocks = plan.ep_buffers_shared ? 1.0 : moe_blocks;

@@ -28,9 +28,6 @@ std::string_view name_of(OptimizerKernels k) {
   return k == OptimizerKernels::fused ? "fused" : k == OptimizerKernels::foreach ? "foreach" : "olmo_core_foreach";
 }
 std::string_view name_of(WeightRebuild w) { return w == WeightRebuild::coalesced_copy ? "coalesced_copy" : "in_place"; }
-std::string_view name_of(EpBuffers b) {
-  return b == EpBuffers::nccl_all_to_all ? "nccl_all_to_all" : "symmetric_memory";
-}
 std::string_view name_of(LinearClass c) {
   switch (c) {
     case LinearClass::attention: return "attention";
@@ -58,8 +55,17 @@ DType parse_dtype(const JsonReader& in, std::string_view key, DType fallback) {
 
 // Olmo-core's DDP design runs EP on its production rowwise NVSHMEM path (symmetric buffers,
 // olmo_core/nn/moe/v2/ep_config.py); FSDP2 stacks (torchtitan) dispatch with NCCL all_to_all_single.
-EpBuffers default_ep_buffers(Design design) {
-  return design == Design::ddp ? EpBuffers::symmetric_memory : EpBuffers::nccl_all_to_all;
+EpTransport default_ep_transport(Design design) {
+  return design == Design::ddp ? EpTransport::symmetric_memory : EpTransport::nccl_all_to_all;
+}
+
+EpTransport parse_ep_transport(const JsonReader& ep, Design design) {
+  const std::string chosen = ep.choice_or("transport", std::string(name_of(default_ep_transport(design))),
+                                          {"nccl_all_to_all", "symmetric_memory", "deepep"});
+  for (const EpTransport t : all_ep_transports()) {
+    if (name_of(t) == chosen) return t;
+  }
+  return default_ep_transport(design);  // choice_or allows only the names above
 }
 
 // Defaults follow the two designs' code: Olmo-core DDP steps its sharded optimizer with its own
@@ -133,15 +139,12 @@ ParallelPlan parse_plan(const JsonReader& in) {
   }
   if (auto ep = in.optional_object("expert_parallel")) {
     p.ep = ep->integer_or("degree", 1, Range::between(1, kMaxCount));
-    p.ep_buffers = ep->choice_or("buffers", std::string(name_of(default_ep_buffers(p.design))),
-                                 {"nccl_all_to_all", "symmetric_memory"}) == "nccl_all_to_all"
-                       ? EpBuffers::nccl_all_to_all
-                       : EpBuffers::symmetric_memory;
+    p.ep_transport = parse_ep_transport(*ep, p.design);
     p.ep_buffer_capacity_factor = ep->number_or("buffer_capacity_factor", 1.25, Range::between(0.01, 1024));
     p.ep_buffers_shared = ep->boolean_or("shared_buffers", false);
     ep->finish();
   } else {
-    p.ep_buffers = default_ep_buffers(p.design);
+    p.ep_transport = default_ep_transport(p.design);
   }
   if (auto f = in.optional_object("fsdp")) {
     p.fsdp_shard = f->integer_or("shard_degree", 0, Range::between(0, kMaxCount));

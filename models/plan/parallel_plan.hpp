@@ -23,12 +23,6 @@ enum class Recompute { none, full, selective };
 enum class LossImpl { standard, fused };
 enum class PipelineSchedule { one_f_one_b, interleaved_1f1b };
 enum class GradSync { all_reduce, reduce_scatter };
-// Where EP dispatch and combine rows live. NCCL all-to-all: per-layer staging tensors from the
-// caching allocator, alive while the layer runs (Olmo-core's sync_1d path,
-// olmo_core/nn/moe/parallel_mlp.py ParallelDroplessMLP.permute_and_all_to_all). Symmetric memory:
-// capacity-sized buffers each MoE block keeps for the whole run, as Olmo-core's production rowwise
-// NVSHMEM path does (olmo_core/nn/moe/v2/ep_config.py, ep_no_sync_buffers.py) and DeepEP's buffers.
-enum class EpBuffers { nccl_all_to_all, symmetric_memory };
 // How the optimizer update is written, which sets how many passes it makes over HBM:
 // one fused kernel, PyTorch's foreach AdamW (torch.optim.adamw _multi_tensor_adamw), or Olmo-core's
 // hand-written foreach AdamW (olmo_core/optim/adamw.py foreach_adamw_step).
@@ -88,7 +82,13 @@ struct ParallelPlan {
   std::int64_t gpus_per_node = 8;
   std::int64_t pp = 1;  // pipeline stages
   std::int64_t ep = 1;  // EP-MP degree M_E
-  EpBuffers ep_buffers = EpBuffers::nccl_all_to_all;
+  // How routed rows travel (cost_types.hpp EpTransport) and so where they live: NCCL all-to-all
+  // stages them in per-layer tensors from the caching allocator, alive while the layer runs
+  // (Olmo-core's sync_1d path, olmo_core/nn/moe/parallel_mlp.py
+  // ParallelDroplessMLP.permute_and_all_to_all); symmetric memory and DeepEP keep capacity-sized
+  // buffers per MoE block for the whole run (Olmo-core's rowwise NVSHMEM path,
+  // olmo_core/nn/moe/v2/ep_config.py, ep_no_sync_buffers.py; DeepEP's Buffer).
+  EpTransport ep_transport = EpTransport::nccl_all_to_all;
   // Symmetric buffers: rows each destination rank can receive = this x the rank's routed rows
   // (Olmo-core ExpertParallelConfig.capacity_factor, default 1.25; overflow routes are tail-dropped).
   double ep_buffer_capacity_factor = 1.25;
@@ -124,7 +124,6 @@ std::string_view name_of(OptimizerKind k);
 std::string_view name_of(ShardLayout l);
 std::string_view name_of(Recompute r);
 std::string_view name_of(OptimizerKernels k);
-std::string_view name_of(EpBuffers b);
 std::string_view name_of(WeightRebuild w);
 
 ParallelPlan parse_plan(const JsonReader& in);

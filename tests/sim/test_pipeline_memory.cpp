@@ -36,7 +36,7 @@ constexpr double kTokens = 16384;
 TEST_CASE("Interleaved PP4 v=2: each stage holds its chunks' passes, each charged for its own layers", "[unit]") {
   const Scenario s = load_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"),
                                    {"plan.nodes=4", "design=ddp+ep8+pp4+v2", "architecture.moe.num_experts=32"});
-  REQUIRE(s.plan.ep_buffers == EpBuffers::symmetric_memory);
+  REQUIRE(s.plan.ep_transport == EpTransport::symmetric_memory);
   const MemoryLedger ledger = scenario_ledger(s, build_inventory(s.arch));
   REQUIRE(ledger.stages.size() == 4);
   // Eight one-layer virtual stages: stage 0 runs layer 0 (dense, chunk 0) and layer 4 (chunk 1);
@@ -93,7 +93,7 @@ TEST_CASE("EP buffers per implementation: per-layer NCCL staging or per-block sy
   s.plan.ep_buffers_shared = true;
   CHECK(item(test::run_ledger(s).ledger.stages[0].phases[0], "EP symmetric combine buffers").bytes == combine / 7);
 
-  s.plan.ep_buffers = EpBuffers::nccl_all_to_all;
+  s.plan.ep_transport = EpTransport::nccl_all_to_all;
   const StageLedger b = test::run_ledger(s).ledger.stages[0];
   // Send K x T rows and receive the rank's K x T routed rows while one layer runs.
   CHECK(item(b.phases[0], "EP all-to-all staging").bytes == kTokens * (4 + 4) * 4096 * 2);
@@ -112,10 +112,12 @@ TEST_CASE("Published measured memory outside the seed: every record within its t
 }
 
 TEST_CASE("layer_places gives every layer the place place_of_layer gives it", "[unit]") {
-  for (const std::vector<std::string>& sets : std::vector<std::vector<std::string>>{
-           {}, {"plan.nodes=4", "design=ddp+ep8+pp4+v2"}, {"plan.nodes=2", "design=ddp+ep8+pp2"},
-           {"plan.nodes=2", "design=ddp+ep8+pp2", "plan.pipeline.layer_split=[5,3]"},
-           {"plan.nodes=4", "design=fsdp+pp4+v2", "architecture.num_layers=11"}}) {
+  for (const std::vector<std::string>& sets :
+       std::vector<std::vector<std::string>>{{},
+                                             {"plan.nodes=4", "design=ddp+ep8+pp4+v2"},
+                                             {"plan.nodes=2", "design=ddp+ep8+pp2"},
+                                             {"plan.nodes=2", "design=ddp+ep8+pp2", "plan.pipeline.layer_split=[5,3]"},
+                                             {"plan.nodes=4", "design=fsdp+pp4+v2", "architecture.num_layers=11"}}) {
     const Scenario s = load_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"), sets);
     const auto places = layer_places(s.plan, s.arch);
     REQUIRE(places.size() == static_cast<std::size_t>(s.arch.num_layers + 2));
@@ -127,8 +129,7 @@ TEST_CASE("layer_places gives every layer the place place_of_layer gives it", "[
   }
 }
 
-TEST_CASE("A GPT-style block saves what Korthikanti et al. 2022 count, with flash attention and no dropout",
-          "[unit]") {
+TEST_CASE("A GPT-style block saves what Korthikanti et al. 2022 count, with flash attention and no dropout", "[unit]") {
   // Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models", Sec. 4.1
   // with selective recomputation (the attention core recomputed, as flash attention does): per
   // token and layer the attention block saves its layer-norm input (2h), the QKV input (2h), Q

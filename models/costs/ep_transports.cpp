@@ -1,0 +1,135 @@
+// The registered EP transports. Byte counts per rank for a request of `bytes` (all K routed
+// copies of the rank's T tokens) over n ranks, r of them in each of m NVLink domains:
+//   nccl_all_to_all, symmetric_memory: every copy travels (bytes / n to each rank): NVLink
+//     bytes (r - 1) / n, NIC bytes (n - r) / n;
+//   deepep: each token once per destination rank that holds one of its experts, and across
+//     nodes once per destination node (RDMA to the GPU with the same local rank, which forwards
+//     it over NVLink to the others there): NIC (bytes / K) (m - 1) q_node; NVLink (bytes / K)
+//     m (r - 1) q_rank (in each of the m nodes, the token reaches the r - 1 ranks other than the
+//     one holding it with probability q_rank each), with q the hit probabilities of a rank and of
+//     a node under uniform routing (hit_probability).
+#include "models/costs/ep_transports.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/common/errors.hpp"
+#include "models/common/units.hpp"
+
+namespace moesim {
+
+std::string_view name_of(EpTransport transport) {
+  switch (transport) {
+    case EpTransport::nccl_all_to_all: return "nccl_all_to_all";
+    case EpTransport::symmetric_memory: return "symmetric_memory";
+    case EpTransport::deepep: return "deepep";
+  }
+  return "?";
+}
+
+const std::vector<EpTransport>& all_ep_transports() {
+  static const std::vector<EpTransport> all{EpTransport::nccl_all_to_all, EpTransport::symmetric_memory,
+                                            EpTransport::deepep};
+  return all;
+}
+
+double hit_probability(double experts, double held, double top_k) {
+  // 1 - C(experts - held, K) / C(experts, K): the K distinct experts all miss the held ones.
+  double miss = 1;
+  for (double i = 0; i < top_k && miss > 0; ++i) miss *= std::max(0.0, experts - held - i) / (experts - i);
+  return 1 - miss;
+}
+
+namespace {
+
+EpTransferCost from_collective(const CollectiveCost& c) {
+  return {c.time_s, c.nvlink_bytes_per_rank, c.nic_bytes_per_rank, c.ctas};
+}
+
+[[noreturn]] void missing(const HardwareProfile& hw, std::string_view transport) {
+  throw InputError(hw.name, "interconnect.ep_transports." + std::string(transport),
+                   "hardware profile \"" + hw.name + "\" has no numbers for the " + std::string(transport) +
+                       " EP transport; use plan.expert_parallel.transport=nccl_all_to_all");
+}
+
+class NcclAllToAll final : public EpTransportModel {
+ public:
+  NcclAllToAll()
+      : EpTransportModel("nccl_all_to_all",
+                         "NCCL all_to_all of rows permuted into per-destination blocks (the collective model's "
+                         "p2p algorithm): every routed copy travels; permute and unpermute kernels around it") {}
+  EpTransferCost cost(const HardwareProfile& hw, const CollectiveModel& collectives,
+                      const EpTransferRequest& request) const override {
+    return from_collective(collectives.cost(hw, all_to_all_request(request)));
+  }
+  bool fuses_permutation() const override { return false; }
+};
+
+// Row-wise puts of every routed copy into the destination's symmetric buffer, at its expert's
+// slot (Olmo-core's rowwise NVSHMEM path): the same bytes as NCCL's all-to-all, in the time the
+// profile measured against it, on the SMs its kernels hold, and no permutation kernels.
+class SymmetricMemory final : public EpTransportModel {
+ public:
+  SymmetricMemory()
+      : EpTransportModel("symmetric_memory",
+                         "row-wise puts into capacity-sized symmetric buffers at each row's expert slot "
+                         "(Olmo-core rowwise NVSHMEM): NCCL's bytes at the profile's measured time ratio, "
+                         "no permutation kernels") {}
+  EpTransferCost cost(const HardwareProfile& hw, const CollectiveModel& collectives,
+                      const EpTransferRequest& request) const override {
+    const auto& spec = hw.interconnect.ep_transports.symmetric_memory;
+    if (!spec) missing(hw, name());
+    EpTransferCost c = from_collective(collectives.cost(hw, all_to_all_request(request)));
+    if (request.ranks <= 1) return c;
+    c.time_s *= spec->time_over_nccl_all_to_all.value;
+    c.ctas = static_cast<int>(spec->ctas.value);
+    return c;
+  }
+  bool fuses_permutation() const override { return true; }
+};
+
+// DeepEP's normal (high-throughput) kernels: deduplicated tokens, hierarchical across nodes,
+// NVLink and RDMA pipelined, so the slower of the two sets the time.
+class DeepEp final : public EpTransportModel {
+ public:
+  DeepEp()
+      : EpTransportModel("deepep",
+                         "DeepEP normal kernels: each token once per destination rank; across nodes once per node "
+                         "over RDMA, then NVLink forwarding; the slower of NVLink and RDMA sets the time") {}
+  EpTransferCost cost(const HardwareProfile& hw, const CollectiveModel& /*collectives*/,
+                      const EpTransferRequest& request) const override {
+    const auto& spec = hw.interconnect.ep_transports.deepep;
+    if (!spec) missing(hw, name());
+    if (request.ranks <= 1) return {};
+    const double n = request.ranks;
+    // Ranks of the group in each NVLink domain, as the collective model resolves them.
+    const double r = request.ranks_per_node > 0 ? request.ranks_per_node
+                                                : std::min<double>(n, hw.interconnect.intra_node.domain_gpus.value);
+    const double m = n / r;
+    const double tokens_bytes = request.bytes / request.top_k;
+    const double q_rank = hit_probability(request.experts, request.experts / n, request.top_k);
+    const double q_node = hit_probability(request.experts, request.experts / m, request.top_k);
+    EpTransferCost c;
+    c.nic_bytes = tokens_bytes * (m - 1) * q_node;
+    c.nvlink_bytes = tokens_bytes * m * (r - 1) * q_rank;
+    const double nvlink_Bps = hw.node.nvlink_bw_GBps_per_direction.value * kGB * spec->nvlink_efficiency.value;
+    const double nic_Bps = hw.node.nic_bw_Gbps_per_gpu.value * kGB / 8 * spec->rdma_efficiency.value;
+    c.time_s = spec->base_latency_us.value * 1e-6 + std::max(c.nvlink_bytes / nvlink_Bps, c.nic_bytes / nic_Bps);
+    c.ctas = static_cast<int>(spec->ctas.value);
+    return c;
+  }
+  bool fuses_permutation() const override { return false; }
+};
+
+}  // namespace
+
+const Registry<EpTransportModel>& ep_transport_models() {
+  static const auto registry = make_registry<EpTransportModel, NcclAllToAll, SymmetricMemory, DeepEp>("EP transport");
+  return registry;
+}
+
+const EpTransportModel& ep_transport_model(EpTransport transport) {
+  return ep_transport_models().get(name_of(transport));
+}
+
+}  // namespace moesim
