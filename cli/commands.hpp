@@ -41,6 +41,8 @@ Runner add_compare_command(CLI::App& app);
 Runner add_validate_command(CLI::App& app);
 Runner add_cost_command(CLI::App& app);
 Runner add_fit_command(CLI::App& app);
+// `fit runs`, a subcommand of `fit` (cmd_fit_runs.cpp).
+Runner add_fit_runs_command(CLI::App& fit);
 Runner add_import_command(CLI::App& app);
 Runner add_plan_command(CLI::App& app);
 
