@@ -4,8 +4,12 @@
 // error naming the line that starts like a step line but cannot be read.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include "calibrate/fit/trainer_logs.hpp"
 #include "models/common/errors.hpp"
+#include "studies/measured_runs.hpp"
+#include "tests/support/fixtures.hpp"
 
 using namespace moesim;
 using namespace moesim::fit;
@@ -132,4 +136,28 @@ TEST_CASE("Trainer-log lines that cannot be read are errors naming the file and 
   CHECK(error_of("nothing here\n", "megatron") == "train.log: no megatron step lines with throughput in the log");
   CHECK(error_of(kMegatron, "megatron", 4).find("4 logged step(s), all skipped as warm-up") != std::string::npos);
   CHECK(error_of(kMegatron, "nemo").find("unknown trainer log format") != std::string::npos);
+}
+
+TEST_CASE("moesim import trainer-log writes a runs file that moesim fit runs reads", "[unit][trainer_log]") {
+  test::TempDir dir;
+  const std::string log = dir.write("fsdp-128Ki.log", kMegatron);
+  const std::string out = dir.path("runs.json");
+  const std::string scenario = " --scenario " + test::source_path("scenarios/fig8/fig8a.json");
+  REQUIRE(test::run_cli("import trainer-log " + log + " --format megatron" + scenario +
+                        " --set design=fsdp --set plan.batch.global_batch_tokens=128Ki --skip 1 -o " + out) == 0);
+  const RunsFile runs = read_runs(out, {});
+  REQUIRE(runs.runs.size() == 1);
+  CHECK(runs.runs[0].id == "fsdp-128Ki");
+  CHECK(runs.runs[0].design == "fsdp");
+  CHECK(runs.runs[0].metrics[0].name == "step_time_s");
+  CHECK(runs.runs[0].metrics[0].measured == Approx(12.92));
+  CHECK(runs.runs[0].source.find("steps 2-4: median of 3") != std::string::npos);
+  // A bad log, or a scenario override the scenario refuses: exit 2 and no file.
+  const std::string out2 = dir.path("runs2.json");
+  const std::string bad = dir.write("bad.log", " iteration 3/ 10 | elapsed time per iteration (ms): n/a |\n");
+  CHECK(test::run_cli("import trainer-log " + bad + " --format megatron" + scenario + " -o " + out2) == 2);
+  CHECK(test::run_cli("import trainer-log " + log + " --format megatron" + scenario + " --set plan.nope=1 -o " +
+                      out2) == 2);
+  CHECK(test::run_cli("import trainer-log " + log + " --format nemo" + scenario + " -o " + out2) == 2);
+  CHECK_FALSE(std::filesystem::exists(out2));
 }
