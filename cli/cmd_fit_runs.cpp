@@ -102,7 +102,8 @@ Runner add_fit_runs_command(CLI::App& fit) {
   sub->add_option("runs", args->runs_file, "moesim-runs/1 file: scenarios and what was measured on them")->required();
   sub->add_option("--base", args->base, kProfileOptionHelp)->required();
   sub->add_option("--free", args->free,
-                  "profile fields to fit, e.g. hardware.interference.compute_slowdown_with_comm (at most one per run)")
+                  "profile fields to fit, e.g. hardware.host.step_overhead_us (at most one per run; the fittable "
+                  "fields: calibrate/README.md)")
       ->required();
   sub->add_option("-o,--output", args->output, "fitted profile to write ('-': stdout)")->required();
   sub->add_option("--predict", args->predict,

@@ -23,7 +23,7 @@ double base_value(const MeasuredRun& run, const FittableField& field) {
   pointer.insert(pointer.begin(), '/');
   const nlohmann::json::json_pointer at(pointer);
   if (!s.resolved.contains(at) || !s.resolved.at(at).is_number())
-    throw InputError(s.hardware.name, field.name, "the profile has no such number to fit");
+    throw InputError("--free", field.name, "the base profile " + s.hardware.name + " has no such number to fit");
   return s.resolved.at(at).get<double>();
 }
 
