@@ -7,7 +7,6 @@
 #include "models/arch/flops.hpp"
 #include "models/common/json_reader.hpp"
 #include "models/common/suggest.hpp"
-#include "models/common/units.hpp"
 #include "models/plan/design_spec.hpp"
 #include "sim/step_simulation.hpp"
 #include "studies/validation.hpp"
@@ -164,18 +163,15 @@ RunsFile read_runs(const std::string& file, const std::vector<std::string>& extr
 
 std::vector<double> predict_run(const MeasuredRun& run, const std::vector<ScenarioChange>& changes) {
   const StepResult r = simulate(compose(run.scenario, changes)).result;
-  double allocated = 0, reserved = 0;  // the largest stage's, as torch.cuda.max_memory_* on the worst rank
-  for (const auto& st : r.ledger.stages) {
-    allocated = std::max(allocated, st.peak_allocated);
-    reserved = std::max(reserved, st.peak_reserved);
-  }
   std::vector<double> out;
   for (const auto& metric : run.metrics) {
     if (metric.name == "step_time_s") out.push_back(r.step_time_s);
     if (metric.name == "tokens_per_s_per_gpu") out.push_back(r.tokens_per_s_per_gpu);
     if (metric.name == "mfu") out.push_back(r.mfu);
-    if (metric.name == "peak_allocated_GiB") out.push_back(allocated / kGiB);
-    if (metric.name == "peak_reserved_GiB") out.push_back(reserved / kGiB);
+    if (metric.name == "peak_allocated_GiB")
+      out.push_back(largest_stage_peak_GiB(r.ledger, &StageLedger::peak_allocated));
+    if (metric.name == "peak_reserved_GiB")
+      out.push_back(largest_stage_peak_GiB(r.ledger, &StageLedger::peak_reserved));
     for (std::size_t p = 0; p < kPhases; ++p) {
       if (metric.name == kPhasePrefix + name_of(static_cast<PhaseTag>(p)) + "_s") out.push_back(r.exposed_s[p]);
     }
