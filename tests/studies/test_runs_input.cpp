@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "sim/step_simulation.hpp"
 #include "studies/run_fit.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -64,12 +65,22 @@ TEST_CASE("A runs file reads its scenario, overrides and measurements", "[unit][
   REQUIRE(b.metrics.size() == 2);
   CHECK(b.metrics[1].name == "phase.forward_s");
   CHECK(b.metrics[1].measured == 0.0125);
-  // MFU is predicted under the run's own convention, and each metric gets one prediction.
+  // Each metric gets the replay's number: the step time, the MFU under the run's own convention
+  // (PaLM counts attention without the causal half, so more FLOPs than Olmo-core's count), the
+  // largest stage's peak and the critical rank's exposed forward time.
+  const Simulation sim = simulate(compose(a.scenario));
   const auto predicted = predict_run(a, {});
   REQUIRE(predicted.size() == 2);
-  CHECK(predicted[0] > 0);
-  CHECK(predicted[1] > 0.05);
-  CHECK(predicted[1] < 0.9);
+  CHECK(predicted[0] == sim.result.step_time_s);
+  CHECK(predicted[1] == sim.result.mfu);
+  const RunsFile olmo =
+      parse_runs(document({one_run("a", {{"mfu", 0.3}, {"flop_convention", "olmo-core"}})}), "runs.json", {});
+  CHECK(predict_run(olmo.runs[0], {})[0] < predicted[1]);
+  const auto b_predicted = predict_run(b, {});
+  REQUIRE(b_predicted.size() == 2);
+  CHECK(b_predicted[0] == Approx(sim.result.ledger.stages[0].peak_allocated / (1024.0 * 1024 * 1024)));
+  CHECK(b_predicted[1] == sim.result.exposed_s[static_cast<std::size_t>(PhaseTag::forward)]);
+  CHECK(b_predicted[1] > 0);
 }
 
 TEST_CASE("Measurements without units are refused, naming the key and the keys with units", "[unit][fit_runs]") {
