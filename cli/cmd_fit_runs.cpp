@@ -36,10 +36,15 @@ std::vector<std::string> profile_path(const FittableField& field) {
   return out;
 }
 
+std::string run_ids(const RunsFile& runs) {
+  std::string ids;
+  for (const auto& r : runs.runs) ids += (ids.empty() ? "" : ", ") + r.id;
+  return ids;
+}
+
 std::string provenance(const nlohmann::ordered_json& profile, const FittedParameter& p, const RunsFile& runs,
                        const RunFitResult& fit, const std::vector<std::string>& free) {
-  std::string ids, fields;
-  for (const auto& r : runs.runs) ids += (ids.empty() ? "" : ", ") + r.id;
+  std::string fields;
   for (const auto& f : free) fields += (fields.empty() ? "" : ", ") + f;
   const nlohmann::ordered_json* base = &profile;
   for (const auto& key : profile_path(*p.field)) base = &base->at(key);
@@ -47,7 +52,7 @@ std::string provenance(const nlohmann::ordered_json& profile, const FittedParame
   for (const auto& e : fit.loo.errors)
     loo += (loo.empty() ? "" : ", ") + e.metric + " mean " + fit::sig4(100 * e.mean_abs) + "% max " +
            fit::sig4(100 * e.max_abs) + "%";
-  return "fitted to runs: " + runs.file + " (runs " + ids + "; free: " + fields + ") by moesim fit runs; " +
+  return "fitted to runs: " + runs.file + " (runs " + run_ids(runs) + "; free: " + fields + ") by moesim fit runs; " +
          fit::residual_text(fit.rms_rel, fit.max_rel, fit.points) + " (relative, every measured metric)" +
          (loo.empty() ? "" : "; leave-one-out |error|: " + loo) + "; base value " + fit::sig4(p.base) + " (" +
          base->value("kind", std::string("?")) + ")";
@@ -68,8 +73,8 @@ int run_fit_runs(const FitRunsArgs& a) {
   for (const auto& target : targets) {
     const RunPredictions p = predict_runs(target, runs, fit.parameters);
     out << "\npredicted " << target.file << " with the fit to " << runs.file << "\n"
-        << prediction_table(p.predictions, "kernel-level", "fitted") << "\n"
-        << error_summary(p.errors, "kernel-level", "fitted");
+        << prediction_table(p.predictions, "base", "fitted") << "\n"
+        << error_summary(p.errors, "base", "fitted");
     warnings.insert(warnings.end(), p.warnings.begin(), p.warnings.end());
   }
   std::vector<fit::FieldUpdate> updates;
@@ -78,18 +83,20 @@ int run_fit_runs(const FitRunsArgs& a) {
     updates.push_back({profile_path(*p.field),
                        fit::fitted_quantity(p.fitted, provenance(profile, p, runs, fit, a.free)), fit::sig4(p.fitted)});
   }
+  const auto print_warnings = [&] {
+    out << std::flush;  // the warnings follow the tables, also when both reach one terminal
+    for (const auto& w : warnings) std::cerr << "moesim fit runs: warning: " << w << "\n";
+  };
   if (updates.empty()) {
+    print_warnings();
     throw InputError(
         runs.file, "runs",
         "no free field is determined by these runs (see the table above); nothing fitted, nothing written");
   }
-  std::string ids;
-  for (const auto& r : runs.runs) ids += (ids.empty() ? "" : ", ") + r.id;
-  fit::apply_updates(profile, updates, runs.file + " (measured runs " + ids + ")", base);
+  fit::apply_updates(profile, updates, runs.file + " (measured runs " + run_ids(runs) + ")", base);
   write_output(a.output, json_text(profile));
   if (a.output != "-") out << "\nmoesim fit runs: " << updates.size() << " fields fitted; wrote " << a.output << "\n";
-  out << std::flush;
-  for (const auto& w : warnings) std::cerr << "moesim fit runs: warning: " << w << "\n";
+  print_warnings();
   return 0;
 }
 
