@@ -22,7 +22,7 @@ namespace moesim::cli {
 namespace {
 
 struct FitRunsArgs {
-  std::string runs_file, base, output;
+  std::string runs_file, base, output, json_out;
   std::vector<std::string> free, predict;
 };
 
@@ -66,12 +66,13 @@ int run_fit_runs(const FitRunsArgs& a) {
   for (const auto& file : a.predict) targets.push_back(read_runs(file, sets));
   nlohmann::ordered_json profile = read_ordered_json_file(base);
   const RunFitResult fit = fit_runs(runs, a.free);
-  std::ostream& out = listing_stream({{"--output", &a.output}});
+  std::ostream& out = listing_stream({{"--output", &a.output}, {"--json", &a.json_out}});
   out << run_fit_listing(fit, runs.file);
   std::vector<std::string> warnings = fit.warnings;
   warnings.insert(warnings.end(), fit.loo.warnings.begin(), fit.loo.warnings.end());
+  std::vector<std::pair<std::string, RunPredictions>> predicted;
   for (const auto& target : targets) {
-    const RunPredictions p = predict_runs(target, runs, fit.parameters);
+    const RunPredictions& p = predicted.emplace_back(target.file, predict_runs(target, runs, fit.parameters)).second;
     out << "\npredicted " << target.file << " with the fit to " << runs.file << "\n"
         << prediction_table(p.predictions, "base", "fitted") << "\n"
         << error_summary(p.errors, "base", "fitted");
@@ -95,6 +96,7 @@ int run_fit_runs(const FitRunsArgs& a) {
   }
   fit::apply_updates(profile, updates, runs.file + " (measured runs " + run_ids(runs) + ")", base);
   write_output(a.output, json_text(profile));
+  if (!a.json_out.empty()) write_output(a.json_out, json_text(run_fit_json(fit, runs.file, base, predicted, warnings)));
   if (a.output != "-") out << "\nmoesim fit runs: " << updates.size() << " fields fitted; wrote " << a.output << "\n";
   print_warnings();
   return 0;
@@ -113,6 +115,7 @@ Runner add_fit_runs_command(CLI::App& fit) {
                   "fields: calibrate/README.md)")
       ->required();
   sub->add_option("-o,--output", args->output, "fitted profile to write ('-': stdout)")->required();
+  sub->add_option("--json", args->json_out, "also write the fit as a moesim-fit-runs/1 report ('-': stdout)");
   sub->add_option("--predict", args->predict,
                   "other moesim-runs/1 files to predict with the base and the fitted values");
   return [=]() -> int {

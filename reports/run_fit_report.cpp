@@ -85,4 +85,73 @@ std::string run_fit_listing(const RunFitResult& fit, const std::string& runs_fil
   return out;
 }
 
+namespace {
+
+nlohmann::json predictions_json(const std::vector<MetricPrediction>& predictions) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& p : predictions) {
+    out.push_back({{"run", p.run},
+                   {"metric", p.metric},
+                   {"measured", p.measured},
+                   {"base", p.base},
+                   {"predicted", p.predicted},
+                   {"base_error", p.base_error()},
+                   {"error", p.error()}});
+  }
+  return out;
+}
+
+nlohmann::json errors_json(const std::vector<MetricErrors>& errors) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& e : errors) {
+    out.push_back({{"metric", e.metric},
+                   {"runs", e.count},
+                   {"mean_abs_error", e.mean_abs},
+                   {"max_abs_error", e.max_abs},
+                   {"base_mean_abs_error", e.base_mean_abs},
+                   {"base_max_abs_error", e.base_max_abs}});
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json run_fit_json(const RunFitResult& fit, const std::string& runs_file, const std::string& base_profile,
+                            const std::vector<std::pair<std::string, RunPredictions>>& predicted,
+                            const std::vector<std::string>& warnings) {
+  nlohmann::json parameters = nlohmann::json::array();
+  for (const auto& p : fit.parameters) {
+    parameters.push_back({{"field", p.field->name},
+                          {"unit", p.field->unit},
+                          {"lower", p.field->lower},
+                          {"upper", p.field->upper},
+                          {"base", p.base},
+                          {"fitted", p.fitted},
+                          {"determined", p.determined},
+                          {"at_bound", p.at_bound},
+                          {"effect_over_range", p.sensitivity},
+                          {"why_not_determined", p.why_flat}});
+  }
+  nlohmann::json others = nlohmann::json::array();
+  for (const auto& [file, p] : predicted)
+    others.push_back(
+        {{"file", file}, {"predictions", predictions_json(p.predictions)}, {"errors", errors_json(p.errors)}});
+  return {{"schema", "moesim-fit-runs/1"},
+          {"runs_file", runs_file},
+          {"base_profile", base_profile},
+          {"parameters", parameters},
+          {"residuals", predictions_json(fit.residuals)},
+          {"errors", errors_json(fit.errors)},
+          {"rms_rel", fit.rms_rel},
+          {"max_rel", fit.max_rel},
+          {"points", fit.points},
+          {"replays", fit.evaluations},
+          {"leave_one_out",
+           {{"possible", fit.loo.possible},
+            {"predictions", predictions_json(fit.loo.predictions)},
+            {"errors", errors_json(fit.loo.errors)}}},
+          {"predicted", others},
+          {"warnings", warnings}};
+}
+
 }  // namespace moesim
