@@ -9,6 +9,7 @@
 #include "calibrate/fit/fitter.hpp"
 #include "cli/commands.hpp"
 #include "cli/listing.hpp"
+#include "models/common/errors.hpp"
 #include "models/common/units.hpp"
 #include "reports/output_file.hpp"
 
@@ -23,6 +24,10 @@ struct FitArgs {
 };
 
 int run_fit(FitArgs a) {
+  // Required unless `fit runs` was given (CLI11 checks a parent's required options after a subcommand too).
+  if (a.files.empty()) throw InputError("moesim fit", "", "MEASUREMENTS are required (or: moesim fit runs RUNS ...)");
+  if (a.base.empty()) throw InputError("moesim fit", "--base", "required: the profile whose fields are replaced");
+  if (a.output.empty()) throw InputError("moesim fit", "--output", "required: the fitted profile to write");
   a.options.hbm_min_bytes = a.hbm_min_MiB * kMiB;
   const fit::FitResult r = fit::fit_profile(a.files, a.base, a.options);
   std::ostream& table = listing_stream({{"--output", &a.output}});
@@ -39,11 +44,12 @@ int run_fit(FitArgs a) {
 
 Runner add_fit_command(CLI::App& app) {
   auto args = std::make_shared<FitArgs>();
-  auto* sub = app.add_subcommand("fit", "fit a hardware profile to measurement files (harness or nccl-tests import)");
-  sub->add_option("measurements", args->files, "moesim-measurements/1 files")->required();
-  sub->add_option("--base", args->base, "profile whose fields are replaced, e.g. hardware_profiles/h200-hgx.json")
-      ->required();
-  sub->add_option("-o,--output", args->output, "fitted profile to write ('-': stdout)")->required();
+  auto* sub = app.add_subcommand("fit",
+                                 "fit a hardware profile to measurement files (harness or nccl-tests import); "
+                                 "`fit runs`: to measured runs of your own trainer");
+  sub->add_option("measurements", args->files, "moesim-measurements/1 files (required)");
+  sub->add_option("--base", args->base, "profile whose fields are replaced, e.g. hardware_profiles/h200-hgx.json");
+  sub->add_option("-o,--output", args->output, "fitted profile to write ('-': stdout)");
   sub->add_option("--all-reduce-algorithm", args->options.all_reduce_algorithm,
                   "NCCL algorithm behind all_reduce sweeps that do not record one")
       ->check(CLI::IsMember({"ring", "tree", "nvls", "nvls_tree"}));
@@ -54,8 +60,10 @@ Runner add_fit_command(CLI::App& app) {
                 "fit measurements taken on another GPU than --base's (refused otherwise)");
   sub->add_option("--hbm-min-MiB", args->hbm_min_MiB, "memory-kernel sizes at least this count for HBM (256)")
       ->check(CLI::PositiveNumber);
+  const Runner runs = add_fit_runs_command(*sub);
   return [=]() -> int {
     if (!sub->parsed()) return -1;
+    if (const int rc = runs(); rc >= 0) return rc;
     return run_fit(*args);
   };
 }

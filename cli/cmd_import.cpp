@@ -1,4 +1,5 @@
-// `moesim import nccl-tests LOG... -o MEASUREMENTS [--kind K] [--ranks N] [--algorithm A]`:
+// `moesim import nccl-tests LOG... -o MEASUREMENTS [--kind K] [--ranks N] [--algorithm A]` (and
+// `moesim import trainer-log`, cmd_import_trainer_log.cpp):
 // nccl-tests text output -> one moesim-measurements/1 file (calibrate/README.md). The file is
 // written only when every log parsed and the document reads back under the strict reader.
 #include <algorithm>
@@ -59,7 +60,7 @@ int run_import(const ImportArgs& a) {
 
 Runner add_import_command(CLI::App& app) {
   auto args = std::make_shared<ImportArgs>();
-  auto* imp = app.add_subcommand("import", "convert benchmark output into a measurements file");
+  auto* imp = app.add_subcommand("import", "convert benchmark or trainer output into a measurements or runs file");
   imp->require_subcommand(1);
   auto* nt = imp->add_subcommand("nccl-tests", "nccl-tests logs (all_reduce_perf, all_gather_perf, ...)");
   nt->add_option("logs", args->logs, "nccl-tests output files")->required();
@@ -70,7 +71,9 @@ Runner add_import_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   nt->add_option("--algorithm", args->algorithm, "NCCL algorithm the run was pinned to (NCCL_ALGO)")
       ->check(CLI::IsMember({"ring", "tree", "nvls", "nvls_tree"}));
+  const Runner trainer_log = add_import_trainer_log_command(*imp);
   return [=]() -> int {
+    if (const int rc = trainer_log(); rc >= 0) return rc;
     if (!nt->parsed()) return -1;
     return run_import(*args);
   };

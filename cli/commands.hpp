@@ -41,7 +41,11 @@ Runner add_compare_command(CLI::App& app);
 Runner add_validate_command(CLI::App& app);
 Runner add_cost_command(CLI::App& app);
 Runner add_fit_command(CLI::App& app);
+// `fit runs`, a subcommand of `fit` (cmd_fit_runs.cpp).
+Runner add_fit_runs_command(CLI::App& fit);
 Runner add_import_command(CLI::App& app);
+// `import trainer-log`, a subcommand of `import` (cmd_import_trainer_log.cpp).
+Runner add_import_trainer_log_command(CLI::App& import);
 Runner add_plan_command(CLI::App& app);
 
 }  // namespace moesim::cli

@@ -71,13 +71,8 @@ void step_checks(const JsonReader& rec, const nlohmann::json& raw, const std::st
     out.checks.push_back(compare("tokens_per_s_per_gpu", r.tokens_per_s_per_gpu,
                                  m.number("tokens_per_s_per_gpu", Range::positive()), tok_tol, true));
   }
-  // Measured peaks are the largest over all ranks (torch.cuda.max_memory_allocated / _reserved);
-  // per-stage lists compare stage by stage.
-  auto max_over_stages = [&](double StageLedger::*field) {
-    double peak = 0;
-    for (const auto& st : r.ledger.stages) peak = std::max(peak, st.*field);
-    return peak / kGiB;
-  };
+  // Measured peaks are the largest over all ranks; per-stage lists compare stage by stage.
+  const auto max_over_stages = [&](double StageLedger::*field) { return largest_stage_peak_GiB(r.ledger, field); };
   if (m.has("peak_allocated_GiB"))
     out.checks.push_back(compare("peak_allocated_GiB", max_over_stages(&StageLedger::peak_allocated),
                                  m.number("peak_allocated_GiB", Range::positive()), mem_tol, true));
@@ -258,6 +253,12 @@ std::vector<SensitivityRow> sensitivity(const std::string& dataset, const std::s
     rows.push_back(row);
   }
   return rows;
+}
+
+double largest_stage_peak_GiB(const MemoryLedger& ledger, double StageLedger::*field) {
+  double peak = 0;
+  for (const auto& st : ledger.stages) peak = std::max(peak, st.*field);
+  return peak / kGiB;
 }
 
 std::vector<std::string> default_validation_datasets() {

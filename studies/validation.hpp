@@ -39,6 +39,12 @@ struct ValidationReport {
   std::size_t closed_gaps() const;  // records with a documented gap that now pass
 };
 
+struct MemoryLedger;
+struct StageLedger;
+// The largest stage's peak in GiB (`field`: peak_allocated or peak_reserved), as a measured peak
+// is the largest over ranks (torch.cuda.max_memory_allocated / _reserved on the worst rank).
+double largest_stage_peak_GiB(const MemoryLedger& ledger, double StageLedger::*field);
+
 // The datasets `moesim validate` checks when given none, relative to the repository root.
 std::vector<std::string> default_validation_datasets();
 

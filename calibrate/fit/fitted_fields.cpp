@@ -3,6 +3,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "models/common/errors.hpp"
+#include "models/common/json_reader.hpp"
+
 namespace moesim::fit {
 
 void FitOutput::add(const FitOutput& other) {
@@ -51,6 +54,27 @@ nlohmann::ordered_json fitted_quantity(double value, const std::string& source) 
   q["kind"] = "fitted";
   q["source"] = source;
   return q;
+}
+
+HardwareProfile apply_updates(nlohmann::ordered_json& profile, const std::vector<FieldUpdate>& updates,
+                              const std::string& fitted_on, const std::string& base_profile) {
+  for (const auto& u : updates) {
+    nlohmann::ordered_json* node = &profile;
+    for (std::size_t i = 0; i + 1 < u.path.size(); ++i) node = &(*node)[u.path[i]];
+    (*node)[u.path.back()] = u.value;
+  }
+  // One sentence names the fit; a refit replaces it rather than appending another.
+  const std::string marker = " Fields of kind \"fitted\" come from moesim fit on ";
+  std::string description = profile.value("description", std::string());
+  if (auto at = description.find(marker); at != std::string::npos) description.resize(at);
+  profile["description"] = description + marker + fitted_on + ".";
+  // The result must load exactly as any profile does.
+  const nlohmann::json plain = nlohmann::json::parse(profile.dump());
+  try {
+    return parse_hardware_profile(JsonReader(plain, "<fitted profile>", ""));
+  } catch (const InputError& e) {
+    throw InputError(base_profile, e.path(), "the fitted profile does not validate: " + e.message());
+  }
 }
 
 std::string residual_text(double rms_rel, double max_rel, int points) {

@@ -76,6 +76,12 @@ inline constexpr double kMinPlausibleFraction = 0.1;
 std::string implausible(double value, double datasheet, const std::string& what, const std::string& unit,
                         const std::string& profile, std::vector<std::string>& warnings);
 
+// Writes each update into `profile` (creating a section the base lacks, e.g. nvls), says in its
+// description what it was fitted on (a refit replaces that sentence), and parses the result as
+// any profile is parsed: InputError naming `base_profile` when it does not validate.
+HardwareProfile apply_updates(nlohmann::ordered_json& profile, const std::vector<FieldUpdate>& updates,
+                              const std::string& fitted_on, const std::string& base_profile);
+
 // {"value", "kind": "fitted", "source"}, the value rounded to 4 significant digits.
 nlohmann::ordered_json fitted_quantity(double value, const std::string& source);
 // Residual wording shared by every source: "residual rms 1.2%, max 3.4% over 23 points".

@@ -14,14 +14,6 @@ namespace moesim::fit {
 
 namespace {
 
-void apply(nlohmann::ordered_json& profile, const FieldUpdate& u) {
-  nlohmann::ordered_json* node = &profile;
-  for (std::size_t i = 0; i + 1 < u.path.size(); ++i) {
-    node = &(*node)[u.path[i]];  // creates a section the base lacks (e.g. nvls)
-  }
-  (*node)[u.path.back()] = u.value;
-}
-
 std::string join_path(const std::vector<std::string>& p) {
   std::string s;
   for (const auto& k : p) s += (s.empty() ? "" : ".") + k;
@@ -66,22 +58,9 @@ FitResult fit_profile(const std::vector<std::string>& measurement_files, const s
                      "grouped GEMMs, memory kernels or interference records)" +
                          why);
   }
-  for (const auto& u : out.updates) apply(profile, u);
   std::string files;
   for (const auto& f : in.files) files += (files.empty() ? "" : ", ") + f.file;
-  // One sentence names the fit; a refit replaces it rather than appending another.
-  const std::string marker = " Fields of kind \"fitted\" come from moesim fit on ";
-  std::string description = profile.value("description", std::string());
-  if (auto at = description.find(marker); at != std::string::npos) description.resize(at);
-  profile["description"] = description + marker + files + ".";
-  // The result must load exactly as any profile does.
-  const nlohmann::json plain = nlohmann::json::parse(profile.dump());
-  HardwareProfile fitted;
-  try {
-    fitted = parse_hardware_profile(JsonReader(plain, "<fitted profile>", ""));
-  } catch (const InputError& e) {
-    throw InputError(base_profile, e.path(), "the fitted profile does not validate: " + e.message());
-  }
+  const HardwareProfile fitted = apply_updates(profile, out.updates, files, base_profile);
   check_against_cost_model(fitted, out.curves, warnings);
   return {profile, out.curves, out.updates, warnings};
 }

@@ -13,6 +13,7 @@
 #include "models/common/json_reader.hpp"
 #include "models/hw/hardware_profile.hpp"
 #include "models/plan/parallel_plan.hpp"
+#include "studies/measured_runs.hpp"
 #include "tests/reports/schema_checker.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -27,6 +28,7 @@ const std::string kPlan = "moesim-plan.schema.json";
 const std::string kProfile = "moesim-hardware-profile.schema.json";
 const std::string kScenario = "moesim-scenario.schema.json";
 const std::string kMeasurements = "moesim-measurements.schema.json";
+const std::string kRuns = "moesim-runs.schema.json";
 const std::string kProbe = "zz_schema_probe";
 
 const test::SchemaChecker& checker() {
@@ -37,6 +39,7 @@ const test::SchemaChecker& checker() {
 // Which schema a file under scenarios/ follows, by what it holds ("" for a validation dataset).
 std::string schema_of_scenario_file(const json& doc) {
   if (doc.contains("records")) return "";
+  if (doc.contains("runs")) return kRuns;
   if (doc.contains("num_layers")) return kArchitecture;
   if (doc.contains("design")) return kPlan;
   if (doc.contains("architecture")) return kScenario;
@@ -148,13 +151,14 @@ Parse section_parser(const std::string& schema_id, const std::string& file) {
   if (schema_id == kArchitecture) return [file](const json& d) { parse_architecture(JsonReader(d, file, "")); };
   if (schema_id == kPlan) return [file](const json& d) { parse_plan(JsonReader(d, file, "")); };
   if (schema_id == kProfile) return [file](const json& d) { parse_hardware_profile(JsonReader(d, file, "")); };
+  if (schema_id == kRuns) return [file](const json& d) { parse_runs(d, file, {}); };
   return [file](const json& d) { compose(read_scenario_document(d, file, {})); };
 }
 
 }  // namespace
 
 TEST_CASE("The input schemas are draft 2020-12 and each names its file", "[unit]") {
-  for (const auto& id : {kArchitecture, kPlan, kProfile, kScenario, kMeasurements}) {
+  for (const auto& id : {kArchitecture, kPlan, kProfile, kScenario, kMeasurements, kRuns}) {
     INFO(id);
     const json& s = checker().schema(id);
     CHECK(s["$schema"] == "https://json-schema.org/draft/2020-12/schema");

@@ -19,6 +19,7 @@ const std::string kSweep = "urn:moesim:schema:sweep:1";
 const std::string kLedger = "urn:moesim:schema:ledger:1";
 const std::string kCompare = "urn:moesim:schema:compare:1";
 const std::string kPlan = "urn:moesim:schema:plan:1";
+const std::string kFitRuns = "urn:moesim:schema:fit-runs:1";
 
 const test::SchemaChecker& checker() {
   static const test::SchemaChecker c(test::source_path("reports/schema"));
@@ -51,8 +52,8 @@ TEST_CASE("Every shipped schema is draft 2020-12 and names its document version"
     CHECK(s["properties"]["schema"].contains("const"));
     ++files;
   }
-  CHECK(files == 5);
-  for (const auto& id : {kStep, kSweep, kLedger, kCompare, kPlan}) CHECK_NOTHROW(checker().schema(id));
+  CHECK(files == 6);
+  for (const auto& id : {kStep, kSweep, kLedger, kCompare, kPlan, kFitRuns}) CHECK_NOTHROW(checker().schema(id));
 }
 
 TEST_CASE("simulate --json conforms to moesim-step/1", "[unit]") {
@@ -224,4 +225,17 @@ TEST_CASE("plan --json conforms to moesim-plan/1, and the page renders it", "[un
                       " --gpus 8 --set architecture.moe.num_experts=8 --global-batch 256Ki --search pp=1 --html " +
                       dir.path("plan.html")) == 0);
   CHECK(test::slurp(dir.path("plan.html")).find("moesim-plan-frontier") != std::string::npos);
+}
+
+TEST_CASE("fit runs --json conforms to moesim-fit-runs/1", "[unit]") {
+  test::TempDir dir;
+  const std::string args = "fit runs " + test::source_path("scenarios/runs/fig8a.json") +
+                           " --base b300-hgx --free hardware.host.step_overhead_us -o " + dir.path("fitted.json") +
+                           " --predict " + test::source_path("scenarios/runs/fig8b.json");
+  const nlohmann::json doc = cli_json(dir, args);
+  CHECK(joined(checker().check(doc, kFitRuns)) == "");
+  CHECK(doc["parameters"].size() == 1);
+  CHECK(doc["leave_one_out"]["predictions"].size() == 4);
+  CHECK(doc["predicted"][0]["predictions"].size() == 6);
+  CHECK(doc["warnings"].size() >= 5);  // the 8b runs lie outside the 8a runs
 }
