@@ -124,7 +124,8 @@ int run_ep(const EpArgs& a) {
   if (a.top_k > a.experts) throw InputError("moesim cost ep", "--top-k", "exceeds --experts; allowed: 1..experts");
   for (const EpTransport t : all_ep_transports()) {
     const EpTransportModel& model = ep_transport_model(t);
-    EpTransferQuote::Row row{std::string(name_of(t))};
+    EpTransferQuote::Row row;
+    row.transport = name_of(t);
     try {
       const EpTransferCost c = model.cost(hw, collectives, quote.request);
       row.time_s = c.time_s;
