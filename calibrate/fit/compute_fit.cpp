@@ -156,36 +156,6 @@ void fit_hbm(const FitInputs& in, FitOutput& out) {
       {{"compute", "hbm_sustained_GBps"}, fitted_quantity(best, source), sig4(round_sig4(best)) + " GB/s"});
 }
 
-// Interference: slowdown = median GEMM time with a collective on another stream / median alone,
-// minus 1 (the harness's interference group; cf. report Table 9).
-void fit_interference(const FitInputs& in, FitOutput& out) {
-  std::vector<double> ratios;
-  std::set<std::string> files;
-  std::string what;
-  for (const auto& f : in.files) {
-    for (const auto& m : f.measurements) {
-      if (m.kind != "interference" || !m.usable || m.check == "failed") continue;
-      ratios.push_back(m.median_us / m.alone_median_us);
-      what += (what.empty() ? "" : ", ") + m.background + " " + sig4(ratios.back() - 1);
-      files.insert(f.file);
-    }
-  }
-  if (ratios.empty()) return;
-  const double ratio = median_of(ratios);
-  const Spread s = relative_spread(ratios, std::vector<double>(ratios.size(), ratio));
-  const double slowdown = std::clamp(ratio - 1.0, 0.0, 0.95);
-  const int n = static_cast<int>(ratios.size());
-  out.curves.push_back({"gemm slowdown with comm", n, "x" + sig4(ratio) + " time", s.rms_rel, s.max_rel,
-                        "interference.compute_slowdown_with_comm",
-                        slowdown != ratio - 1 ? "clamped to [0, 0.95]" : ""});
-  const std::string source = "moesim fit: median over backgrounds of GEMM median time with / alone - 1 (" + what + ")" +
-                             (slowdown != ratio - 1 ? ", clamped to [0, 0.95]" : "") + "; " +
-                             residual_text(s.rms_rel, s.max_rel, n) + " (time ratios against their median)" +
-                             "; measurements: " + in.provenance(files);
-  out.updates.push_back(
-      {{"interference", "compute_slowdown_with_comm"}, fitted_quantity(slowdown, source), sig4(round_sig4(slowdown))});
-}
-
 }  // namespace
 
 FitOutput fit_compute(const FitInputs& in) {
@@ -193,7 +163,6 @@ FitOutput fit_compute(const FitInputs& in) {
   const ProfileTable dense = fit_gemm(in, out);
   fit_grouped(in, dense, dense.kind == SourceKind::fitted && !out.updates.empty(), out);
   fit_hbm(in, out);
-  fit_interference(in, out);
   return out;
 }
 

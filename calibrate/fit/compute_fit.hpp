@@ -1,6 +1,6 @@
 // Compute and memory fields from kernel measurements: the dense GEMM table by rows, grouped-
-// GEMM efficiency by rows per expert, sustained HBM bandwidth, and the GEMM slowdown while
-// communication kernels run. The inverse of models/costs/gemm_costs.cpp and the hbm model.
+// GEMM efficiency by rows per expert and sustained HBM bandwidth (the interference section:
+// interference_fit.hpp). The inverse of models/costs/gemm_costs.cpp and the hbm model.
 #pragma once
 
 #include "calibrate/fit/fitted_fields.hpp"

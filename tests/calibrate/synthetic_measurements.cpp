@@ -65,6 +65,30 @@ double dense_rate(const SyntheticTruth& t, double m) {  // step table; only tabl
   return std::prev(it)->second;
 }
 
+// The harness's interference_comm records: each collective alone at its sweep's rate, and beside
+// each background kernel 1 + slowdown times as long.
+void comm_side_interference(Gen& g, nlohmann::json& out, int n) {
+  const SyntheticTruth& t = g.t;
+  for (double bytes = 64.0 * (1 << 20); bytes <= 4.0 * (1 << 30); bytes *= 4) {
+    for (const auto& [key, slow] : t.comm_slowdown) {
+      const std::string kind = key.substr(0, key.find(' ')), dtype = key.substr(key.find(' ') + 1);
+      const int steps = kind == "all_reduce" ? 2 * (n - 1) : kind == "all_to_all" ? 1 : n - 1;
+      const double base = kind == "all_to_all" ? t.p2p_base_us : t.ring_base_us;
+      const double algbw = t.efficiency.at(kind) * t.nvlink_GBps / factor(kind, n);
+      const double alone_us = base + steps * t.hop_us + bytes / (algbw * 1e3);
+      for (const char* bg : {"gemm", "grouped_gemm"}) {
+        auto rec = record("interference_comm", kind + "+" + bg, dtype, n, g.times(alone_us * (1 + slow)));
+        rec.update({{"collective", kind},
+                    {"bytes", static_cast<std::int64_t>(bytes)},
+                    {"background", bg},
+                    {"overlapped_iters", t.iters},
+                    {"alone_times_us", g.times(alone_us)}});
+        out.push_back(rec);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 nlohmann::json synthetic_node_measurements(const SyntheticTruth& t, std::uint64_t seed) {
@@ -125,6 +149,7 @@ nlohmann::json synthetic_node_measurements(const SyntheticTruth& t, std::uint64_
                 {"alone_times_us", g.times(alone)}});
     ms.push_back(rec);
   }
+  comm_side_interference(g, ms, n);
   return document(environment(n, 1), ms);
 }
 

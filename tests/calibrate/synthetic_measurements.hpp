@@ -25,12 +25,17 @@ struct SyntheticTruth {
   std::map<double, double> grouped_efficiency = {{512, 0.90}, {2048, 0.85}, {8192, 0.80}};
   double hbm_GBps = 6500, launch_us = 3;
   double slowdown_all_reduce = 0.20, slowdown_all_to_all = 0.24;
+  // Communication side (interference_comm records, 64 MiB to 4 GiB, beside a GEMM and a grouped
+  // GEMM): collective time beside compute / alone - 1, per "kind dtype".
+  std::map<std::string, double> comm_slowdown = {
+      {"all_gather bf16", 0.40}, {"reduce_scatter fp32", 0.40}, {"all_reduce fp32", 0.40}, {"all_to_all bf16", 0.40}};
   double noise = 0.01;  // log-normal sigma per iteration
   int iters = 10;
 };
 
 // One node: collective sweeps (group size 8), GEMM grid, grouped GEMMs, memory kernels,
-// interference. The all_reduce records name no algorithm, as the harness writes them.
+// interference (both sides, the communication side last). The all_reduce records name no algorithm, as the harness
+// writes them.
 nlohmann::json synthetic_node_measurements(const SyntheticTruth& t, std::uint64_t seed);
 // Two nodes: a ring all_reduce sweep over 16 ranks (environment node_count 2).
 nlohmann::json synthetic_two_node_measurements(const SyntheticTruth& t, std::uint64_t seed);
