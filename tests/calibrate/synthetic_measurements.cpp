@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 namespace moesim::test {
@@ -106,20 +108,31 @@ nlohmann::json synthetic_node_measurements(const SyntheticTruth& t, std::uint64_
       auto rec = record("gemm", "grid", "bf16", 1, g.times(2 * m * nk * nk / (r * 1e6)));
       rec.update({{"m", m}, {"n", nk}, {"k", nk}, {"layout", "fwd"}, {"name", "grid"}});
       ms.push_back(rec);
+      // The backward passes of the large shapes: the forward rate at M times the pass ratio.
+      if (m < 4096 || nk < 4096) continue;
+      for (const auto& [layout, ratio] : {std::pair{"dgrad", t.dense_dgrad_ratio}, {"wgrad", t.dense_wgrad_ratio}}) {
+        auto pass = record("gemm", layout, "bf16", 1, g.times(2 * m * nk * nk / (r * ratio * 1e6)));
+        pass.update({{"m", m}, {"n", nk}, {"k", nk}, {"layout", layout}, {"name", layout}});
+        ms.push_back(pass);
+      }
     }
   }
   const double total = 65536, n_dim = 4096, k_dim = 4096;
   for (const auto& [x, eff] : t.grouped_efficiency) {
     const int experts = static_cast<int>(total / x);
-    for (const auto& [method, scale] : {std::pair{"grouped", 1.0}, std::pair{"per_expert_streams", 0.8}}) {
-      const double rate = scale * eff * dense_rate(t, total);
+    for (const auto& [method, scale, layout, pass] : {std::tuple{"grouped", 1.0, "fwd", 1.0},
+                                                      {"per_expert_streams", 0.8, "fwd", 1.0},
+                                                      {"grouped", 1.0, "dgrad", t.grouped_dgrad_ratio.at(x)},
+                                                      {"grouped", 1.0, "wgrad", t.grouped_wgrad_ratio.at(x)}}) {
+      const double rate = scale * eff * pass * dense_rate(t, total);
+      const bool wgrad = std::string(layout) == "wgrad";  // the routed rows are K there
       auto rec = record("grouped_gemm", "expert_up", "bf16", 1, g.times(2 * total * n_dim * k_dim / (rate * 1e6)));
       rec.update({{"method", method},
-                  {"layout", "fwd"},
-                  {"rows_dim", "m"},
-                  {"m", "rows"},
+                  {"layout", layout},
+                  {"rows_dim", wgrad ? "k" : "m"},
+                  {"m", wgrad ? nlohmann::json(n_dim) : nlohmann::json("rows")},
                   {"n", n_dim},
-                  {"k", k_dim},
+                  {"k", wgrad ? nlohmann::json("rows") : nlohmann::json(k_dim)},
                   {"tokens", 16384},
                   {"experts", experts},
                   {"top_k", 4},
@@ -128,10 +141,14 @@ nlohmann::json synthetic_node_measurements(const SyntheticTruth& t, std::uint64_
       ms.push_back(rec);
     }
   }
-  for (const auto& [kind, share] : {std::pair{"memcpy_d2d", 1.0}, std::pair{"adamw_fp32", 0.9}}) {
+  for (const auto& [kind, share] : {std::pair{"memcpy_d2d", 1.0},
+                                    {"grad_accum_bf16_to_fp32", t.elementwise_fraction},
+                                    {"adamw_fp32", t.optimizer_fraction}}) {
     for (double bytes = 1 << 20; bytes <= 4.0 * (1 << 30); bytes *= 4) {
-      auto rec = record(kind, "sweep", kind == std::string("memcpy_d2d") ? "bf16" : "fp32", 1,
-                        g.times(t.launch_us + bytes / (share * t.hbm_GBps * 1e3)));
+      const std::string dtype = kind == std::string("memcpy_d2d")                ? "bf16"
+                                : kind == std::string("grad_accum_bf16_to_fp32") ? "bf16->fp32"
+                                                                                 : "fp32";
+      auto rec = record(kind, "sweep", dtype, 1, g.times(t.launch_us + bytes / (share * t.hbm_GBps * 1e3)));
       rec["bytes"] = static_cast<std::int64_t>(bytes);
       ms.push_back(rec);
     }

@@ -23,7 +23,14 @@ struct SyntheticTruth {
   std::map<double, double> gemm_TFLOPs = {{128, 800}, {512, 1200}, {2048, 1400}, {8192, 1420}, {32768, 1410}};
   // Grouped GEMM efficiency by rows per expert (65536 rows split over 128, 32, 8 experts).
   std::map<double, double> grouped_efficiency = {{512, 0.90}, {2048, 0.85}, {8192, 0.80}};
+  // Per-pass rates over the forward rate: dense (shapes with M, N, K >= 4096) and grouped by rows
+  // per expert (the grouped_efficiency x values).
+  double dense_dgrad_ratio = 0.95, dense_wgrad_ratio = 0.85;
+  std::map<double, double> grouped_dgrad_ratio = {{512, 0.80}, {2048, 0.88}, {8192, 0.93}};
+  std::map<double, double> grouped_wgrad_ratio = {{512, 0.70}, {2048, 0.82}, {8192, 0.90}};
   double hbm_GBps = 6500, launch_us = 3;
+  // Memory kernels' share of the copy rate (memcpy_d2d runs at hbm_GBps).
+  double elementwise_fraction = 0.95, optimizer_fraction = 0.9;
   double slowdown_all_reduce = 0.20, slowdown_all_to_all = 0.24;
   // Communication side (interference_comm records, 64 MiB to 4 GiB, beside a GEMM and a grouped
   // GEMM): collective time beside compute / alone - 1, per "kind dtype".

@@ -139,3 +139,37 @@ TEST_CASE("GEMM rates above the datasheet peak and HBM rates far under it are no
   // The collectives are still fitted.
   CHECK(f.result.profile["interconnect"]["intra_node"]["ring"]["busbw_efficiency"]["all_reduce"]["kind"] == "fitted");
 }
+
+TEST_CASE("fit recovers the per-pass GEMM ratios and the memory-kernel fractions", "[unit]") {
+  const test::SyntheticTruth truth;
+  Fitted f({}, truth);
+  const auto& p = f.result.profile;
+  CHECK(value_at(p, {"compute", "gemm_dgrad_over_forward"}) == Approx(truth.dense_dgrad_ratio).epsilon(0.02));
+  CHECK(value_at(p, {"compute", "gemm_wgrad_over_forward"}) == Approx(truth.dense_wgrad_ratio).epsilon(0.02));
+  for (const auto& [field, ratios] :
+       {std::pair{"grouped_gemm_dgrad_over_forward_by_rows_per_expert", truth.grouped_dgrad_ratio},
+        {"grouped_gemm_wgrad_over_forward_by_rows_per_expert", truth.grouped_wgrad_ratio}}) {
+    INFO(field);
+    const auto& table = p["compute"][field];
+    CHECK(table["kind"] == "fitted");
+    REQUIRE(table["points"].size() == ratios.size());
+    std::size_t i = 0;
+    for (const auto& [x, ratio] : ratios) {
+      CHECK(table["points"][i]["rows_per_expert"].get<double>() == x);
+      CHECK(table["points"][i]["fraction_of_forward"].get<double>() == Approx(ratio).epsilon(0.02));
+      ++i;
+    }
+  }
+  CHECK(value_at(p, {"compute", "hbm_fraction_by_kernel", "elementwise"}) ==
+        Approx(truth.elementwise_fraction).epsilon(0.02));
+  CHECK(value_at(p, {"compute", "hbm_fraction_by_kernel", "optimizer"}) ==
+        Approx(truth.optimizer_fraction).epsilon(0.02));
+  // No harness kernel measures these classes yet: they keep the base profile's provenance.
+  CHECK(p["compute"]["hbm_fraction_by_kernel"]["permute"]["kind"] != "fitted");
+  CHECK(p["compute"]["hbm_fraction_by_kernel"]["cross_entropy"]["kind"] != "fitted");
+  const std::string table = fit::format_fit_table(f.result);
+  INFO(table);
+  CHECK(table.find("gemm dgrad / forward (M,N,K >= 4096)") != std::string::npos);
+  CHECK(table.find("grouped GEMM wgrad / forward by rows per expert") != std::string::npos);
+  CHECK(table.find("hbm fraction optimizer (adamw_fp32)") != std::string::npos);
+}

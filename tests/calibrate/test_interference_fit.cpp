@@ -47,7 +47,7 @@ TEST_CASE("comm_slowdown_with_compute is fitted back from the communication side
   const std::string source = q["source"];
   CHECK(source.find("min(link share, 1/(1+s), HBM share)") != std::string::npos);
   CHECK(source.find("residual rms") != std::string::npos);
-  CHECK(source.find("all_to_all bf16 0.4") != std::string::npos);
+  CHECK(source.find("(per kind: all_gather bf16 0.") != std::string::npos);
   const std::string table = fit::format_fit_table(r);
   INFO(table);
   CHECK(table.find("comm slowdown beside compute") != std::string::npos);
