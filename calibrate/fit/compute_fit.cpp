@@ -121,8 +121,9 @@ std::pair<double, bool> fit_hbm(const FitInputs& in, const MemoryRates& rates, F
   std::string best_kind;
   double best = 0;
   for (const auto& [kind, gbps] : rates.by_kind) {
-    if (max_of(gbps) > best) best = max_of(gbps), best_kind = kind;
+    if (is_streaming_memory_kind(kind) && max_of(gbps) > best) best = max_of(gbps), best_kind = kind;
   }
+  if (best_kind.empty()) return base;
   const auto& pts = rates.by_kind.at(best_kind);
   const Spread s = relative_spread(pts, std::vector<double>(pts.size(), best));
   const int n = static_cast<int>(pts.size());
@@ -141,16 +142,24 @@ std::pair<double, bool> fit_hbm(const FitInputs& in, const MemoryRates& rates, F
   return {round_sig4(best), true};
 }
 
+// The kernel the fit takes for a class: the first of its kinds the files hold. The harness's class
+// kernels first (memory_class_bench.cpp: cast, row gather, row softmax, multi-tensor AdamW), else
+// the streaming kernel of that class (accumulation is a cast and add; flat fused AdamW).
+const std::pair<const char*, std::vector<const char*>> kClassKernels[] = {
+    {"elementwise", {"cast_bf16_to_fp32", "grad_accum_bf16_to_fp32"}},
+    {"permute", {"permute_rows_bf16"}},
+    {"cross_entropy", {"softmax_rows_bf16"}},
+    {"optimizer", {"adamw_fp32_multi_tensor", "adamw_fp32"}}};
+
 // Memory-kernel classes: models/costs/attention_memory_costs.cpp runs a kernel of class c at
-// hbm_sustained_GBps x fraction(c), so fraction = the class's best GB/s / that copy rate. The
-// harness's accumulation (a BF16 -> FP32 cast and add) is an elementwise kernel, its fused AdamW
-// the optimizer class; permute and cross-entropy have no harness kernel yet.
+// hbm_sustained_GBps x fraction(c), so fraction = the class kernel's best GB/s / that copy rate.
 void fit_memory_fractions(const FitInputs& in, const MemoryRates& rates, std::pair<double, bool> copy, FitOutput& out) {
-  const std::pair<const char*, const char*> classes[] = {{"grad_accum_bf16_to_fp32", "elementwise"},
-                                                         {"adamw_fp32", "optimizer"}};
-  for (const auto& [kind, cls] : classes) {
-    const auto it = rates.by_kind.find(kind);
+  for (const auto& [cls, kinds] : kClassKernels) {
+    auto it = rates.by_kind.end();
+    for (const char* k : kinds)
+      if (it == rates.by_kind.end()) it = rates.by_kind.find(k);
     if (it == rates.by_kind.end()) continue;
+    const std::string& kind = it->first;
     const double best = max_of(it->second), fraction = best / copy.first;
     const Spread s = relative_spread(it->second, std::vector<double>(it->second.size(), best));
     const int n = static_cast<int>(it->second.size());

@@ -28,16 +28,25 @@ const Keys kCollective = {{"count", T::integer},
                           {"busbw_GBps", T::number},
                           {"check_mismatches", T::integer},
                           {"in_place", T::boolean}};
-// Both sides of the interference group: the slowed kernel alone, and the background beside it.
-const Keys kInterferenceBoth = {{"alone_median_us", T::number},
-                                {"alone_p10_us", T::number},
-                                {"alone_p90_us", T::number},
-                                {"slowdown", T::number_or_null},
-                                {"background_reps", T::integer},
-                                {"background_alone_median_us", T::number},
-                                {"background_overlapped_mean_us", T::number},
-                                {"background_slowdown", T::number},
-                                {"check_rel_error", T::number_or_null}};
+// Both sides of the interference group.
+const Keys kInterferenceBoth = {  // the slowed kernel alone, and its time beside the background over alone
+    {"alone_median_us", T::number},
+    {"alone_p10_us", T::number},
+    {"alone_p90_us", T::number},
+    {"slowdown", T::number_or_null},
+    // the background: its repetitions, its time alone and beside
+    {"background_reps", T::integer},
+    {"background_alone_median_us", T::number},
+    {"background_overlapped_mean_us", T::number},
+    {"background_slowdown", T::number},
+    {"check_rel_error", T::number_or_null}};
+
+// The class kernels' shapes: row width (gather, softmax); the multi-tensor AdamW's tensor list.
+const Keys kMemoryClassKernels = {{"row_elements", T::integer},
+                                  {"tensors", T::integer},
+                                  {"chunks", T::integer},
+                                  {"chunk_elements", T::integer},
+                                  {"shard_ranks", T::integer}};
 
 Keys joined(Keys a, const Keys& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -86,12 +95,11 @@ const std::map<std::string, Keys> kKindExtras = {
       {"flops", T::number},
       {"tflops", T::number},
       {"check_rel_error", T::number_or_null}}},
-    {"memory",
-     {{"elements", T::integer},
-      {"bytes_per_element", T::number},
-      {"buffer_copies", T::integer},
-      {"GBps", T::number},
-      {"check_mismatches", T::integer}}},
+    {"memory", joined(kMemoryClassKernels, {{"elements", T::integer},
+                                            {"bytes_per_element", T::number},
+                                            {"buffer_copies", T::integer},
+                                            {"GBps", T::number},
+                                            {"check_mismatches", T::integer}})},
     {"interference",
      joined(kInterferenceBoth, {{"background_bytes", T::integer}, {"tflops_alone", T::number}, {"tflops", T::number}})},
     {"interference_comm", joined(kInterferenceBoth, {{"count", T::integer},
@@ -291,7 +299,11 @@ const std::vector<std::string>& measurement_kinds() {
                                                  "grad_accum_bf16_to_fp32",
                                                  "adamw_fp32",
                                                  "interference",
-                                                 "interference_comm"};
+                                                 "interference_comm",
+                                                 "cast_bf16_to_fp32",
+                                                 "permute_rows_bf16",
+                                                 "softmax_rows_bf16",
+                                                 "adamw_fp32_multi_tensor"};
   return kinds;
 }
 
@@ -301,6 +313,11 @@ bool is_collective_kind(const std::string& k) {
 }
 
 bool is_memory_kind(const std::string& k) {
+  return is_streaming_memory_kind(k) || k == "cast_bf16_to_fp32" || k == "permute_rows_bf16" ||
+         k == "softmax_rows_bf16" || k == "adamw_fp32_multi_tensor";
+}
+
+bool is_streaming_memory_kind(const std::string& k) {
   return k == "memcpy_d2d" || k == "grad_accum_bf16_to_fp32" || k == "adamw_fp32";
 }
 

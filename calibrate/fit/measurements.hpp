@@ -62,6 +62,9 @@ struct MeasurementFile {
 const std::vector<std::string>& measurement_kinds();
 bool is_collective_kind(const std::string& kind);
 bool is_memory_kind(const std::string& kind);
+// The flat streaming kernels (copy, accumulation, fused AdamW over one buffer): what
+// compute.hbm_sustained_GBps is fitted from; the other memory kinds measure the kernel classes.
+bool is_streaming_memory_kind(const std::string& kind);
 
 // Median by linear interpolation between order statistics (as calibrate/harness/timing.cpp).
 double median_of(std::vector<double> values);

@@ -141,13 +141,14 @@ nlohmann::json synthetic_node_measurements(const SyntheticTruth& t, std::uint64_
       ms.push_back(rec);
     }
   }
-  for (const auto& [kind, share] : {std::pair{"memcpy_d2d", 1.0},
-                                    {"grad_accum_bf16_to_fp32", t.elementwise_fraction},
-                                    {"adamw_fp32", t.optimizer_fraction}}) {
+  for (const auto& [kind, share, dtype] : {std::tuple{"memcpy_d2d", 1.0, "bf16"},
+                                           {"grad_accum_bf16_to_fp32", t.accum_fraction, "bf16->fp32"},
+                                           {"adamw_fp32", t.adamw_fraction, "fp32"},
+                                           {"cast_bf16_to_fp32", t.cast_fraction, "bf16->fp32"},
+                                           {"permute_rows_bf16", t.permute_fraction, "bf16"},
+                                           {"softmax_rows_bf16", t.softmax_fraction, "bf16"},
+                                           {"adamw_fp32_multi_tensor", t.multi_tensor_fraction, "fp32"}}) {
     for (double bytes = 1 << 20; bytes <= 4.0 * (1 << 30); bytes *= 4) {
-      const std::string dtype = kind == std::string("memcpy_d2d")                ? "bf16"
-                                : kind == std::string("grad_accum_bf16_to_fp32") ? "bf16->fp32"
-                                                                                 : "fp32";
       auto rec = record(kind, "sweep", dtype, 1, g.times(t.launch_us + bytes / (share * t.hbm_GBps * 1e3)));
       rec["bytes"] = static_cast<std::int64_t>(bytes);
       ms.push_back(rec);
