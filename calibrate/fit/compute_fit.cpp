@@ -164,9 +164,8 @@ void fit_memory_fractions(const FitInputs& in, const MemoryRates& rates, std::pa
     const Spread s = relative_spread(it->second, std::vector<double>(it->second.size(), best));
     const int n = static_cast<int>(it->second.size());
     const bool ok = fraction > 0 && fraction <= 1;
-    out.curves.push_back({std::string("hbm fraction ") + cls + " (" + kind + ")", n,
-                          sig4(best) + " GB/s = " + sig4(fraction) + " of copy", s.rms_rel, s.max_rel,
-                          ok ? std::string("compute.hbm_fraction_by_kernel.") + cls : "",
+    out.curves.push_back({std::string("hbm fraction ") + cls, n, kind + " max " + sig4(best) + " GB/s", s.rms_rel,
+                          s.max_rel, ok ? std::string("compute.hbm_fraction_by_kernel.") + cls : "",
                           ok ? "" : "not mapped: " + sig4(fraction) + " of the copy rate, outside (0, 1]"});
     if (!ok) continue;
     const std::string source =
