@@ -96,6 +96,7 @@ void fit_comm_side(const FitInputs& in, FitOutput& out) {
     per_kind += (per_kind.empty() ? "" : ", ") + key + " " + sig4(kind_ratio - 1);
     if (lowest.empty() || kind_ratio < lo) lo = kind_ratio, lowest = key;
     if (highest.empty() || kind_ratio > hi) hi = kind_ratio, highest = key;
+    if (ratios.size() < 2) continue;  // one record shows no scatter
     within.insert(within.end(), ratios.begin(), ratios.end());
     within_refs.insert(within_refs.end(), ratios.size(), kind_ratio);
   }
@@ -107,9 +108,11 @@ void fit_comm_side(const FitInputs& in, FitOutput& out) {
                         s.max_rel, "interference.comm_slowdown_with_compute",
                         clamped ? "clamped to [0, " + sig4(kMaxCommSlowdown) + "]" : ""});
   // Kinds differ when their medians lie further apart than twice the records' own scatter about
-  // their kind's median (a two-sigma difference): one profile value then misprices some of them.
+  // their kind's median (a two-sigma difference; kinds measured twice or more give the scatter):
+  // one profile value then misprices some of them.
   const double kind_spread = lo > 0 ? hi / lo - 1 : 0;
-  if (r.by_key.size() > 1 && kind_spread > 2 * noise.rms_rel) {
+  // With no kind measured twice the scatter is unknown: no verdict.
+  if (r.by_key.size() > 1 && !within.empty() && kind_spread > 2 * noise.rms_rel) {
     out.warnings.push_back("interference.comm_slowdown_with_compute: the collective kinds differ (" + per_kind +
                            "): " + highest + " is " + sig4(100 * kind_spread) + "% slower beside compute than " +
                            lowest + ", more than twice the records' scatter within a kind (rms " +
