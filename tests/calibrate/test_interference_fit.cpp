@@ -4,9 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include <functional>
+#include <tuple>
 
 #include "calibrate/fit/fitter.hpp"
 #include "models/common/errors.hpp"
+#include "models/common/json_file.hpp"
 #include "tests/calibrate/synthetic_measurements.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -130,5 +132,40 @@ TEST_CASE("bad interference_comm records are refused naming the path", "[unit]")
       path = e.path();
     }
     CHECK(path == c.path);
+  }
+}
+
+TEST_CASE("kinds measured once each give no verdict on how far apart they are", "[unit]") {
+  // The seed corpus file holds one all_reduce and one all_to_all record, 0.3% apart.
+  const std::string file =
+      test::source_path("fuzz/corpus/measurements/synthetic-interference-comm-and-memory-classes.json");
+  fit::FitOptions opts;
+  opts.force_device = true;  // a synthetic device name
+  const auto r = fit::fit_profile({file}, test::source_path(kBase), opts);
+  CHECK(r.profile["interference"]["comm_slowdown_with_compute"]["kind"] == "fitted");
+  CHECK(all_warnings(r).find("collective kinds differ") == std::string::npos);
+}
+
+TEST_CASE("memory-class records are read as strictly as the others", "[unit]") {
+  const json good =
+      read_json_file(test::source_path("fuzz/corpus/measurements/synthetic-interference-comm-and-memory-classes.json"));
+  std::size_t softmax = 0;
+  for (std::size_t i = 0; i < good["measurements"].size(); ++i)
+    if (good["measurements"][i]["kind"] == "softmax_rows_bf16") softmax = i;
+  REQUIRE(softmax > 0);
+  const std::string at = "measurements[" + std::to_string(softmax) + "]";
+  for (const auto& [what, key, value] : {std::tuple{"negative row width", "row_elements", json(-1)},
+                                         {"null GB/s", "GBps", json(nullptr)},
+                                         {"unknown key", "rows", json(3)}}) {
+    INFO(what);
+    json doc = good;
+    doc["measurements"][softmax][key] = value;
+    std::string path;
+    try {
+      fit::parse_measurements(doc, "classes.json");
+    } catch (const InputError& e) {
+      path = e.path();
+    }
+    CHECK(path == at + "." + key);
   }
 }
