@@ -96,7 +96,8 @@ void run_interference_comm(GroupEnv& g) {
             const double est_iter_s = extrapolate_s(last_alone_us[c] * 1e-6, last_bytes[c], static_cast<double>(bytes));
             const double est_s =
                 est_iter_s * (iters + 1) * (1 + kCommWindowHeadroom * static_cast<double>(backgrounds.size()));
-            if (!g.budget.afford(est_s)) {
+            // Every process takes the same decision (rank 0's), or the collectives would hang.
+            if (!ctx.bcast_int(g.budget.afford(est_s) ? 1 : 0)) {
                 skip_point(g, what + " and larger", stop_requested() ? "interrupted" : "time budget");
                 case_done[c] = true;
                 continue;
