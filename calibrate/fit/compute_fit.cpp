@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "calibrate/fit/grouped_fit.hpp"
 #include "calibrate/fit/least_squares.hpp"
 #include "models/costs/compute_costs.hpp"
 
@@ -13,15 +14,8 @@ namespace {
 
 double tflops(double flops, double median_us) { return flops / (median_us * 1e6); }  // FLOP / us -> TFLOP/s
 
-nlohmann::ordered_json table_json(const std::string& x_key, const std::string& y_key,
-                                  const std::vector<TablePoint>& pts, const std::string& source) {
-  nlohmann::ordered_json t;
-  t["kind"] = "fitted";
-  t["source"] = source;
-  t["points"] = nlohmann::ordered_json::array();
-  for (const auto& p : pts) t["points"].push_back({{x_key, round_sig(p.x, 6)}, {y_key, round_sig4(p.y)}});
-  return t;
-}
+// The profile's range for a pass ratio (models/hw/profile_sections.cpp kPassRatio).
+constexpr double kMaxPassRatio = 1.5;
 
 // Dense GEMM: median TFLOP/s per M over the shapes with large N and K (hardware_profiles/README:
 // "sustained dense BF16 GEMM rate against M for large N and K").
@@ -30,8 +24,8 @@ ProfileTable fit_gemm(const FitInputs& in, FitOutput& out) {
   std::set<std::string> files;
   for (const auto& f : in.files) {
     for (const auto& m : f.measurements) {
-      // wgrad's M is a weight dimension (tokens are K there): the table is keyed by token rows.
-      if (m.kind != "gemm" || m.check == "failed" || m.layout == "wgrad") continue;
+      // The forward rate: dgrad and wgrad have their own ratios over it (fit_dense_passes).
+      if (m.kind != "gemm" || m.check == "failed" || m.layout != "fwd") continue;
       if (m.n < in.options.gemm_min_nk || m.k < in.options.gemm_min_nk) continue;
       by_m[m.m].push_back(tflops(2.0 * m.m * m.n * m.k, m.median_us));  // 2MNK FLOPs
       files.insert(f.file);
@@ -64,136 +58,138 @@ ProfileTable fit_gemm(const FitInputs& in, FitOutput& out) {
   return table;
 }
 
-// Grouped GEMM: rate / dense rate(total rows), keyed by mean rows per expert, uniform routing only
-// (models/costs/gemm_costs.cpp: efficiency(total / experts) x dense rate(total rows)).
-void fit_grouped(const FitInputs& in, const ProfileTable& dense, bool dense_fitted, FitOutput& out) {
-  std::map<std::string, double> best;  // shape|layout|x -> best method's ratio
-  std::map<std::string, double> x_of;
+// Dense passes: models/costs/gemm_costs.cpp prices a pass at table(M) x ratio(pass), M the token
+// rows for dgrad and the output features for wgrad ((out, in, T), as the harness's layouts); so
+// ratio = 2MNK / median time / table(M), median over the shapes with M, N, K all large.
+void fit_dense_passes(const FitInputs& in, const DenseForward& dense, FitOutput& out) {
+  std::map<std::string, std::vector<double>> by_pass;
   std::set<std::string> files;
   for (const auto& f : in.files) {
     for (const auto& m : f.measurements) {
-      if (m.kind != "grouped_gemm" || m.check == "failed" || m.zipf_s != 0) continue;
-      double total = 0;
-      for (auto r : m.rows_per_expert) total += static_cast<double>(r);
-      if (total <= 0) continue;
-      const double fixed = m.m == 0 ? static_cast<double>(m.n) * m.k : static_cast<double>(m.m) * m.n;
-      const double ratio = tflops(2.0 * total * fixed, m.median_us) / interpolate_log_x(dense, total);
-      const double x = round_sig(total / static_cast<double>(m.rows_per_expert.size()), 6);
-      const std::string key = m.label + "|" + m.layout + "|" + std::to_string(x);
-      best[key] = std::max(best[key], ratio);  // the faster method is what a framework would pick
-      x_of[key] = x;
+      if (m.kind != "gemm" || m.check == "failed" || m.layout == "fwd") continue;
+      if (std::min({m.m, m.n, m.k}) < in.options.gemm_min_nk) continue;
+      const double rate = tflops(2.0 * m.m * m.n * m.k, m.median_us);  // 2MNK FLOPs
+      by_pass[m.layout].push_back(rate / interpolate_log_x(dense.table, static_cast<double>(m.m)));
       files.insert(f.file);
     }
   }
-  if (best.empty()) return;
-  std::map<double, std::vector<double>> by_x;
-  for (const auto& [key, ratio] : best) by_x[x_of[key]].push_back(ratio);
-  std::vector<TablePoint> pts;
-  std::vector<double> values, refs;
-  for (const auto& [x, ratios] : by_x) {
-    pts.push_back({x, median_of(ratios)});
-    for (double r : ratios) values.push_back(r), refs.push_back(pts.back().y);
-  }
-  const Spread s = relative_spread(values, refs);
-  const int n = static_cast<int>(values.size());
-  CurveReport rep{"grouped GEMM / dense by rows per expert",
-                  n,
-                  std::to_string(pts.size()) + " points, median per x",
-                  s.rms_rel,
-                  s.max_rel,
-                  "",
-                  ""};
-  for (const auto& p : pts) {
-    if (!(p.y > 0 && p.y <= 1.5)) rep.note = "not mapped: ratio " + sig4(p.y) + " outside (0, 1.5]";
-  }
-  if (rep.note.empty()) {
-    rep.field = "compute.grouped_gemm_efficiency_by_rows_per_expert";
+  for (const auto& [layout, ratios] : by_pass) {
+    const double ratio = median_of(ratios);
+    const Spread s = relative_spread(ratios, std::vector<double>(ratios.size(), ratio));
+    const int n = static_cast<int>(ratios.size());
+    const std::string field = "gemm_" + layout + "_over_forward";
+    const bool ok = ratio > 0 && ratio <= kMaxPassRatio;
+    out.curves.push_back({"gemm " + layout + " / forward (M,N,K >= " + sig4(in.options.gemm_min_nk) + ")", n,
+                          "median " + sig4(ratio), s.rms_rel, s.max_rel, ok ? "compute." + field : "",
+                          ok ? "" : "not mapped: ratio " + sig4(ratio) + " outside (0, 1.5]"});
+    if (!ok) continue;
     const std::string source =
-        "moesim fit: uniform-routing grouped GEMM rate (2 x rows x fixed dims / median time, best method per shape) "
-        "/ " +
-        std::string(dense_fitted ? "the fitted" : "the base profile's") + " dense table at the same total rows, by " +
-        "mean rows per expert, median over shapes; " + residual_text(s.rms_rel, s.max_rel, n) +
+        "moesim fit: median over dense BF16 " + layout + " GEMMs with M, N, K >= " + sig4(in.options.gemm_min_nk) +
+        " of 2MNK / median time / " + (dense.fitted ? "the fitted" : "the base profile's") +
+        " forward table at M (the cost model's pass ratio); " + residual_text(s.rms_rel, s.max_rel, n) +
         " (shapes against their median); measurements: " + in.provenance(files);
-    out.updates.push_back({{"compute", "grouped_gemm_efficiency_by_rows_per_expert"},
-                           table_json("rows_per_expert", "fraction_of_dense", pts, source),
-                           std::to_string(pts.size()) + " points"});
+    out.updates.push_back({{"compute", field}, fitted_quantity(ratio, source), sig4(round_sig4(ratio))});
   }
-  out.curves.push_back(rep);
 }
 
-// HBM: the highest GB/s (bytes read + written / median time) of a memory-bound kernel at a size
-// well past L2, which is what streaming kernels sustain.
-void fit_hbm(const FitInputs& in, FitOutput& out) {
-  std::map<std::string, std::vector<double>> by_kernel;
-  std::set<std::string> files;
+// Each memory kernel's GB/s (bytes read + written / median time) at sizes well past L2, and the
+// files they came from.
+struct MemoryRates {
+  std::map<std::string, std::vector<double>> by_kind;
+  std::map<std::string, std::set<std::string>> files;
+};
+
+MemoryRates memory_rates(const FitInputs& in) {
+  MemoryRates r;
   for (const auto& f : in.files) {
     for (const auto& m : f.measurements) {
       if (!is_memory_kind(m.kind) || m.check == "failed" || m.bytes < in.options.hbm_min_bytes) continue;
-      by_kernel[m.kind].push_back(static_cast<double>(m.bytes) / (m.median_us * 1e3));  // B / us -> GB/s
-      files.insert(f.file);
+      r.by_kind[m.kind].push_back(static_cast<double>(m.bytes) / (m.median_us * 1e3));  // B / us -> GB/s
+      r.files[m.kind].insert(f.file);
     }
   }
-  if (by_kernel.empty()) return;
+  return r;
+}
+
+double max_of(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
+
+// HBM: the highest GB/s of a memory-bound kernel, which is what streaming kernels sustain.
+// Returns the copy rate the profile holds afterwards (fitted, else the base's) and whether fitted.
+std::pair<double, bool> fit_hbm(const FitInputs& in, const MemoryRates& rates, FitOutput& out) {
+  const std::pair<double, bool> base{in.base.compute.hbm_sustained_GBps.value, false};
+  if (rates.by_kind.empty()) return base;
   std::string best_kind;
   double best = 0;
-  for (const auto& [kind, gbps] : by_kernel) {
-    const double mx = *std::max_element(gbps.begin(), gbps.end());
-    if (mx > best) best = mx, best_kind = kind;
+  for (const auto& [kind, gbps] : rates.by_kind) {
+    if (is_streaming_memory_kind(kind) && max_of(gbps) > best) best = max_of(gbps), best_kind = kind;
   }
-  const auto& pts = by_kernel[best_kind];
+  if (best_kind.empty()) return base;
+  const auto& pts = rates.by_kind.at(best_kind);
   const Spread s = relative_spread(pts, std::vector<double>(pts.size(), best));
   const int n = static_cast<int>(pts.size());
   const std::string name = "hbm GB/s (" + best_kind + ", >= " + sig4(in.options.hbm_min_bytes / (1 << 20)) + " MiB)";
   const std::string why = implausible(best, in.base.gpu.hbm_bw_GBps.value, name, "GB/s", in.base.name, out.warnings);
   out.curves.push_back({name, n, "max " + sig4(best) + " GB/s", s.rms_rel, s.max_rel,
                         why.empty() ? "compute.hbm_sustained_GBps" : "", why});
-  if (!why.empty()) return;
+  if (!why.empty()) return base;
   const std::string source = "moesim fit: highest (bytes read + written) / median time of the memory-bound kernels " +
                              std::string("at >= ") + sig4(in.options.hbm_min_bytes / (1 << 20)) + " MiB, from " +
                              best_kind + "; " + residual_text(s.rms_rel, s.max_rel, n) +
-                             " (its large sizes against the max)" + "; measurements: " + in.provenance(files);
+                             " (its large sizes against the max)" +
+                             "; measurements: " + in.provenance(rates.files.at(best_kind));
   out.updates.push_back(
       {{"compute", "hbm_sustained_GBps"}, fitted_quantity(best, source), sig4(round_sig4(best)) + " GB/s"});
+  return {round_sig4(best), true};
 }
 
-// Interference: slowdown = median GEMM time with a collective on another stream / median alone,
-// minus 1 (the harness's interference group; cf. report Table 9).
-void fit_interference(const FitInputs& in, FitOutput& out) {
-  std::vector<double> ratios;
-  std::set<std::string> files;
-  std::string what;
-  for (const auto& f : in.files) {
-    for (const auto& m : f.measurements) {
-      if (m.kind != "interference" || !m.usable || m.check == "failed") continue;
-      ratios.push_back(m.median_us / m.alone_median_us);
-      what += (what.empty() ? "" : ", ") + m.background + " " + sig4(ratios.back() - 1);
-      files.insert(f.file);
-    }
+// The kernel the fit takes for a class: the first of its kinds the files hold. The harness's class
+// kernels first (memory_class_bench.cpp: cast, row gather, row softmax, multi-tensor AdamW), else
+// the streaming kernel of that class (accumulation is a cast and add; flat fused AdamW).
+const std::pair<const char*, std::vector<const char*>> kClassKernels[] = {
+    {"elementwise", {"cast_bf16_to_fp32", "grad_accum_bf16_to_fp32"}},
+    {"permute", {"permute_rows_bf16"}},
+    {"cross_entropy", {"softmax_rows_bf16"}},
+    {"optimizer", {"adamw_fp32_multi_tensor", "adamw_fp32"}}};
+
+// Memory-kernel classes: models/costs/attention_memory_costs.cpp runs a kernel of class c at
+// hbm_sustained_GBps x fraction(c), so fraction = the class kernel's best GB/s / that copy rate.
+void fit_memory_fractions(const FitInputs& in, const MemoryRates& rates, std::pair<double, bool> copy, FitOutput& out) {
+  for (const auto& [cls, kinds] : kClassKernels) {
+    auto it = rates.by_kind.end();
+    for (const char* k : kinds)
+      if (it == rates.by_kind.end()) it = rates.by_kind.find(k);
+    if (it == rates.by_kind.end()) continue;
+    const std::string& kind = it->first;
+    const double best = max_of(it->second), fraction = best / copy.first;
+    const Spread s = relative_spread(it->second, std::vector<double>(it->second.size(), best));
+    const int n = static_cast<int>(it->second.size());
+    const bool ok = fraction > 0 && fraction <= 1;
+    out.curves.push_back({std::string("hbm fraction ") + cls, n, kind + " max " + sig4(best) + " GB/s", s.rms_rel,
+                          s.max_rel, ok ? std::string("compute.hbm_fraction_by_kernel.") + cls : "",
+                          ok ? "" : "not mapped: " + sig4(fraction) + " of the copy rate, outside (0, 1]"});
+    if (!ok) continue;
+    const std::string source =
+        std::string("moesim fit: highest (bytes read + written) / median time of ") + kind +
+        " at >= " + sig4(in.options.hbm_min_bytes / (1 << 20)) + " MiB over " +
+        (copy.second ? "the fitted" : "the base profile's") + " hbm_sustained_GBps (" + sig4(copy.first) + " GB/s); " +
+        residual_text(s.rms_rel, s.max_rel, n) +
+        " (its large sizes against the max); measurements: " + in.provenance(rates.files.at(kind));
+    out.updates.push_back(
+        {{"compute", "hbm_fraction_by_kernel", cls}, fitted_quantity(fraction, source), sig4(round_sig4(fraction))});
   }
-  if (ratios.empty()) return;
-  const double ratio = median_of(ratios);
-  const Spread s = relative_spread(ratios, std::vector<double>(ratios.size(), ratio));
-  const double slowdown = std::clamp(ratio - 1.0, 0.0, 0.95);
-  const int n = static_cast<int>(ratios.size());
-  out.curves.push_back({"gemm slowdown with comm", n, "x" + sig4(ratio) + " time", s.rms_rel, s.max_rel,
-                        "interference.compute_slowdown_with_comm",
-                        slowdown != ratio - 1 ? "clamped to [0, 0.95]" : ""});
-  const std::string source = "moesim fit: median over backgrounds of GEMM median time with / alone - 1 (" + what + ")" +
-                             (slowdown != ratio - 1 ? ", clamped to [0, 0.95]" : "") + "; " +
-                             residual_text(s.rms_rel, s.max_rel, n) + " (time ratios against their median)" +
-                             "; measurements: " + in.provenance(files);
-  out.updates.push_back(
-      {{"interference", "compute_slowdown_with_comm"}, fitted_quantity(slowdown, source), sig4(round_sig4(slowdown))});
 }
 
 }  // namespace
 
 FitOutput fit_compute(const FitInputs& in) {
   FitOutput out;
-  const ProfileTable dense = fit_gemm(in, out);
-  fit_grouped(in, dense, dense.kind == SourceKind::fitted && !out.updates.empty(), out);
-  fit_hbm(in, out);
-  fit_interference(in, out);
+  DenseForward dense;
+  dense.table = fit_gemm(in, out);
+  dense.fitted = dense.table.kind == SourceKind::fitted && !out.updates.empty();
+  fit_dense_passes(in, dense, out);
+  fit_grouped(in, dense, out);
+  const MemoryRates rates = memory_rates(in);
+  fit_memory_fractions(in, rates, fit_hbm(in, rates, out), out);
   return out;
 }
 

@@ -1,14 +1,15 @@
-// Compute and memory fields from kernel measurements: the dense GEMM table by rows, grouped-
-// GEMM efficiency by rows per expert, sustained HBM bandwidth, and the GEMM slowdown while
-// communication kernels run. The inverse of models/costs/gemm_costs.cpp and the hbm model.
+// Compute and memory fields from kernel measurements: the dense forward GEMM table by rows and
+// the dgrad / wgrad ratios over it, the grouped-GEMM tables (grouped_fit.hpp), sustained HBM
+// bandwidth and the memory-kernel classes' fractions of it (the interference section:
+// interference_fit.hpp). The inverse of models/costs/gemm_costs.cpp and the memory-kernel model.
 #pragma once
 
 #include "calibrate/fit/fitted_fields.hpp"
 
 namespace moesim::fit {
 
-// The dense table is fitted first: grouped-GEMM efficiency divides by it (or, when the files
-// hold no dense GEMMs, by the base profile's table).
+// The dense forward table is fitted first: the pass ratios and grouped-GEMM efficiency divide by
+// it (or, when the files hold no forward dense GEMMs, by the base profile's table).
 FitOutput fit_compute(const FitInputs& in);
 
 }  // namespace moesim::fit

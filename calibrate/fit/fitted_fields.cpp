@@ -77,6 +77,16 @@ HardwareProfile apply_updates(nlohmann::ordered_json& profile, const std::vector
   }
 }
 
+nlohmann::ordered_json table_json(const std::string& x_key, const std::string& y_key,
+                                  const std::vector<TablePoint>& pts, const std::string& source) {
+  nlohmann::ordered_json t;
+  t["kind"] = "fitted";
+  t["source"] = source;
+  t["points"] = nlohmann::ordered_json::array();
+  for (const auto& p : pts) t["points"].push_back({{x_key, round_sig(p.x, 6)}, {y_key, round_sig4(p.y)}});
+  return t;
+}
+
 std::string residual_text(double rms_rel, double max_rel, int points) {
   char buf[96];
   std::snprintf(buf, sizeof buf, "residual rms %.2f%%, max %.2f%% over %d points", 100 * rms_rel, 100 * max_rel,

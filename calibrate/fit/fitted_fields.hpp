@@ -84,6 +84,10 @@ HardwareProfile apply_updates(nlohmann::ordered_json& profile, const std::vector
 
 // {"value", "kind": "fitted", "source"}, the value rounded to 4 significant digits.
 nlohmann::ordered_json fitted_quantity(double value, const std::string& source);
+// {"kind": "fitted", "source", "points": [{x_key, y_key}...]}: a fitted profile table (x to 6
+// significant digits, y to 4).
+nlohmann::ordered_json table_json(const std::string& x_key, const std::string& y_key,
+                                  const std::vector<TablePoint>& pts, const std::string& source);
 // Residual wording shared by every source: "residual rms 1.2%, max 3.4% over 23 points".
 std::string residual_text(double rms_rel, double max_rel, int points);
 // Four significant digits (deterministic text for sources and the table).

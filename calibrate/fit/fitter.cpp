@@ -6,6 +6,7 @@
 #include "calibrate/fit/collective_fit.hpp"
 #include "calibrate/fit/compute_fit.hpp"
 #include "calibrate/fit/fit_check.hpp"
+#include "calibrate/fit/interference_fit.hpp"
 #include "models/common/errors.hpp"
 #include "models/common/json_file.hpp"
 #include "models/common/json_reader.hpp"
@@ -47,6 +48,7 @@ FitResult fit_profile(const std::vector<std::string>& measurement_files, const s
   check_devices(in, base_profile, warnings);
   FitOutput out = fit_collectives(in);
   out.add(fit_compute(in));
+  out.add(fit_interference(in));
   warnings.insert(warnings.end(), out.warnings.begin(), out.warnings.end());
   if (out.updates.empty()) {
     std::string why;

@@ -28,6 +28,31 @@ const Keys kCollective = {{"count", T::integer},
                           {"busbw_GBps", T::number},
                           {"check_mismatches", T::integer},
                           {"in_place", T::boolean}};
+// Both sides of the interference group.
+const Keys kInterferenceBoth = {  // the slowed kernel alone, and its time beside the background over alone
+    {"alone_median_us", T::number},
+    {"alone_p10_us", T::number},
+    {"alone_p90_us", T::number},
+    {"slowdown", T::number_or_null},
+    // the background: its repetitions, its time alone and beside
+    {"background_reps", T::integer},
+    {"background_alone_median_us", T::number},
+    {"background_overlapped_mean_us", T::number},
+    {"background_slowdown", T::number},
+    {"check_rel_error", T::number_or_null}};
+
+// The class kernels' shapes: row width (gather, softmax); the multi-tensor AdamW's tensor list.
+const Keys kMemoryClassKernels = {{"row_elements", T::integer},
+                                  {"tensors", T::integer},
+                                  {"chunks", T::integer},
+                                  {"chunk_elements", T::integer},
+                                  {"shard_ranks", T::integer}};
+
+Keys joined(Keys a, const Keys& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 const std::map<std::string, Keys> kKindExtras = {
     {"all_reduce_bucketed",
      {{"buckets", T::integer},
@@ -70,25 +95,24 @@ const std::map<std::string, Keys> kKindExtras = {
       {"flops", T::number},
       {"tflops", T::number},
       {"check_rel_error", T::number_or_null}}},
-    {"memory",
-     {{"elements", T::integer},
-      {"bytes_per_element", T::number},
-      {"buffer_copies", T::integer},
-      {"GBps", T::number},
-      {"check_mismatches", T::integer}}},
+    {"memory", joined(kMemoryClassKernels, {{"elements", T::integer},
+                                            {"bytes_per_element", T::number},
+                                            {"buffer_copies", T::integer},
+                                            {"GBps", T::number},
+                                            {"check_mismatches", T::integer}})},
     {"interference",
-     {{"background_bytes", T::integer},
-      {"background_reps", T::integer},
-      {"alone_median_us", T::number},
-      {"alone_p10_us", T::number},
-      {"alone_p90_us", T::number},
-      {"slowdown", T::number_or_null},
-      {"tflops_alone", T::number},
-      {"tflops", T::number},
-      {"background_alone_median_us", T::number},
-      {"background_overlapped_mean_us", T::number},
-      {"background_slowdown", T::number},
-      {"check_rel_error", T::number_or_null}}},
+     joined(kInterferenceBoth, {{"background_bytes", T::integer}, {"tflops_alone", T::number}, {"tflops", T::number}})},
+    {"interference_comm", joined(kInterferenceBoth, {{"count", T::integer},
+                                                     {"op", T::string},
+                                                     {"algbw_GBps", T::number},
+                                                     {"busbw_GBps", T::number},
+                                                     {"launched_iters", T::integer},
+                                                     {"window_us", T::number},
+                                                     {"alone_busbw_GBps", T::number},
+                                                     {"background_name", T::string},
+                                                     {"background_layout", T::string},
+                                                     {"background_method", T::string},
+                                                     {"background_flops", T::number}})},
 };
 
 // Type-checks an informational key (present or not) so that a null, NaN-like or mistyped value
@@ -170,13 +194,25 @@ Measurement parse_record(const JsonReader& r, const nlohmann::json& raw) {
   if (auto it = kKindExtras.find(kind_family(m.kind)); it != kKindExtras.end()) {
     for (const auto& [key, type] : it->second) info(r, raw, key, type);
   }
-  if (m.kind == "interference") {
-    m.usable = r.integer_or("overlapped_iters", 1, Range::non_negative()) > 0;
+  if (m.kind == "interference" || m.kind == "interference_comm") {
+    const bool comm_side = m.kind == "interference_comm";
+    // The communication side always says how many iterations fell inside the compute window.
+    const std::int64_t inside = comm_side ? r.integer("overlapped_iters", Range::non_negative())
+                                          : r.integer_or("overlapped_iters", 1, Range::non_negative());
+    m.usable = inside > 0;
     m.times_us = times(r, raw, "times_us", !m.usable);
     if (!m.usable && !m.times_us.empty()) r.fail("overlapped_iters", "is 0 but times_us holds times");
+    if (comm_side && m.usable && static_cast<std::int64_t>(m.times_us.size()) != inside) {
+      r.fail("overlapped_iters",
+             "is " + std::to_string(inside) + " but times_us holds " + std::to_string(m.times_us.size()) + " times");
+    }
     m.alone_times_us = times(r, raw, "alone_times_us", false);
     m.alone_median_us = median_of(m.alone_times_us);
-    m.background = r.string("background");
+    m.background = comm_side ? r.choice("background", {"gemm", "grouped_gemm"}) : r.string("background");
+    if (comm_side) {
+      m.collective = r.choice("collective", {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"});
+      m.bytes = r.integer("bytes", Range::positive());
+    }
   } else {
     m.times_us = times(r, raw, "times_us", false);
   }
@@ -251,9 +287,23 @@ MeasurementEnvironment parse_environment(const JsonReader& e, const nlohmann::js
 }  // namespace
 
 const std::vector<std::string>& measurement_kinds() {
-  static const std::vector<std::string> kinds = {
-      "all_reduce", "all_reduce_bucketed", "all_gather", "reduce_scatter",          "all_to_all", "send_recv",
-      "gemm",       "grouped_gemm",        "memcpy_d2d", "grad_accum_bf16_to_fp32", "adamw_fp32", "interference"};
+  static const std::vector<std::string> kinds = {"all_reduce",
+                                                 "all_reduce_bucketed",
+                                                 "all_gather",
+                                                 "reduce_scatter",
+                                                 "all_to_all",
+                                                 "send_recv",
+                                                 "gemm",
+                                                 "grouped_gemm",
+                                                 "memcpy_d2d",
+                                                 "grad_accum_bf16_to_fp32",
+                                                 "adamw_fp32",
+                                                 "interference",
+                                                 "interference_comm",
+                                                 "cast_bf16_to_fp32",
+                                                 "permute_rows_bf16",
+                                                 "softmax_rows_bf16",
+                                                 "adamw_fp32_multi_tensor"};
   return kinds;
 }
 
@@ -263,6 +313,11 @@ bool is_collective_kind(const std::string& k) {
 }
 
 bool is_memory_kind(const std::string& k) {
+  return is_streaming_memory_kind(k) || k == "cast_bf16_to_fp32" || k == "permute_rows_bf16" ||
+         k == "softmax_rows_bf16" || k == "adamw_fp32_multi_tensor";
+}
+
+bool is_streaming_memory_kind(const std::string& k) {
   return k == "memcpy_d2d" || k == "grad_accum_bf16_to_fp32" || k == "adamw_fp32";
 }
 

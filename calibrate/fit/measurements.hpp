@@ -41,11 +41,14 @@ struct Measurement {
   // Grouped GEMM routing.
   std::vector<std::int64_t> rows_per_expert;
   double zipf_s = 0;
-  // Interference: the GEMM alone; `usable` is false when no iteration overlapped the background.
+  // Interference: the GEMM alone (interference_comm: the collective alone); `usable` is false when no iteration
+  // overlapped the background.
   std::vector<double> alone_times_us;
   double alone_median_us = 0;
-  std::string background;
+  std::string background;  // interference: the collective; interference_comm: gemm or grouped_gemm
   bool usable = true;
+  // interference_comm: the collective timed (times_us beside the background, alone_times_us alone).
+  std::string collective;
 };
 
 struct MeasurementFile {
@@ -59,6 +62,9 @@ struct MeasurementFile {
 const std::vector<std::string>& measurement_kinds();
 bool is_collective_kind(const std::string& kind);
 bool is_memory_kind(const std::string& kind);
+// The flat streaming kernels (copy, accumulation, fused AdamW over one buffer): what
+// compute.hbm_sustained_GBps is fitted from; the other memory kinds measure the kernel classes.
+bool is_streaming_memory_kind(const std::string& kind);
 
 // Median by linear interpolation between order statistics (as calibrate/harness/timing.cpp).
 double median_of(std::vector<double> values);

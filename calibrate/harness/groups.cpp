@@ -19,7 +19,10 @@ void run_group(const std::string& name, GroupEnv& g) {
     if (name == "gemm") return run_gemm(g);
     if (name == "grouped_gemm") return run_grouped_gemm(g);
     if (name == "memory") return run_memory(g);
-    if (name == "interference") return run_interference(g);
+    if (name == "interference") {
+        run_interference(g);
+        return run_interference_comm(g);
+    }
     if (name == "sequence") return run_sequence(g);
     throw HarnessError("unknown measurement group '" + name + "'");
 }

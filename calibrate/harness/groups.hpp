@@ -37,6 +37,7 @@ void run_gemm(GroupEnv& g);
 void run_grouped_gemm(GroupEnv& g);
 void run_memory(GroupEnv& g);
 void run_interference(GroupEnv& g);
+void run_interference_comm(GroupEnv& g);  // the collective side, after run_interference
 void run_sequence(GroupEnv& g);
 
 // Runs the group called `name` (one of all_group_names()).

@@ -1,7 +1,8 @@
 // Compute/communication interference: a GEMM on every GPU's main stream alone, then while an
 // all-reduce (and then an all-to-all) runs back to back on each GPU's side stream. Only GEMM
 // iterations that start and end inside the background window (on the first GPU) count.
-// slowdown = overlapped median / alone median (cf. the report's Table 9 for grouped GEMM).
+// slowdown = overlapped median / alone median (cf. the report's Table 9 for grouped GEMM). The
+// communication side (collectives beside compute) is interference_comm.cpp.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -9,16 +10,17 @@
 #include "errors.hpp"
 #include "gemm.hpp"
 #include "groups.hpp"
+#include "overlap_window.hpp"
 #include "report_table.hpp"
 
 namespace moesim::cal {
 namespace {
 
-float elapsed_ms(cudaEvent_t a, cudaEvent_t b) {
-    float ms = 0;
-    CAL_CUDA(cudaEventElapsedTime(&ms, a, b));
-    return ms;
-}
+// The GEMM slows by about a quarter beside communication kernels (report Table 9): a window 1.5x
+// the GEMM's alone time covers every timed iteration.
+constexpr double kGemmWindowHeadroom = 1.5;
+// At most this many background collectives per window (the enqueue stays short).
+constexpr int kMaxBackgroundReps = 400;
 
 }  // namespace
 
@@ -99,44 +101,20 @@ void run_interference(GroupEnv& g) {
         }
         MeasurementScope bg_scope(what);
         const TimedRun bg_alone = g.timer.run(all_slots(ctx), true, [&] { bg.run(false); });
-        const int iters = alone.iters;
-        const double window_us = alone.stats.median * (iters + 2);
-        const int reps =
-            static_cast<int>(std::clamp(std::ceil(window_us / std::max(1.0, bg_alone.stats.median)) + 4.0, 4.0, 400.0));
+        OverlapPlan plan;
+        plan.background_stream = StreamRole::Side;
+        plan.background = [&] { bg.run(true); };
+        plan.foreground = gemm;
+        plan.lead_in = 2;  // lets the background get going
+        plan.iters = alone.iters;
+        plan.background_reps = background_reps_for(alone.stats.median, plan.iters + plan.lead_in, kGemmWindowHeadroom,
+                                                   bg_alone.stats.median, kMaxBackgroundReps);
+        const OverlapRun run = run_overlapped(ctx, plan);
+        const TimedRun& with = run.inside;
+        const int reps = plan.background_reps;
         Slot& s0 = ctx.first();
-        CAL_CUDA(cudaSetDevice(s0.device));
-        std::vector<cudaEvent_t> ev(static_cast<std::size_t>(3 + 2 * iters));
-        for (auto& e : ev) CAL_CUDA(cudaEventCreate(&e));
-        cudaEvent_t ref = ev[0], bg_start = ev[1], bg_end = ev[2];
-        CAL_CUDA(cudaEventRecord(ref, s0.stream));
-        CAL_CUDA(cudaStreamWaitEvent(s0.side, ref, 0));  // side starts no earlier than ref
-        CAL_CUDA(cudaEventRecord(bg_start, s0.side));
-        for (int r = 0; r < reps; ++r) bg.run(true);
-        CAL_CUDA(cudaSetDevice(s0.device));
-        CAL_CUDA(cudaEventRecord(bg_end, s0.side));
-        gemm();
-        gemm();  // lead-in, untimed: lets the background get going
-        for (int it = 0; it < iters; ++it) {
-            CAL_CUDA(cudaSetDevice(s0.device));
-            CAL_CUDA(cudaEventRecord(ev[static_cast<std::size_t>(3 + 2 * it)], s0.stream));
-            gemm();
-            CAL_CUDA(cudaSetDevice(s0.device));
-            CAL_CUDA(cudaEventRecord(ev[static_cast<std::size_t>(4 + 2 * it)], s0.stream));
-        }
-        ctx.sync();
-        const double t_bs = elapsed_ms(ref, bg_start), t_be = elapsed_ms(ref, bg_end);
-        TimedRun with;
-        with.warmup = 2;
-        for (int it = 0; it < iters; ++it) {
-            const double a = elapsed_ms(ref, ev[static_cast<std::size_t>(3 + 2 * it)]);
-            const double b = elapsed_ms(ref, ev[static_cast<std::size_t>(4 + 2 * it)]);
-            if (a >= t_bs && b <= t_be) with.times_us.push_back(std::round((b - a) * 1e6) / 1e3);
-        }
-        for (auto e : ev) cudaEventDestroy(e);
-        with.iters = static_cast<int>(with.times_us.size());
-        with.stats = compute_stats(with.times_us);
         const double err = sampled_gemm_error(ops.front(), s0.stream, 16);
-        const double bg_overlapped_us = (t_be - t_bs) * 1e3 / reps;
+        const double bg_overlapped_us = run.background_mean_us;
         json::Value rec = base_record("interference", g.group, "gemm+" + bg.name, "bf16", n);
         rec.set("m", d.m);
         rec.set("n", d.n);
@@ -147,12 +125,7 @@ void run_interference(GroupEnv& g) {
         rec.set("background_reps", reps);
         add_timing(rec, with);
         rec.set("overlapped_iters", with.iters);
-        rec.set("alone_times_us", json::Value::array_of(alone.times_us));
-        rec.set("alone_median_us", alone.stats.median);
-        rec.set("alone_p10_us", alone.stats.p10);
-        rec.set("alone_p90_us", alone.stats.p90);
-        rec.set("slowdown", with.iters && alone.stats.median > 0 ? json::Value(with.stats.median / alone.stats.median)
-                                                                 : json::Value());
+        add_alone_and_slowdown(rec, alone, with);
         rec.set("tflops_alone", alone.stats.median > 0 ? d.flops() / (alone.stats.median * 1e6) : 0.0);
         rec.set("tflops", with.stats.median > 0 ? d.flops() / (with.stats.median * 1e6) : 0.0);
         rec.set("background_alone_median_us", bg_alone.stats.median);

@@ -69,6 +69,15 @@ void add_timing(json::Value& rec, const TimedRun& r) {
     rec.set("max_us", r.stats.max);
 }
 
+void add_alone_and_slowdown(json::Value& rec, const TimedRun& alone, const TimedRun& beside) {
+    rec.set("alone_times_us", json::Value::array_of(alone.times_us));
+    rec.set("alone_median_us", alone.stats.median);
+    rec.set("alone_p10_us", alone.stats.p10);
+    rec.set("alone_p90_us", alone.stats.p90);
+    rec.set("slowdown", beside.iters && alone.stats.median > 0 ? json::Value(beside.stats.median / alone.stats.median)
+                                                               : json::Value());
+}
+
 void add_bandwidth(json::Value& rec, std::int64_t bytes, double bus_factor, const TimedRun& r) {
     rec.set("bytes", bytes);
     const double algbw = r.stats.median > 0 ? static_cast<double>(bytes) / (r.stats.median * 1e3) : 0.0;

@@ -38,6 +38,10 @@ json::Value base_record(const std::string& kind, const std::string& group, const
 // times_us, iters, warmup, median_us, p10_us, p90_us, mean_us, min_us, max_us.
 void add_timing(json::Value& rec, const TimedRun& r);
 
+// The interference group's comparison, both sides: alone_times_us, alone_median_us, alone_p10_us,
+// alone_p90_us, and slowdown = median beside / median alone (null when nothing overlapped).
+void add_alone_and_slowdown(json::Value& rec, const TimedRun& alone, const TimedRun& beside);
+
 // bytes, algbw_GBps = bytes / median time, busbw_GBps = algbw * bus_factor (nccl-tests).
 void add_bandwidth(json::Value& rec, std::int64_t bytes, double bus_factor, const TimedRun& r);
 

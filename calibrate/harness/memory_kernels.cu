@@ -5,17 +5,8 @@
 namespace moesim::cal {
 namespace {
 
-constexpr int kThreads = 256;
-
-// Enough blocks to fill the GPU several times over; the loops stride over the rest.
-unsigned blocks_for(std::uint64_t work_items) {
-    int dev = 0, sms = 0;
-    CAL_CUDA(cudaGetDevice(&dev));
-    CAL_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    const std::uint64_t want = (work_items + kThreads - 1) / kThreads;
-    const std::uint64_t most = static_cast<std::uint64_t>(sms) * 16;
-    return static_cast<unsigned>(want < most ? (want ? want : 1) : most);
-}
+constexpr int kThreads = kMemoryThreads;
+unsigned blocks_for(std::uint64_t work_items) { return memory_blocks_for(work_items); }
 
 __global__ void accum_kernel(float* __restrict__ acc, const bf16_bits* __restrict__ grad, std::uint64_t n) {
     const std::uint64_t vecs = n / 8;
@@ -85,6 +76,15 @@ __global__ void check_adamw_kernel(const float* p, const float* m, const float* 
 
 }  // namespace
 
+unsigned memory_blocks_for(std::uint64_t work_items) {
+    int dev = 0, sms = 0;
+    CAL_CUDA(cudaGetDevice(&dev));
+    CAL_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const std::uint64_t want = (work_items + kMemoryThreads - 1) / kMemoryThreads;
+    const std::uint64_t most = static_cast<std::uint64_t>(sms) * 16;
+    return static_cast<unsigned>(want < most ? (want ? want : 1) : most);
+}
+
 AdamWHyper adamw_at_step(int step) {
     AdamWHyper h;
     h.bias1 = 1.0f / (1.0f - std::pow(h.beta1, static_cast<float>(step)));
@@ -114,6 +114,19 @@ void check_adamw(const float* p, const float* m, const float* v, std::uint64_t n
     check_adamw_kernel<<<blocks_for(n), kThreads, 0, s>>>(p, m, v, n, seed_p, seed_g, seed_m, seed_v, v_scale, h,
                                                           counter);
     CAL_CHECK_LAUNCH();
+}
+
+void reset_adamw_state(float* p, float* m, float* v, std::uint64_t n, std::uint64_t seed, float v_scale,
+                       cudaStream_t s) {
+    fill_f32(p, n, stream_seed(seed, kRoleAdamP, 0), 0, s);
+    fill_f32(m, n, stream_seed(seed, kRoleAdamM, 0), 0, s);
+    fill_f32_abs(v, n, stream_seed(seed, kRoleAdamV, 0), v_scale, s);
+}
+
+void check_adamw_state(const float* p, const float* m, const float* v, std::uint64_t n, std::uint64_t seed,
+                       float v_scale, const AdamWHyper& h, unsigned long long* counter, cudaStream_t s) {
+    check_adamw(p, m, v, n, stream_seed(seed, kRoleAdamP, 0), stream_seed(seed, kRoleAdamG, 0),
+                stream_seed(seed, kRoleAdamM, 0), stream_seed(seed, kRoleAdamV, 0), v_scale, h, counter, s);
 }
 
 }  // namespace moesim::cal

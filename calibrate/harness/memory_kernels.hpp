@@ -12,6 +12,11 @@
 
 namespace moesim::cal {
 
+// Threads per block of the memory kernels, and enough blocks to fill the GPU several times over
+// for `work_items` (the kernels' loops stride over the rest).
+constexpr int kMemoryThreads = 256;
+unsigned memory_blocks_for(std::uint64_t work_items);
+
 struct AdamWHyper {
     float lr = 1e-4f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
     float bias1 = 1.0f, bias2 = 1.0f;  // 1 / (1 - beta^step)
@@ -44,5 +49,13 @@ void check_grad_accum(const float* acc, std::uint64_t n, std::uint64_t seed_acc,
 void check_adamw(const float* p, const float* m, const float* v, std::uint64_t n, std::uint64_t seed_p,
                  std::uint64_t seed_g, std::uint64_t seed_m, std::uint64_t seed_v, float v_scale, const AdamWHyper& h,
                  unsigned long long* counter, cudaStream_t s);
+
+// The AdamW checks' starting state over n elements: p, m = their streams, v = |stream| * v_scale
+// (g is filled once by the caller: stream kRoleAdamG).
+void reset_adamw_state(float* p, float* m, float* v, std::uint64_t n, std::uint64_t seed, float v_scale,
+                       cudaStream_t s);
+// check_adamw over the first n elements after one update from reset_adamw_state.
+void check_adamw_state(const float* p, const float* m, const float* v, std::uint64_t n, std::uint64_t seed,
+                       float v_scale, const AdamWHyper& h, unsigned long long* counter, cudaStream_t s);
 
 }  // namespace moesim::cal

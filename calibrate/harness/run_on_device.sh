@@ -108,6 +108,12 @@ for (kind, label), (rate, m) in sorted(best.items()):
 for m in (m for m in d["measurements"] if m["kind"] == "sequence"):
     print(f"sequence {m['label']}: {m['median_us']:.1f} us whole, {m.get('kernels_sum_median_us')} us kernels alone summed, "
           f"per phase {m.get('phase_sum_median_us')} (attention kernels not included)")
+comm = {}
+for m in (m for m in d["measurements"] if m["kind"] == "interference_comm" and m.get("slowdown")):
+    comm.setdefault(f"{m['collective']} {m['dtype']}", []).append(m["slowdown"])
+if comm:
+    print("collective beside compute, median time ratio: " +
+          ", ".join(f"{k} x{sorted(v)[len(v) // 2]:.3f} ({len(v)})" for k, v in sorted(comm.items())))
 bad = [m for m in d["measurements"] if m.get("check") == "failed"]
 print(f"checks failed: {len(bad)}")
 PY

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 namespace moesim::test {
@@ -65,6 +67,30 @@ double dense_rate(const SyntheticTruth& t, double m) {  // step table; only tabl
   return std::prev(it)->second;
 }
 
+// The harness's interference_comm records: each collective alone at its sweep's rate, and beside
+// each background kernel 1 + slowdown times as long.
+void comm_side_interference(Gen& g, nlohmann::json& out, int n) {
+  const SyntheticTruth& t = g.t;
+  for (double bytes = 64.0 * (1 << 20); bytes <= 4.0 * (1 << 30); bytes *= 4) {
+    for (const auto& [key, slow] : t.comm_slowdown) {
+      const std::string kind = key.substr(0, key.find(' ')), dtype = key.substr(key.find(' ') + 1);
+      const int steps = kind == "all_reduce" ? 2 * (n - 1) : kind == "all_to_all" ? 1 : n - 1;
+      const double base = kind == "all_to_all" ? t.p2p_base_us : t.ring_base_us;
+      const double algbw = t.efficiency.at(kind) * t.nvlink_GBps / factor(kind, n);
+      const double alone_us = base + steps * t.hop_us + bytes / (algbw * 1e3);
+      for (const char* bg : {"gemm", "grouped_gemm"}) {
+        auto rec = record("interference_comm", kind + "+" + bg, dtype, n, g.times(alone_us * (1 + slow)));
+        rec.update({{"collective", kind},
+                    {"bytes", static_cast<std::int64_t>(bytes)},
+                    {"background", bg},
+                    {"overlapped_iters", t.iters},
+                    {"alone_times_us", g.times(alone_us)}});
+        out.push_back(rec);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 nlohmann::json synthetic_node_measurements(const SyntheticTruth& t, std::uint64_t seed) {
@@ -82,20 +108,31 @@ nlohmann::json synthetic_node_measurements(const SyntheticTruth& t, std::uint64_
       auto rec = record("gemm", "grid", "bf16", 1, g.times(2 * m * nk * nk / (r * 1e6)));
       rec.update({{"m", m}, {"n", nk}, {"k", nk}, {"layout", "fwd"}, {"name", "grid"}});
       ms.push_back(rec);
+      // The backward passes of the large shapes: the forward rate at M times the pass ratio.
+      if (m < 4096 || nk < 4096) continue;
+      for (const auto& [layout, ratio] : {std::pair{"dgrad", t.dense_dgrad_ratio}, {"wgrad", t.dense_wgrad_ratio}}) {
+        auto pass = record("gemm", layout, "bf16", 1, g.times(2 * m * nk * nk / (r * ratio * 1e6)));
+        pass.update({{"m", m}, {"n", nk}, {"k", nk}, {"layout", layout}, {"name", layout}});
+        ms.push_back(pass);
+      }
     }
   }
   const double total = 65536, n_dim = 4096, k_dim = 4096;
   for (const auto& [x, eff] : t.grouped_efficiency) {
     const int experts = static_cast<int>(total / x);
-    for (const auto& [method, scale] : {std::pair{"grouped", 1.0}, std::pair{"per_expert_streams", 0.8}}) {
-      const double rate = scale * eff * dense_rate(t, total);
+    for (const auto& [method, scale, layout, pass] : {std::tuple{"grouped", 1.0, "fwd", 1.0},
+                                                      {"per_expert_streams", 0.8, "fwd", 1.0},
+                                                      {"grouped", 1.0, "dgrad", t.grouped_dgrad_ratio.at(x)},
+                                                      {"grouped", 1.0, "wgrad", t.grouped_wgrad_ratio.at(x)}}) {
+      const double rate = scale * eff * pass * dense_rate(t, total);
+      const bool wgrad = std::string(layout) == "wgrad";  // the routed rows are K there
       auto rec = record("grouped_gemm", "expert_up", "bf16", 1, g.times(2 * total * n_dim * k_dim / (rate * 1e6)));
       rec.update({{"method", method},
-                  {"layout", "fwd"},
-                  {"rows_dim", "m"},
-                  {"m", "rows"},
+                  {"layout", layout},
+                  {"rows_dim", wgrad ? "k" : "m"},
+                  {"m", wgrad ? nlohmann::json(n_dim) : nlohmann::json("rows")},
                   {"n", n_dim},
-                  {"k", k_dim},
+                  {"k", wgrad ? nlohmann::json("rows") : nlohmann::json(k_dim)},
                   {"tokens", 16384},
                   {"experts", experts},
                   {"top_k", 4},
@@ -104,10 +141,15 @@ nlohmann::json synthetic_node_measurements(const SyntheticTruth& t, std::uint64_
       ms.push_back(rec);
     }
   }
-  for (const auto& [kind, share] : {std::pair{"memcpy_d2d", 1.0}, std::pair{"adamw_fp32", 0.9}}) {
+  for (const auto& [kind, share, dtype] : {std::tuple{"memcpy_d2d", 1.0, "bf16"},
+                                           {"grad_accum_bf16_to_fp32", t.accum_fraction, "bf16->fp32"},
+                                           {"adamw_fp32", t.adamw_fraction, "fp32"},
+                                           {"cast_bf16_to_fp32", t.cast_fraction, "bf16->fp32"},
+                                           {"permute_rows_bf16", t.permute_fraction, "bf16"},
+                                           {"softmax_rows_bf16", t.softmax_fraction, "bf16"},
+                                           {"adamw_fp32_multi_tensor", t.multi_tensor_fraction, "fp32"}}) {
     for (double bytes = 1 << 20; bytes <= 4.0 * (1 << 30); bytes *= 4) {
-      auto rec = record(kind, "sweep", kind == std::string("memcpy_d2d") ? "bf16" : "fp32", 1,
-                        g.times(t.launch_us + bytes / (share * t.hbm_GBps * 1e3)));
+      auto rec = record(kind, "sweep", dtype, 1, g.times(t.launch_us + bytes / (share * t.hbm_GBps * 1e3)));
       rec["bytes"] = static_cast<std::int64_t>(bytes);
       ms.push_back(rec);
     }
@@ -125,6 +167,7 @@ nlohmann::json synthetic_node_measurements(const SyntheticTruth& t, std::uint64_
                 {"alone_times_us", g.times(alone)}});
     ms.push_back(rec);
   }
+  comm_side_interference(g, ms, n);
   return document(environment(n, 1), ms);
 }
 

@@ -139,3 +139,39 @@ TEST_CASE("GEMM rates above the datasheet peak and HBM rates far under it are no
   // The collectives are still fitted.
   CHECK(f.result.profile["interconnect"]["intra_node"]["ring"]["busbw_efficiency"]["all_reduce"]["kind"] == "fitted");
 }
+
+TEST_CASE("fit recovers the per-pass GEMM ratios and the memory-kernel fractions", "[unit]") {
+  const test::SyntheticTruth truth;
+  Fitted f({}, truth);
+  const auto& p = f.result.profile;
+  CHECK(value_at(p, {"compute", "gemm_dgrad_over_forward"}) == Approx(truth.dense_dgrad_ratio).epsilon(0.02));
+  CHECK(value_at(p, {"compute", "gemm_wgrad_over_forward"}) == Approx(truth.dense_wgrad_ratio).epsilon(0.02));
+  for (const auto& [field, ratios] :
+       {std::pair{"grouped_gemm_dgrad_over_forward_by_rows_per_expert", truth.grouped_dgrad_ratio},
+        {"grouped_gemm_wgrad_over_forward_by_rows_per_expert", truth.grouped_wgrad_ratio}}) {
+    INFO(field);
+    const auto& table = p["compute"][field];
+    CHECK(table["kind"] == "fitted");
+    REQUIRE(table["points"].size() == ratios.size());
+    std::size_t i = 0;
+    for (const auto& [x, ratio] : ratios) {
+      CHECK(table["points"][i]["rows_per_expert"].get<double>() == x);
+      CHECK(table["points"][i]["fraction_of_forward"].get<double>() == Approx(ratio).epsilon(0.02));
+      ++i;
+    }
+  }
+  // Each class from its own kernel where the file has one (cast over accumulation, multi-tensor
+  // over flat AdamW); the copy rate stays the streaming kernels' best.
+  const auto fraction = [&](const char* cls) { return value_at(p, {"compute", "hbm_fraction_by_kernel", cls}); };
+  CHECK(fraction("elementwise") == Approx(truth.cast_fraction).epsilon(0.02));
+  CHECK(fraction("permute") == Approx(truth.permute_fraction).epsilon(0.02));
+  CHECK(fraction("cross_entropy") == Approx(truth.softmax_fraction).epsilon(0.02));
+  CHECK(fraction("optimizer") == Approx(truth.multi_tensor_fraction).epsilon(0.02));
+  CHECK(value_at(p, {"compute", "hbm_sustained_GBps"}) == Approx(truth.hbm_GBps).epsilon(0.02));
+  const std::string table = fit::format_fit_table(f.result);
+  INFO(table);
+  CHECK(table.find("gemm dgrad / forward (M,N,K >= 4096)") != std::string::npos);
+  CHECK(table.find("grouped GEMM wgrad / forward by rows per expert") != std::string::npos);
+  CHECK(table.find("hbm fraction optimizer") != std::string::npos);
+  CHECK(table.find("adamw_fp32_multi_tensor max ") != std::string::npos);
+}
