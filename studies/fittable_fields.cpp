@@ -50,6 +50,12 @@ std::vector<FittableField> build_table() {
                  "fraction", std::string("NVLink bus-bandwidth efficiency of ") + algorithm + " " + kind,
                  kEfficiencyWhy});
   }
+  t.push_back({"hardware.interconnect.ep_transports.symmetric_memory.time_over_nccl_all_to_all", 0.5, 3.0, "ratio",
+               "row-wise symmetric-memory EP dispatch/combine time over NCCL's all-to-all of the same rows",
+               "0.5-3: the report's Table 7 measures 1.17-1.23 on B300; a put path twice as fast as NCCL or three "
+               "times slower would be another implementation (assumption)"});
+  t.push_back({"hardware.interconnect.ep_transports.deepep.nvlink_efficiency", 0.1, 1.0, "fraction",
+               "DeepEP's achieved fraction of the NVLink rate", kEfficiencyWhy});
   t.push_back({"hardware.interconnect.intra_node.nvls.busbw_efficiency.all_reduce", 0.1, 2.0, "fraction",
                "NVLink SHARP all_reduce bus-bandwidth efficiency",
                "0.1-2: the switch reduces in the fabric, so busbw may pass the link rate up to 2x "
