@@ -118,3 +118,22 @@ TEST_CASE("A collective beside a compute kernel runs at 1 / (1 + comm_slowdown_w
   h.add(collective(costs, h, CollectiveKind::all_reduce, 64 * kMiB, 8));
   CHECK(replay(h, *policy("sm_hbm_share", hw)).finish[host] == Approx(1e-3));
 }
+
+TEST_CASE("An EP all-to-all and a DP all-reduce crossing nodes share the NIC rails equally", "[unit][contention]") {
+  // Rail-optimized nodes give each GPU one NIC: two collectives that both cross nodes (EP over
+  // four nodes, the data-parallel gradient all-reduce) split that rail while they overlap.
+  const HardwareProfile hw = profile("b300-hgx");
+  const ProfileCostBook costs(hw);
+  TaskGraph g(1);
+  Task dispatch = collective(costs, g, CollectiveKind::all_to_all, 256 * kMiB, 32);
+  dispatch.stream = StreamKind::comm_ep;
+  const TaskId a2a = g.add(dispatch);
+  const TaskId ar = g.add(collective(costs, g, CollectiveKind::all_reduce, 4 * kGiB, 32));
+  REQUIRE(g.task(a2a).link_bytes[static_cast<std::size_t>(LinkClass::nic)] > 0);
+  REQUIRE(g.task(ar).link_bytes[static_cast<std::size_t>(LinkClass::nic)] > 0);
+  const double a2a_alone = g.task(a2a).work_s, ar_alone = g.task(ar).work_s;
+  REQUIRE(a2a_alone < ar_alone);
+  const ReplayResult r = replay(g, *policy("sm_hbm_share", hw));
+  CHECK(r.finish[a2a] == Approx(2 * a2a_alone).epsilon(1e-9));        // half the rail while both run
+  CHECK(r.finish[ar] == Approx(ar_alone + a2a_alone).epsilon(1e-9));  // then the rail is its own
+}
