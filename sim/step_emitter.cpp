@@ -129,9 +129,7 @@ TaskId StepEmitter::collective(const TaskPlace& at, const CollectiveCall& call, 
   if (step_.ranks.size() == 1) {
     group = step_.graph.new_group();
   } else {
-    auto [it, fresh] = collective_groups_.try_emplace(key, 0u);
-    if (fresh) it->second = step_.graph.new_group();
-    group = it->second;
+    group = collective_groups_.find_or_add(key, [&] { return step_.graph.new_group(); });
   }
   const CommCost& cost = call.communicator == Communicator::ep_mp
                              ? priced_ep_transfer(call.bytes)

@@ -7,11 +7,11 @@
 #include <cstdint>
 #include <map>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "models/costs/cost_book.hpp"
 #include "models/plan/rank_layout.hpp"
+#include "sim/group_index.hpp"
 #include "sim/step_builder.hpp"
 #include "sim/task_graph.hpp"
 
@@ -131,7 +131,7 @@ class StepEmitter {
   const CostBook& costs_;
   BuiltStep& step_;
   std::vector<TaskId> stream_tails_;  // [rank][stream]: the last task added to each stream
-  std::unordered_map<CollectiveKey, std::uint32_t, CollectiveKeyHash> collective_groups_;
+  GroupIndex<CollectiveKey, CollectiveKeyHash> collective_groups_;
   std::map<TransferKey, std::uint32_t> transfer_groups_;
   std::map<std::tuple<CollectiveKind, double, std::int64_t, std::int64_t>, CommCost> prices_;
   std::map<double, CommCost> ep_prices_;  // by bytes: the EP-MP group and transport are the plan's
