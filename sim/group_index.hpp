@@ -4,10 +4,20 @@
 // (about 8% of such a simulation's instructions).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 namespace moesim {
+
+// A key's hash from its fields (FNV-1a-style mixing of each, then the high bits folded into the
+// low ones the table's mask keeps).
+inline std::size_t hash_fields(std::initializer_list<std::uint64_t> fields) {
+  std::uint64_t h = 0;
+  for (const std::uint64_t x : fields) h = (h ^ x) * 0x100000001b3ULL;
+  return static_cast<std::size_t>(h ^ (h >> 29));
+}
 
 template <class Key, class Hash>
 class GroupIndex {
