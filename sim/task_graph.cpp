@@ -45,8 +45,6 @@ const char* name_of(TaskKind k) {
   }
 }
 
-bool is_communication(TaskKind k) { return k == TaskKind::collective || k == TaskKind::p2p; }
-
 TaskGraph::TaskGraph(std::uint32_t ranks) : ranks_(ranks) {}
 
 TaskId TaskGraph::add(Task t) {

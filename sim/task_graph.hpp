@@ -64,7 +64,7 @@ inline constexpr std::size_t kLinkClasses = static_cast<std::size_t>(LinkClass::
 const char* name_of(StreamKind s);
 const char* name_of(PhaseTag p);
 const char* name_of(TaskKind k);
-bool is_communication(TaskKind k);
+inline bool is_communication(TaskKind k) { return k == TaskKind::collective || k == TaskKind::p2p; }
 
 using TaskId = std::uint32_t;
 inline constexpr TaskId kNoTask = 0xffffffffu;          // "no such task" (no dependency, no cause)
