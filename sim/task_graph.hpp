@@ -94,8 +94,18 @@ class TaskGraph {
   explicit TaskGraph(std::uint32_t ranks);
   void reserve(std::size_t tasks);
 
-  TaskId add(Task t);
-  void depend(TaskId before, TaskId after);  // `after` starts only once `before` finished
+  // Both inline: the step builder calls them several times per task.
+  TaskId add(Task t) {
+    const auto id = static_cast<TaskId>(tasks_.size());
+    tasks_.push_back(t);
+    dag_.reset();
+    return id;
+  }
+  void depend(TaskId before, TaskId after) {  // `after` starts only once `before` finished
+    if (before == kNoTask || after == kNoTask) return;
+    edges_.emplace_back(before, after);
+    dag_.reset();
+  }
   // Builds the Boost.Graph adjacency list from the recorded edges in one pass (far cheaper
   // than growing it edge by edge). dag() does it on first use too.
   void finalize() const;
