@@ -26,7 +26,7 @@ struct Unit {               // one running thing: a task, or a collective's memb
 // de-duplicated by epoch stamps (the event's number), not by sorting.
 class Engine {
  public:
-  Engine(const TaskGraph& g, const ResourceSharing& sharing) : graph_(g), sharing_(sharing) {
+  Engine(const TaskGraph& g, const ResourceSharing& sharing) : graph_(g), dag_(g.dag()), sharing_(sharing) {
     const std::size_t n = g.size();
     result_.start.assign(n, 0);
     result_.finish.assign(n, 0);
@@ -47,8 +47,8 @@ class Engine {
       last[slot] = id;
     }
     for (TaskId id = 0; id < n; ++id) {
-      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(id), g.dag()); e != end; ++e)
-        ++pending_[boost::target(*e, g.dag())];
+      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(id), dag_); e != end; ++e)
+        ++pending_[boost::target(*e, dag_)];
     }
     // Members of each collective group, grouped by a counting sort (offsets into one array).
     group_first_.assign(static_cast<std::size_t>(g.groups()) + 1, 0);
@@ -174,10 +174,9 @@ class Engine {
       list.erase(std::find(list.begin(), list.end(), uid));
       mix_[rank].add(u.demand, -1);
     }
-    const DagStorage& dag = graph_.dag();
     for (TaskId m : members(u)) {
-      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(m), dag); e != end; ++e)
-        release(static_cast<TaskId>(boost::target(*e, dag)), m);
+      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(m), dag_); e != end; ++e)
+        release(static_cast<TaskId>(boost::target(*e, dag_)), m);
       if (stream_next_[m] != kNoTask) release(stream_next_[m], m);
     }
   }
@@ -224,6 +223,7 @@ class Engine {
   }
 
   const TaskGraph& graph_;
+  const DagStorage& dag_;  // the graph's edges, looked up once (TaskGraph::dag() is out of line)
   const ResourceSharing& sharing_;
   ReplayResult result_;
   std::vector<std::uint32_t> pending_;

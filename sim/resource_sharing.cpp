@@ -6,21 +6,6 @@
 
 namespace moesim {
 
-void RunningMix::add(const Demand& d, int sign) {
-  const auto step = static_cast<std::uint32_t>(sign);  // modular: +1 or -1
-  switch (d.kind) {
-    case TaskKind::compute: compute_kernels += step; break;
-    case TaskKind::memory: memory_kernels += step; break;
-    case TaskKind::collective:
-    case TaskKind::p2p:
-      transfers[static_cast<std::size_t>(d.link)] += step;
-      comm_ctas += step * d.sm_ctas;
-      comm_hbm_Bps += static_cast<std::uint64_t>(static_cast<std::int64_t>(sign)) * d.hbm_Bps;
-      break;
-    default: break;  // host time uses no GPU resource
-  }
-}
-
 Demand ResourceSharing::demand_of(const Task& t) const {
   Demand d;
   d.kind = t.kind;

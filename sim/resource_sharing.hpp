@@ -33,9 +33,24 @@ struct RunningMix {
   std::uint32_t comm_ctas = 0;                          // SMs held by the running NCCL CTAs
   std::uint64_t comm_hbm_Bps = 0;                       // HBM traffic of the running communication
 
-  void add(const Demand& d, int sign);
+  void add(const Demand& d, int sign);  // inline below: the engine calls it twice per task
   bool operator==(const RunningMix&) const = default;
 };
+
+inline void RunningMix::add(const Demand& d, int sign) {
+  const auto step = static_cast<std::uint32_t>(sign);  // modular: +1 or -1
+  switch (d.kind) {
+    case TaskKind::compute: compute_kernels += step; break;
+    case TaskKind::memory: memory_kernels += step; break;
+    case TaskKind::collective:
+    case TaskKind::p2p:
+      transfers[static_cast<std::size_t>(d.link)] += step;
+      comm_ctas += step * d.sm_ctas;
+      comm_hbm_Bps += static_cast<std::uint64_t>(static_cast<std::int64_t>(sign)) * d.hbm_Bps;
+      break;
+    default: break;  // host time uses no GPU resource
+  }
+}
 
 class ResourceSharing {
  public:

@@ -129,9 +129,7 @@ TaskId StepEmitter::collective(const TaskPlace& at, const CollectiveCall& call, 
   if (step_.ranks.size() == 1) {
     group = step_.graph.new_group();
   } else {
-    auto [it, fresh] = collective_groups_.try_emplace(key, 0u);
-    if (fresh) it->second = step_.graph.new_group();
-    group = it->second;
+    group = collective_groups_.find_or_add(key, [&] { return step_.graph.new_group(); });
   }
   const CommCost& cost = call.communicator == Communicator::ep_mp
                              ? priced_ep_transfer(call.bytes)
@@ -142,12 +140,11 @@ TaskId StepEmitter::collective(const TaskPlace& at, const CollectiveCall& call, 
 }
 
 TaskId StepEmitter::transfer(std::uint32_t rank, const TransferKey& key, double bytes, TaskId after) {
-  auto [group, fresh] = transfer_groups_.try_emplace(key, 0u);
-  if (fresh) group->second = step_.graph.new_group();
+  const std::uint32_t group = transfer_groups_.find_or_add(key, [&] { return step_.graph.new_group(); });
   const CommCost& cost =
       priced(CollectiveKind::send_recv, bytes, communicator_shape(plan_, Communicator::pp_neighbours));
   Task t = communication({rank, StreamKind::comm_pp, PhaseTag::pp_p2p, key.microbatch, -1}, TaskKind::p2p,
-                         CollectiveKind::send_recv, cost, group->second);
+                         CollectiveKind::send_recv, cost, group);
   t.label = key.gradients ? "activation grads p2p" : "activations p2p";
   return add(t, after);
 }

@@ -7,11 +7,11 @@
 #include <cstdint>
 #include <map>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "models/costs/cost_book.hpp"
 #include "models/plan/rank_layout.hpp"
+#include "sim/group_index.hpp"
 #include "sim/step_builder.hpp"
 #include "sim/task_graph.hpp"
 
@@ -50,12 +50,10 @@ struct CollectiveKey {
 // Groups are matched by hash: one lookup per member instead of a tree walk of field compares.
 struct CollectiveKeyHash {
   std::size_t operator()(const CollectiveKey& k) const noexcept {
-    std::uint64_t h = static_cast<std::uint64_t>(k.communicator);
-    for (const std::uint64_t x : {static_cast<std::uint64_t>(k.stage), static_cast<std::uint64_t>(k.instance),
-                                  static_cast<std::uint64_t>(k.purpose), static_cast<std::uint64_t>(k.microbatch),
-                                  static_cast<std::uint64_t>(k.unit), static_cast<std::uint64_t>(k.bucket)})
-      h = (h ^ x) * 0x100000001b3ULL;  // FNV-1a-style mixing of each field
-    return static_cast<std::size_t>(h ^ (h >> 29));
+    return hash_fields({static_cast<std::uint64_t>(k.communicator), static_cast<std::uint64_t>(k.stage),
+                        static_cast<std::uint64_t>(k.instance), static_cast<std::uint64_t>(k.purpose),
+                        static_cast<std::uint64_t>(k.microbatch), static_cast<std::uint64_t>(k.unit),
+                        static_cast<std::uint64_t>(k.bucket)});
   }
 };
 
@@ -68,6 +66,14 @@ struct TransferKey {
   std::int32_t chunk = 0;  // the model chunk both sides name the transfer by
   bool gradients = false;  // backward: activation gradients
   auto operator<=>(const TransferKey&) const = default;
+};
+
+struct TransferKeyHash {
+  std::size_t operator()(const TransferKey& k) const noexcept {
+    return hash_fields({static_cast<std::uint64_t>(k.from_stage), static_cast<std::uint64_t>(k.to_stage),
+                        static_cast<std::uint64_t>(k.dp), static_cast<std::uint64_t>(k.microbatch),
+                        static_cast<std::uint64_t>(k.chunk), static_cast<std::uint64_t>(k.gradients)});
+  }
 };
 
 // Where a task runs and what it belongs to.
@@ -131,8 +137,8 @@ class StepEmitter {
   const CostBook& costs_;
   BuiltStep& step_;
   std::vector<TaskId> stream_tails_;  // [rank][stream]: the last task added to each stream
-  std::unordered_map<CollectiveKey, std::uint32_t, CollectiveKeyHash> collective_groups_;
-  std::map<TransferKey, std::uint32_t> transfer_groups_;
+  GroupIndex<CollectiveKey, CollectiveKeyHash> collective_groups_;
+  GroupIndex<TransferKey, TransferKeyHash> transfer_groups_;
   std::map<std::tuple<CollectiveKind, double, std::int64_t, std::int64_t>, CommCost> prices_;
   std::map<double, CommCost> ep_prices_;  // by bytes: the EP-MP group and transport are the plan's
 };

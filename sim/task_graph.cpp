@@ -45,22 +45,7 @@ const char* name_of(TaskKind k) {
   }
 }
 
-bool is_communication(TaskKind k) { return k == TaskKind::collective || k == TaskKind::p2p; }
-
 TaskGraph::TaskGraph(std::uint32_t ranks) : ranks_(ranks) {}
-
-TaskId TaskGraph::add(Task t) {
-  const auto id = static_cast<TaskId>(tasks_.size());
-  tasks_.push_back(t);
-  dag_.reset();
-  return id;
-}
-
-void TaskGraph::depend(TaskId before, TaskId after) {
-  if (before == kNoTask || after == kNoTask) return;
-  edges_.emplace_back(before, after);
-  dag_.reset();
-}
 
 std::uint32_t TaskGraph::new_group() { return groups_++; }
 

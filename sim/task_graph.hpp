@@ -64,7 +64,7 @@ inline constexpr std::size_t kLinkClasses = static_cast<std::size_t>(LinkClass::
 const char* name_of(StreamKind s);
 const char* name_of(PhaseTag p);
 const char* name_of(TaskKind k);
-bool is_communication(TaskKind k);
+inline bool is_communication(TaskKind k) { return k == TaskKind::collective || k == TaskKind::p2p; }
 
 using TaskId = std::uint32_t;
 inline constexpr TaskId kNoTask = 0xffffffffu;          // "no such task" (no dependency, no cause)
@@ -94,8 +94,18 @@ class TaskGraph {
   explicit TaskGraph(std::uint32_t ranks);
   void reserve(std::size_t tasks);
 
-  TaskId add(Task t);
-  void depend(TaskId before, TaskId after);  // `after` starts only once `before` finished
+  // Both inline: the step builder calls them several times per task.
+  TaskId add(Task t) {
+    const auto id = static_cast<TaskId>(tasks_.size());
+    tasks_.push_back(t);
+    dag_.reset();
+    return id;
+  }
+  void depend(TaskId before, TaskId after) {  // `after` starts only once `before` finished
+    if (before == kNoTask || after == kNoTask) return;
+    edges_.emplace_back(before, after);
+    dag_.reset();
+  }
   // Builds the Boost.Graph adjacency list from the recorded edges in one pass (far cheaper
   // than growing it edge by edge). dag() does it on first use too.
   void finalize() const;
