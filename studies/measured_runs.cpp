@@ -61,10 +61,11 @@ std::string read_flop_convention(const JsonReader& m) {
                       "): conventions count attention and the LM head differently");
   }
   const std::string name = m.string("flop_convention");
-  const auto names = flop_conventions().names();
-  if (std::find(names.begin(), names.end(), name) == names.end())
-    m.fail("flop_convention",
-           "unknown FLOP convention \"" + name + "\"" + did_you_mean(name, names, "valid: " + comma_joined(names)));
+  try {
+    (void)flop_conventions().get(name);  // the registry's own error: the name, a suggestion, the valid ones
+  } catch (const UnknownNameError& e) {
+    m.fail("flop_convention", e.what());
+  }
   return name;
 }
 

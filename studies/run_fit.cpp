@@ -6,6 +6,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "models/common/suggest.hpp"
 #include "models/input/sweep_spec.hpp"
 #include "studies/bounded_least_squares.hpp"
 
@@ -85,19 +86,18 @@ std::string number(double v) {
   return os.str();
 }
 
+// The set's values in order, joined as every other list in an error or warning is.
 template <typename T>
 std::string listed(const std::set<T>& values) {
-  std::string out;
+  std::vector<std::string> words;
   for (const auto& v : values) {
-    std::string text;
     if constexpr (std::is_same_v<T, std::string>) {
-      text = v;
+      words.push_back(v);
     } else {
-      text = std::to_string(v);
+      words.push_back(std::to_string(v));
     }
-    out += (out.empty() ? "" : ", ") + text;
   }
-  return out;
+  return comma_joined(words);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <regex>
 #include <sstream>
 
+#include "calibrate/fit/measurements.hpp"
 #include "models/common/errors.hpp"
 #include "models/common/json_file.hpp"
 #include "models/common/suggest.hpp"
@@ -106,9 +107,7 @@ std::optional<double> median_of(const std::vector<StepRecord>& steps, std::optio
     if (s.*field) v.push_back(*(s.*field));
   }
   if (v.empty()) return std::nullopt;
-  std::sort(v.begin(), v.end());
-  const std::size_t mid = v.size() / 2;
-  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+  return fit::median_of(std::move(v));  // the measurement reader's median (middle pair averaged)
 }
 
 std::optional<double> largest_of(const std::vector<StepRecord>& steps, std::optional<double> StepRecord::*field) {
