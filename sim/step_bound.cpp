@@ -107,7 +107,7 @@ class BoundBuilder {
     const bool moe = arch_.is_moe_layer(layer);
     const ShardRows shard = moe ? shard_expert_rows(arch_, plan_, tokens_, layer, ep_mp) : ShardRows{};
     const LayerWork& w = work_.get(layer, shard.rows);
-    const double selective = plan_.recompute == Recompute::selective ? w.selective_recompute : 0.0;
+    const double selective = w.partial_recompute;
     ChunkTimes t;
     if (!w.moe) {
       t.fwd = w.pre.fwd;

@@ -202,7 +202,7 @@ class StepBuilder {
     }
     const LayerWork& w = st.layers[static_cast<std::size_t>(u)];
     if (plan_.recompute == Recompute::full) forward_unit(r, u, mb, PhaseTag::recompute, cursor);
-    const double selective = plan_.recompute == Recompute::selective ? w.selective_recompute : 0.0;
+    const double selective = w.partial_recompute;
     if (!w.moe) {
       cursor = emit_.kernel(at, TaskKind::compute, w.pre.bwd + selective, "block backward", cursor);
       return;

@@ -92,8 +92,17 @@ LayerWork layer_work(const Architecture& a, const ParallelPlan& plan, const Cost
     const double h = dbl(a.dense_hidden);
     const Format mlp_f = format_of(plan, LinearClass::dense_mlp);
     w.pre = add(w.pre, add(linear(c, mlp_f, T, d, 2 * h), linear(c, mlp_f, T, h, d)));
-    w.pre = add(w.pre, elementwise(c, T * e * (2 * d + 3 * h + 3 * d)));
-    w.selective_recompute = c.memory(T * e * 3 * h, MemoryKernel::elementwise);
+    const double mlp_elem = T * e * (2 * d + 3 * h + 3 * d);
+    w.pre = add(w.pre, elementwise(c, mlp_elem));
+    if (plan.recompute == Recompute::selective)
+      w.partial_recompute = c.memory(T * e * 3 * h, MemoryKernel::elementwise);
+    if (plan.recompute == Recompute::selective_op) {
+      // The even-numbered matmuls (wk, wo, w3; activations.hpp) and the memory-bound kernels run
+      // again; the saved flash-attention output spares its forward.
+      w.partial_recompute = linear(c, attn_f, T, d, kv).fwd + linear(c, attn_f, T, q, d).fwd +
+                            linear(c, mlp_f, T, d, h).fwd + elementwise(c, attn_elem).fwd +
+                            elementwise(c, mlp_elem).fwd;
+    }
     return w;
   }
   const MoeSpec& m = *a.moe;
@@ -133,7 +142,8 @@ LayerWork layer_work(const Architecture& a, const ParallelPlan& plan, const Cost
   w.dispatch_bytes = dispatch == GemmPrecision::bf16
                          ? w.a2a_bytes
                          : std::max(T * K, routed) * d * quantized_bytes_per_element(dispatch);
-  w.selective_recompute = c.memory(routed * e * 3 * he + T * e * 3 * hs, MemoryKernel::elementwise);
+  if (plan.recompute == Recompute::selective)  // selective_op is refused for MoE blocks (parallel_plan.cpp)
+    w.partial_recompute = c.memory(routed * e * 3 * he + T * e * 3 * hs, MemoryKernel::elementwise);
   return w;
 }
 

@@ -40,13 +40,16 @@ PassTimes grouped(const CostBook& c, Format f, const std::vector<double>& rows, 
 
 struct LayerWork {
   bool moe = false;
-  PassTimes pre;                   // attention block (+ dense MLP, or + norm/router/permute before dispatch)
-  PassTimes experts;               // routed-expert grouped GEMMs on this rank's rows
-  PassTimes post;                  // unpermute / combine weighting / residual
-  PassTimes shared;                // shared experts (side stream)
-  double a2a_bytes = 0;            // all_to_all send buffer per rank: combine (= BF16 dispatch, every backward)
-  double dispatch_bytes = 0;       // the forward dispatch's (smaller when precision.ep_dispatch is FP8)
-  double selective_recompute = 0;  // SwiGLU products recomputed in backward (selective)
+  PassTimes pre;              // attention block (+ dense MLP, or + norm/router/permute before dispatch)
+  PassTimes experts;          // routed-expert grouped GEMMs on this rank's rows
+  PassTimes post;             // unpermute / combine weighting / residual
+  PassTimes shared;           // shared experts (side stream)
+  double a2a_bytes = 0;       // all_to_all send buffer per rank: combine (= BF16 dispatch, every backward)
+  double dispatch_bytes = 0;  // the forward dispatch's (smaller when precision.ep_dispatch is FP8)
+  // Kernels the plan's partial recompute adds to the block's backward: the SwiGLU products
+  // (selective), or what torchtitan's op-level checkpointing does not keep (selective_op: the k and
+  // out projections, w3 and every memory-bound kernel of the forward); zero otherwise.
+  double partial_recompute = 0;
 };
 
 // Embedding (first stage) and final norm + LM head + loss (last stage). The embedding lookup and

@@ -1,6 +1,7 @@
 #include "models/memory/activations.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "models/common/units.hpp"
 
@@ -24,8 +25,25 @@ RoutedRows routed_rows_per_token(const Architecture& a, const ParallelPlan& plan
   return r;
 }
 
-BlockActivations saved_per_token(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,
-                                 const RoutedRows& routed) {
+namespace {
+
+// torchtitan's op-level checkpointing of a dense block (see the header): the block input, the
+// flash-attention outputs and the outputs of the odd-numbered matmuls in call order.
+BlockActivations op_checkpointed(const Architecture& a, double e) {
+  const double d = dbl(a.d_model), q = dbl(a.attn_dim()), kv = dbl(a.kv_dim()), h = dbl(a.dense_hidden);
+  // Output widths of the block's matmuls in call order: wq, wk, wv, wo, then w1, w3, w2.
+  constexpr std::size_t kAttentionMatmuls = 4;
+  const double widths[] = {q, kv, kv, d, h, h, d};
+  BlockActivations b;
+  b.attention = e * d + e * q + kFp32 * dbl(a.attention.num_heads);  // input, attention output, LSE
+  for (std::size_t i = 0; i < std::size(widths); i += 2) {           // the 1st, 3rd, ... matmul
+    (i < kAttentionMatmuls ? b.attention : b.mlp) += e * widths[i];
+  }
+  return b;
+}
+
+BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,
+                                             const RoutedRows& routed) {
   const double e = bytes_of(plan.precision.compute);
   const double d = dbl(a.d_model), q = dbl(a.attn_dim()), kv = dbl(a.kv_dim());
   BlockActivations b;
@@ -49,6 +67,33 @@ BlockActivations saved_per_token(const Architecture& a, std::int64_t layer, cons
     b.mlp = e * d + e * d + e * 2 * h + (recompute_swiglu ? 0.0 : e * h);
   }
   return b;
+}
+
+}  // namespace
+
+BlockActivations saved_per_token(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,
+                                 const RoutedRows& routed) {
+  const double e = bytes_of(plan.precision.compute);
+  switch (plan.recompute) {
+    case Recompute::full: return {e * dbl(a.d_model), 0.0};
+    case Recompute::selective_op: return op_checkpointed(a, e);
+    case Recompute::none:
+    case Recompute::selective: break;
+  }
+  return saved_without_checkpointing(a, layer, plan, routed);
+}
+
+double recomputed_per_token(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,
+                            const RoutedRows& routed) {
+  switch (plan.recompute) {
+    case Recompute::full: return saved_without_checkpointing(a, layer, plan, routed).total();
+    case Recompute::selective_op:
+      return saved_without_checkpointing(a, layer, plan, routed).total() -
+             op_checkpointed(a, bytes_of(plan.precision.compute)).total();
+    case Recompute::none:
+    case Recompute::selective: break;
+  }
+  return 0.0;
 }
 
 double backward_working_per_token(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,

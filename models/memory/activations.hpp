@@ -28,9 +28,21 @@ struct RoutedRows {
 // buffers by their own capacity (rows beyond it are tail-dropped).
 RoutedRows routed_rows_per_token(const Architecture& arch, const ParallelPlan& plan, double load_factor);
 
-// Saved for backward without recompute (or, for selective, with SwiGLU products recomputed).
+// What a block keeps from its forward to its backward under plan.recompute: everything (none);
+// all but the SwiGLU products (selective); the block input (full); or, for selective_op,
+// torchtitan's op-level selective checkpointing of a dense block
+// (torchtitan/distributed/activation_checkpoint.py, _apply_op_sac): the block input, the outputs of
+// the flash-attention op (output and FP32 log-sum-exp) and of every odd-numbered aten.mm in the
+// block's call order (its counter starts afresh in each block's forward; Llama's separate q, k, v
+// projections then w1, w3, w2 make that q, v, w1 and w2); everything else is recomputed.
 BlockActivations saved_per_token(const Architecture& arch, std::int64_t layer, const ParallelPlan& plan,
                                  const RoutedRows& rows);
+
+// What the block's backward rebuilds before it runs (full and selective_op recompute), per token:
+// alive with the saved part while the block's backward runs. Zero otherwise (selective recomputes
+// its SwiGLU products one at a time).
+double recomputed_per_token(const Architecture& arch, std::int64_t layer, const ParallelPlan& plan,
+                            const RoutedRows& rows);
 
 // Largest activation-gradient working set inside one block's backward, per token.
 double backward_working_per_token(const Architecture& arch, std::int64_t layer, const ParallelPlan& plan,

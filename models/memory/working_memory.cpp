@@ -165,7 +165,6 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
   const StageView v = view_of(a, plan, tensors, stage);
   const double T = dbl(plan.microbatch_sequences * a.sequence_length);
   const double e = bytes_of(plan.precision.compute);
-  const bool full_recompute = plan.recompute == Recompute::full;
   const bool fsdp = plan.design == Design::fsdp;
 
   std::vector<std::int64_t> moe_layers;
@@ -182,7 +181,7 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
   std::vector<std::size_t> chunk_of(v.layers.size());
   for (std::size_t i = 0; i < v.layers.size(); ++i) {
     const auto l = v.layers[i];
-    saved[i] = T * (full_recompute ? e * dbl(a.d_model) : saved_per_token(a, l, plan, routed).total());
+    saved[i] = T * saved_per_token(a, l, plan, routed).total();
     chunk_of[i] = std::min(static_cast<std::size_t>(v.places[static_cast<std::size_t>(l + 1)].chunk), chunks - 1);
     chunk_saved[chunk_of[i]] += saved[i];
   }
@@ -257,10 +256,11 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
         p.items.push_back({"saved activations", MemClass::activations, older + still_saved,
                            mb + " (backward of layer " + std::to_string(l) + ")"});
         double grads = T * backward_working_per_token(a, l, plan, routed);
-        if (full_recompute) grads += T * saved_per_token(a, l, plan, routed).total();
+        const double rebuilt = recomputed_per_token(a, l, plan, routed);
+        grads += T * rebuilt;
         p.items.push_back(
             {"activation gradients", MemClass::activation_grads, grads,
-             "residual grad in/out + widest internal grad" + std::string(full_recompute ? " + recomputed block" : "")});
+             "residual grad in/out + widest internal grad" + std::string(rebuilt > 0 ? " + recomputed block" : "")});
         if (fsdp) {
           const double unit = v.unit_numel.count(l) ? v.unit_numel.at(l) : 0.0;
           p.items.push_back({"gathered units (current + prefetch)", MemClass::fsdp_materialized, materialized,

@@ -19,7 +19,10 @@ struct Architecture;
 enum class Design { fsdp, ddp };
 enum class OptimizerKind { adamw, muon, sgd };
 enum class ShardLayout { per_tensor, concat_then_shard, same_param_count };
-enum class Recompute { none, full, selective };
+// Activation recomputation: none; full (each block keeps its input and runs its forward again
+// before its backward); selective (Korthikanti et al. 2022: the SwiGLU products are recomputed);
+// selective_op (torchtitan's op-level selective checkpointing, dense blocks: see activations.hpp).
+enum class Recompute { none, full, selective, selective_op };
 enum class LossImpl { standard, fused };
 enum class PipelineSchedule { one_f_one_b, interleaved_1f1b };
 enum class GradSync { all_reduce, reduce_scatter };

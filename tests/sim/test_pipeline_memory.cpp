@@ -102,7 +102,7 @@ TEST_CASE("EP buffers per implementation: per-layer NCCL staging or per-block sy
 
 TEST_CASE("Published measured memory outside the seed: every record within its tolerance", "[validation]") {
   const ValidationReport report = validate_dataset(test::source_path("scenarios/validation/memory.json"));
-  REQUIRE(report.records.size() >= 2);
+  REQUIRE(report.records.size() >= 3);  // SimuMax (two Megatron-LM runs) and torchtitan
   for (const auto& r : report.records) {
     INFO(r.id);
     CHECK(r.error.empty());
