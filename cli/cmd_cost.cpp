@@ -84,7 +84,7 @@ std::string or_default(const std::string& name, std::string_view fallback) {
 
 struct CollectiveArgs {
   Common c;
-  std::string kind = "all_reduce", bytes, algorithm;
+  std::string kind = "all_reduce", bytes, algorithm, pxn = "profile";
   int ranks = 0, ranks_per_node = 0;
 };
 
@@ -97,6 +97,7 @@ int run_collective(const CollectiveArgs& a) {
   req.ranks = a.ranks;
   req.ranks_per_node = a.ranks_per_node;
   req.algorithm = a.algorithm;
+  req.pxn = parse_pxn_choice(a.pxn);
   CollectiveQuote quote{hw.name, std::string(model.name()), req, model.cost(hw, req), {}};
   for (const auto& alg : model.algorithms(hw, req)) {
     CollectiveRequest forced = req;
@@ -109,7 +110,7 @@ int run_collective(const CollectiveArgs& a) {
 
 struct EpArgs {
   Common c;
-  std::string bytes;
+  std::string bytes, pxn = "profile";
   int ranks = 0, ranks_per_node = 0;
   double top_k = 0, experts = 0;
 };
@@ -120,18 +121,15 @@ int run_ep(const EpArgs& a) {
   const CollectiveModel& collectives = collective_models().get(or_default(a.c.model, kDefaultCollectiveModel));
   EpTransferQuote quote;
   quote.profile = hw.name;
-  quote.request = {parse_size(a.bytes, "--bytes"), a.ranks, a.ranks_per_node, a.top_k, a.experts};
+  quote.request = {parse_size(a.bytes, "--bytes"), a.ranks, a.ranks_per_node, a.top_k, a.experts,
+                   parse_pxn_choice(a.pxn)};
   if (a.top_k > a.experts) throw InputError("moesim cost ep", "--top-k", "exceeds --experts; allowed: 1..experts");
   for (const EpTransport t : all_ep_transports()) {
     const EpTransportModel& model = ep_transport_model(t);
     EpTransferQuote::Row row;
     row.transport = name_of(t);
     try {
-      const EpTransferCost c = model.cost(hw, collectives, quote.request);
-      row.time_s = c.time_s;
-      row.nvlink_bytes = c.nvlink_bytes;
-      row.nic_bytes = c.nic_bytes;
-      row.ctas = c.ctas;
+      row.cost = model.cost(hw, collectives, quote.request);
       row.fuses_permutation = model.fuses_permutation();
     } catch (const InputError& e) {
       row.unavailable = "not in this profile (" + e.path() + ")";
@@ -288,6 +286,10 @@ Runner add_cost_command(CLI::App& app) {
   c->add_option("--ranks-per-node", col->ranks_per_node, "group ranks per NVLink domain (default: fill domains)")
       ->check(CLI::PositiveNumber);
   c->add_option("--algorithm", col->algorithm, "force ring, tree, nvls, nvls_tree, hierarchical or p2p");
+  c->add_option(
+       "--pxn", col->pxn,
+       "NCCL PXN relay for cross-rail all-to-all rows: profile (the profile's interconnect.inter_node.pxn), on, off")
+      ->check(CLI::IsMember({"profile", "on", "off"}));
 
   auto ep = std::make_shared<EpArgs>();
   auto* e = add_sub(cost, "ep", "one EP dispatch or combine by every transport: time, bytes per link, SMs", ep->c);
@@ -297,6 +299,10 @@ Runner add_cost_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   e->add_option("--top-k", ep->top_k, "routed experts per token")->required()->check(CLI::PositiveNumber);
   e->add_option("--experts", ep->experts, "routed experts of the layer")->required()->check(CLI::PositiveNumber);
+  e->add_option(
+       "--pxn", ep->pxn,
+       "NCCL PXN relay for cross-rail all-to-all rows: profile (the profile's interconnect.inter_node.pxn), on, off")
+      ->check(CLI::IsMember({"profile", "on", "off"}));
 
   auto gemm = std::make_shared<GemmArgs>();
   auto* g = add_sub(cost, "gemm", "dense BF16 GEMM [M,K] x [K,N]", gemm->c);

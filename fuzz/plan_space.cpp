@@ -73,6 +73,8 @@ std::vector<std::string> plan_space_overrides(std::string_view data) {
   s.push_back(set("plan.optimizer.weight_rebuild", in.pick<const char*>({"coalesced_copy", "in_place"})));
   s.push_back(
       set("plan.optimizer.layout", in.pick<const char*>({"per_tensor", "concat_then_shard", "same_param_count"})));
+  // Drawn last, so that the draws above stay as the corpus's inputs were written for them.
+  s.push_back(set("plan.expert_parallel.pxn", in.pick<const char*>({"true", "false"})));
   return s;
 }
 

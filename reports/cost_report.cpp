@@ -44,6 +44,19 @@ std::string kernel_line(const std::string& label, const KernelTime& t) {
   return s + "\n";
 }
 
+namespace {
+// " (NVLink includes 1.2 GiB PXN relay)" when the NVLink bytes include relayed rows.
+std::string relay_text(double relay_bytes) {
+  return relay_bytes > 0 ? " (NVLink includes " + bytes_text(relay_bytes) + " PXN relay)" : "";
+}
+// "; 24 network messages, per-peer latency 74.4 us" when the rank posts network sends.
+std::string peers_text(int messages, double peer_latency_s) {
+  if (messages == 0) return "";
+  return "; " + std::to_string(messages) + " network message" + (messages > 1 ? "s" : "") + ", per-peer latency " +
+         time_text(peer_latency_s);
+}
+}  // namespace
+
 std::string collective_text(const CollectiveQuote& q) {
   std::ostringstream text;
   text << name_of(q.request.kind) << " of " << bytes_text(q.request.bytes) << " over " << q.request.ranks << " ranks ("
@@ -53,7 +66,8 @@ std::string collective_text(const CollectiveQuote& q) {
     text << (c.algorithm == q.best.algorithm ? "* " : "  ") << c.algorithm << ": time " << time_text(c.time_s)
          << " (latency " << time_text(c.latency_s) << "), algbw " << significant(c.algbw_GBps) << " GB/s, busbw "
          << significant(c.busbw_GBps) << " GB/s, per rank " << bytes_text(c.nvlink_bytes_per_rank) << " NVLink + "
-         << bytes_text(c.nic_bytes_per_rank) << " NIC\n";
+         << bytes_text(c.nic_bytes_per_rank) << " NIC" << relay_text(c.nvlink_relay_bytes_per_rank)
+         << peers_text(c.network_messages, c.peer_latency_s) << "\n";
   }
   if (q.request.ranks == 1) text << "  group of one: nothing to communicate, time 0\n";
   return text.str();
@@ -63,15 +77,19 @@ std::string ep_transfer_text(const EpTransferQuote& q) {
   std::ostringstream text;
   const EpTransferRequest& r = q.request;
   text << "EP dispatch or combine of " << bytes_text(r.bytes) << " of routed rows (top-" << significant(r.top_k)
-       << " of " << significant(r.experts) << " experts) over " << r.ranks << " ranks on " << q.profile << "\n";
+       << " of " << significant(r.experts) << " experts) over " << r.ranks << " ranks on " << q.profile << ", PXN "
+       << (r.pxn == PxnChoice::profile ? "as in the profile" : name_of(r.pxn)) << "\n";
   for (const auto& row : q.rows) {
     text << "  " << row.transport << ": ";
     if (!row.unavailable.empty()) {
       text << row.unavailable << "\n";
       continue;
     }
-    text << "time " << time_text(row.time_s) << ", per rank " << bytes_text(row.nvlink_bytes) << " NVLink + "
-         << bytes_text(row.nic_bytes) << " NIC, " << row.ctas << " SMs"
+    const EpTransferCost& c = row.cost;
+    text << "time " << time_text(c.time_s) << " (latency " << time_text(c.latency_s)
+         << peers_text(c.network_messages, c.peer_latency_s) << "), per rank " << bytes_text(c.nvlink_bytes)
+         << " NVLink + " << bytes_text(c.nic_bytes) << " NIC" << relay_text(c.nvlink_relay_bytes) << ", " << c.ctas
+         << " SMs"
          << (row.fuses_permutation ? ", no permutation kernels" : ", permute + unpermute kernels in the layer") << "\n";
   }
   return text.str();
@@ -84,10 +102,15 @@ nlohmann::json ep_transfer_json(const EpTransferQuote& q) {
     if (!row.unavailable.empty()) {
       j["unavailable"] = row.unavailable;
     } else {
-      j.update({{"time_us", row.time_s * 1e6},
-                {"nvlink_bytes_per_rank", row.nvlink_bytes},
-                {"nic_bytes_per_rank", row.nic_bytes},
-                {"sms", row.ctas},
+      const EpTransferCost& c = row.cost;
+      j.update({{"time_us", c.time_s * 1e6},
+                {"nvlink_bytes_per_rank", c.nvlink_bytes},
+                {"nic_bytes_per_rank", c.nic_bytes},
+                {"nvlink_relay_bytes_per_rank", c.nvlink_relay_bytes},
+                {"latency_us", c.latency_s * 1e6},
+                {"per_peer_latency_us", c.peer_latency_s * 1e6},
+                {"network_messages", c.network_messages},
+                {"sms", c.ctas},
                 {"fuses_permutation", row.fuses_permutation}});
     }
     rows.push_back(j);
@@ -99,7 +122,8 @@ nlohmann::json ep_transfer_json(const EpTransferQuote& q) {
             {"ranks", r.ranks},
             {"ranks_per_node", r.ranks_per_node},
             {"top_k", r.top_k},
-            {"experts", r.experts}}},
+            {"experts", r.experts},
+            {"pxn", name_of(r.pxn)}}},
           {"transports", rows}};
 }
 
@@ -117,7 +141,8 @@ nlohmann::json collective_json(const CollectiveQuote& q) {
             {"bytes", r.bytes},
             {"ranks", r.ranks},
             {"ranks_per_node", r.ranks_per_node},
-            {"algorithm", r.algorithm}}},
+            {"algorithm", r.algorithm},
+            {"pxn", name_of(r.pxn)}}},
           {"result",
            {{"algorithm", b.algorithm},
             {"time_us", b.time_s * 1e6},
@@ -127,7 +152,10 @@ nlohmann::json collective_json(const CollectiveQuote& q) {
             {"nodes", b.nodes},
             {"ranks_per_node", b.ranks_per_node},
             {"nvlink_bytes_per_rank", b.nvlink_bytes_per_rank},
-            {"nic_bytes_per_rank", b.nic_bytes_per_rank}}},
+            {"nic_bytes_per_rank", b.nic_bytes_per_rank},
+            {"nvlink_relay_bytes_per_rank", b.nvlink_relay_bytes_per_rank},
+            {"per_peer_latency_us", b.peer_latency_s * 1e6},
+            {"network_messages", b.network_messages}}},
           {"algorithms", alternatives}};
 }
 

@@ -38,10 +38,7 @@ struct EpTransferQuote {
   struct Row {
     std::string transport;
     std::string unavailable;  // why the profile cannot price it ("" when priced)
-    double time_s = 0;
-    double nvlink_bytes = 0;  // per rank
-    double nic_bytes = 0;
-    int ctas = 0;
+    EpTransferCost cost;      // per rank
     bool fuses_permutation = false;
   };
   std::string profile;

@@ -191,6 +191,8 @@ nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
   for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
     if (r.bytes_per_rank[k][0] + r.bytes_per_rank[k][1] == 0) continue;
     bytes[coll_name(k)] = {{"nvlink", r.bytes_per_rank[k][0]}, {"nic", r.bytes_per_rank[k][1]}};
+    // Written only when a PXN relay ran, so that reports without one stay as they were.
+    if (r.nvlink_relay_bytes_per_rank[k] > 0) bytes[coll_name(k)]["nvlink_relay"] = r.nvlink_relay_bytes_per_rank[k];
   }
   return {{"schema", "moesim-step/1"},
           {"scenario", sc.name},
@@ -241,6 +243,7 @@ std::string step_table(const Scenario& sc, const StepResult& r) {
   const auto& worst = r.ledger.stages[r.ledger.worst_stage];
   os << "scenario " << sc.name << "  (design " << r.design;
   if (sc.plan.ep > 1) os << ", EP transport " << name_of(sc.plan.ep_transport);
+  if (sc.plan.ep > 1 && sc.plan.ep_pxn != PxnChoice::profile) os << ", PXN " << name_of(sc.plan.ep_pxn);
   os << ", hardware " << sc.hardware.name << ", " << r.world << " GPUs)\n";
   os << "model    " << fmt("%.2f", r.params_total / 1e9) << "B total, " << fmt("%.2f", r.params_active / 1e9)
      << "B active, " << fmt("%.3f", r.flops.total / 1e9) << " GFLOP/token (" << r.flops.convention << ")\n";
@@ -263,7 +266,11 @@ std::string step_table(const Scenario& sc, const StepResult& r) {
   for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
     if (r.bytes_per_rank[k][0] + r.bytes_per_rank[k][1] == 0) continue;
     os << "  " << fmt("%10.2f GiB", r.bytes_per_rank[k][0] / kGiB) << " / "
-       << fmt("%8.2f GiB", r.bytes_per_rank[k][1] / kGiB) << "  " << coll_name(k) << "\n";
+       << fmt("%8.2f GiB", r.bytes_per_rank[k][1] / kGiB) << "  " << coll_name(k);
+    if (r.nvlink_relay_bytes_per_rank[k] > 0) {
+      os << " (NVLink includes " << fmt("%.2f GiB", r.nvlink_relay_bytes_per_rank[k] / kGiB) << " PXN relay)";
+    }
+    os << "\n";
   }
   os << "memory   peak allocated " << fmt("%.1f", worst.peak_allocated / kGiB) << " GiB (" << name_of(worst.peak_phase)
      << "), device " << fmt("%.1f", worst.device_total / kGiB) << " of " << fmt("%.1f", worst.capacity / kGiB)

@@ -11,7 +11,16 @@ Demand ResourceSharing::demand_of(const Task& t) const {
   d.kind = t.kind;
   d.link = t.link_bytes[static_cast<std::size_t>(LinkClass::nic)] > 0 ? LinkClass::nic : LinkClass::nvlink;
   d.sm_ctas = t.sm_ctas;
+  d.also_nvlink = d.link == LinkClass::nic && t.nvlink_relay_bytes > 0;
   return d;
+}
+
+double ResourceSharing::link_share(const RunningMix& mix, const Demand& demand) {
+  const auto on = [&mix](LinkClass l) {
+    return 1.0 / std::max<std::uint32_t>(mix.transfers[static_cast<std::size_t>(l)], 1);
+  };
+  const double share = on(demand.link);
+  return demand.also_nvlink ? std::min(share, on(LinkClass::nvlink)) : share;
 }
 
 namespace {
@@ -25,9 +34,7 @@ class FairShare final : public ResourceSharing {
 
   double rate(const RunningMix& mix, const Demand& demand) const override {
     if (demand.kind == TaskKind::host) return 1.0;
-    if (is_communication(demand.kind)) {
-      return 1.0 / std::max<std::uint32_t>(mix.transfers[static_cast<std::size_t>(demand.link)], 1);
-    }
+    if (is_communication(demand.kind)) return link_share(mix, demand);
     bool communication_here = false;
     for (const std::uint32_t n : mix.transfers) communication_here = communication_here || n > 0;
     const std::uint32_t kernels = mix.compute_kernels + mix.memory_kernels;
@@ -57,7 +64,7 @@ class FairShareModel final : public ResourceSharingModel {
 //   reductions the local input read too: profile interference.hbm_bytes_per_sent_byte_*), so
 //   memory-bound kernels and communication share the copy bandwidth in proportion to their
 //   demands when together they ask for more than it;
-// - links: transfers on one link share it equally;
+// - links: transfers on one link share it equally (a PXN all-to-all holds NVLink and its NIC);
 // - a collective beside a compute kernel runs slower (interference.comm_slowdown_with_compute):
 //   its CTAs wait for the SMs a full-grid GEMM holds (issue 1431) and compete for L2 and HBM.
 // A task runs at the tightest of the rates that apply to it.
@@ -95,7 +102,7 @@ class SmHbmShare final : public ResourceSharing {
       case TaskKind::memory: return std::min(1.0 / kernels, hbm_share);
       default: break;
     }
-    const double link = 1.0 / std::max<std::uint32_t>(mix.transfers[static_cast<std::size_t>(demand.link)], 1);
+    const double link = link_share(mix, demand);
     const double beside = mix.compute_kernels > 0 ? comm_beside_compute_ : 1.0;
     return std::min({link, beside, hbm_share});
   }

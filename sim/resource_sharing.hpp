@@ -20,8 +20,11 @@ namespace moesim {
 struct Demand {
   TaskKind kind = TaskKind::compute;
   LinkClass link = LinkClass::nvlink;  // communication: the link its bytes cross
-  std::uint32_t sm_ctas = 0;           // communication: SMs its NCCL CTAs hold
-  std::uint64_t hbm_Bps = 0;           // communication: HBM traffic at full rate (bytes/s)
+  // communication over the NIC that also relays rows over NVLink (NCCL PXN): it holds NVLink too,
+  // sharing it with the transfers there (the EP's own NVLink rows among them)
+  bool also_nvlink = false;
+  std::uint32_t sm_ctas = 0;  // communication: SMs its NCCL CTAs hold
+  std::uint64_t hbm_Bps = 0;  // communication: HBM traffic at full rate (bytes/s)
 };
 
 // What is running on one simulated rank, kept up to date by the engine as tasks start and end.
@@ -45,6 +48,7 @@ inline void RunningMix::add(const Demand& d, int sign) {
     case TaskKind::collective:
     case TaskKind::p2p:
       transfers[static_cast<std::size_t>(d.link)] += step;
+      if (d.also_nvlink) transfers[static_cast<std::size_t>(LinkClass::nvlink)] += step;
       comm_ctas += step * d.sm_ctas;
       comm_hbm_Bps += static_cast<std::uint64_t>(static_cast<std::int64_t>(sign)) * d.hbm_Bps;
       break;
@@ -60,6 +64,10 @@ class ResourceSharing {
   // The rate (1 = as fast as alone) of a task with `demand` on a rank running `mix`; the mix
   // includes the task itself.
   virtual double rate(const RunningMix& mix, const Demand& demand) const = 0;
+
+ protected:
+  // A transfer's equal share of the links it holds: the tightest of them.
+  static double link_share(const RunningMix& mix, const Demand& demand);
 };
 
 class ResourceSharingModel : public Registered {

@@ -86,6 +86,7 @@ EpTransferRequest ep_transfer_request(const Architecture& arch, const ParallelPl
   request.ranks_per_node = static_cast<int>(shape.ranks_per_node);
   request.top_k = arch.moe ? dbl(arch.moe->top_k) : 1.0;
   request.experts = arch.moe ? dbl(arch.moe->num_experts) : 1.0;
+  request.pxn = plan.ep_pxn;
   return request;
 }
 
@@ -113,6 +114,7 @@ Task StepEmitter::communication(const TaskPlace& at, TaskKind kind, CollectiveKi
   t.coll = coll;
   t.link_bytes[static_cast<std::size_t>(LinkClass::nvlink)] = cost.nvlink_bytes;
   t.link_bytes[static_cast<std::size_t>(LinkClass::nic)] = cost.nic_bytes;
+  t.nvlink_relay_bytes = cost.nvlink_relay_bytes;
   t.group = group;
   t.sm_ctas = static_cast<std::uint16_t>(cost.ctas);
   return t;

@@ -81,6 +81,7 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
     for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
       for (std::size_t l = 0; l < kLinkClasses; ++l)
         r.bytes_per_rank[k][l] = std::max(r.bytes_per_rank[k][l], rt.bytes[k][l]);
+      r.nvlink_relay_bytes_per_rank[k] = std::max(r.nvlink_relay_bytes_per_rank[k], rt.nvlink_relay_bytes[k]);
     }
   }
   const InFlight in_flight{measured_chunks_in_flight(sim.step, sim.replay, sc.plan.pp, sc.plan.model_chunks()),

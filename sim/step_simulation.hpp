@@ -38,6 +38,7 @@ struct StepResult {
   double idle_s = 0;                                   // pipeline bubble and waiting on the critical rank
   std::array<double, kPhases> critical_path_s{};
   std::array<std::array<double, kLinkClasses>, kCollectiveKinds> bytes_per_rank{};  // worst simulated rank
+  std::array<double, kCollectiveKinds> nvlink_relay_bytes_per_rank{};  // of bytes_per_rank[k][nvlink]: PXN relay
   std::vector<std::vector<std::int64_t>> in_flight;  // per stage and model chunk, measured from the replay
   double dropped_fraction = 0;
   std::vector<LayerRouting> routing;  // per MoE layer under skewed routing, by layer (step_builder.hpp)

@@ -83,6 +83,9 @@ struct Task {
   const char* label = "";                            // trace name (text of static lifetime)
   std::int32_t microbatch = -1;
   std::int32_t layer = -1;
+  // Of link_bytes[nvlink]: other ranks' cross-rail rows this rank relays for NCCL's PXN. A transfer
+  // with relay bytes holds NVLink as well as its NIC (resource_sharing.hpp).
+  double nvlink_relay_bytes = 0;
 };
 
 // Compressed sparse rows: the DAG is built once and only read, so two flat arrays hold it.

@@ -64,6 +64,7 @@ TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r) {
     rt.finish = std::max(rt.finish, r.finish[id]);
     if (is_communication(t.kind)) {
       for (std::size_t l = 0; l < kLinkClasses; ++l) rt.bytes[static_cast<std::size_t>(t.coll)][l] += t.link_bytes[l];
+      rt.nvlink_relay_bytes[static_cast<std::size_t>(t.coll)] += t.nvlink_relay_bytes;
     }
   }
   std::vector<RankSplit> splits;

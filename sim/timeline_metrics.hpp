@@ -23,6 +23,7 @@ struct RankTimeline {
   double idle = 0;                                   // nothing running: pipeline bubble or waiting
   double finish = 0;
   std::array<std::array<double, kLinkClasses>, kCollectiveKinds> bytes{};  // [collective kind][link class]
+  std::array<double, kCollectiveKinds> nvlink_relay_bytes{};               // of bytes[kind][nvlink]: PXN relay
 };
 
 struct TimelineMetrics {

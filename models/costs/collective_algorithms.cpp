@@ -153,6 +153,40 @@ std::optional<Estimate> hierarchical(const HardwareProfile& hw, const Group& g) 
   return e;
 }
 
+bool pxn_relays(const HardwareProfile& hw, PxnChoice choice) {
+  const auto& net = hw.interconnect.inter_node;
+  if (net.fabric.value != ScaleOutTopology::rail_optimized) return false;  // no rail to reach
+  return choice == PxnChoice::profile ? net.pxn.value : choice == PxnChoice::on;
+}
+
+namespace {
+// all_to_all across m > 1 nodes: S / n to every peer; r - 1 peers over NVLink, n - r across nodes
+// over one NIC per rank (alltoall cannot aggregate several NICs per rank: nccl-tests issue 267).
+// Of the n - r remote peers, m - 1 sit on the rank's own rail, (m - 1)(r - 1) on other rails.
+//  - PXN (NVIDIA blog "Doubling all2all Performance with NCCL 2.12"; NCCL_P2P_PXN_LEVEL=2, the
+//    default): a row for GPU j != i of node B first crosses NVLink to GPU j of the sender's node,
+//    which sends it over rail j together with its own. Per rank: NVLink + (m-1)(r-1) S/n relayed,
+//    the NIC still S(n-r)/n, now in m - 1 aggregated messages (one per remote node); one extra
+//    NVLink hop, no spine.
+//  - No PXN: each of the n - r rows goes over the rank's own rail as its own message; on a
+//    rail-optimized fabric the cross-rail ones climb to the spine (a second switch level), on a
+//    fat tree any of them may.
+void all_to_all_across_nodes(const HardwareProfile& hw, const Group& g, const Links& l, Estimate& e) {
+  const auto& net = hw.interconnect.inter_node;
+  const double share = g.bytes / g.n;
+  const bool relay = g.r > 1 && pxn_relays(hw, g.pxn);
+  e.nvlink_relay_bytes = relay ? share * (g.m - 1) * (g.r - 1) : 0;
+  e.nvlink_bytes = share * (g.r - 1) + e.nvlink_relay_bytes;
+  e.nic_bytes = share * (g.n - g.r);
+  e.network_messages = relay ? g.m - 1 : g.n - g.r;
+  e.peer_latency_s = e.network_messages * net.per_peer_latency_us.value * 1e-6;
+  const bool rail_optimized = net.fabric.value == ScaleOutTopology::rail_optimized;
+  const bool via_spine = !relay && (!rail_optimized || g.r > 1);
+  e.latency_s += l.net_hop_s + (relay ? l.nvl_hop_s : 0) + (via_spine ? net.spine_hop_latency_us.value * 1e-6 : 0) +
+                 e.peer_latency_s;
+}
+}  // namespace
+
 std::optional<Estimate> p2p(const HardwareProfile& hw, const Group& g) {
   if (g.kind != CollectiveKind::all_to_all && g.kind != CollectiveKind::send_recv) return std::nullopt;
   const auto& spec = hw.interconnect.intra_node.p2p;
@@ -160,13 +194,17 @@ std::optional<Estimate> p2p(const HardwareProfile& hw, const Group& g) {
   const Links l = links(hw);
   Estimate e;
   e.ctas = spec.ctas.value;
-  e.latency_s = base_s(spec) + (g.m > 1 ? l.net_hop_s : l.nvl_hop_s);
-  if (g.kind == CollectiveKind::all_to_all) {
-    // S / n to every peer: r-1 peers over NVLink, n-r over the rank's own rail (alltoall cannot
-    // aggregate several NICs per rank: nccl-tests issue 267).
-    e.nvlink_bytes = g.bytes * (g.r - 1) / g.n;
-    e.nic_bytes = g.bytes * (g.n - g.r) / g.n;
+  e.latency_s = base_s(spec);
+  if (g.kind == CollectiveKind::all_to_all && g.m > 1) {
+    all_to_all_across_nodes(hw, g, l, e);
     e.bandwidth_s = std::max(e.nvlink_bytes / (eff * l.nvl_Bps), e.nic_bytes / l.nic_Bps);
+    return e;
+  }
+  e.latency_s += g.m > 1 ? l.net_hop_s : l.nvl_hop_s;
+  if (g.kind == CollectiveKind::all_to_all) {
+    // One NVLink domain: S / n to each of the r - 1 peers.
+    e.nvlink_bytes = g.bytes * (g.r - 1) / g.n;
+    e.bandwidth_s = e.nvlink_bytes / (eff * l.nvl_Bps);
   } else if (g.m > 1) {
     // The slowest pair crosses nodes: its whole buffer goes over the rail.
     e.nic_bytes = g.bytes;

@@ -17,14 +17,18 @@ struct Group {
   int n = 1;
   int r = 1;
   int m = 1;
+  PxnChoice pxn = PxnChoice::profile;
 };
 
 struct Estimate {
   double latency_s = 0;
   double bandwidth_s = 0;
-  double nvlink_bytes = 0;  // sent per rank over NVLink
-  double nic_bytes = 0;     // sent per rank over its NIC rail
-  double ctas = 0;          // NCCL CTAs the algorithm runs on (one SM each), from the profile
+  double nvlink_bytes = 0;        // sent per rank over NVLink
+  double nic_bytes = 0;           // sent per rank over its NIC rail
+  double ctas = 0;                // NCCL CTAs the algorithm runs on (one SM each), from the profile
+  double nvlink_relay_bytes = 0;  // of nvlink_bytes: PXN relay of cross-rail rows (p2p all_to_all)
+  double peer_latency_s = 0;      // of latency_s: network messages x the profile's per-peer latency
+  int network_messages = 0;       // network sends one rank posts
 };
 
 // Flat NCCL ring across every rank (all_reduce, all_gather, reduce_scatter, broadcast).
@@ -38,7 +42,11 @@ std::optional<Estimate> nvls_tree(const HardwareProfile& hw, const Group& g);
 // Phased: intra-node ring phase, inter-node phase on each rail, intra-node phase
 // (all_reduce, all_gather, reduce_scatter; several domains with more than one rank each).
 std::optional<Estimate> hierarchical(const HardwareProfile& hw, const Group& g);
-// Point-to-point exchanges (all_to_all, send_recv).
+// Point-to-point exchanges (all_to_all, send_recv). Across nodes an all_to_all takes the profile's
+// scale-out fabric and NCCL's PXN relay into account (pxn_relays).
 std::optional<Estimate> p2p(const HardwareProfile& hw, const Group& g);
+// True when cross-rail all_to_all rows take NCCL's PXN relay: a rail-optimized fabric, and PXN on
+// (the request's choice, else the profile's interconnect.inter_node.pxn).
+bool pxn_relays(const HardwareProfile& hw, PxnChoice choice);
 
 }  // namespace moesim::collectives

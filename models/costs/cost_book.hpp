@@ -10,9 +10,10 @@ namespace moesim {
 
 struct CommCost {
   double time_s = 0;
-  double nvlink_bytes = 0;  // sent by one rank over NVLink
-  double nic_bytes = 0;     // sent by one rank over its NIC
-  int ctas = 0;             // NCCL CTAs the collective holds on each rank (one SM each)
+  double nvlink_bytes = 0;        // sent by one rank over NVLink
+  double nic_bytes = 0;           // sent by one rank over its NIC
+  int ctas = 0;                   // NCCL CTAs the collective holds on each rank (one SM each)
+  double nvlink_relay_bytes = 0;  // of nvlink_bytes: PXN relay of other ranks' cross-rail rows
 };
 
 class CostBook {

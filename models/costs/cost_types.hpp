@@ -28,12 +28,20 @@ std::string_view name_of(CollectiveKind k);
 CollectiveKind parse_collective_kind(std::string_view name);
 const std::vector<CollectiveKind>& all_collective_kinds();
 
+// Whether cross-node all-to-all rows bound for another rail take NCCL's PXN relay (NVLink to the
+// local GPU on the destination's rail, then that rail): the profile's interconnect.inter_node.pxn,
+// or forced by the plan (expert_parallel.pxn) or `moesim cost --pxn`.
+enum class PxnChoice : std::uint8_t { profile, on, off };
+std::string_view name_of(PxnChoice choice);
+PxnChoice parse_pxn_choice(std::string_view name);  // "profile", "on", "off"; throws UnknownNameError
+
 struct CollectiveRequest {
   CollectiveKind kind = CollectiveKind::all_reduce;
   double bytes = 0;        // nccl-tests convention above
   int ranks = 1;           // group size
   int ranks_per_node = 0;  // group ranks sharing one NVLink domain; 0: min(ranks, domain size)
   std::string algorithm;   // "" = the fastest available; else forced (error if unavailable)
+  PxnChoice pxn = PxnChoice::profile;
 };
 
 struct CollectiveCost {
@@ -44,9 +52,14 @@ struct CollectiveCost {
   double busbw_GBps = 0;             // algbw x busbw_factor
   double nvlink_bytes_per_rank = 0;  // sent by one rank over NVLink
   double nic_bytes_per_rank = 0;     // sent by one rank over its NIC rail
-  int nodes = 1;                     // NVLink domains the group spans
-  int ranks_per_node = 1;            // group ranks in each of them (as resolved)
-  int ctas = 0;                      // NCCL CTAs it runs on, each holding one SM (0: nothing runs)
+  // Of nvlink_bytes_per_rank: other ranks' cross-rail rows this rank forwards for PXN (counted
+  // once, on the NVLink leg into the relay; the relay then sends them in its NIC bytes).
+  double nvlink_relay_bytes_per_rank = 0;
+  double peer_latency_s = 0;  // of latency_s: the per-peer term (network messages x per-peer latency)
+  int network_messages = 0;   // network sends one rank posts (all_to_all: one per remote peer, or per node with PXN)
+  int nodes = 1;              // NVLink domains the group spans
+  int ranks_per_node = 1;     // group ranks in each of them (as resolved)
+  int ctas = 0;               // NCCL CTAs it runs on, each holding one SM (0: nothing runs)
 };
 
 // How an MoE layer's routed rows reach the ranks holding their experts and come back
@@ -64,12 +77,25 @@ const std::vector<EpTransport>& all_ep_transports();
 
 // One dispatch or combine of a rank's routed rows over the EP-MP group.
 struct EpTransferRequest {
-  double bytes = 0;        // the rank's routed rows (all K copies of each token) x row bytes
-  int ranks = 1;           // EP-MP group size
-  int ranks_per_node = 0;  // as in CollectiveRequest
-  double top_k = 1;        // routed copies of each token (rank- and node-level deduplication)
-  double experts = 1;      // routed experts of the layer, spread evenly over the group
+  double bytes = 0;                    // the rank's routed rows (all K copies of each token) x row bytes
+  int ranks = 1;                       // EP-MP group size
+  int ranks_per_node = 0;              // as in CollectiveRequest
+  double top_k = 1;                    // routed copies of each token (rank- and node-level deduplication)
+  double experts = 1;                  // routed experts of the layer, spread evenly over the group
+  PxnChoice pxn = PxnChoice::profile;  // the NCCL-based transports' cross-rail path
 };
+// One dispatch or combine as a transport priced it (ep_transports.hpp).
+struct EpTransferCost {
+  double time_s = 0;
+  double nvlink_bytes = 0;        // sent by one rank over NVLink
+  double nic_bytes = 0;           // sent by one rank over its NIC rail
+  int ctas = 0;                   // SMs its kernels hold on each rank
+  double nvlink_relay_bytes = 0;  // of nvlink_bytes: cross-rail rows relayed for PXN (NCCL-based transports)
+  double latency_s = 0;           // the fixed part of time_s
+  double peer_latency_s = 0;      // of latency_s: network messages x the profile's per-peer latency
+  int network_messages = 0;       // network sends one rank posts
+};
+
 // The NCCL all-to-all that moves the same rows (every routed copy).
 inline CollectiveRequest all_to_all_request(const EpTransferRequest& r) {
   CollectiveRequest c;
@@ -77,6 +103,7 @@ inline CollectiveRequest all_to_all_request(const EpTransferRequest& r) {
   c.bytes = r.bytes;
   c.ranks = r.ranks;
   c.ranks_per_node = r.ranks_per_node;
+  c.pxn = r.pxn;
   return c;
 }
 

@@ -8,6 +8,9 @@
 //     m (r - 1) q_rank (in each of the m nodes, the token reaches the r - 1 ranks other than the
 //     one holding it with probability q_rank each), with q the hit probabilities of a rank and of
 //     a node under uniform routing (hit_probability).
+// Across nodes the NCCL-based transports take the collective model's fabric and PXN path
+// (collective_algorithms.cpp); DeepEP's RDMA goes to the same local rank of each other node, on
+// the sender's own rail (one switch level), as m - 1 messages that each pay the per-peer latency.
 #include "models/costs/ep_transports.hpp"
 
 #include <algorithm>
@@ -43,7 +46,14 @@ double hit_probability(double experts, double held, double top_k) {
 namespace {
 
 EpTransferCost from_collective(const CollectiveCost& c) {
-  return {c.time_s, c.nvlink_bytes_per_rank, c.nic_bytes_per_rank, c.ctas};
+  return {.time_s = c.time_s,
+          .nvlink_bytes = c.nvlink_bytes_per_rank,
+          .nic_bytes = c.nic_bytes_per_rank,
+          .ctas = c.ctas,
+          .nvlink_relay_bytes = c.nvlink_relay_bytes_per_rank,
+          .latency_s = c.latency_s,
+          .peer_latency_s = c.peer_latency_s,
+          .network_messages = c.network_messages};
 }
 
 [[noreturn]] void missing(const HardwareProfile& hw, std::string_view transport) {
@@ -81,7 +91,10 @@ class SymmetricMemory final : public EpTransportModel {
     if (!spec) missing(hw, name());
     EpTransferCost c = from_collective(collectives.cost(hw, all_to_all_request(request)));
     if (request.ranks <= 1) return c;
+    // The measured ratio covers the whole call, its fixed part included.
     c.time_s *= spec->time_over_nccl_all_to_all.value;
+    c.latency_s *= spec->time_over_nccl_all_to_all.value;
+    c.peer_latency_s *= spec->time_over_nccl_all_to_all.value;
     c.ctas = static_cast<int>(spec->ctas.value);
     return c;
   }
@@ -114,7 +127,10 @@ class DeepEp final : public EpTransportModel {
     c.nvlink_bytes = tokens_bytes * m * (r - 1) * q_rank;
     const double nvlink_Bps = hw.node.nvlink_bw_GBps_per_direction.value * kGB * spec->nvlink_efficiency.value;
     const double nic_Bps = hw.node.nic_bw_Gbps_per_gpu.value * kGB / 8 * spec->rdma_efficiency.value;
-    c.time_s = spec->base_latency_us.value * 1e-6 + std::max(c.nvlink_bytes / nvlink_Bps, c.nic_bytes / nic_Bps);
+    c.network_messages = static_cast<int>(m) - 1;
+    c.peer_latency_s = c.network_messages * hw.interconnect.inter_node.per_peer_latency_us.value * 1e-6;
+    c.latency_s = spec->base_latency_us.value * 1e-6 + c.peer_latency_s;
+    c.time_s = c.latency_s + std::max(c.nvlink_bytes / nvlink_Bps, c.nic_bytes / nic_Bps);
     c.ctas = static_cast<int>(spec->ctas.value);
     return c;
   }

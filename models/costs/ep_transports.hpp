@@ -11,13 +11,6 @@
 
 namespace moesim {
 
-struct EpTransferCost {
-  double time_s = 0;
-  double nvlink_bytes = 0;  // sent by one rank over NVLink
-  double nic_bytes = 0;     // sent by one rank over its NIC rail
-  int ctas = 0;             // SMs its kernels hold on each rank
-};
-
 class EpTransportModel : public Registered {
  public:
   using Registered::Registered;

@@ -54,6 +54,7 @@ Group make_group(const HardwareProfile& hw, const CollectiveRequest& req) {
   g.n = req.ranks;
   g.r = r;
   g.m = req.ranks / r;
+  g.pxn = req.pxn;
   return g;
 }
 
@@ -88,6 +89,9 @@ CollectiveCost to_cost(std::string_view name, const Group& g, const Estimate& e)
   c.busbw_GBps = c.algbw_GBps * busbw_factor(g.kind, g.n);
   c.nvlink_bytes_per_rank = e.nvlink_bytes;
   c.nic_bytes_per_rank = e.nic_bytes;
+  c.nvlink_relay_bytes_per_rank = e.nvlink_relay_bytes;
+  c.peer_latency_s = e.peer_latency_s;
+  c.network_messages = e.network_messages;
   c.nodes = g.m;
   c.ranks_per_node = g.r;
   c.ctas = static_cast<int>(e.ctas);
@@ -159,6 +163,22 @@ std::string_view name_of(CollectiveKind k) {
     case CollectiveKind::broadcast: return "broadcast";
   }
   return "?";
+}
+
+std::string_view name_of(PxnChoice choice) {
+  switch (choice) {
+    case PxnChoice::profile: return "profile";
+    case PxnChoice::on: return "on";
+    case PxnChoice::off: return "off";
+  }
+  return "?";
+}
+
+PxnChoice parse_pxn_choice(std::string_view name) {
+  for (const PxnChoice c : {PxnChoice::profile, PxnChoice::on, PxnChoice::off}) {
+    if (name_of(c) == name) return c;
+  }
+  throw UnknownNameError("unknown PXN choice \"" + std::string(name) + "\"; valid: profile, on, off");
 }
 
 const std::vector<CollectiveKind>& all_collective_kinds() {

@@ -25,12 +25,12 @@ double ProfileCostBook::memory(double bytes, MemoryKernel kind) const { return m
 
 CommCost ProfileCostBook::collective(const CollectiveRequest& request) const {
   const CollectiveCost c = collective_.cost(hw_, request);
-  return {c.time_s, c.nvlink_bytes_per_rank, c.nic_bytes_per_rank, c.ctas};
+  return {c.time_s, c.nvlink_bytes_per_rank, c.nic_bytes_per_rank, c.ctas, c.nvlink_relay_bytes_per_rank};
 }
 
 CommCost ProfileCostBook::ep_transfer(EpTransport transport, const EpTransferRequest& request) const {
   const EpTransferCost c = ep_transport_model(transport).cost(hw_, collective_, request);
-  return {c.time_s, c.nvlink_bytes, c.nic_bytes, c.ctas};
+  return {c.time_s, c.nvlink_bytes, c.nic_bytes, c.ctas, c.nvlink_relay_bytes};
 }
 
 double ProfileCostBook::step_host_s() const { return hw_.host.step_overhead_us.value * 1e-6; }

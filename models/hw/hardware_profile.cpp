@@ -17,6 +17,10 @@ std::string_view name_of(SourceKind k) {
   return "?";
 }
 
+std::string_view name_of(ScaleOutTopology t) {
+  return t == ScaleOutTopology::rail_optimized ? "rail_optimized" : "fat_tree";
+}
+
 void ProfileTable::add(TablePoint p) {
   if (!(p.x > 0) || (!points_.empty() && !(p.x > points_.back().x)))
     throw std::logic_error("ProfileTable::add: x must be positive and increasing (the parser checks it)");

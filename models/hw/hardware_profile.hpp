@@ -129,9 +129,33 @@ struct IntraNodeSpec {
   std::optional<CollectiveAlgorithmSpec> nvls;  // absent: no NVLink SHARP on this node type
 };
 
+// How the scale-out network connects the nodes' NIC rails (hardware_profiles/README.md,
+// "Scale-out fabric"):
+//   rail_optimized  GPU i of every node sits on rail (leaf) switch i: same-rail traffic crosses one
+//                   switch level, cross-rail traffic a second (the spine) unless it is relayed
+//                   (NVIDIA DGX SuperPOD reference architectures, H100 / H200 / B200 / B300);
+//   fat_tree        NICs land on leaves without regard to their GPU index: any cross-node message
+//                   may cross the spine, and a relay to another rail gains nothing.
+enum class ScaleOutTopology : std::uint8_t { rail_optimized, fat_tree };
+std::string_view name_of(ScaleOutTopology t);
+
+// A non-numeric profile setting with its provenance, like Quantity.
+template <class T>
+struct Sourced {
+  T value{};
+  SourceKind kind = SourceKind::assumption;
+  std::string source;
+};
+
 struct InterNodeSpec {
   Quantity hop_latency_us;  // per pipeline step over the network
   Quantity nic_efficiency;  // achieved fraction of the NIC line rate for large transfers
+  Sourced<ScaleOutTopology> fabric;
+  Quantity spine_hop_latency_us;  // added by the second switch level (spine) a cross-rail message crosses
+  Quantity per_peer_latency_us;   // per network message a rank posts in a grouped send/recv (all-to-all)
+  // NCCL's PXN relay of cross-rail point-to-point rows through the NVLink peer on the destination's
+  // rail (on by default since NCCL 2.12); plans and `moesim cost` may override it (PxnChoice).
+  Sourced<bool> pxn;
 };
 
 // Row-wise symmetric-memory dispatch and combine (EpTransport::symmetric_memory).

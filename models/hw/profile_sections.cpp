@@ -20,6 +20,26 @@ void provenance(const JsonReader& q, SourceKind& kind_out, std::string& source_o
   if (source_out.empty()) q.fail("source", "must say where the number comes from");
 }
 
+// {"value": <one of `allowed`>, "kind", "source"}: a named setting with its provenance.
+Sourced<std::string> sourced_choice(const JsonReader& parent, std::string_view key,
+                                    std::initializer_list<std::string_view> allowed) {
+  const JsonReader q = parent.object(key);
+  Sourced<std::string> out;
+  out.value = q.choice("value", allowed);
+  provenance(q, out.kind, out.source);
+  q.finish();
+  return out;
+}
+
+Sourced<bool> sourced_flag(const JsonReader& parent, std::string_view key) {
+  const JsonReader q = parent.object(key);
+  Sourced<bool> out;
+  out.value = q.boolean("value");
+  provenance(q, out.kind, out.source);
+  q.finish();
+  return out;
+}
+
 }  // namespace
 
 Quantity quantity(const JsonReader& parent, std::string_view key, Range range) {
@@ -196,6 +216,14 @@ InterconnectSpec parse_interconnect(const JsonReader& ic) {
     const auto out = ic.object("inter_node");
     s.inter_node.hop_latency_us = quantity(out, "hop_latency_us", Range::non_negative());
     s.inter_node.nic_efficiency = quantity(out, "nic_efficiency", Range{0.0, 1.0, true});
+    const auto fabric = sourced_choice(out, "fabric", {"rail_optimized", "fat_tree"});
+    s.inter_node.fabric = {
+        fabric.value == "rail_optimized" ? ScaleOutTopology::rail_optimized : ScaleOutTopology::fat_tree, fabric.kind,
+        fabric.source};
+    s.inter_node.spine_hop_latency_us = quantity(out, "spine_hop_latency_us", Range::non_negative());
+    // A millisecond per peer would be a unit mistake (ms typed as us).
+    s.inter_node.per_peer_latency_us = quantity(out, "per_peer_latency_us", Range::between(0.0, 1000.0));
+    s.inter_node.pxn = sourced_flag(out, "pxn");
     out.finish();
   }
   if (const auto ep = ic.optional_object("ep_transports")) s.ep_transports = parse_ep_transports(*ep);

@@ -148,6 +148,7 @@ ParallelPlan parse_plan(const JsonReader& in) {
     p.ep_transport = parse_ep_transport(*ep, p.design);
     p.ep_buffer_capacity_factor = ep->number_or("buffer_capacity_factor", 1.25, Range::between(0.01, 1024));
     p.ep_buffers_shared = ep->boolean_or("shared_buffers", false);
+    if (ep->has("pxn")) p.ep_pxn = ep->boolean("pxn") ? PxnChoice::on : PxnChoice::off;
     ep->finish();
   } else {
     p.ep_transport = default_ep_transport(p.design);

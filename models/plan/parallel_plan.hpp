@@ -92,6 +92,9 @@ struct ParallelPlan {
   // buffers per MoE block for the whole run (Olmo-core's rowwise NVSHMEM path,
   // olmo_core/nn/moe/v2/ep_config.py, ep_no_sync_buffers.py; DeepEP's Buffer).
   EpTransport ep_transport = EpTransport::nccl_all_to_all;
+  // NCCL's PXN relay for the EP all-to-all's cross-rail rows (expert_parallel.pxn true/false;
+  // absent: the hardware profile's interconnect.inter_node.pxn, NCCL's default).
+  PxnChoice ep_pxn = PxnChoice::profile;
   // Symmetric buffers: rows each destination rank can receive = this x the rank's routed rows
   // (Olmo-core ExpertParallelConfig.capacity_factor, default 1.25; overflow routes are tail-dropped).
   double ep_buffer_capacity_factor = 1.25;

@@ -137,3 +137,38 @@ TEST_CASE("An EP all-to-all and a DP all-reduce crossing nodes share the NIC rai
   CHECK(r.finish[a2a] == Approx(2 * a2a_alone).epsilon(1e-9));        // half the rail while both run
   CHECK(r.finish[ar] == Approx(ar_alone + a2a_alone).epsilon(1e-9));  // then the rail is its own
 }
+
+TEST_CASE("A PXN all-to-all's relay shares NVLink with the transfers there", "[unit][contention]") {
+  // EP over four nodes with PXN relays cross-rail rows over NVLink (collective_algorithms.cpp), so
+  // it holds NVLink as well as its rail: an NVLink-only collective beside it (an EP8 all-to-all
+  // of another layer, say) gets half of NVLink while both run; without the relay they would not meet.
+  const HardwareProfile hw = profile("b300-hgx");
+  const ProfileCostBook costs(hw);
+  for (const bool relay : {true, false}) {
+    SECTION(relay ? "with the relay" : "without it") {
+      TaskGraph g(1);
+      Task dispatch = collective(costs, g, CollectiveKind::all_to_all, 256 * kMiB, 32);
+      dispatch.stream = StreamKind::comm_ep;
+      CollectiveRequest request;
+      request.kind = CollectiveKind::all_to_all;
+      request.bytes = 256 * kMiB;
+      request.ranks = 32;
+      request.pxn = relay ? PxnChoice::on : PxnChoice::off;
+      dispatch.nvlink_relay_bytes = costs.collective(request).nvlink_relay_bytes;
+      REQUIRE((dispatch.nvlink_relay_bytes > 0) == relay);
+      const TaskId a2a = g.add(dispatch);
+      const TaskId local = g.add(collective(costs, g, CollectiveKind::all_gather, 8 * kGiB, 8));
+      REQUIRE(g.task(local).link_bytes[static_cast<std::size_t>(LinkClass::nic)] == 0);
+      const double a2a_alone = g.task(a2a).work_s, local_alone = g.task(local).work_s;
+      REQUIRE(a2a_alone < local_alone);
+      const ReplayResult r = replay(g, *policy("fair_share", hw));
+      if (relay) {
+        CHECK(r.finish[a2a] == Approx(2 * a2a_alone).epsilon(1e-9));
+        CHECK(r.finish[local] == Approx(local_alone + a2a_alone).epsilon(1e-9));
+      } else {
+        CHECK(r.finish[a2a] == Approx(a2a_alone).epsilon(1e-9));
+        CHECK(r.finish[local] == Approx(local_alone).epsilon(1e-9));
+      }
+    }
+  }
+}
