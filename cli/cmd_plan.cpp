@@ -49,11 +49,12 @@ Runner add_plan_command(CLI::App& app) {
   sub->add_option("--global-batch", args->global_batch, "global batch in tokens, e.g. 4Mi (default: the scenario's)");
   sub->add_option("--top", args->top, "plans to rank (default 5)")->check(CLI::Range(1, 1000));
   sub->add_option("--objective", args->objective, "tokens_per_s (default), mfu or memory_headroom");
-  sub->add_option("--search", args->request.search,
-                  "restrict an axis (design=fsdp,hsdp,ddp,ddp-nodistopt; hsdp, ep, pp, microbatch=INTS; "
-                  "schedule=1f1b,v2,v4; split=even,balanced; recompute=none,selective,full; "
-                  "layout=per_tensor,concat_then_shard,same_param_count) or add a scenario path axis PATH=V1,V2 "
-                  "(repeatable)");
+  sub->add_option(
+      "--search", args->request.search,
+      "restrict an axis (design=fsdp,hsdp,ddp,ddp-nodistopt; hsdp, ep, pp, microbatch=INTS; "
+      "schedule=1f1b,v2,v4 (also vN, 1f1b_v, zb_h1, zbv); split=even,balanced; recompute=none,selective,full; "
+      "layout=per_tensor,concat_then_shard,same_param_count) or add a scenario path axis PATH=V1,V2 "
+      "(repeatable)");
   sub->add_option("--set", args->sets, "override a scenario field: PATH=VALUE (repeatable)");
   add_profile_option(sub, args->sets);
   sub->add_option("-j,--jobs", args->jobs, "threads (default: all cores)")->check(CLI::Range(1, 4096));

@@ -42,7 +42,8 @@ std::vector<std::string> plan_space_overrides(std::string_view data) {
   s.push_back(set("plan.nodes", nodes));
   s.push_back(set("plan.gpus_per_node", gpn));
   s.push_back(set("plan.pipeline.degree", pp));
-  s.push_back(set("plan.pipeline.schedule", in.pick<const char*>({"1f1b", "interleaved_1f1b"})));
+  s.push_back(
+      set("plan.pipeline.schedule", in.pick<const char*>({"1f1b", "interleaved_1f1b", "1f1b_v", "zb_h1", "zbv"})));
   s.push_back(set("plan.pipeline.virtual_stages", in.pick<std::int64_t>({1, 2, 4})));
   s.push_back(set("plan.expert_parallel.degree", in.pick<std::int64_t>({8, 1, 2, 4, 16, 64, 1024})));
   s.push_back(

@@ -11,7 +11,7 @@ std::vector<std::int64_t> balanced_layer_split(const Architecture& arch, const P
                                                const CostBook& costs) {
   const std::vector<double> unit = unit_compute_times(arch, plan, costs);  // embedding, layers, head
   const auto layers = static_cast<std::size_t>(arch.num_layers);
-  const auto parts = static_cast<std::size_t>(plan.pp * plan.pp_virtual);
+  const auto parts = static_cast<std::size_t>(plan.pp * plan.model_chunks());
   std::vector<double> prefix(layers + 1, 0.0);
   for (std::size_t l = 0; l < layers; ++l) prefix[l + 1] = prefix[l] + unit[l + 1];
   // Layers [from, to) as virtual stage `part` (0-based): the edges weigh on the first and last.

@@ -18,7 +18,13 @@ namespace {
 // side stream, whichever is longer) before its combine kernel.
 struct ChunkTimes {
   double fwd = 0;
-  double bwd = 0;
+  double bwd = 0;    // the whole backward
+  double input = 0;  // its B part (input gradients) when the schedule splits it
+  double wgrad = 0;  // its W part (weight gradients)
+  double of(const PipeOp& op) const {
+    if (op.forward) return fwd;
+    return op.part == BackwardPart::whole ? bwd : op.part == BackwardPart::input ? input : wgrad;
+  }
 };
 
 class BoundBuilder {
@@ -50,16 +56,17 @@ class BoundBuilder {
         auto& c = mine[static_cast<std::size_t>(at.stage)][static_cast<std::size_t>(at.chunk)];
         c.fwd += t.fwd;
         c.bwd += t.bwd;
+        c.input += t.input;
+        c.wgrad += t.wgrad;
       };
-      add(places.front(), {edge.embed.fwd, edge.embed.bwd});
+      add(places.front(), edge_times(edge.embed));
       for (std::int64_t l = 0; l < arch_.num_layers; ++l)
         add(places[static_cast<std::size_t>(l + 1)], layer_times(l, e));
-      add(places.back(), {edge.head.fwd, edge.head.bwd});
+      add(places.back(), edge_times(edge.head));
       for (std::size_t s = 0; s < stages; ++s) {
         double w = 0;
         for (const PipeOp& op : ops[s]) {
-          const ChunkTimes& c = mine[s][static_cast<std::size_t>(op.chunk)];
-          w += op.forward ? c.fwd : c.bwd;
+          w += mine[s][static_cast<std::size_t>(op.chunk)].of(op);
         }
         work[s] = std::max(work[s], w);
         const ChunkTimes& c0 = mine[s][0];
@@ -72,9 +79,11 @@ class BoundBuilder {
     for (std::size_t s = 0; s < stages; ++s) {
       // The host's share opens every rank's compute stream; stage s's first forward of chunk 0
       // waits for that microbatch's forward through stages 0..s-1, and its last backward of
-      // chunk 0 is followed by that microbatch's backward back through them.
+      // chunk 0 is followed by that microbatch's backward back through them (a W pass last, as in
+      // the zero-bubble orders, is followed by nothing).
       const bool opens = !ops[s].empty() && ops[s].front().forward && ops[s].front().chunk == 0;
-      const bool closes = !ops[s].empty() && !ops[s].back().forward && ops[s].back().chunk == 0;
+      const bool closes = !ops[s].empty() && !ops[s].back().forward && ops[s].back().chunk == 0 &&
+                          ops[s].back().part != BackwardPart::weight;
       double head = costs_.step_host_s(), tail = 0;
       for (std::size_t t = 0; t < s; ++t) {
         if (opens) head += first_chunk[t].fwd + hop;
@@ -112,16 +121,26 @@ class BoundBuilder {
     if (!w.moe) {
       t.fwd = w.pre.fwd;
       t.bwd = w.pre.bwd + selective;
+      t.input = w.pre.input_grad() + selective;
     } else {
       // Dispatch + combine (the forward dispatch may send FP8 rows; backward both BF16).
       const double combine = plan_.ep > 1 ? all_to_all_s(w.a2a_bytes) : 0.0;
       const double dispatch = plan_.ep > 1 ? all_to_all_s(w.dispatch_bytes) : 0.0;
       t.fwd = w.pre.fwd + std::max(dispatch + combine + w.experts.fwd, w.shared.fwd) + w.post.fwd;
       t.bwd = w.post.bwd + std::max(2 * combine + w.experts.bwd + selective, w.shared.bwd) + w.pre.bwd;
+      t.input = w.post.input_grad() +
+                std::max(2 * combine + w.experts.input_grad() + selective, w.shared.input_grad()) + w.pre.input_grad();
     }
-    if (plan_.recompute == Recompute::full) t.bwd += t.fwd;  // the forward runs again before backward
+    // W as the step builder runs it: every weight gradient of the block in one kernel.
+    t.wgrad = w.weight_gradients();
+    if (plan_.recompute == Recompute::full) {  // the forward runs again before backward
+      t.bwd += t.fwd;
+      t.input += t.fwd;
+    }
     return t;
   }
+
+  static ChunkTimes edge_times(const PassTimes& t) { return {t.fwd, t.bwd, t.input_grad(), t.wgrad}; }
 
   double all_to_all_s(double bytes) const {
     return costs_.ep_transfer(plan_.ep_transport, ep_transfer_request(arch_, plan_, bytes)).time_s;

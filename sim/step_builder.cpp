@@ -137,19 +137,26 @@ class StepBuilder {
     const auto first_task = static_cast<TaskId>(out_.graph.size());
     for (std::size_t i = 0; i < units.size(); ++i) {
       const std::int64_t u = units[i];
+      if (op.part == BackwardPart::weight) {
+        // W needs no weights (dW = dY^T X), so no gather; the gradient hooks wait for it.
+        weight_gradients(r, u, op.microbatch, cursor);
+        st.sync->after_unit_backward(u, op.microbatch, cursor);
+        continue;
+      }
       cursor = st.sync->before_unit({!op.forward, units, i, op.microbatch}, cursor);
       if (op.forward)
         forward_unit(r, u, op.microbatch, PhaseTag::forward, cursor);
       else
-        backward_unit(r, u, op.microbatch, cursor);
-      if (!op.forward) st.sync->after_unit_backward(u, op.microbatch, cursor);
+        backward_unit(r, u, op.microbatch, op.part, cursor);
+      if (op.frees()) st.sync->after_unit_backward(u, op.microbatch, cursor);
     }
     span.first = first_on_compute_stream(first_task);
     if (op.forward) {
       const TaskId sent = pipeline_.send(emit_, r, sr, op, cursor);
       span.last = sent == kNoTask ? cursor : sent;
     } else {
-      // The pass's activations are freed when its last compute ends, not when the gradient send does.
+      // The pass's activations are freed when its last compute ends (that of its W pass when the
+      // backward is split), not when the gradient send does.
       span.last = cursor;
       pipeline_.send(emit_, r, sr, op, cursor);
     }
@@ -189,32 +196,50 @@ class StepBuilder {
     cursor = emit_.kernel(at, TaskKind::compute, w.post.fwd, "combine", x, shared);
   }
 
-  void backward_unit(std::uint32_t r, std::int64_t u, std::int32_t mb, TaskId& cursor) {
+  // The unit's whole backward, or only its input-gradient part (B) when the schedule splits it:
+  // everything but the GEMMs' weight gradients, recompute and the EP all-to-alls included.
+  void backward_unit(std::uint32_t r, std::int64_t u, std::int32_t mb, BackwardPart part, TaskId& cursor) {
     const RankState& st = ranks_[r];
     const TaskPlace at{r, StreamKind::compute, PhaseTag::backward, mb, u};
+    const bool whole = part == BackwardPart::whole;
+    const auto time = [whole](const PassTimes& t) { return whole ? t.bwd : t.input_grad(); };
     if (u == arch_.num_layers) {
-      cursor = emit_.kernel(at, TaskKind::compute, st.edge.head.bwd, "LM head + loss backward", cursor);
+      cursor = emit_.kernel(at, TaskKind::compute, time(st.edge.head), "LM head + loss backward", cursor);
       return;
     }
     if (u == -1) {
-      cursor = emit_.kernel(at, TaskKind::memory, st.edge.embed.bwd, "embedding backward", cursor);
+      cursor = emit_.kernel(at, TaskKind::memory, time(st.edge.embed), "embedding backward", cursor);
       return;
     }
     const LayerWork& w = st.layers[static_cast<std::size_t>(u)];
     if (plan_.recompute == Recompute::full) forward_unit(r, u, mb, PhaseTag::recompute, cursor);
     const double selective = w.partial_recompute;
     if (!w.moe) {
-      cursor = emit_.kernel(at, TaskKind::compute, w.pre.bwd + selective, "block backward", cursor);
+      cursor = emit_.kernel(at, TaskKind::compute, time(w.pre) + selective, "block backward", cursor);
       return;
     }
-    const TaskId post = emit_.kernel(at, TaskKind::compute, w.post.bwd, "combine backward", cursor);
+    const TaskId post = emit_.kernel(at, TaskKind::compute, time(w.post), "combine backward", cursor);
     const TaskId shared = w.shared.bwd > 0
                               ? emit_.kernel({r, StreamKind::side, PhaseTag::backward, mb, u}, TaskKind::compute,
-                                             w.shared.bwd, "shared expert backward", post)
+                                             time(w.shared), "shared expert backward", post)
                               : kNoTask;
     const TaskId x = routed_experts(emit_, plan_, at, ExpertPass::backward,
-                                    {w.a2a_bytes, w.a2a_bytes, w.experts.bwd + selective}, post);
-    cursor = emit_.kernel(at, TaskKind::compute, w.pre.bwd, "attention + router backward", x, shared);
+                                    {w.a2a_bytes, w.a2a_bytes, time(w.experts) + selective}, post);
+    cursor = emit_.kernel(at, TaskKind::compute, time(w.pre), "attention + router backward", x, shared);
+  }
+
+  // The unit's W pass: its GEMMs' weight gradients as one kernel on the compute stream (the
+  // shared expert's too: nothing runs beside them to overlap); the embedding has none.
+  void weight_gradients(std::uint32_t r, std::int64_t u, std::int32_t mb, TaskId& cursor) {
+    const RankState& st = ranks_[r];
+    double time = 0;
+    if (u == arch_.num_layers) {
+      time = st.edge.head.wgrad;
+    } else if (u >= 0) {
+      time = st.layers[static_cast<std::size_t>(u)].weight_gradients();
+    }
+    cursor = emit_.kernel({r, StreamKind::compute, PhaseTag::backward, mb, u}, TaskKind::compute, time,
+                          "weight gradients", cursor);
   }
 
   const Architecture& arch_;

@@ -85,7 +85,9 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
     }
   }
   const InFlight in_flight{measured_chunks_in_flight(sim.step, sim.replay, sc.plan.pp, sc.plan.model_chunks()),
-                           "the replay: from each pass's first compute kernel to its backward's last"};
+                           sc.plan.splits_backward()
+                               ? "the replay: from each pass's first compute kernel to its W pass's last"
+                               : "the replay: from each pass's first compute kernel to its backward's last"};
   r.in_flight = in_flight.chunks;
   r.tasks = sim.step.graph.size();
   r.simulated_ranks = sim.step.ranks.size();

@@ -96,7 +96,7 @@ std::vector<std::vector<std::int64_t>> measured_chunks_in_flight(const BuiltStep
     auto& span = spans[{s.rank, s.op.microbatch, s.op.chunk}];
     if (s.op.forward)
       span.first = r.start[s.first];
-    else
+    else if (s.op.frees())
       span.second = r.finish[s.last];
   }
   // Each rank's passes as the replay held them, in time order, counted as the schedule counts

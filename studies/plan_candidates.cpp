@@ -114,7 +114,7 @@ class Enumerator {
     if (space_.global_batch_tokens < step_tokens) return "global batch is smaller than one microbatch per DP rank";
     if (space_.global_batch_tokens % step_tokens != 0)
       return "global batch is not a whole number of microbatches per DP rank";
-    if (v > 1 && (space_.global_batch_tokens / step_tokens) % c.pp != 0)
+    if (plan_schedule_key(c.schedule) == "interleaved_1f1b" && (space_.global_batch_tokens / step_tokens) % c.pp != 0)
       return "interleaved 1F1B needs a microbatch count that is a multiple of the PP degree";
     return "";
   }
@@ -142,7 +142,7 @@ class Enumerator {
                  {"plan.design", fsdp ? "fsdp" : "ddp"},
                  {"plan.expert_parallel.degree", c.ep},
                  {"plan.pipeline.degree", c.pp},
-                 {"plan.pipeline.schedule", v > 1 ? "interleaved_1f1b" : "1f1b"},
+                 {"plan.pipeline.schedule", plan_schedule_key(c.schedule)},
                  {"plan.pipeline.virtual_stages", v},
                  {"plan.pipeline.layer_split", nlohmann::json::array()},
                  {"plan.batch.rank_microbatch_sequences", c.microbatch},

@@ -27,7 +27,8 @@ const std::vector<std::string> kDefaultSplits = {"even"};
 const std::vector<std::string> kPrecisions = {"scenario", "bf16", "fp8", "mxfp8"};
 const std::vector<std::string> kDefaultPrecisions = {"scenario"};
 // Interleaved 1F1B with 2 and 4 virtual stages: the depths Megatron-LM's and Olmo-core's
-// production configurations use; others can be asked for with --search schedule=vN.
+// production configurations use; others can be asked for with --search schedule=vN, and the
+// V-shape and zero-bubble ones with --search schedule=1f1b_v,zb_h1,zbv.
 const std::vector<std::string> kSchedules = {"1f1b", "v2", "v4"};
 // Rank microbatches of 1 to 8 sequences: the range the seed's Figure 8 runs and Olmo-core's
 // configurations span (larger ones rarely fit beside an MoE's activations).
@@ -58,7 +59,8 @@ void check_values(const std::string& expr, const PlanAxis& axis) {
         fail("'" + word + "' is not a " + axis.name + did_you_mean(word, allowed, "allowed: " + comma_joined(allowed)));
     } else if (axis.name == "schedule") {
       if (!v.is_string() || plan_schedule_virtual_stages(v.get<std::string>()) == 0)
-        fail("'" + brief(v) + "' is not a schedule; allowed: 1f1b, or vN (interleaved 1F1B, N >= 2 virtual stages)");
+        fail("'" + brief(v) +
+             "' is not a schedule; allowed: 1f1b, vN (interleaved 1F1B, N >= 2 virtual stages), 1f1b_v, zb_h1 or zbv");
     } else if (!v.is_number_integer() || v.get<std::int64_t>() < 1) {
       fail("'" + brief(v) + "' is not a " + axis.name + " degree; allowed: integers >= 1");
     }
@@ -68,11 +70,16 @@ void check_values(const std::string& expr, const PlanAxis& axis) {
 }  // namespace
 
 std::int64_t plan_schedule_virtual_stages(const std::string& schedule) {
-  if (schedule == "1f1b") return 1;
+  if (schedule == "1f1b" || schedule == "zb_h1") return 1;
+  if (schedule == "1f1b_v" || schedule == "zbv") return 2;
   if (schedule.size() < 2 || schedule[0] != 'v' || schedule.size() > 4) return 0;
   if (schedule.find_first_not_of("0123456789", 1) != std::string::npos) return 0;
   const std::int64_t v = std::stoll(schedule.substr(1));
   return v >= 2 ? v : 0;
+}
+
+std::string plan_schedule_key(const std::string& schedule) {
+  return schedule.size() > 1 && schedule[0] == 'v' ? "interleaved_1f1b" : schedule;
 }
 
 const std::vector<std::string>& plan_axis_names() {

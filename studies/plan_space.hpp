@@ -37,12 +37,15 @@ struct PlanSpace {
   std::vector<PlanAxis> axes;  // the named axes first, in plan_axis_names order, then path axes
 };
 
-// design (fsdp, hsdp, ddp, ddp-nodistopt), hsdp, ep, pp, schedule (1f1b, vN), microbatch,
+// design (fsdp, hsdp, ddp, ddp-nodistopt), hsdp, ep, pp, schedule (1f1b, vN, 1f1b_v, zb_h1, zbv), microbatch,
 // recompute, layout, split (even, balanced), precision (scenario, bf16, fp8, mxfp8).
 const std::vector<std::string>& plan_axis_names();
 
-// A schedule axis value's virtual stages: 1 for "1f1b", N for "vN" (N >= 2); 0 for anything else.
+// A schedule axis value's virtual stages: 1 for "1f1b" and "zb_h1", N for "vN" (N >= 2), 2 for
+// the V-shape "1f1b_v" and "zbv"; 0 for anything else.
 std::int64_t plan_schedule_virtual_stages(const std::string& schedule);
+// Its plan.pipeline.schedule: "interleaved_1f1b" for "vN", the value itself for the others.
+std::string plan_schedule_key(const std::string& schedule);
 
 // The space for `request` on `base` (the composed scenario). Throws InputError naming --gpus,
 // --gpus-per-node, --global-batch or the --search expression at fault.

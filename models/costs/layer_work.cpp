@@ -12,7 +12,7 @@ namespace {
 
 constexpr double kFp32 = bytes_of(DType::fp32);
 
-PassTimes add(PassTimes a, PassTimes b) { return {a.fwd + b.fwd, a.bwd + b.bwd}; }
+PassTimes add(PassTimes a, PassTimes b) { return {a.fwd + b.fwd, a.bwd + b.bwd, a.wgrad + b.wgrad}; }
 
 Format format_of(const ParallelPlan& plan, LinearClass c) {
   return {plan.precision.linear(c), plan.precision.weight_caches, false};
@@ -32,15 +32,16 @@ PassTimes quantization(const CostBook& c, Format f, double rows, double in, doub
 
 PassTimes linear(const CostBook& c, Format f, double tokens, double in, double out) {
   const GemmPrecision g = f.gemm;
+  const double wgrad = c.gemm({out, in, tokens, GemmPass::wgrad, g});
   const PassTimes gemms{c.gemm({tokens, out, in, GemmPass::forward, g}),
-                        c.gemm({tokens, in, out, GemmPass::dgrad, g}) + c.gemm({out, in, tokens, GemmPass::wgrad, g})};
+                        c.gemm({tokens, in, out, GemmPass::dgrad, g}) + wgrad, wgrad};
   return add(gemms, quantization(c, f, tokens, in, out, in * out));
 }
 PassTimes grouped(const CostBook& c, Format f, const std::vector<double>& rows, double n, double k) {
   const GemmPrecision g = f.gemm;
-  const PassTimes gemms{
-      c.grouped_gemm({rows, n, k, GemmPass::forward, g}),
-      c.grouped_gemm({rows, k, n, GemmPass::dgrad, g}) + c.grouped_gemm({rows, n, k, GemmPass::wgrad, g})};
+  const double wgrad = c.grouped_gemm({rows, n, k, GemmPass::wgrad, g});
+  const PassTimes gemms{c.grouped_gemm({rows, n, k, GemmPass::forward, g}),
+                        c.grouped_gemm({rows, k, n, GemmPass::dgrad, g}) + wgrad, wgrad};
   const double routed = std::accumulate(rows.begin(), rows.end(), 0.0);
   return add(gemms, quantization(c, f, routed, k, n, dbl(rows.size()) * k * n));
 }

@@ -15,7 +15,10 @@ namespace moesim {
 
 struct PassTimes {  // one part of a block, compute-stream time of each direction
   double fwd = 0;
-  double bwd = 0;
+  double bwd = 0;    // the whole backward: input gradients (B) and weight gradients (W)
+  double wgrad = 0;  // W, the part of bwd the zero-bubble schedules defer: the GEMMs' wgrads only
+  // B: everything else in bwd (dgrads, attention and memory-bound backward, quantization).
+  double input_grad() const { return bwd - wgrad; }
 };
 
 // The GEMM format of a class of linears and whether its weights are cached quantized.
@@ -29,8 +32,8 @@ struct Format {
 // (models/costs/low_precision.hpp), priced as elementwise-class memory kernels; zero for BF16.
 PassTimes quantization(const CostBook& c, Format f, double rows, double in, double out, double weight_elements);
 // Forward GEMM [T, in] x [in, out] and its backward pair: dgrad [T, out] x [out, in] and
-// wgrad [out, T] x [T, in] (same FLOPs each, each at its own pass's rate), in format f, with its
-// quantization kernels.
+// wgrad [out, T] x [T, in] (same FLOPs each, each at its own pass's rate; the wgrad also in
+// `wgrad`), in format f, with its quantization kernels (in B: they feed both GEMMs).
 PassTimes linear(const CostBook& c, Format f, double tokens, double in, double out);
 // The routed experts' grouped GEMM [rows, k] x [k, n] per expert, forward and backward (dgrad +
 // wgrad, the same FLOPs each), with its quantization kernels. The profile's efficiencies are keyed
@@ -50,6 +53,8 @@ struct LayerWork {
   // (selective), or what torchtitan's op-level checkpointing does not keep (selective_op: the k and
   // out projections, w3 and every memory-bound kernel of the forward); zero otherwise.
   double partial_recompute = 0;
+  // The block's W pass under a zero-bubble schedule: every weight gradient, run as one kernel.
+  double weight_gradients() const { return pre.wgrad + experts.wgrad + post.wgrad + shared.wgrad; }
 };
 
 // Embedding (first stage) and final norm + LM head + loss (last stage). The embedding lookup and

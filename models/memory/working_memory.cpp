@@ -31,7 +31,7 @@ StageView view_of(const Architecture& a, const ParallelPlan& plan, const std::ve
   for (std::int64_t l = 0; l < a.num_layers; ++l) {
     if (v.places[static_cast<std::size_t>(l + 1)].stage == stage) v.layers.push_back(l);
   }
-  v.has_head = stage == plan.pp - 1;
+  v.has_head = v.places.back().stage == stage;  // the last stage, or stage 0 in a V
   for (const auto& lt : tensors) {
     v.unit_numel[lt.tensor->layer] += dbl(lt.tensor->numel);
     auto& big = v.largest_local[lt.tensor->layer];
@@ -236,7 +236,7 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
     for (std::size_t c = 0; c < chunks; ++c) {
       if (held_chunks[c] == 0) continue;
       const double older = held_all - chunk_saved[c];
-      if (v.has_head && c + 1 == chunks) {
+      if (v.has_head && static_cast<std::int64_t>(c) == v.places.back().chunk) {
         PhaseSet p{Phase::backward, {}};
         p.items.push_back({"saved activations", MemClass::activations, held_all, mb + " (LM head backward)"});
         p.items.push_back({"logits, loss and logits gradient", MemClass::logits_loss, T * loss.backward,

@@ -1,6 +1,8 @@
 #include "models/plan/design_spec.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <utility>
 
 #include "models/common/errors.hpp"
 #include "models/common/suggest.hpp"
@@ -10,8 +12,13 @@ namespace moesim {
 
 namespace {
 constexpr const char* kAllowed =
-    "fsdp or ddp, then +epN, +ppN, +vN (interleaved virtual stages), +hsdpN (fsdp), +nodistopt (ddp), +fp8, +mxfp8 or "
-    "+bf16 (every linear but the LM head)";
+    "fsdp or ddp, then +epN, +ppN, +vN (interleaved virtual stages), +1f1b_v, +zb_h1 or +zbv (pipeline schedules), "
+    "+hsdpN (fsdp), +nodistopt (ddp), +fp8, +mxfp8 or +bf16 (every linear but the LM head)";
+
+// The pipeline schedules a design names by their scenario key (plan.pipeline.schedule) and the
+// model chunks each runs per stage.
+constexpr std::pair<PipelineSchedule, std::int64_t> kNamedSchedules[] = {
+    {PipelineSchedule::one_f_one_b_v, 2}, {PipelineSchedule::zb_h1, 1}, {PipelineSchedule::zbv, 2}};
 
 // The linear classes "+fp8" / "+mxfp8" convert: every linear but the LM head and the router, the
 // recipe of torchtitan's MXFP8 training and of Olmo-core's MXFP8 ladder ("all linear layers
@@ -24,8 +31,9 @@ constexpr LinearClass kRecipeClasses[] = {LinearClass::attention, LinearClass::d
 std::string part_hint(const std::string& token, bool fsdp) {
   const std::string allowed = std::string("allowed: ") + kAllowed;
   const std::string word = token.substr(0, token.find_first_of("0123456789"));
-  const std::vector<std::string> fsdp_parts = {"pp", "v", "hsdp", "fp8", "mxfp8", "bf16"},
-                                 ddp_parts = {"ep", "pp", "v", "nodistopt", "fp8", "mxfp8", "bf16"};
+  const std::vector<std::string> fsdp_parts = {"pp", "v", "1f1b_v", "zb_h1", "zbv", "hsdp", "fp8", "mxfp8", "bf16"},
+                                 ddp_parts = {"ep",  "pp",        "v",   "1f1b_v", "zb_h1",
+                                              "zbv", "nodistopt", "fp8", "mxfp8",  "bf16"};
   const auto& own = fsdp ? fsdp_parts : ddp_parts;
   const auto& other = fsdp ? ddp_parts : fsdp_parts;
   const auto holds = [&word](const std::vector<std::string>& parts) {
@@ -76,7 +84,12 @@ std::vector<std::pair<std::string, nlohmann::json>> design_overrides(const std::
   if (fsdp) out.emplace_back("plan.fsdp.shard_degree", 0);
   for (std::size_t i = 1; i < tokens.size(); ++i) {
     const std::string& t = tokens[i];
-    if (t.rfind("hsdp", 0) == 0 && fsdp)
+    const auto named = std::find_if(std::begin(kNamedSchedules), std::end(kNamedSchedules),
+                                    [&t](const auto& entry) { return name_of(entry.first) == t; });
+    if (named != std::end(kNamedSchedules)) {
+      out.emplace_back("plan.pipeline.schedule", t);
+      out.emplace_back("plan.pipeline.virtual_stages", named->second);
+    } else if (t.rfind("hsdp", 0) == 0 && fsdp)
       out.emplace_back("plan.fsdp.shard_degree", number_after(t, 4, spec, fsdp));
     else if (t.rfind("ep", 0) == 0 && !fsdp)
       out.emplace_back("plan.expert_parallel.degree", number_after(t, 2, spec, fsdp));
@@ -103,6 +116,11 @@ std::string design_name(const ParallelPlan& p) {
   if (p.ep > 1) out += "+ep" + std::to_string(p.ep);
   if (p.pp > 1) out += "+pp" + std::to_string(p.pp);
   if (p.pp > 1 && p.pp_schedule == PipelineSchedule::interleaved_1f1b) out += "+v" + std::to_string(p.pp_virtual);
+  if (p.pp > 1 && p.pp_schedule != PipelineSchedule::interleaved_1f1b &&
+      p.pp_schedule != PipelineSchedule::one_f_one_b) {
+    out += '+';
+    out += name_of(p.pp_schedule);
+  }
   if (p.design == Design::ddp && !p.distributed_optimizer) out += "+nodistopt";
   if (p.precision.any_low_precision()) {
     // The recipe's name when every class it converts shares one format and the head stays BF16;

@@ -38,6 +38,16 @@ std::string_view name_of(LinearClass c) {
   }
   return "?";
 }
+std::string_view name_of(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::one_f_one_b: return "1f1b";
+    case PipelineSchedule::interleaved_1f1b: return "interleaved_1f1b";
+    case PipelineSchedule::one_f_one_b_v: return "1f1b_v";
+    case PipelineSchedule::zb_h1: return "zb_h1";
+    case PipelineSchedule::zbv: return "zbv";
+  }
+  return "?";
+}
 std::string_view name_of(Recompute r) {
   switch (r) {
     case Recompute::none: return "none";
@@ -137,8 +147,13 @@ ParallelPlan parse_plan(const JsonReader& in) {
   p.gpus_per_node = in.integer("gpus_per_node", Range::between(1, 1024));
   if (auto pp = in.optional_object("pipeline")) {
     p.pp = pp->integer_or("degree", 1, Range::between(1, kMaxCount));
-    const auto sched = pp->choice_or("schedule", "1f1b", {"1f1b", "interleaved_1f1b"});
-    p.pp_schedule = sched == "1f1b" ? PipelineSchedule::one_f_one_b : PipelineSchedule::interleaved_1f1b;
+    constexpr PipelineSchedule kSchedules[] = {PipelineSchedule::one_f_one_b, PipelineSchedule::interleaved_1f1b,
+                                               PipelineSchedule::one_f_one_b_v, PipelineSchedule::zb_h1,
+                                               PipelineSchedule::zbv};
+    const auto sched = pp->choice_or("schedule", "1f1b", {"1f1b", "interleaved_1f1b", "1f1b_v", "zb_h1", "zbv"});
+    for (const PipelineSchedule k : kSchedules) {
+      if (name_of(k) == sched) p.pp_schedule = k;
+    }
     p.pp_virtual = pp->integer_or("virtual_stages", 1, Range::between(1, 64));
     p.pp_layer_split = pp->integer_list_or("layer_split", Range::between(1, 4096));
     pp->finish();
@@ -218,8 +233,8 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
     fail("pipeline.degree",
          "world size " + s(p.world()) + " (nodes x gpus_per_node) is not divisible by PP degree " + s(p.pp));
   }
-  if (p.pp * p.pp_virtual > a.num_layers) {
-    fail("pipeline.degree", "PP stages x virtual stages = " + s(p.pp * p.pp_virtual) + " exceeds the " +
+  if (p.pp * p.model_chunks() > a.num_layers) {
+    fail("pipeline.degree", "PP stages x virtual stages = " + s(p.pp * p.model_chunks()) + " exceeds the " +
                                 s(a.num_layers) + " layers of the model");
   }
   const GemmPrecision experts = p.precision.linear(LinearClass::routed_expert);
@@ -240,18 +255,25 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
          "true needs the ddp design's resident compute weights; FSDP2 full reshard quantizes each gathered weight on "
          "use (allowed: false)");
   }
-  if (p.pp_virtual > 1 && p.pp_schedule != PipelineSchedule::interleaved_1f1b) {
-    fail("pipeline.virtual_stages", "virtual stages > 1 need schedule \"interleaved_1f1b\"");
+  if (p.v_shape() && p.pp_virtual > 2) {
+    // A V has exactly two chunks per stage (ScheduleZBVZeroBubble: "requires exactly two stages per rank").
+    fail("pipeline.virtual_stages", "schedule \"" + std::string(name_of(p.pp_schedule)) + "\" runs exactly 2 model " +
+                                        "chunks per stage (a V); allowed: 1 (the default) or 2, got " +
+                                        s(p.pp_virtual));
+  }
+  if (p.pp_virtual > 1 && p.pp_schedule != PipelineSchedule::interleaved_1f1b && !p.v_shape()) {
+    fail("pipeline.virtual_stages", "virtual stages > 1 need schedule \"interleaved_1f1b\" (any count) or a " +
+                                        std::string("V-shape one, \"1f1b_v\" or \"zbv\" (2)"));
   }
   if (p.pp_virtual > 1 && p.pp == 1) {
     // Interleaving sends activations between the chunks of different stages; one stage has none.
     fail("pipeline.virtual_stages", "virtual stages > 1 need pipeline.degree >= 2 (got 1)");
   }
   if (!p.pp_layer_split.empty()) {
-    if (static_cast<std::int64_t>(p.pp_layer_split.size()) != p.pp * p.pp_virtual) {
+    if (static_cast<std::int64_t>(p.pp_layer_split.size()) != p.pp * p.model_chunks()) {
       fail("pipeline.layer_split",
            "has " + s(static_cast<std::int64_t>(p.pp_layer_split.size())) +
-               " entries; allowed: one per virtual stage (PP x virtual_stages = " + s(p.pp * p.pp_virtual) + ")");
+               " entries; allowed: one per virtual stage (PP x model chunks = " + s(p.pp * p.model_chunks()) + ")");
     }
     std::int64_t sum = 0;
     for (auto v : p.pp_layer_split) sum += v;
@@ -316,7 +338,7 @@ std::vector<std::int64_t> virtual_stage_layer_counts(const ParallelPlan& p, cons
   if (!p.pp_layer_split.empty()) return p.pp_layer_split;
   // ceil(L / (P v)) layers per virtual stage; the shortfall lands on the last one, which also
   // runs the LM head (an uneven last stage), while every virtual stage keeps at least one layer.
-  const std::int64_t parts = p.pp * p.pp_virtual;
+  const std::int64_t parts = p.pp * p.model_chunks();
   std::vector<std::int64_t> out;
   const std::int64_t per = (a.num_layers + parts - 1) / parts;
   std::int64_t left = a.num_layers;
@@ -331,8 +353,19 @@ std::vector<std::int64_t> virtual_stage_layer_counts(const ParallelPlan& p, cons
 std::vector<std::int64_t> stage_layer_counts(const ParallelPlan& p, const Architecture& a) {
   const auto virt = virtual_stage_layer_counts(p, a);
   std::vector<std::int64_t> out(static_cast<std::size_t>(p.pp), 0);
-  for (std::size_t j = 0; j < virt.size(); ++j) out[j % static_cast<std::size_t>(p.pp)] += virt[j];
+  for (std::size_t j = 0; j < virt.size(); ++j)
+    out[static_cast<std::size_t>(place_of_virtual_stage(p, static_cast<std::int64_t>(j)).stage)] += virt[j];
   return out;
+}
+
+LayerPlace place_of_virtual_stage(const ParallelPlan& p, std::int64_t j) {
+  if (p.model_chunks() == 2 && p.v_shape()) return j < p.pp ? LayerPlace{j, 0} : LayerPlace{2 * p.pp - 1 - j, 1};
+  return {j % p.pp, j / p.pp};
+}
+
+std::int64_t virtual_stage_of(const ParallelPlan& p, std::int64_t stage, std::int64_t chunk) {
+  if (p.model_chunks() == 2 && p.v_shape()) return chunk == 0 ? stage : 2 * p.pp - 1 - stage;
+  return chunk * p.pp + stage;
 }
 
 LayerPlace place_of_layer(const ParallelPlan& p, const Architecture& a, std::int64_t layer) {
@@ -351,7 +384,7 @@ LayerPlace place_of_layer(const ParallelPlan& p, const Architecture& a, std::int
       }
     }
   }
-  return {j % p.pp, j / p.pp};
+  return place_of_virtual_stage(p, j);
 }
 
 std::vector<LayerPlace> layer_places(const ParallelPlan& p, const Architecture& a) {
@@ -360,12 +393,12 @@ std::vector<LayerPlace> layer_places(const ParallelPlan& p, const Architecture& 
   out.reserve(static_cast<std::size_t>(a.num_layers) + 2);
   out.push_back({0, 0});  // the embedding runs on the first virtual stage
   for (std::size_t j = 0; j < virt.size(); ++j) {
-    const auto at = static_cast<std::int64_t>(j);
+    const LayerPlace at = place_of_virtual_stage(p, static_cast<std::int64_t>(j));
     for (std::int64_t n = 0; n < virt[j] && static_cast<std::int64_t>(out.size()) <= a.num_layers; ++n)
-      out.push_back({at % p.pp, at / p.pp});
+      out.push_back(at);
   }
-  const auto last = static_cast<std::int64_t>(virt.size()) - 1;
-  while (static_cast<std::int64_t>(out.size()) < a.num_layers + 2) out.push_back({last % p.pp, last / p.pp});
+  const LayerPlace last = place_of_virtual_stage(p, static_cast<std::int64_t>(virt.size()) - 1);
+  while (static_cast<std::int64_t>(out.size()) < a.num_layers + 2) out.push_back(last);
   return out;
 }
 

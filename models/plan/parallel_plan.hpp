@@ -24,7 +24,10 @@ enum class ShardLayout { per_tensor, concat_then_shard, same_param_count };
 // selective_op (torchtitan's op-level selective checkpointing, dense blocks: see activations.hpp).
 enum class Recompute { none, full, selective, selective_op };
 enum class LossImpl { standard, fused };
-enum class PipelineSchedule { one_f_one_b, interleaved_1f1b };
+// How each pipeline stage orders its passes (sim/pipeline_schedule.hpp): 1F1B, Megatron-LM's
+// interleaved 1F1B, the V-shape 1F1B (two chunks per stage, the model going down the stages and
+// back up), Zero Bubble H1 and ZB-V (the backward split into input- and weight-gradient passes).
+enum class PipelineSchedule { one_f_one_b, interleaved_1f1b, one_f_one_b_v, zb_h1, zbv };
 enum class GradSync { all_reduce, reduce_scatter };
 // How the optimizer update is written, which sets how many passes it makes over HBM:
 // one fused kernel, PyTorch's foreach AdamW (torch.optim.adamw _multi_tensor_adamw), or Olmo-core's
@@ -121,8 +124,20 @@ struct ParallelPlan {
   std::int64_t dp() const { return world() / pp; }
   std::int64_t ep_dp() const { return dp() / ep; }
   std::int64_t shard_group() const { return fsdp_shard == 0 ? dp() : fsdp_shard; }
-  // Model chunks each stage runs: v with the interleaved schedule, else 1.
-  std::int64_t model_chunks() const { return pp_schedule == PipelineSchedule::interleaved_1f1b ? pp_virtual : 1; }
+  // Model chunks each stage runs: v with the interleaved schedule, 2 with a V-shape one (1F1B-V,
+  // ZB-V) under PP, else 1.
+  std::int64_t model_chunks() const {
+    if (pp_schedule == PipelineSchedule::interleaved_1f1b) return pp_virtual;
+    return pp > 1 && v_shape() ? 2 : 1;
+  }
+  // Stage s holds layer blocks s and 2P-1-s: down the stages and back up, the loss on stage 0.
+  bool v_shape() const {
+    return pp_schedule == PipelineSchedule::one_f_one_b_v || pp_schedule == PipelineSchedule::zbv;
+  }
+  // The backward runs as two passes, input gradients (B) then weight gradients (W), W deferred.
+  bool splits_backward() const {
+    return pp > 1 && (pp_schedule == PipelineSchedule::zb_h1 || pp_schedule == PipelineSchedule::zbv);
+  }
 };
 
 std::string_view name_of(Design d);
@@ -131,6 +146,7 @@ std::string_view name_of(ShardLayout l);
 std::string_view name_of(Recompute r);
 std::string_view name_of(OptimizerKernels k);
 std::string_view name_of(WeightRebuild w);
+std::string_view name_of(PipelineSchedule s);  // the scenario key's value: "1f1b", "zb_h1", ...
 
 ParallelPlan parse_plan(const JsonReader& in);
 
@@ -145,8 +161,8 @@ struct BatchShape {
 };
 BatchShape batch_shape(const ParallelPlan& plan, const Architecture& arch);
 
-// Layers per virtual pipeline stage (P x v of them; virtual stage j runs on stage j % P as its
-// model chunk j / P, as in Megatron-LM's interleaved schedule).
+// Layers per virtual pipeline stage (P x model_chunks of them, in model order; where each runs:
+// place_of_virtual_stage).
 std::vector<std::int64_t> virtual_stage_layer_counts(const ParallelPlan& plan, const Architecture& arch);
 // Layers held by each pipeline stage (the sum of its chunks).
 std::vector<std::int64_t> stage_layer_counts(const ParallelPlan& plan, const Architecture& arch);
@@ -155,6 +171,13 @@ struct LayerPlace {
   std::int64_t stage = 0;
   std::int64_t chunk = 0;
 };
+// Where virtual stage j runs: on stage j % P as its model chunk j / P (Megatron-LM's interleaved
+// placement, and plain 1F1B with one chunk), or in a V: stage j, chunk 0 for j < P, then stage
+// 2P-1-j, chunk 1 (torch/distributed/pipelining/_utils.py generate_stage_to_rank_mapping, style "v").
+LayerPlace place_of_virtual_stage(const ParallelPlan& plan, std::int64_t j);
+// The virtual stage of a stage's chunk (the inverse of place_of_virtual_stage).
+std::int64_t virtual_stage_of(const ParallelPlan& plan, std::int64_t stage, std::int64_t chunk);
+
 // Where a layer runs; layer -1 (embedding) is on the first virtual stage, layer num_layers
 // (final norm and LM head) on the last.
 LayerPlace place_of_layer(const ParallelPlan& plan, const Architecture& arch, std::int64_t layer);

@@ -49,13 +49,14 @@ std::int64_t communicator_instance(const ParallelPlan& plan, const RankCoords& c
 
 std::vector<LocalTensor> stage_tensors(const Inventory& inv, const Architecture& arch, const ParallelPlan& plan,
                                        std::int64_t stage) {
-  const std::int64_t last = plan.pp - 1;
   std::vector<LocalTensor> out;
   const std::vector<LayerPlace> places = layer_places(plan, arch);
+  const std::int64_t head = places.back().stage;  // the last stage, or stage 0 in a V
   for (const auto& t : inv.tensors) {
     const std::int64_t owner = places[static_cast<std::size_t>(t.layer + 1)].stage;
-    // A tied embedding is also the LM head: the last stage keeps its own copy under PP.
-    const bool tied_copy = arch.tie_embeddings && t.cls == TensorClass::embedding && stage == last && last > 0;
+    // A tied embedding is also the LM head: the head's stage keeps its own copy unless it is the
+    // embedding's (stage 0).
+    const bool tied_copy = arch.tie_embeddings && t.cls == TensorClass::embedding && stage == head && head > 0;
     if (owner != stage && !tied_copy) continue;
     LocalTensor lt;
     lt.tensor = &t;

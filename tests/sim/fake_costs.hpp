@@ -13,7 +13,11 @@ struct FakeCosts final : CostBook {
   double attention_s = 0;      // every flash-attention call (forward or backward)
   double memory_s = 0;         // every memory-bound kernel
   double host_s = 0;           // the host's share of a step
-  double gemm(const GemmShape&) const override { return gemm_s; }
+  double free_dimension = 0;   // GEMMs with a side of this size cost nothing (0: none), e.g. an LM head
+  double gemm(const GemmShape& s) const override {
+    const bool free = free_dimension > 0 && (s.m == free_dimension || s.n == free_dimension || s.k == free_dimension);
+    return free ? 0.0 : gemm_s;
+  }
   double grouped_gemm(const GroupedGemmShape&) const override { return grouped_s; }
   double attention(const AttentionShape&, bool) const override { return attention_s; }
   double memory(double, MemoryKernel) const override { return memory_s; }

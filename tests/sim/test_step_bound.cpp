@@ -49,7 +49,8 @@ TEST_CASE("Step bound: at most the replayed step on the bundled Figure 8 plans",
   }
 }
 
-TEST_CASE("Step bound: pipelines, interleaving, recompute and skewed routing stay below the replay", "[unit][bound]") {
+TEST_CASE("Step bound: pipelines (V-shape and zero-bubble too), recompute and skewed routing stay below the replay",
+          "[unit][bound]") {
   const std::vector<std::vector<std::string>> plans = {
       {"design=ddp+ep4+pp2", "plan.batch.global_batch_tokens=262144"},
       {"design=ddp+ep2+pp4+v2", "plan.batch.global_batch_tokens=524288", "plan.activations.recompute=full"},
@@ -58,6 +59,10 @@ TEST_CASE("Step bound: pipelines, interleaving, recompute and skewed routing sta
        "plan.batch.global_batch_tokens=262144"},
       {"design=fsdp+pp2", "plan.batch.global_batch_tokens=262144"},
       {"design=fsdp+pp4+v2", "plan.batch.global_batch_tokens=524288"},
+      // The V-shape and zero-bubble schedules (a W pass last on a stage closes no chain).
+      {"design=ddp+ep2+pp4+1f1b_v", "plan.batch.global_batch_tokens=524288", "plan.activations.recompute=full"},
+      {"design=ddp+ep2+pp4+zb_h1", "plan.batch.global_batch_tokens=524288"},
+      {"design=fsdp+pp4+zbv", "plan.batch.global_batch_tokens=524288"},
   };
   for (const auto& sets : plans) check_bound(load_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"), sets));
   check_bound(load_scenario(test::source_path("scenarios/deepseek-v3-like-ddp-ep8-pp8.json"),

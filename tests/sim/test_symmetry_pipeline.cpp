@@ -107,6 +107,15 @@ TEST_CASE("moesim ledger and moesim simulate agree: the schedule's in-flight cou
       {"design=fsdp", "plan.fsdp.prefetch_depth=2"},
       {"plan.nodes=4", "plan.routing.model=random", "design=ddp+ep8+pp2+v2"},
       {"plan.activations.recompute=full", "plan.nodes=2", "design=ddp+ep8+pp2"},
+      // The V-shape and zero-bubble schedules (a W pass frees what its forward saved).
+      {"plan.nodes=4", "design=ddp+ep8+pp4+1f1b_v"},
+      {"plan.nodes=4", "design=ddp+ep8+pp4+zb_h1"},
+      {"plan.nodes=4", "design=ddp+ep8+pp4+zbv"},
+      {"plan.nodes=4", "design=ddp+ep8+pp4+1f1b_v", "plan.batch.global_batch_tokens=262144"},  // m = 2 < 2P - 1
+      {"plan.nodes=2", "design=fsdp+pp2+zb_h1"},
+      {"plan.nodes=2", "design=fsdp+pp2+1f1b_v"},
+      {"plan.nodes=4", "plan.routing.model=random", "design=ddp+ep8+pp4+zbv"},
+      {"plan.activations.recompute=full", "plan.nodes=2", "design=ddp+ep8+pp2+zb_h1"},
   };
   for (const auto& sets : variants) {
     const Scenario s = load_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"), sets);

@@ -175,3 +175,28 @@ TEST_CASE("Plan search: the precision axis searches the MXFP8 recipe and refuses
   const PlanSearchResult refused = search(h100, q, PlanObjective::tokens_per_s, 2);
   CHECK(refused.refusals.count("the hardware profile has no mxfp8 GEMM rates") == 1);
 }
+
+TEST_CASE("Plan search: the V-shape and zero-bubble schedules by axis word or by scenario path", "[unit][plan]") {
+  const ScenarioSource source = small_source();
+  const auto designs = [&](const std::vector<std::string>& axes) {
+    PlanRequest q = small_request();
+    q.search = axes;
+    const PlanSearchResult r = search(source, q, PlanObjective::tokens_per_s, 2);
+    CHECK(!r.top.empty());
+    std::vector<std::string> out;
+    for (const PlanRecord& rec : r.records) out.push_back(rec.design);
+    return out;
+  };
+  const auto count = [](const std::vector<std::string>& all, const std::string& part) {
+    return std::count_if(all.begin(), all.end(),
+                         [&](const std::string& d) { return d.find(part) != std::string::npos; });
+  };
+  const auto named = designs({"pp=2", "microbatch=2", "recompute=none", "schedule=1f1b_v,zb_h1,zbv"});
+  CHECK(count(named, "+pp2+1f1b_v") > 0);
+  CHECK(count(named, "+pp2+zb_h1") > 0);
+  CHECK(count(named, "+pp2+zbv") > 0);
+  // The path axis overrides the schedule the axis word set (1f1b here).
+  const auto path =
+      designs({"pp=2", "microbatch=2", "recompute=none", "schedule=1f1b", "plan.pipeline.schedule=zb_h1"});
+  CHECK(count(path, "+zb_h1") == static_cast<std::ptrdiff_t>(path.size()));
+}
