@@ -1,0 +1,116 @@
+// Plan facts that depend on the model (divisibility, stage split, schedules, microbatch count):
+// the checks behind validate_plan, each naming the plan path at fault and what is allowed.
+#include "models/arch/architecture.hpp"
+#include "models/common/errors.hpp"
+#include "models/moe/measured_loads.hpp"
+#include "models/plan/parallel_plan.hpp"
+
+namespace moesim {
+
+namespace {
+std::string s(std::int64_t v) { return std::to_string(v); }
+}  // namespace
+
+void validate_plan(const ParallelPlan& p, const Architecture& a, const std::string& file, const std::string& prefix) {
+  auto fail = [&](const std::string& path, const std::string& msg) {
+    throw InputError(file, prefix.empty() ? path : prefix + "." + path, msg, /*infeasible=*/true);
+  };
+  if (p.world() % p.pp != 0) {
+    fail("pipeline.degree",
+         "world size " + s(p.world()) + " (nodes x gpus_per_node) is not divisible by PP degree " + s(p.pp));
+  }
+  if (p.pp * p.model_chunks() > a.num_layers) {
+    fail("pipeline.degree", "PP stages x virtual stages = " + s(p.pp * p.model_chunks()) + " exceeds the " +
+                                s(a.num_layers) + " layers of the model");
+  }
+  const GemmPrecision experts = p.precision.linear(LinearClass::routed_expert);
+  if (p.precision.ep_dispatch != GemmPrecision::bf16 && p.precision.ep_dispatch != experts) {
+    std::string msg = "\"";
+    msg += name_of(p.precision.ep_dispatch);
+    msg += "\" rows feed the routed experts' GEMMs as they arrive, so precision.linears.routed_expert must be \"";
+    msg += name_of(p.precision.ep_dispatch);
+    msg += "\" too (it is \"";
+    msg += name_of(experts);
+    msg += "\"); allowed: bf16 or the routed experts' format";
+    fail("precision.ep_dispatch", msg);
+  }
+  if (p.design == Design::fsdp && p.precision.weight_caches) {
+    // FSDP2 frees each gathered weight after use (reshard_after_forward), so no resident weight
+    // is there to keep quantized copies of.
+    fail("precision.weight_caches",
+         "true needs the ddp design's resident compute weights; FSDP2 full reshard quantizes each gathered weight on "
+         "use (allowed: false)");
+  }
+  if (p.v_shape() && p.pp_virtual > 2) {
+    // A V has exactly two chunks per stage (ScheduleZBVZeroBubble: "requires exactly two stages per rank").
+    fail("pipeline.virtual_stages", "schedule \"" + std::string(name_of(p.pp_schedule)) + "\" runs exactly 2 model " +
+                                        "chunks per stage (a V); allowed: 1 (the default) or 2, got " +
+                                        s(p.pp_virtual));
+  }
+  if (p.pp_virtual > 1 && p.pp_schedule != PipelineSchedule::interleaved_1f1b && !p.v_shape()) {
+    fail("pipeline.virtual_stages", "virtual stages > 1 need schedule \"interleaved_1f1b\" (any count) or a " +
+                                        std::string("V-shape one, \"1f1b_v\" or \"zbv\" (2)"));
+  }
+  if (p.pp_virtual > 1 && p.pp == 1) {
+    // Interleaving sends activations between the chunks of different stages; one stage has none.
+    fail("pipeline.virtual_stages", "virtual stages > 1 need pipeline.degree >= 2 (got 1)");
+  }
+  if (!p.pp_layer_split.empty()) {
+    if (static_cast<std::int64_t>(p.pp_layer_split.size()) != p.pp * p.model_chunks()) {
+      fail("pipeline.layer_split",
+           "has " + s(static_cast<std::int64_t>(p.pp_layer_split.size())) +
+               " entries; allowed: one per virtual stage (PP x model chunks = " + s(p.pp * p.model_chunks()) + ")");
+    }
+    std::int64_t sum = 0;
+    for (auto v : p.pp_layer_split) sum += v;
+    if (sum != a.num_layers)
+      fail("pipeline.layer_split", "sums to " + s(sum) + "; must equal num_layers " + s(a.num_layers));
+  }
+  if (p.recompute == Recompute::selective_op && a.moe) {
+    // torchtitan's op list names aten.mm and SDPA only; what it does inside an MoE block (grouped
+    // GEMMs, the all-to-alls) is not modeled.
+    fail("activations.recompute",
+         "\"selective_op\" (torchtitan's op-level checkpointing) is modeled for dense blocks only; this architecture "
+         "has MoE blocks (allowed here: none, full, selective)");
+  }
+  if (p.ep > 1) {
+    if (!a.moe) fail("expert_parallel.degree", "EP degree " + s(p.ep) + " needs an MoE architecture");
+    if (a.moe->num_experts % p.ep != 0) {
+      fail("expert_parallel.degree",
+           "EP-MP degree " + s(p.ep) + " does not divide the " + s(a.moe->num_experts) + " routed experts");
+    }
+    if (p.dp() % p.ep != 0) {
+      fail("expert_parallel.degree", "EP-MP degree " + s(p.ep) + " does not divide the DP degree " + s(p.dp()));
+    }
+    if (p.design == Design::fsdp)
+      fail("expert_parallel.degree", "EP with design \"fsdp\" is not modeled; use design \"ddp\"");
+  }
+  if (p.routing.kind == RoutingKind::measured) {
+    if (!a.moe) fail("routing.model", "\"measured\" routing needs an MoE architecture");
+    std::vector<std::int64_t> moe_layers;
+    for (std::int64_t l = 0; l < a.num_layers; ++l) {
+      if (a.is_moe_layer(l)) moe_layers.push_back(l);
+    }
+    check_measured_loads(p.routing, a.moe->num_experts, moe_layers, fail);
+  }
+  if (p.design == Design::fsdp && p.fsdp_shard != 0 && p.dp() % p.fsdp_shard != 0) {
+    fail("fsdp.shard_degree", "shard degree " + s(p.fsdp_shard) + " does not divide the DP degree " + s(p.dp()));
+  }
+  const BatchShape shape = batch_shape(p, a);
+  const std::int64_t step_tokens_per_mb = shape.microbatch_tokens * p.dp();
+  if (p.global_batch_tokens < step_tokens_per_mb) {
+    fail("batch.global_batch_tokens",
+         "global batch " + s(p.global_batch_tokens) + " tokens is smaller than one microbatch on every DP rank (" +
+             s(shape.microbatch_tokens) + " x DP " + s(p.dp()) + " = " + s(step_tokens_per_mb) + ")");
+  }
+  if (p.pp_schedule == PipelineSchedule::interleaved_1f1b && p.pp > 1 && shape.microbatches % p.pp != 0) {
+    fail("batch.global_batch_tokens", "interleaved 1F1B needs the microbatch count (" + s(shape.microbatches) +
+                                          ") to be a multiple of the PP degree " + s(p.pp));
+  }
+  if (p.global_batch_tokens % step_tokens_per_mb != 0) {
+    fail("batch.global_batch_tokens", "global batch " + s(p.global_batch_tokens) +
+                                          " is not a multiple of microbatch tokens x DP = " + s(step_tokens_per_mb));
+  }
+}
+
+}  // namespace moesim
