@@ -11,8 +11,14 @@
 namespace moesim {
 
 Simulation simulate(const Scenario& sc, const SimOptions& options) {
+  Simulation sim;
+  simulate(sc, options, sim);
+  return sim;
+}
+
+void simulate(const Scenario& sc, const SimOptions& options, Simulation& sim) {
   const ProfileCostBook costs(sc.hardware, sc.cost_models);
-  return simulate(sc, costs, options);
+  simulate(sc, costs, options, sim);
 }
 
 MemoryLedger scenario_ledger(const Scenario& sc, const Inventory& inv) {
@@ -39,6 +45,12 @@ std::vector<std::int64_t> balanced_split(const Scenario& sc) {
 
 Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions& options) {
   Simulation sim;
+  simulate(sc, costs, options, sim);
+  return sim;
+}
+
+void simulate(const Scenario& sc, const CostBook& costs, const SimOptions& options, Simulation& sim) {
+  sim.result = StepResult{};
   const Inventory inv = build_inventory(sc.arch);
   sim.step = build_step(sc.arch, inv, sc.plan, costs, options);
   std::unique_ptr<ResourceSharing> sharing;
@@ -47,7 +59,7 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
   } catch (const UnknownNameError& e) {
     throw InputError(sc.file, "cost_models.resource_sharing", e.what());
   }
-  sim.replay = replay(sim.step.graph, *sharing);
+  replay(sim.step.graph, *sharing, sim.replay);
   const TimelineMetrics tm = measure(sim.step.graph, sim.replay);
 
   StepResult& r = sim.result;
@@ -89,7 +101,6 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
   r.tasks = sim.step.graph.size();
   r.simulated_ranks = sim.step.ranks.size();
   r.ledger = build_ledger(sc.arch, inv, sc.plan, sc.hardware, in_flight);
-  return sim;
 }
 
 }  // namespace moesim

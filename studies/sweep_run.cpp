@@ -23,7 +23,9 @@ SweepPoint run_point(const ScenarioSource& source, const PointOverrides& point, 
   pt.values = point;
   try {
     Scenario s = compose(source, changes_of(point));
-    pt.result = simulate(s).result;
+    thread_local Simulation sim;  // its buffers serve the thread's next point
+    simulate(s, SimOptions{}, sim);
+    pt.result = std::move(sim.result);
     pt.scenario = std::move(s);
     pt.ok = true;
   } catch (const InputError& e) {
