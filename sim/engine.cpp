@@ -10,12 +10,13 @@ namespace moesim {
 
 namespace {
 
-struct Unit {               // one running thing: a task, or a collective's members moving together
-  std::uint32_t first = 0;  // members are members_[first, first + count)
-  std::uint32_t count = 0;
+struct Unit {  // one running thing: a task, or a collective's members moving together
   double remaining = 0;
   double rate = 0;  // 0 until first rated
   double updated = 0;
+  std::uint32_t first = 0;  // members are members_[first, first + count)
+  std::uint32_t count = 0;
+  std::uint32_t rank = 0;  // the first member's rank (a one-member unit is rated without a member look-up)
   Demand demand;
 };
 
@@ -156,31 +157,42 @@ class Engine {
   void start_ready() {
     for (const auto& [what, is_group] : to_start_) {
       const auto uid = static_cast<std::uint32_t>(units_.size());
-      Unit u;
+      Unit& u = units_.emplace_back();
       u.first = static_cast<std::uint32_t>(members_.size());
-      if (is_group) {
+      u.updated = now_;
+      if (!is_group) {
+        members_.push_back(what);
+        u.count = 1;
+        const Task& t = graph_->task(what);
+        u.rank = t.rank;
+        u.demand = sharing_->demand_of(t);
+        u.remaining = std::max(u.remaining, t.work_s);
+        start_member(uid, u, what, t.rank);
+      } else {
         members_.insert(members_.end(), group_members_.begin() + group_first_[what],
                         group_members_.begin() + group_first_[what + 1]);
-      } else {
-        members_.push_back(what);
+        u.count = static_cast<std::uint32_t>(members_.size()) - u.first;
+        const Task& lead = graph_->task(members_[u.first]);
+        u.rank = lead.rank;  // what a one-member group is rated by
+        u.demand = sharing_->demand_of(lead);
+        for (TaskId m : members(u)) {
+          const Task& t = graph_->task(m);
+          u.remaining = std::max(u.remaining, t.work_s);
+          start_member(uid, u, m, t.rank);
+        }
       }
-      u.count = static_cast<std::uint32_t>(members_.size()) - u.first;
-      u.demand = sharing_->demand_of(graph_->task(members_[u.first]));
-      for (TaskId m : members(u)) {
-        const Task& t = graph_->task(m);
-        u.remaining = std::max(u.remaining, t.work_s);
-        result_.start[m] = now_;
-        result_.events.push_back({m, true});
-        touch(t.rank);
-        running_[t.rank].push_back(uid);
-        mix_[t.rank].add(u.demand, +1);
-      }
-      u.updated = now_;
-      units_.push_back(u);
       unit_epoch_.push_back(0);
       started_.push_back(uid);
     }
     to_start_.clear();
+  }
+
+  void start_member(std::uint32_t uid, const Unit& u, TaskId m, std::uint32_t rank) {
+    result_.start[m] = now_;
+    result_.events.push_back({m, true});
+    touch(rank);
+    running_[rank].push_back(uid);
+    mix_[rank].add(u.demand, +1);
   }
 
   struct Range {
@@ -246,7 +258,11 @@ class Engine {
   void rerate_unit(std::uint32_t uid) {
     Unit& u = units_[uid];
     double rate = std::numeric_limits<double>::infinity();
-    for (TaskId m : members(u)) rate = std::min(rate, sharing_->rate(mix_[graph_->task(m).rank], u.demand));
+    if (u.count == 1) {
+      rate = std::min(rate, sharing_->rate(mix_[u.rank], u.demand));
+    } else {
+      for (TaskId m : members(u)) rate = std::min(rate, sharing_->rate(mix_[graph_->task(m).rank], u.demand));
+    }
     if (u.rate > 0) u.remaining = std::max(0.0, u.remaining - (now_ - u.updated) * u.rate);
     u.updated = now_;
     if (rate == u.rate && heap_.contains(uid)) return;  // unchanged: its event stands
