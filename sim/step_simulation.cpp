@@ -1,6 +1,8 @@
 #include "sim/step_simulation.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 #include "models/common/units.hpp"
 #include "models/costs/profile_cost_book.hpp"
@@ -9,6 +11,18 @@
 #include "sim/resource_sharing.hpp"
 
 namespace moesim {
+
+namespace {
+
+// The architecture's inventory, kept per thread for the next simulation of the same model: a
+// sweep's consecutive points mostly differ in the plan, and a planner's all do.
+const Inventory& inventory_of(const Architecture& arch) {
+  thread_local std::optional<std::pair<Architecture, Inventory>> last;
+  if (!last || !(last->first == arch)) last.emplace(arch, build_inventory(arch));
+  return last->second;
+}
+
+}  // namespace
 
 Simulation simulate(const Scenario& sc, const SimOptions& options) {
   Simulation sim;
@@ -51,7 +65,7 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
 
 void simulate(const Scenario& sc, const CostBook& costs, const SimOptions& options, Simulation& sim) {
   sim.result = StepResult{};
-  const Inventory inv = build_inventory(sc.arch);
+  const Inventory& inv = inventory_of(sc.arch);
   sim.step = build_step(sc.arch, inv, sc.plan, costs, options);
   std::unique_ptr<ResourceSharing> sharing;
   try {
