@@ -205,24 +205,33 @@ class Engine {
 
   void finish_unit(std::uint32_t uid) {
     const Unit& u = units_[uid];
-    for (TaskId m : members(u)) {
-      result_.finish[m] = now_;
-      result_.events.push_back({m, false});
-      if (now_ >= result_.makespan) {
-        result_.makespan = now_;
-        result_.last = m;
-      }
-      const std::uint32_t rank = graph_->task(m).rank;
-      touch(rank);
-      auto& list = running_[rank];
-      list.erase(std::find(list.begin(), list.end(), uid));
-      mix_[rank].add(u.demand, -1);
+    if (u.count == 1) {
+      const TaskId m = members_[u.first];
+      end_member(uid, u, m, u.rank);
+      release_successors(m);
+      return;
     }
-    for (TaskId m : members(u)) {
-      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(m), *dag_); e != end; ++e)
-        release(static_cast<TaskId>(boost::target(*e, *dag_)), m);
-      if (stream_next_[m] != kNoTask) release(stream_next_[m], m);
+    for (TaskId m : members(u)) end_member(uid, u, m, graph_->task(m).rank);
+    for (TaskId m : members(u)) release_successors(m);
+  }
+
+  void end_member(std::uint32_t uid, const Unit& u, TaskId m, std::uint32_t rank) {
+    result_.finish[m] = now_;
+    result_.events.push_back({m, false});
+    if (now_ >= result_.makespan) {
+      result_.makespan = now_;
+      result_.last = m;
     }
+    touch(rank);
+    auto& list = running_[rank];
+    list.erase(std::find(list.begin(), list.end(), uid));
+    mix_[rank].add(u.demand, -1);
+  }
+
+  void release_successors(TaskId m) {
+    for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(m), *dag_); e != end; ++e)
+      release(static_cast<TaskId>(boost::target(*e, *dag_)), m);
+    if (stream_next_[m] != kNoTask) release(stream_next_[m], m);
   }
 
   void release(TaskId id, TaskId cause) {
