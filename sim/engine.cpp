@@ -63,8 +63,13 @@ class Engine {
     const auto slots = static_cast<std::size_t>(g.ranks()) * static_cast<std::size_t>(StreamKind::count);
     std::vector<TaskId>& last = stream_last_;
     last.assign(slots, kNoTask);
+    // One pass: each task's dependencies (edges and stream order) and its collective group's size.
+    group_first_.assign(static_cast<std::size_t>(g.groups()) + 1, 0);
     for (TaskId id = 0; id < n; ++id) {
       const auto& t = g.task(id);
+      if (t.group != kNoGroup) ++group_first_[t.group + 1];
+      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(id), *dag_); e != end; ++e)
+        ++pending_[boost::target(*e, *dag_)];
       if (!stream_is_ordered(t.stream)) continue;
       const auto slot = static_cast<std::size_t>(t.rank) * static_cast<std::size_t>(StreamKind::count) +
                         static_cast<std::size_t>(t.stream);
@@ -74,15 +79,7 @@ class Engine {
       }
       last[slot] = id;
     }
-    for (TaskId id = 0; id < n; ++id) {
-      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(id), *dag_); e != end; ++e)
-        ++pending_[boost::target(*e, *dag_)];
-    }
     // Members of each collective group, grouped by a counting sort (offsets into one array).
-    group_first_.assign(static_cast<std::size_t>(g.groups()) + 1, 0);
-    for (TaskId id = 0; id < n; ++id) {
-      if (g.task(id).group != kNoGroup) ++group_first_[g.task(id).group + 1];
-    }
     for (std::size_t k = 1; k < group_first_.size(); ++k) group_first_[k] += group_first_[k - 1];
     group_members_.resize(group_first_.back());
     std::vector<std::uint32_t>& fill = group_fill_;
