@@ -111,7 +111,7 @@ Runner add_sweep_command(CLI::App& app) {
     };
     if (world.size() == 1) {
       run_points_in_order(source, points, first, count, args->jobs, on_progress,
-                          [&](SweepPoint&& p) { consume(sweep_point_json(p)); });
+                          [&](SweepPoint&& p) { consume(sweep_point_json(std::move(p))); });
       progress.finish();
     } else {
       const SweepResult result = run_points(source, points, first, count, args->jobs, on_progress);

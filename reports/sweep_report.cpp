@@ -17,7 +17,6 @@ nlohmann::json values_json(const PointOverrides& values) {
   return out;
 }
 
-
 // The headline CSV columns after index, values and status, in order: fields of each point
 // result.
 const char* const kColumns[] = {"design",
@@ -62,6 +61,14 @@ nlohmann::json sweep_point_json(const SweepPoint& p) {
     j["result"] = step_json(*p.scenario, *p.result);
   else
     j["error"] = p.error;
+  return j;
+}
+
+nlohmann::json sweep_point_json(SweepPoint&& p) {
+  if (!p.ok) return sweep_point_json(p);
+  nlohmann::json inputs = std::move(p.scenario->resolved);  // step_json copies the null left behind
+  nlohmann::json j = sweep_point_json(p);
+  j["result"]["inputs"] = std::move(inputs);
   return j;
 }
 

@@ -10,12 +10,13 @@ namespace moesim {
 
 namespace {
 
-struct Unit {               // one running thing: a task, or a collective's members moving together
-  std::uint32_t first = 0;  // members are members_[first, first + count)
-  std::uint32_t count = 0;
+struct Unit {  // one running thing: a task, or a collective's members moving together
   double remaining = 0;
   double rate = 0;  // 0 until first rated
   double updated = 0;
+  std::uint32_t first = 0;  // members are members_[first, first + count)
+  std::uint32_t count = 0;
+  std::uint32_t rank = 0;  // the first member's rank (a one-member unit is rated without a member look-up)
   Demand demand;
 };
 
@@ -24,19 +25,51 @@ struct Unit {               // one running thing: a task, or a collective's memb
 // once: the new ones, and those on a touched rank whose running mix changed (a rate is a function
 // of the mix, so where the event left the mix as it was, every rate stands). Ranks and units are
 // de-duplicated by epoch stamps (the event's number), not by sorting.
+// One engine per thread is kept between replays: a sweep thread or a repeated benchmark replays
+// graph after graph, and with the buffers warm a replay allocates (almost) nothing.
 class Engine {
  public:
-  Engine(const TaskGraph& g, const ResourceSharing& sharing) : graph_(g), dag_(g.dag()), sharing_(sharing) {
+  void run(const TaskGraph& g, const ResourceSharing& sharing, ReplayResult& out) {
+    graph_ = &g;
+    dag_ = &g.dag();
+    sharing_ = &sharing;
+    std::swap(result_, out);  // the caller's buffers, handed back filled
+    try {
+      setup(g);
+      replay_all();
+    } catch (...) {
+      std::swap(result_, out);
+      throw;
+    }
+    std::swap(result_, out);
+  }
+
+ private:
+  void setup(const TaskGraph& g) {
     const std::size_t n = g.size();
-    result_.start.assign(n, 0);
-    result_.finish.assign(n, 0);
-    result_.cause.assign(n, kNoTask);
+    // Every task gets its start, finish and cause before a replay returns (or it throws), so
+    // these are sized, not cleared.
+    result_.start.resize(n);
+    result_.finish.resize(n);
+    result_.cause.resize(n);
+    result_.events.clear();
+    result_.events.reserve(2 * n);
+    result_.makespan = 0;
+    result_.last = kNoTask;
+    now_ = 0;
+    epoch_ = 0;
     pending_.assign(n, 0);
     stream_next_.assign(n, kNoTask);
     const auto slots = static_cast<std::size_t>(g.ranks()) * static_cast<std::size_t>(StreamKind::count);
-    std::vector<TaskId> last(slots, kNoTask);
+    std::vector<TaskId>& last = stream_last_;
+    last.assign(slots, kNoTask);
+    // One pass: each task's dependencies (edges and stream order) and its collective group's size.
+    group_first_.assign(static_cast<std::size_t>(g.groups()) + 1, 0);
     for (TaskId id = 0; id < n; ++id) {
       const auto& t = g.task(id);
+      if (t.group != kNoGroup) ++group_first_[t.group + 1];
+      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(id), *dag_); e != end; ++e)
+        ++pending_[boost::target(*e, *dag_)];
       if (!stream_is_ordered(t.stream)) continue;
       const auto slot = static_cast<std::size_t>(t.rank) * static_cast<std::size_t>(StreamKind::count) +
                         static_cast<std::size_t>(t.stream);
@@ -46,36 +79,34 @@ class Engine {
       }
       last[slot] = id;
     }
-    for (TaskId id = 0; id < n; ++id) {
-      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(id), dag_); e != end; ++e)
-        ++pending_[boost::target(*e, dag_)];
-    }
     // Members of each collective group, grouped by a counting sort (offsets into one array).
-    group_first_.assign(static_cast<std::size_t>(g.groups()) + 1, 0);
-    for (TaskId id = 0; id < n; ++id) {
-      if (g.task(id).group != kNoGroup) ++group_first_[g.task(id).group + 1];
-    }
     for (std::size_t k = 1; k < group_first_.size(); ++k) group_first_[k] += group_first_[k - 1];
     group_members_.resize(group_first_.back());
-    std::vector<std::uint32_t> fill(group_first_.begin(), group_first_.end() - 1);
+    std::vector<std::uint32_t>& fill = group_fill_;
+    fill.assign(group_first_.begin(), group_first_.end() - 1);
     for (TaskId id = 0; id < n; ++id) {
       if (g.task(id).group != kNoGroup) group_members_[fill[g.task(id).group]++] = id;
     }
     group_ready_.assign(g.groups(), 0);
     running_.resize(g.ranks());
-    mix_.resize(g.ranks());
+    for (auto& list : running_) list.clear();
+    mix_.assign(g.ranks(), RunningMix{});
     mix_before_.resize(g.ranks());
     rank_epoch_.assign(g.ranks(), 0);
+    units_.clear();
     units_.reserve(n);
+    unit_epoch_.clear();
     unit_epoch_.reserve(n);
+    members_.clear();
     members_.reserve(n);
+    to_start_.clear();
+    rerate_units_.clear();
     heap_.reset(n);
-    result_.events.reserve(2 * n);
   }
 
-  ReplayResult run() {
+  void replay_all() {
     begin_event();
-    for (TaskId id = 0; id < graph_.size(); ++id) {
+    for (TaskId id = 0; id < graph_->size(); ++id) {
       if (pending_[id] == 0) became_ready(id, kNoTask);
     }
     start_ready();
@@ -91,9 +122,8 @@ class Engine {
       start_ready();
       rerate();
     }
-    if (done != graph_.size())
+    if (done != graph_->size())
       throw std::logic_error("replay stalled: a dependency cycle or an incomplete collective group");
-    return std::move(result_);
   }
 
  private:
@@ -113,7 +143,7 @@ class Engine {
 
   void became_ready(TaskId id, TaskId cause) {
     result_.cause[id] = cause;
-    const auto group = graph_.task(id).group;
+    const auto group = graph_->task(id).group;
     if (group == kNoGroup) {
       to_start_.push_back({id, false});
       return;
@@ -124,31 +154,42 @@ class Engine {
   void start_ready() {
     for (const auto& [what, is_group] : to_start_) {
       const auto uid = static_cast<std::uint32_t>(units_.size());
-      Unit u;
+      Unit& u = units_.emplace_back();
       u.first = static_cast<std::uint32_t>(members_.size());
-      if (is_group) {
+      u.updated = now_;
+      if (!is_group) {
+        members_.push_back(what);
+        u.count = 1;
+        const Task& t = graph_->task(what);
+        u.rank = t.rank;
+        u.demand = sharing_->demand_of(t);
+        u.remaining = std::max(u.remaining, t.work_s);
+        start_member(uid, u, what, t.rank);
+      } else {
         members_.insert(members_.end(), group_members_.begin() + group_first_[what],
                         group_members_.begin() + group_first_[what + 1]);
-      } else {
-        members_.push_back(what);
+        u.count = static_cast<std::uint32_t>(members_.size()) - u.first;
+        const Task& lead = graph_->task(members_[u.first]);
+        u.rank = lead.rank;  // what a one-member group is rated by
+        u.demand = sharing_->demand_of(lead);
+        for (TaskId m : members(u)) {
+          const Task& t = graph_->task(m);
+          u.remaining = std::max(u.remaining, t.work_s);
+          start_member(uid, u, m, t.rank);
+        }
       }
-      u.count = static_cast<std::uint32_t>(members_.size()) - u.first;
-      u.demand = sharing_.demand_of(graph_.task(members_[u.first]));
-      for (TaskId m : members(u)) {
-        const Task& t = graph_.task(m);
-        u.remaining = std::max(u.remaining, t.work_s);
-        result_.start[m] = now_;
-        result_.events.push_back({m, true});
-        touch(t.rank);
-        running_[t.rank].push_back(uid);
-        mix_[t.rank].add(u.demand, +1);
-      }
-      u.updated = now_;
-      units_.push_back(u);
       unit_epoch_.push_back(0);
       started_.push_back(uid);
     }
     to_start_.clear();
+  }
+
+  void start_member(std::uint32_t uid, const Unit& u, TaskId m, std::uint32_t rank) {
+    result_.start[m] = now_;
+    result_.events.push_back({m, true});
+    touch(rank);
+    running_[rank].push_back(uid);
+    mix_[rank].add(u.demand, +1);
   }
 
   struct Range {
@@ -161,24 +202,33 @@ class Engine {
 
   void finish_unit(std::uint32_t uid) {
     const Unit& u = units_[uid];
-    for (TaskId m : members(u)) {
-      result_.finish[m] = now_;
-      result_.events.push_back({m, false});
-      if (now_ >= result_.makespan) {
-        result_.makespan = now_;
-        result_.last = m;
-      }
-      const std::uint32_t rank = graph_.task(m).rank;
-      touch(rank);
-      auto& list = running_[rank];
-      list.erase(std::find(list.begin(), list.end(), uid));
-      mix_[rank].add(u.demand, -1);
+    if (u.count == 1) {
+      const TaskId m = members_[u.first];
+      end_member(uid, u, m, u.rank);
+      release_successors(m);
+      return;
     }
-    for (TaskId m : members(u)) {
-      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(m), dag_); e != end; ++e)
-        release(static_cast<TaskId>(boost::target(*e, dag_)), m);
-      if (stream_next_[m] != kNoTask) release(stream_next_[m], m);
+    for (TaskId m : members(u)) end_member(uid, u, m, graph_->task(m).rank);
+    for (TaskId m : members(u)) release_successors(m);
+  }
+
+  void end_member(std::uint32_t uid, const Unit& u, TaskId m, std::uint32_t rank) {
+    result_.finish[m] = now_;
+    result_.events.push_back({m, false});
+    if (now_ >= result_.makespan) {
+      result_.makespan = now_;
+      result_.last = m;
     }
+    touch(rank);
+    auto& list = running_[rank];
+    list.erase(std::find(list.begin(), list.end(), uid));
+    mix_[rank].add(u.demand, -1);
+  }
+
+  void release_successors(TaskId m) {
+    for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(m), *dag_); e != end; ++e)
+      release(static_cast<TaskId>(boost::target(*e, *dag_)), m);
+    if (stream_next_[m] != kNoTask) release(stream_next_[m], m);
   }
 
   void release(TaskId id, TaskId cause) {
@@ -214,7 +264,11 @@ class Engine {
   void rerate_unit(std::uint32_t uid) {
     Unit& u = units_[uid];
     double rate = std::numeric_limits<double>::infinity();
-    for (TaskId m : members(u)) rate = std::min(rate, sharing_.rate(mix_[graph_.task(m).rank], u.demand));
+    if (u.count == 1) {
+      rate = std::min(rate, sharing_->rate(mix_[u.rank], u.demand));
+    } else {
+      for (TaskId m : members(u)) rate = std::min(rate, sharing_->rate(mix_[graph_->task(m).rank], u.demand));
+    }
     if (u.rate > 0) u.remaining = std::max(0.0, u.remaining - (now_ - u.updated) * u.rate);
     u.updated = now_;
     if (rate == u.rate && heap_.contains(uid)) return;  // unchanged: its event stands
@@ -222,14 +276,16 @@ class Engine {
     heap_.schedule(uid, now_ + u.remaining / u.rate);
   }
 
-  const TaskGraph& graph_;
-  const DagStorage& dag_;  // the graph's edges, looked up once (TaskGraph::dag() is out of line)
-  const ResourceSharing& sharing_;
+  const TaskGraph* graph_ = nullptr;
+  const DagStorage* dag_ = nullptr;  // the graph's edges, looked up once (TaskGraph::dag() is out of line)
+  const ResourceSharing* sharing_ = nullptr;
   ReplayResult result_;
   std::vector<std::uint32_t> pending_;
   std::vector<TaskId> stream_next_;
+  std::vector<TaskId> stream_last_;         // setup's scratch: the last task seen per (rank, stream)
   std::vector<std::uint32_t> group_first_;  // members of group k: group_members_[first[k], first[k + 1])
   std::vector<TaskId> group_members_;
+  std::vector<std::uint32_t> group_fill_;  // setup's scratch
   std::vector<std::uint32_t> group_ready_;
   std::vector<std::vector<std::uint32_t>> running_;  // per rank: running unit ids
   std::vector<RunningMix> mix_;                      // per rank: what those units ask of it
@@ -249,6 +305,15 @@ class Engine {
 
 }  // namespace
 
-ReplayResult replay(const TaskGraph& graph, const ResourceSharing& sharing) { return Engine(graph, sharing).run(); }
+void replay(const TaskGraph& graph, const ResourceSharing& sharing, ReplayResult& out) {
+  thread_local Engine engine;
+  engine.run(graph, sharing, out);
+}
+
+ReplayResult replay(const TaskGraph& graph, const ResourceSharing& sharing) {
+  ReplayResult out;
+  replay(graph, sharing, out);
+  return out;
+}
 
 }  // namespace moesim

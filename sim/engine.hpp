@@ -28,5 +28,7 @@ struct ReplayResult {
 };
 
 ReplayResult replay(const TaskGraph& graph, const ResourceSharing& sharing);
+// The same into `out`, reusing its buffers (a sweep thread's or a benchmark's repeated replays).
+void replay(const TaskGraph& graph, const ResourceSharing& sharing, ReplayResult& out);
 
 }  // namespace moesim

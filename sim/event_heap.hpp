@@ -36,7 +36,11 @@ class EventHeap {
       return;
     }
     heap_[at] = e;
-    sift_down(sift_up(at));  // the new key is later by sequence number: sift_up is a no-op then
+    // Up when it now comes before its parent, else down (a no-op when it stays put).
+    if (at > 0 && e.before(heap_[(at - 1) / 2]))
+      sift_up(at);
+    else
+      sift_down(at);
   }
 
   void pop() {
@@ -56,7 +60,7 @@ class EventHeap {
     bool before(const Entry& o) const { return time != o.time ? time < o.time : seq < o.seq; }
   };
 
-  std::uint32_t sift_up(std::uint32_t at) {
+  void sift_up(std::uint32_t at) {
     const Entry e = heap_[at];
     while (at > 0) {
       const std::uint32_t parent = (at - 1) / 2;
@@ -65,7 +69,6 @@ class EventHeap {
       at = parent;
     }
     place(at, e);
-    return at;
   }
 
   void sift_down(std::uint32_t at) {

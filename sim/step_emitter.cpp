@@ -34,7 +34,7 @@ const char* collective_label(PhaseTag phase, CollectiveKind kind) {
 
 }  // namespace
 
-TaskId StepEmitter::add(Task task, TaskId after, TaskId also_after) {
+TaskId StepEmitter::add(const Task& task, TaskId after, TaskId also_after) {
   const TaskId id = step_.graph.add(task);
   const std::size_t slot = static_cast<std::size_t>(task.rank) * static_cast<std::size_t>(StreamKind::count) +
                            static_cast<std::size_t>(task.stream);

@@ -127,7 +127,7 @@ class StepEmitter {
  private:
   const CommCost& priced(CollectiveKind kind, double bytes, const CommunicatorShape& shape);
   const CommCost& priced_ep_transfer(double bytes);
-  TaskId add(Task task, TaskId after, TaskId also_after = kNoTask);
+  TaskId add(const Task& task, TaskId after, TaskId also_after = kNoTask);
   static Task placed(const TaskPlace& at, TaskKind kind, double work_s);
   static Task communication(const TaskPlace& at, TaskKind kind, CollectiveKind coll, const CommCost& cost,
                             std::uint32_t group);

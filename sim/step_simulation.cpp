@@ -1,6 +1,8 @@
 #include "sim/step_simulation.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 #include "models/common/units.hpp"
 #include "models/costs/profile_cost_book.hpp"
@@ -10,9 +12,27 @@
 
 namespace moesim {
 
+namespace {
+
+// The architecture's inventory, kept per thread for the next simulation of the same model: a
+// sweep's consecutive points mostly differ in the plan, and a planner's all do.
+const Inventory& inventory_of(const Architecture& arch) {
+  thread_local std::optional<std::pair<Architecture, Inventory>> last;
+  if (!last || !(last->first == arch)) last.emplace(arch, build_inventory(arch));
+  return last->second;
+}
+
+}  // namespace
+
 Simulation simulate(const Scenario& sc, const SimOptions& options) {
+  Simulation sim;
+  simulate(sc, options, sim);
+  return sim;
+}
+
+void simulate(const Scenario& sc, const SimOptions& options, Simulation& sim) {
   const ProfileCostBook costs(sc.hardware, sc.cost_models);
-  return simulate(sc, costs, options);
+  simulate(sc, costs, options, sim);
 }
 
 MemoryLedger scenario_ledger(const Scenario& sc, const Inventory& inv) {
@@ -39,7 +59,13 @@ std::vector<std::int64_t> balanced_split(const Scenario& sc) {
 
 Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions& options) {
   Simulation sim;
-  const Inventory inv = build_inventory(sc.arch);
+  simulate(sc, costs, options, sim);
+  return sim;
+}
+
+void simulate(const Scenario& sc, const CostBook& costs, const SimOptions& options, Simulation& sim) {
+  sim.result = StepResult{};
+  const Inventory& inv = inventory_of(sc.arch);
   sim.step = build_step(sc.arch, inv, sc.plan, costs, options);
   std::unique_ptr<ResourceSharing> sharing;
   try {
@@ -47,7 +73,7 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
   } catch (const UnknownNameError& e) {
     throw InputError(sc.file, "cost_models.resource_sharing", e.what());
   }
-  sim.replay = replay(sim.step.graph, *sharing);
+  replay(sim.step.graph, *sharing, sim.replay);
   const TimelineMetrics tm = measure(sim.step.graph, sim.replay);
 
   StepResult& r = sim.result;
@@ -92,7 +118,6 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
   r.tasks = sim.step.graph.size();
   r.simulated_ranks = sim.step.ranks.size();
   r.ledger = build_ledger(sc.arch, inv, sc.plan, sc.hardware, in_flight);
-  return sim;
 }
 
 }  // namespace moesim

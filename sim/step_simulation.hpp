@@ -57,6 +57,10 @@ struct Simulation {
 Simulation simulate(const Scenario& scenario, const SimOptions& options = {});
 // With another cost book (tests use hand-set ones); the sharing policy is still the scenario's.
 Simulation simulate(const Scenario& scenario, const CostBook& costs, const SimOptions& options);
+// The same into `sim`, reusing its replay's buffers: a sweep thread or a repeated benchmark runs
+// simulation after simulation, and a warm one allocates little.
+void simulate(const Scenario& scenario, const SimOptions& options, Simulation& sim);
+void simulate(const Scenario& scenario, const CostBook& costs, const SimOptions& options, Simulation& sim);
 
 // The memory ledger alone, with the in-flight counts of the pipeline schedule (`moesim ledger`).
 MemoryLedger scenario_ledger(const Scenario& scenario, const Inventory& inventory);

@@ -98,7 +98,7 @@ class TaskGraph {
   void reserve(std::size_t tasks);
 
   // Both inline: the step builder calls them several times per task.
-  TaskId add(Task t) {
+  TaskId add(const Task& t) {
     const auto id = static_cast<TaskId>(tasks_.size());
     tasks_.push_back(t);
     dag_.reset();

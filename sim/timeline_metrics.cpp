@@ -19,13 +19,14 @@ class RankSplit {
  public:
   RankSplit(const TaskGraph& g, RankTimeline& out) : g_(g), out_(out) {}
 
-  void event(const TimelineEvent& e, double t) {
+  // Task `id` (on a compute stream or not) starts or ends at `t`.
+  void event(TaskId id, bool compute_stream, bool start, double t) {
     charge(t);
-    auto& list = is_compute_stream(g_.task(e.task).stream) ? compute_ : other_;
-    if (e.start) {
-      list.push_back(e.task);
+    auto& list = compute_stream ? compute_ : other_;
+    if (start) {
+      list.push_back(id);
     } else {
-      list.erase(std::find(list.begin(), list.end(), e.task));
+      list.erase(std::find(list.begin(), list.end(), id));
     }
   }
 
@@ -72,8 +73,10 @@ TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r) {
   for (std::uint32_t rank = 0; rank < g.ranks(); ++rank) splits.emplace_back(g, m.ranks[rank]);
   for (const TimelineEvent& e : r.events) {
     const TaskId id = e.task;
-    if (r.finish[id] <= r.start[id]) continue;  // instantaneous tasks occupy no time
-    splits[g.task(id).rank].event(e, e.start ? r.start[id] : r.finish[id]);
+    const double start = r.start[id], finish = r.finish[id];
+    if (finish <= start) continue;  // instantaneous tasks occupy no time
+    const Task& t = g.task(id);
+    splits[t.rank].event(id, is_compute_stream(t.stream), e.start, e.start ? start : finish);
   }
   for (auto& split : splits) split.charge(r.makespan);
   if (r.last != kNoTask) m.critical_rank = g.task(r.last).rank;

@@ -28,7 +28,9 @@ struct SweepResult {
 };
 
 using SweepProgress = std::function<void(std::size_t done, std::size_t total)>;
-// Takes each finished point, in point order (whatever the thread count), one at a time.
+// Takes each finished point, in point order (whatever the thread count), one at a time, on
+// whichever worker thread hands it on and outside the runner's lock (its work overlaps the other
+// threads' simulations).
 using SweepSink = std::function<void(SweepPoint&& point)>;
 
 // Adds `axis` to the sweep; an axis on the same path is replaced, not multiplied (returns true

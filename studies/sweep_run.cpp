@@ -23,7 +23,9 @@ SweepPoint run_point(const ScenarioSource& source, const PointOverrides& point, 
   pt.values = point;
   try {
     Scenario s = compose(source, changes_of(point));
-    pt.result = simulate(s).result;
+    thread_local Simulation sim;  // its buffers serve the thread's next point
+    simulate(s, SimOptions{}, sim);
+    pt.result = std::move(sim.result);
     pt.scenario = std::move(s);
     pt.ok = true;
   } catch (const InputError& e) {
@@ -40,6 +42,7 @@ void run_points_in_order(const ScenarioSource& source, const std::vector<PointOv
   std::mutex mutex;
   std::condition_variable room;
   std::size_t next = 0, emitted = 0, done = 0;
+  bool emitting = false;  // a thread is handing points on (one at a time keeps them in order)
   std::exception_ptr failure;
   auto worker = [&] {
     while (true) {
@@ -51,21 +54,32 @@ void run_points_in_order(const ScenarioSource& source, const std::vector<PointOv
         i = next++;
       }
       SweepPoint pt = run_point(source, points[first + i], first + i);
-      std::lock_guard<std::mutex> lock(mutex);
+      std::unique_lock<std::mutex> lock(mutex);
       ring[i % window] = std::move(pt);
       ++done;
       if (progress) progress(done, count);
-      try {
-        // Whoever finishes the next point in order hands on every consecutive finished one.
-        while (emitted < count && ring[emitted % window]) {
-          SweepPoint ready = std::move(*ring[emitted % window]);
-          ring[emitted % window].reset();
-          ++emitted;
-          if (!failure) sink(std::move(ready));
+      if (emitting) continue;  // the thread handing points on takes this one too
+      // Whoever finds the next point in order finished hands on every consecutive finished one,
+      // outside the lock: the sink's work (reports) overlaps the other threads' simulations.
+      emitting = true;
+      while (!failure && emitted < count && ring[emitted % window]) {
+        std::optional<SweepPoint> ready = std::move(ring[emitted % window]);
+        ring[emitted % window].reset();
+        ++emitted;
+        room.notify_all();
+        lock.unlock();
+        try {
+          sink(std::move(*ready));
+          ready.reset();  // dropped outside the lock too
+        } catch (...) {
+          ready.reset();
+          lock.lock();
+          failure = std::current_exception();  // a write failed: stop handing out points
+          break;
         }
-      } catch (...) {
-        failure = std::current_exception();  // a write failed: stop handing out points
+        lock.lock();
       }
+      emitting = false;
       room.notify_all();
     }
   };

@@ -15,6 +15,7 @@ struct AttentionSpec {
   std::int64_t num_kv_heads = 0;  // GQA: num_heads % num_kv_heads == 0
   std::int64_t head_dim = 0;
   bool qk_norm = false;  // RMSNorm on the q and k projections (OLMo 2 / Olmo-core)
+  bool operator==(const AttentionSpec&) const = default;
 };
 
 struct MoeSpec {
@@ -23,6 +24,7 @@ struct MoeSpec {
   std::int64_t expert_hidden = 0;  // h_e, SwiGLU hidden width of one routed expert
   std::int64_t shared_experts = 0;
   std::int64_t shared_hidden = 0;  // hidden width of one shared expert
+  bool operator==(const MoeSpec&) const = default;
 };
 
 struct Architecture {
@@ -41,6 +43,7 @@ struct Architecture {
   std::int64_t kv_dim() const { return attention.num_kv_heads * attention.head_dim; }
   bool is_moe_layer(std::int64_t layer) const;
   std::int64_t moe_layer_count() const;
+  bool operator==(const Architecture&) const = default;
 };
 
 // Parses and validates one architecture object (strict: unknown keys are errors).

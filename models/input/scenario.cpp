@@ -160,7 +160,9 @@ void check_cost_models(const ScenarioInputs& src) {
   check("collective", [&] { collective_models().get(c.collective); });
 }
 
-Scenario parse_composed(const ScenarioInputs& src) {
+// `hardware`: the section already parsed, or null to parse it here. The document's sections move
+// into the scenario's resolved copy once parsed (`src` is the caller's own copy).
+Scenario parse_composed(ScenarioInputs& src, const HardwareProfile* hardware) {
   Scenario s;
   s.file = src.file;
   s.name = src.name;
@@ -169,7 +171,9 @@ Scenario parse_composed(const ScenarioInputs& src) {
   const nlohmann::json& doc = src.doc;
   s.arch = parse_architecture(JsonReader(doc.at("architecture"), src.arch.file, src.arch.prefix));
   s.plan = parse_plan(JsonReader(doc.at("plan"), src.plan.file, src.plan.prefix));
-  s.hardware = parse_hardware_profile(JsonReader(doc.at("hardware"), src.hardware.file, src.hardware.prefix));
+  s.hardware = hardware
+                   ? *hardware
+                   : parse_hardware_profile(JsonReader(doc.at("hardware"), src.hardware.file, src.hardware.prefix));
   validate_plan(s.plan, s.arch, src.plan.file, src.plan.prefix);
   const double node = s.hardware.node.gpus_per_node.value;
   if (static_cast<double>(s.plan.gpus_per_node) > node) {
@@ -181,7 +185,10 @@ Scenario parse_composed(const ScenarioInputs& src) {
                      /*infeasible=*/true);
   }
   check_plan_against_profile(s.plan, s.hardware, src.plan.file, src.plan.prefix);
-  s.resolved = {{"architecture", doc.at("architecture")}, {"plan", doc.at("plan")}, {"hardware", doc.at("hardware")}};
+  nlohmann::json& sections = src.doc;
+  s.resolved = {{"architecture", std::move(sections.at("architecture"))},
+                {"plan", std::move(sections.at("plan"))},
+                {"hardware", std::move(sections.at("hardware"))}};
   return s;
 }
 
@@ -249,12 +256,20 @@ ScenarioSource read_scenario_document(const nlohmann::json& raw, const std::stri
     apply_change(s, c);
     s.changes.push_back(std::move(c));
   }
+  try {
+    source.parsed_hardware = std::make_shared<const HardwareProfile>(
+        parse_hardware_profile(JsonReader(s.doc.at("hardware"), s.hardware.file, s.hardware.prefix)));
+  } catch (...) {
+    // left null: compose() parses the section again and reports the error as it always has
+  }
   return source;
 }
 
 Scenario compose(const ScenarioSource& source, const std::vector<ScenarioChange>& changes) {
   ScenarioInputs src = source.inputs;
+  bool hardware_changed = false;  // only a change whose path starts with "hardware" edits that section
   for (const auto& c : changes) {
+    hardware_changed = hardware_changed || std::get<std::string>(c.change.path.front()) == "hardware";
     apply_change(src, c);
     src.changes.push_back(c);
   }
@@ -265,7 +280,7 @@ Scenario compose(const ScenarioSource& source, const std::vector<ScenarioChange>
   }
   try {
     check_cost_models(src);
-    return parse_composed(src);
+    return parse_composed(src, hardware_changed ? nullptr : source.parsed_hardware.get());
   } catch (const InputError& e) {
     blame(e, src);
   }

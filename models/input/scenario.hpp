@@ -4,6 +4,7 @@
 // (sweep axes, designs to compare).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -64,6 +65,10 @@ struct ScenarioSource {
   ScenarioInputs inputs;
   SweepSpec sweep;      // axes and included points
   CompareSpec compare;  // designs side by side
+  // The hardware section parsed once (null where it does not parse): a point whose changes leave
+  // the section as it is takes a copy instead of parsing the profile again (a sweep point's
+  // largest input cost).
+  std::shared_ptr<const HardwareProfile> parsed_hardware;
 };
 
 // `sets` are CLI --set expressions, applied after the scenario's own "set" block. Besides field
