@@ -80,6 +80,11 @@ nlohmann::json ledger_json(const LedgerInputs& in) {
                       {"peak_phase", name_of(s.peak_phase)},
                       {"peak_allocated_GiB", s.peak_allocated / kGiB},
                       {"peak_reserved_GiB", s.peak_reserved / kGiB},
+                      {"reserved_required_GiB", s.reserved_required / kGiB},
+                      {"allocator",
+                       {{"model", name_of(p.allocator.model)},
+                        {"expandable_segments", p.allocator.expandable_segments},
+                        {"basis", s.allocator_basis}}},
                       {"runtime_reserves_GiB", s.runtime_reserves / kGiB},
                       {"device_total_GiB", s.device_total / kGiB},
                       {"capacity_GiB", s.capacity / kGiB},
@@ -156,7 +161,9 @@ std::string ledger_table(const LedgerInputs& in) {
     os << "  peak allocated " << gib(s.peak_allocated) << " (" << name_of(s.peak_phase) << "), reserved "
        << gib(s.peak_reserved) << ", + runtime reserves " << gib(s.runtime_reserves) << " = " << gib(s.device_total)
        << " of " << gib(s.capacity) << "\n";
-    os << "  verdict: " << (s.oom ? "OUT OF MEMORY" : "fits") << " (headroom " << gib(s.headroom) << ")\n";
+    os << "  allocator (" << name_of(p.allocator.model) << "): " << s.allocator_basis << "\n";
+    os << "  verdict: " << (s.oom ? "OUT OF MEMORY" : "fits") << " (headroom " << gib(s.headroom)
+       << (s.reserved_required < s.peak_reserved ? ", counting the cache it can release" : "") << ")\n";
     if (s.oom) {
       os << "  top contributors:\n";
       for (const auto& i : s.top_contributors) os << "    " << gib(i.bytes) << "  " << i.name << "\n";

@@ -108,7 +108,7 @@ std::string top_memory(const MemoryLedger& ledger) {
   }
   os << "         " << fmt("%9.2f GiB", (worst.peak_reserved - worst.peak_allocated) / kGiB)
      << "  allocator fragmentation (reserved - allocated)\n";
-  os << "         " << fmt("%9.2f GiB", (worst.device_total - worst.peak_reserved) / kGiB) << "  runtime reserves\n";
+  os << "         " << fmt("%9.2f GiB", worst.runtime_reserves / kGiB) << "  runtime reserves\n";
   return os.str();
 }
 

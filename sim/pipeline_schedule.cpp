@@ -142,6 +142,19 @@ InFlight schedule_in_flight(const ParallelPlan& plan, std::int64_t microbatches)
     out.chunks.push_back(peak_chunk_mix(stage_schedule(plan, stage, microbatches), plan.model_chunks()));
   }
   out.source = "the pipeline schedule's pass order on each stage";
+  out.order = stage_pass_orders(plan, microbatches);
+  return out;
+}
+
+std::vector<std::vector<StagePass>> stage_pass_orders(const ParallelPlan& plan, std::int64_t microbatches) {
+  std::vector<std::vector<StagePass>> out;
+  for (std::int64_t stage = 0; stage < plan.pp; ++stage) {
+    auto& passes = out.emplace_back();
+    for (const PipeOp& op : stage_schedule(plan, stage, microbatches)) {
+      passes.push_back({op.microbatch, op.chunk, op.forward, op.forward || op.part != BackwardPart::weight,
+                        op.forward || op.part != BackwardPart::input, op.frees()});
+    }
+  }
   return out;
 }
 

@@ -1,9 +1,11 @@
 #include "models/memory/ledger.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 
 #include "models/common/units.hpp"
+#include "models/memory/allocation_trace.hpp"
 #include "models/plan/rank_layout.hpp"
 
 namespace moesim {
@@ -47,8 +49,46 @@ double sum_bytes(const std::vector<LedgerItem>& items) {
   return s;
 }
 
+// Reserved memory from allocated memory (plan.allocator): the caching-allocator replay adds its
+// segment rounding and the free space it keeps to the ledger's allocated peak; the fixed rule
+// divides by (1 - the profile's fragmentation fraction).
+void allocator_view(StageLedger& s, const Architecture& arch, const ParallelPlan& plan, const HardwareProfile& hw,
+                    const std::vector<LocalTensor>& tensors, const std::vector<std::int64_t>& held,
+                    const std::vector<StagePass>& order) {
+  if (plan.allocator.model == AllocatorModel::fixed_fraction) {
+    const double f = hw.memory.fragmentation_fraction.value;
+    s.peak_reserved = s.reserved_required = s.peak_allocated / (1.0 - f);
+    char text[64];
+    std::snprintf(text, sizeof text, "allocated / (1 - fragmentation_fraction %.2f)", f);
+    s.allocator_basis = text;
+    return;
+  }
+  const double runtime =
+      (hw.memory.cuda_context_GiB.value + hw.memory.nccl_buffers_GiB.value + hw.memory.library_workspace_GiB.value) *
+      kGiB;
+  const double limit = hw.memory.usable_capacity_GiB.value * kGiB - runtime;
+  const AllocatorReplay r =
+      replay_stage_allocations(arch, plan, tensors, s.persistent, s.stage, held, order, std::max(limit, 1.0));
+  s.allocator_oom = r.out_of_memory;
+  s.peak_reserved = s.peak_allocated + r.persistent_rounding + std::max(0.0, r.working_reserved - r.working_allocated);
+  s.reserved_required =
+      s.peak_allocated + r.persistent_rounding + std::max(0.0, r.working_required - r.working_allocated);
+  auto gib = [](double bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f GiB", bytes / kGiB);
+    return std::string(text);
+  };
+  s.allocator_basis = "PyTorch caching allocator replayed over " + std::to_string(r.events) + " allocations and frees" +
+                      (plan.allocator.expandable_segments ? " (expandable segments)" : "") + ": persistent rounding " +
+                      gib(r.persistent_rounding) + "; the step's own tensors " + gib(r.working_allocated) +
+                      " allocated at most, " + gib(r.working_reserved_roomy) + " reserved on a device with room, " +
+                      gib(r.working_reserved) + " on this one, " + gib(r.working_required) +
+                      " held at the worst reservation after releasing cached segments";
+}
+
 StageLedger stage_ledger(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
-                         const HardwareProfile& hw, std::int64_t stage, const std::vector<std::int64_t>& held) {
+                         const HardwareProfile& hw, std::int64_t stage, const std::vector<std::int64_t>& held,
+                         const std::vector<StagePass>& order) {
   StageLedger s;
   s.stage = stage;
   s.layers = stage_layer_counts(plan, arch)[static_cast<std::size_t>(stage)];
@@ -69,15 +109,15 @@ StageLedger stage_ledger(const Architecture& arch, const Inventory& inv, const P
   for (const auto& i : peak->items)
     if (i.cls == MemClass::activations) s.activation_bytes += i.bytes;
   s.peak_allocated = s.persistent_bytes + peak->bytes();
-  // Fragmentation: the share of reserved memory the caching allocator cannot hand out.
-  s.peak_reserved = s.peak_allocated / (1.0 - hw.memory.fragmentation_fraction.value);
+  allocator_view(s, arch, plan, hw, tensors, held, order);
   s.runtime_reserves =
       (hw.memory.cuda_context_GiB.value + hw.memory.nccl_buffers_GiB.value + hw.memory.library_workspace_GiB.value) *
       kGiB;
   s.device_total = s.peak_reserved + s.runtime_reserves;
   s.capacity = hw.memory.usable_capacity_GiB.value * kGiB;
-  s.headroom = s.capacity - s.device_total;
-  s.oom = s.headroom < 0;
+  // What the allocator could still take: cached segments it holds but can release are room.
+  s.headroom = s.capacity - (s.reserved_required + s.runtime_reserves);
+  s.oom = s.headroom < 0 || s.allocator_oom;
 
   s.top_contributors = s.persistent;
   s.top_contributors.insert(s.top_contributors.end(), peak->items.begin(), peak->items.end());
@@ -99,8 +139,9 @@ MemoryLedger build_ledger(const Architecture& arch, const Inventory& inv, const 
   MemoryLedger ledger;
   ledger.in_flight_source = in_flight.source;
   for (std::int64_t stage = 0; stage < plan.pp; ++stage) {
-    ledger.stages.push_back(
-        stage_ledger(arch, inv, plan, hw, stage, in_flight.chunks[static_cast<std::size_t>(stage)]));
+    const auto i = static_cast<std::size_t>(stage);
+    ledger.stages.push_back(stage_ledger(arch, inv, plan, hw, stage, in_flight.chunks[i],
+                                         i < in_flight.order.size() ? in_flight.order[i] : std::vector<StagePass>{}));
   }
   for (std::size_t i = 0; i < ledger.stages.size(); ++i) {
     if (ledger.stages[i].headroom < ledger.stages[ledger.worst_stage].headroom) ledger.worst_stage = i;

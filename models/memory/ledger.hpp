@@ -68,14 +68,31 @@ struct StageLedger {
   OptimizerShardReport optimizer;
   double persistent_bytes = 0;
   Phase peak_phase = Phase::forward;
-  double peak_allocated = 0;    // persistent + largest phase working set
-  double peak_reserved = 0;     // allocator view: allocated / (1 - fragmentation)
+  double peak_allocated = 0;  // persistent + largest phase working set
+  // The allocator's view (plan.allocator): its reserved high-water mark on this device (a caching
+  // allocator fills a tight device and releases its cache when a reservation fails), and what it
+  // must hold at its worst moment once it has released what it can (headroom counts from it).
+  double peak_reserved = 0;
+  double reserved_required = 0;
+  std::string allocator_basis;  // how the two were found
+  bool allocator_oom = false;   // the replay under the device's limit failed a reservation
   double runtime_reserves = 0;  // CUDA context, NCCL, library workspaces (outside the allocator)
   double device_total = 0;      // reserved + runtime reserves
   double capacity = 0;
-  double headroom = 0;  // capacity - device_total (negative: OOM)
+  double headroom = 0;  // capacity - (required + runtime reserves) (negative: OOM)
   bool oom = false;
   std::vector<LedgerItem> top_contributors;
+};
+
+// One pass of a pipeline stage as the memory model sees it: which chunk, forward or which part
+// of the backward, and whether it frees the pass's saved activations.
+struct StagePass {
+  std::int32_t microbatch = 0;
+  std::int32_t chunk = 0;
+  bool forward = true;
+  bool input_grads = true;   // a backward computes input gradients (whole or B)
+  bool weight_grads = true;  // a backward computes weight gradients (whole or W)
+  bool frees = false;        // the pass ends the hold of its saved activations
 };
 
 // Forward passes whose activations each pipeline stage holds at once, per model chunk (one
@@ -84,6 +101,9 @@ struct StageLedger {
 struct InFlight {
   std::vector<std::vector<std::int64_t>> chunks;  // per stage, per chunk
   std::string source;
+  // Each stage's passes in the order its compute stream runs them (the allocator replay walks
+  // them); empty: every held pass's forward, then its backward, chunk by chunk.
+  std::vector<std::vector<StagePass>> order;
 };
 
 struct MemoryLedger {

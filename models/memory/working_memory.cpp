@@ -9,20 +9,11 @@
 #include "models/memory/activations.hpp"
 #include "models/memory/ledger.hpp"
 #include "models/memory/optimizer_layouts.hpp"
+#include "models/memory/working_terms.hpp"
 #include "models/moe/routing.hpp"
 #include "models/plan/rank_layout.hpp"
 
 namespace moesim {
-
-namespace {
-
-struct StageView {
-  std::vector<LayerPlace> places;                // every layer's place (layer_places)
-  std::vector<std::int64_t> layers;              // block indices of this stage
-  bool has_head = false;                         // runs final norm + LM head + loss
-  std::map<std::int64_t, double> unit_numel;     // FSDP unit (layer index) -> full numel
-  std::map<std::int64_t, double> largest_local;  // layer -> largest local tensor numel
-};
 
 StageView view_of(const Architecture& a, const ParallelPlan& plan, const std::vector<LocalTensor>& tensors,
                   std::int64_t stage) {
@@ -151,8 +142,6 @@ LedgerItem optimizer_temporaries(const OptimizerSpec& o, double shard) {
           std::to_string(int(temps)) + " x min(shard, chunk) x fp32"};
 }
 
-}  // namespace
-
 double PhaseSet::bytes() const {
   double sum = 0;
   for (const auto& i : items) sum += i.bytes;
@@ -170,9 +159,7 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
   std::vector<std::int64_t> moe_layers;
   for (auto l : v.layers)
     if (a.is_moe_layer(l)) moe_layers.push_back(l);
-  const double load =
-      a.moe ? peak_rank_load_factor(plan.routing, a.moe->num_experts, a.moe->top_k, T, plan.ep, moe_layers) : 1.0;
-  const RoutedRows routed = routed_rows_per_token(a, plan, load);
+  const RoutedRows routed = stage_routed_rows(a, plan, v);
 
   // Saved activations of one pass of each model chunk (recompute "full" keeps only block inputs).
   const std::size_t chunks = held_chunks.size();
@@ -287,27 +274,9 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
                                 {{"in-place bucket collectives", MemClass::optimizer_transients, 0.0,
                                   "NCCL reduces the flat buckets in place"}}}));
 
-  // The distributed optimizer's layout of each replica group, once: its largest shard sizes the
-  // update's temporaries, its sharded part the rebuild buffers.
-  double local = 0, shard = 0, rebuild = 0;
-  for (const auto& lt : tensors) local += lt.local_numel;
-  std::map<std::int64_t, std::vector<double>> groups;
-  for (const auto& lt : tensors) groups[lt.replica_group].push_back(lt.local_numel);
-  if (fsdp) {
-    shard = local / dbl(plan.shard_group());
-  } else if (plan.distributed_optimizer) {
-    const OptimizerShardLayout& layout = optimizer_layouts().get(name_of(plan.optimizer.layout));
-    for (const auto& [g, numels] : groups) {
-      const LayoutResult r = layout.assign(numels, g, plan.optimizer.min_shard_numel);
-      shard += r.largest;
-      // Rebuild: a pack buffer of the local shard and a gather buffer of W x shard in compute
-      // dtype per replica group; both groups' buffers can be alive together.
-      if (g > 1) rebuild += (1.0 + dbl(g)) * r.sharded_on_largest * e;
-    }
-  } else {
-    shard = local;
-  }
-  phases.push_back(with_static({Phase::optimizer_step, {optimizer_temporaries(plan.optimizer, shard)}}));
+  const UpdateBuffers update = update_buffers(plan, tensors);
+  const double rebuild = update.rebuild_bytes();
+  phases.push_back(with_static({Phase::optimizer_step, {optimizer_temporaries(plan.optimizer, update.shard)}}));
   if (!fsdp && plan.distributed_optimizer) {
     const bool in_place = plan.optimizer.rebuild == WeightRebuild::in_place;
     phases.push_back(with_static({Phase::weight_rebuild,
@@ -316,6 +285,50 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
                                              : "(1 + W) x local shard x compute dtype per replica group"}}}));
   }
   return phases;
+}
+
+RoutedRows stage_routed_rows(const Architecture& a, const ParallelPlan& plan, const StageView& v) {
+  std::vector<std::int64_t> moe_layers;
+  for (auto l : v.layers)
+    if (a.is_moe_layer(l)) moe_layers.push_back(l);
+  const double T = dbl(plan.microbatch_sequences * a.sequence_length);
+  const double load =
+      a.moe ? peak_rank_load_factor(plan.routing, a.moe->num_experts, a.moe->top_k, T, plan.ep, moe_layers) : 1.0;
+  return routed_rows_per_token(a, plan, load);
+}
+
+double UpdateBuffers::rebuild_bytes() const {
+  double sum = 0;
+  for (const auto& [pack, gather] : packs) sum += pack + gather;
+  return sum;
+}
+
+// The distributed optimizer's layout of each replica group, once: its largest shard sizes the
+// update's temporaries, its sharded part the rebuild buffers.
+UpdateBuffers update_buffers(const ParallelPlan& plan, const std::vector<LocalTensor>& tensors) {
+  UpdateBuffers out;
+  double local = 0;
+  for (const auto& lt : tensors) local += lt.local_numel;
+  if (plan.design == Design::fsdp) {
+    out.shard = local / dbl(plan.shard_group());
+    return out;
+  }
+  if (!plan.distributed_optimizer) {
+    out.shard = local;
+    return out;
+  }
+  const double e = bytes_of(plan.precision.compute);
+  std::map<std::int64_t, std::vector<double>> groups;
+  for (const auto& lt : tensors) groups[lt.replica_group].push_back(lt.local_numel);
+  const OptimizerShardLayout& layout = optimizer_layouts().get(name_of(plan.optimizer.layout));
+  for (const auto& [g, numels] : groups) {
+    const LayoutResult r = layout.assign(numels, g, plan.optimizer.min_shard_numel);
+    out.shard += r.largest;
+    // Rebuild: a pack buffer of the local shard and a gather buffer of W x shard in compute
+    // dtype per replica group; both groups' buffers can be alive together.
+    if (g > 1) out.packs.emplace_back(r.sharded_on_largest * e, dbl(g) * r.sharded_on_largest * e);
+  }
+  return out;
 }
 
 }  // namespace moesim

@@ -27,6 +27,9 @@ std::string_view name_of(ShardLayout l) {
 std::string_view name_of(OptimizerKernels k) {
   return k == OptimizerKernels::fused ? "fused" : k == OptimizerKernels::foreach ? "foreach" : "olmo_core_foreach";
 }
+std::string_view name_of(AllocatorModel m) {
+  return m == AllocatorModel::pytorch_caching ? "pytorch_caching" : "fixed_fraction";
+}
 std::string_view name_of(WeightRebuild w) { return w == WeightRebuild::coalesced_copy ? "coalesced_copy" : "in_place"; }
 std::string_view name_of(LinearClass c) {
   switch (c) {
@@ -203,6 +206,14 @@ ParallelPlan parse_plan(const JsonReader& in) {
     p.loss =
         act->choice_or("loss", "standard", {"standard", "fused"}) == "standard" ? LossImpl::standard : LossImpl::fused;
     act->finish();
+  }
+  if (auto al = in.optional_object("allocator")) {
+    p.allocator.model =
+        al->choice_or("model", "pytorch_caching", {"pytorch_caching", "fixed_fraction"}) == "pytorch_caching"
+            ? AllocatorModel::pytorch_caching
+            : AllocatorModel::fixed_fraction;
+    p.allocator.expandable_segments = al->boolean_or("expandable_segments", false);
+    al->finish();
   }
   if (auto r = in.optional_object("routing")) {
     const auto kind = r->choice_or("model", "uniform", {"uniform", "random", "zipf", "measured"});

@@ -41,6 +41,15 @@ enum class OptimizerKernels { fused, foreach, olmo_core_foreach };
 // ParamAndGradBuffer), holding no extra memory.
 enum class WeightRebuild { coalesced_copy, in_place };
 
+// How allocated memory becomes reserved memory (models/memory/caching_allocator.hpp): a replay of
+// PyTorch's caching allocator over the step's allocation order, or the older rule of one
+// profile fraction lost on every byte (hardware memory.fragmentation_fraction).
+enum class AllocatorModel { pytorch_caching, fixed_fraction };
+struct AllocatorSpec {
+  AllocatorModel model = AllocatorModel::pytorch_caching;
+  bool expandable_segments = false;  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (off by default)
+};
+
 struct OptimizerSpec {
   OptimizerKind kind = OptimizerKind::adamw;
   DType main_weight_dtype = DType::fp32;
@@ -119,6 +128,7 @@ struct ParallelPlan {
   Recompute recompute = Recompute::none;
   LossImpl loss = LossImpl::standard;
   RoutingSpec routing;  // capacity_factor also sizes the routed-row buffers in the ledger
+  AllocatorSpec allocator;
 
   std::int64_t world() const { return nodes * gpus_per_node; }
   std::int64_t dp() const { return world() / pp; }
@@ -146,6 +156,7 @@ std::string_view name_of(ShardLayout l);
 std::string_view name_of(Recompute r);
 std::string_view name_of(OptimizerKernels k);
 std::string_view name_of(WeightRebuild w);
+std::string_view name_of(AllocatorModel m);
 std::string_view name_of(PipelineSchedule s);  // the scenario key's value: "1f1b", "zb_h1", ...
 
 ParallelPlan parse_plan(const JsonReader& in);

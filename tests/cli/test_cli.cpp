@@ -20,8 +20,8 @@ int run(const std::string& args) { return run_cli(args); }
 TEST_CASE("moesim ledger writes the JSON report and it is byte-identical across runs", "[unit]") {
   test::TempDir dir;
   const std::string scenario = test::source_path("scenarios/fig8/moe-ddp.json");
-  REQUIRE(run("ledger " + scenario + " --set architecture.moe.num_experts=64 --json " + dir.path("a.json")) == 0);
-  REQUIRE(run("ledger " + scenario + " --set architecture.moe.num_experts=64 --json " + dir.path("b.json")) == 0);
+  REQUIRE(run("ledger " + scenario + " --set architecture.moe.num_experts=128 --json " + dir.path("a.json")) == 0);
+  REQUIRE(run("ledger " + scenario + " --set architecture.moe.num_experts=128 --json " + dir.path("b.json")) == 0);
   const std::string a = slurp(dir.path("a.json"));
   CHECK(a == slurp(dir.path("b.json")));
   const auto j = nlohmann::json::parse(a);
@@ -29,7 +29,7 @@ TEST_CASE("moesim ledger writes the JSON report and it is byte-identical across 
   CHECK(j["design"] == "ddp");
   CHECK(j["capacity_GiB"].get<double>() == Approx(268.6));
   CHECK(j["model"]["flop_convention"] == "olmo-core");
-  CHECK(j["inputs"]["architecture"]["moe"]["num_experts"] == 64);
+  CHECK(j["inputs"]["architecture"]["moe"]["num_experts"] == 128);
 }
 
 TEST_CASE("Bad input exits 2 and leaves no output file", "[unit]") {

@@ -53,7 +53,7 @@ TEST_CASE("sweep prints one row per point under a header, invalid reasons and a 
   test::TempDir dir;
   const Listing l = run_listing(dir, "sweep " + kDdp +
                                          " --vary plan.expert_parallel.degree=1,3,8"
-                                         " --vary architecture.moe.num_experts=32,64 -j 1");
+                                         " --vary architecture.moe.num_experts=32,128 -j 1");
   REQUIRE(l.rc == 0);
   INFO(l.out);
   CHECK(has_line_starting(l.out, "#  degree  num_experts  design"));
@@ -61,7 +61,8 @@ TEST_CASE("sweep prints one row per point under a header, invalid reasons and a 
   CHECK(count_lines(l.out) == 1 + 6 + 1 + 2 + 2);
   CHECK(l.out.find("EP-MP degree 3 does not divide the 32 routed experts") != std::string::npos);
   CHECK(l.out.find("6 point(s): 3 fit, 1 out of memory, 2 invalid\n") != std::string::npos);
-  // DDP without EP at N=64 is the Figure 8b wall; the best fitting point is DDP+EP8.
+  // DDP without EP at N=128 does not fit (its persistent state alone exceeds the device); the best
+  // fitting point is DDP+EP8.
   CHECK(l.out.find(
             "best MFU that fits: #4 plan.expert_parallel.degree=8 architecture.moe.num_experts=32  ddp+ep8  MFU") !=
         std::string::npos);
@@ -80,7 +81,7 @@ TEST_CASE("a sweep or comparison with no valid point exits 2 and writes no repor
 TEST_CASE("Failing on OOM (--fail-on-oom) exits 3 on an out-of-memory point and 0 otherwise, with the reports written",
           "[unit]") {
   test::TempDir dir;
-  const std::string oom = " --set architecture.moe.num_experts=64";
+  const std::string oom = " --set architecture.moe.num_experts=128";
   for (const std::string cmd : {"simulate", "ledger"}) {
     INFO(cmd);
     const std::string out = dir.path(cmd + ".json");
@@ -89,7 +90,7 @@ TEST_CASE("Failing on OOM (--fail-on-oom) exits 3 on an out-of-memory point and 
     CHECK(run_listing(dir, cmd + " " + kDdp + oom + " --json " + out).rc == 0);
     CHECK(run_listing(dir, cmd + " " + kDdp + " --fail-on-oom").rc == 0);
   }
-  CHECK(run_listing(dir, "sweep " + kDdp + " --vary architecture.moe.num_experts=32,64 --fail-on-oom").rc == 3);
+  CHECK(run_listing(dir, "sweep " + kDdp + " --vary architecture.moe.num_experts=32,128 --fail-on-oom").rc == 3);
   CHECK(run_listing(dir, "sweep " + kDdp + " --vary architecture.moe.num_experts=8,32 --fail-on-oom").rc == 0);
   CHECK(run_listing(dir, "compare " + kDdp + oom + " --design ddp --design ddp+ep8 --fail-on-oom").rc == 3);
 }
@@ -97,7 +98,7 @@ TEST_CASE("Failing on OOM (--fail-on-oom) exits 3 on an out-of-memory point and 
 TEST_CASE("simulate separates exposed, busy and hidden time, and names an OOM point's largest contributors", "[unit]") {
   test::TempDir dir;
   const Listing l =
-      run_listing(dir, "simulate " + kDdp + " --set architecture.moe.num_experts=64 --json " + dir.path("step.json"));
+      run_listing(dir, "simulate " + kDdp + " --set architecture.moe.num_experts=128 --json " + dir.path("step.json"));
   REQUIRE(l.rc == 0);
   INFO(l.out);
   const auto j = nlohmann::json::parse(test::slurp(dir.path("step.json")));
@@ -109,7 +110,7 @@ TEST_CASE("simulate separates exposed, busy and hidden time, and names an OOM po
                 exposed, busy - exposed);
   CHECK(l.out.find(line) != std::string::npos);
   CHECK(has_line_starting(l.out, "  by kind of task  exposed ms"));
-  // The DDP N=64 wall is the weight-rebuild phase: the gradient buckets lead, the rebuild
+  // DDP at N=128 peaks in the weight-rebuild phase: the gradient buckets lead, the rebuild
   // buffers follow, and the allocator's share is named.
   const auto at = l.out.find("largest contributors on stage 0 at the peak:");
   REQUIRE(at != std::string::npos);

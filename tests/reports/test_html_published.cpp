@@ -112,8 +112,10 @@ TEST_CASE("Figure 8b: the published band, OOM verdicts and dense references find
     }
     if (m.oom) {
       ++verdicts;
-      // Every published verdict is the simulated one on its point (the seed's memory wall).
-      CHECK(doc["points"][m.point]["result"]["oom"] == *m.oom);
+      // Every published verdict is the simulated one on its point, except DDP at N=64, the
+      // record with the documented gap (the caching-allocator replay finds it fits).
+      INFO(m.id);
+      CHECK((doc["points"][m.point]["result"]["oom"] == *m.oom) == m.known_gap.empty());
     }
   }
   CHECK(bands == 5);

@@ -1,0 +1,377 @@
+#include "models/memory/allocation_trace.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "models/common/units.hpp"
+#include "models/memory/caching_allocator.hpp"
+#include "models/memory/working_terms.hpp"
+
+namespace moesim {
+
+namespace {
+
+constexpr std::uint32_t kNone = 0xffffffffu;
+
+// Allocation ids handed out in order; a dropped id is never reused.
+class Trace {
+ public:
+  Trace(bool expandable, std::uint64_t limit) : alloc_(expandable, limit) {}
+  std::uint32_t take(double bytes, AllocStream stream = AllocStream::compute) {
+    if (!(bytes > 0)) return kNone;
+    const std::uint32_t id = next_++;
+    alloc_.allocate(id, static_cast<std::uint64_t>(std::ceil(bytes)), stream);
+    ++events_;
+    return id;
+  }
+  void drop(std::uint32_t& id) {
+    if (id == kNone) return;
+    alloc_.release(id);
+    id = kNone;
+    ++events_;
+  }
+  void drop_all(std::vector<std::uint32_t>& ids) {
+    for (auto& id : ids) drop(id);
+    ids.clear();
+  }
+  const CachingAllocator& allocator() const { return alloc_; }
+  std::size_t events() const { return events_; }
+
+ private:
+  CachingAllocator alloc_;
+  std::uint32_t next_ = 0;
+  std::size_t events_ = 0;
+};
+
+// One layer's tensors for one microbatch, in bytes.
+struct LayerBytes {
+  std::size_t chunk = 0;
+  double saved_attention = 0, saved_mlp = 0;
+  double quant_forward = 0, quant_backward = 0, staging = 0;
+  double grads = 0, rebuilt = 0, weight_grad = 0;
+  double gathered = 0, reduce_input = 0;  // FSDP: the unit's gathered weights, its reduce-scatter input
+  double step_grads = 0;                  // FSDP: the unit's sharded gradients, made each step
+};
+
+class StageWalk {
+ public:
+  StageWalk(const Architecture& a, const ParallelPlan& plan, const std::vector<LocalTensor>& tensors,
+            const std::vector<LedgerItem>& persistent, std::int64_t stage, std::size_t chunks, std::uint64_t limit)
+      : plan_(plan), trace_(plan.allocator.expandable_segments, limit) {
+    const StageView v = view_of(a, plan, tensors, stage);
+    const RoutedRows routed = stage_routed_rows(a, plan, v);
+    const double T = dbl(plan.microbatch_sequences * a.sequence_length);
+    const double e = bytes_of(plan.precision.compute);
+    const bool fsdp = plan.design == Design::fsdp;
+    bool any_moe = false;
+    for (const auto l : v.layers) any_moe = any_moe || a.is_moe_layer(l);
+    const double staging = ep_transient_staging(a, plan, T, routed, any_moe).bytes;
+    double moe_blocks = 0;
+    for (const auto l : v.layers) {
+      LayerBytes b;
+      b.chunk = std::min(static_cast<std::size_t>(v.places[static_cast<std::size_t>(l + 1)].chunk), chunks - 1);
+      const BlockActivations saved = saved_per_token(a, l, plan, routed);
+      b.saved_attention = T * saved.attention;
+      b.saved_mlp = T * saved.mlp;
+      b.quant_forward = quantized_operands(a, plan, l, T, routed, false).bytes;
+      b.quant_backward = quantized_operands(a, plan, l, T, routed, true).bytes;
+      if (a.is_moe_layer(l)) {
+        b.staging = staging;
+        moe_blocks += 1;
+      }
+      b.grads = T * backward_working_per_token(a, l, plan, routed);
+      b.rebuilt = T * recomputed_per_token(a, l, plan, routed);
+      const double unit = v.unit_numel.count(l) ? v.unit_numel.at(l) : 0.0;
+      if (fsdp) {
+        b.gathered = unit * e;
+        b.weight_grad = unit * e;
+        b.reduce_input = unit * bytes_of(plan.precision.reduce);
+      } else {
+        b.weight_grad = (v.largest_local.count(l) ? v.largest_local.at(l) : 0.0) * e;
+      }
+      layers_.push_back(b);
+      layer_index_.push_back(l);
+    }
+    gathered_.assign(layers_.size(), kNone);
+    step_grad_ids_.assign(layers_.size(), kNone);
+    has_head_ = v.has_head;
+    head_chunk_ = static_cast<std::size_t>(std::max<std::int64_t>(v.places.back().chunk, 0));
+    loss_ = loss_per_token(a, plan);
+    for (auto* steps : {&loss_.forward_steps, &loss_.backward_steps})
+      for (auto& st : *steps) st.bytes *= T;
+    head_weight_grad_ = (v.largest_local.count(a.num_layers) ? v.largest_local.at(a.num_layers) : 0.0) * e;
+    for (const LedgerItem& item : ep_static_buffers(a, plan, T, moe_blocks, routed)) trace_.take(item.bytes);
+    const UpdateBuffers update = update_buffers(plan, tensors);
+    optimizer_temporaries_ = optimizer_temporaries(plan.optimizer, update.shard).bytes;
+    rebuild_ = plan.optimizer.rebuild == WeightRebuild::in_place ? decltype(update.packs){} : update.packs;
+    place_persistent(plan, tensors, persistent, v);
+  }
+
+  // The persistent state the step itself allocates: torch optimizers create their states at the
+  // first step (torch/optim/adamw.py _init_group: zeros_like per parameter); FSDP2's sharded
+  // gradients are new tensors each step (foreach_reduce), released by zero_grad(set_to_none=True),
+  // torch's default. What is allocated before the first step only adds its rounding.
+  void place_persistent(const ParallelPlan& plan, const std::vector<LocalTensor>& tensors,
+                        const std::vector<LedgerItem>& persistent, const StageView& v) {
+    double numel = 0;
+    for (const auto& lt : tensors) numel += lt.local_numel;
+    const bool torch_optimizer = plan.optimizer.kernels != OptimizerKernels::olmo_core_foreach;
+    for (const LedgerItem& item : persistent) {
+      if (numel <= 0) break;
+      if (item.cls == MemClass::optimizer_states && torch_optimizer && plan.optimizer.states() > 0) {
+        const double per = item.bytes / numel / dbl(plan.optimizer.states());
+        for (const auto& lt : tensors)
+          for (int k = 0; k < plan.optimizer.states(); ++k) lazy_states_.push_back(per * lt.local_numel);
+        continue;
+      }
+      if (item.cls == MemClass::grad_buffers && plan.design == Design::fsdp) {
+        double unit_total = 0;
+        for (const auto& [layer, n] : v.unit_numel) unit_total += n;
+        for (std::size_t i = 0; i < layers_.size(); ++i) {
+          const double n = v.unit_numel.count(layer_index_[i]) ? v.unit_numel.at(layer_index_[i]) : 0.0;
+          layers_[i].step_grads = unit_total > 0 ? item.bytes * n / unit_total : 0.0;
+        }
+        continue;
+      }
+      kept_at_start_.push_back(&item);
+    }
+  }
+
+  void run(const StagePass& p) {
+    if (p.forward) {
+      forward(p);
+    } else {
+      backward(p);
+    }
+  }
+
+  // The rest of the step: every pass still held ends, then the update (the first one creates
+  // the lazily made states), the weight rebuild and zero_grad.
+  void finish(bool first_step) {
+    for (auto& [key, ids] : held_) trace_.drop_all(ids);
+    for (auto& [key, ids] : loss_held_) trace_.drop_all(ids);
+    trace_.drop(pending_reduce_);
+    if (first_step)
+      for (const double x : lazy_states_) trace_.take(x);
+    std::uint32_t t = trace_.take(optimizer_temporaries_);
+    trace_.drop(t);
+    if (plan_.design == Design::ddp && plan_.distributed_optimizer) {
+      for (const auto& [pack, gather] : rebuild_) {
+        std::uint32_t p = trace_.take(pack), g = trace_.take(gather);
+        trace_.drop(p);
+        trace_.drop(g);
+      }
+    }
+    for (auto& id : step_grad_ids_) trace_.drop(id);
+  }
+
+  const std::vector<const LedgerItem*>& kept_at_start() const { return kept_at_start_; }
+
+  const Trace& trace() const { return trace_; }
+
+ private:
+  using Key = std::pair<std::int32_t, std::int32_t>;  // microbatch, chunk
+
+  void gather(std::size_t i) {
+    if (gathered_[i] == kNone) gathered_[i] = trace_.take(layers_[i].gathered, AllocStream::gather);
+  }
+  // FSDP: the next unit in execution order is gathered ahead (fsdp_prefetch of them).
+  void prefetch(std::size_t i, bool forward) {
+    std::int64_t left = plan_.fsdp_prefetch;
+    for (std::size_t j = i; left > 0;) {
+      if (forward ? ++j >= layers_.size() : j-- == 0) break;
+      if (layers_[j].chunk != layers_[i].chunk) continue;
+      gather(j);
+      --left;
+    }
+  }
+
+  // The loss buffers' steps; `ids` holds every buffer of this microbatch by its number.
+  void loss_steps(const std::vector<LossBuffers::Step>& steps, std::vector<std::uint32_t>& ids) {
+    for (const auto& st : steps) {
+      if (st.frees >= 0 && static_cast<std::size_t>(st.frees) < ids.size()) {
+        trace_.drop(ids[static_cast<std::size_t>(st.frees)]);
+      } else if (st.frees < 0) {
+        ids.push_back(trace_.take(st.bytes));
+      }
+    }
+  }
+
+  void forward(const StagePass& p) {
+    auto& saved = held_[{p.microbatch, p.chunk}];
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      const LayerBytes& b = layers_[i];
+      if (b.chunk != static_cast<std::size_t>(p.chunk)) continue;
+      gather(i);
+      prefetch(i, true);
+      std::uint32_t q = trace_.take(b.quant_forward), st = trace_.take(b.staging);
+      saved.push_back(trace_.take(b.saved_attention));
+      saved.push_back(trace_.take(b.saved_mlp));
+      trace_.drop(st);
+      trace_.drop(q);
+      trace_.drop(gathered_[i]);
+    }
+    if (has_head_ && static_cast<std::size_t>(p.chunk) == head_chunk_)
+      loss_steps(loss_.forward_steps, loss_held_[{p.microbatch, p.chunk}]);
+  }
+
+  void backward(const StagePass& p) {
+    const Key key{p.microbatch, p.chunk};
+    if (p.input_grads && has_head_ && static_cast<std::size_t>(p.chunk) == head_chunk_) {
+      std::uint32_t w = trace_.take(p.weight_grads ? head_weight_grad_ : 0.0);
+      loss_steps(loss_.backward_steps, loss_held_[key]);
+      trace_.drop(w);
+      trace_.drop_all(loss_held_[key]);
+    }
+    for (std::size_t i = layers_.size(); i-- > 0;) {
+      const LayerBytes& b = layers_[i];
+      if (b.chunk != static_cast<std::size_t>(p.chunk)) continue;
+      gather(i);
+      prefetch(i, false);
+      std::uint32_t r = kNone, g = kNone, st = kNone, q = kNone;
+      if (p.input_grads) {
+        r = trace_.take(b.rebuilt);
+        g = trace_.take(b.grads);
+        st = trace_.take(b.staging);
+        q = trace_.take(b.quant_backward);
+      }
+      if (p.weight_grads) {
+        std::uint32_t w = trace_.take(b.weight_grad);
+        // The reduce-scatter input lives until that collective ends, about one layer later.
+        const std::uint32_t rs = trace_.take(b.reduce_input, AllocStream::reduce);
+        trace_.drop(pending_reduce_);
+        pending_reduce_ = rs;
+        trace_.drop(w);
+        if (step_grad_ids_[i] == kNone) step_grad_ids_[i] = trace_.take(b.step_grads, AllocStream::reduce);
+      }
+      trace_.drop(q);
+      trace_.drop(st);
+      trace_.drop(g);
+      trace_.drop(r);
+      trace_.drop(gathered_[i]);
+    }
+    if (p.frees) trace_.drop_all(held_[key]);
+  }
+
+  const ParallelPlan& plan_;
+  Trace trace_;
+  std::vector<LayerBytes> layers_;
+  std::vector<std::int64_t> layer_index_;
+  std::vector<std::uint32_t> gathered_, step_grad_ids_;
+  std::vector<double> lazy_states_;
+  std::vector<const LedgerItem*> kept_at_start_;
+  std::map<Key, std::vector<std::uint32_t>> held_, loss_held_;
+  std::uint32_t pending_reduce_ = kNone;
+  bool has_head_ = false;
+  std::size_t head_chunk_ = 0;
+  LossBuffers loss_;
+  double head_weight_grad_ = 0, optimizer_temporaries_ = 0;
+  std::vector<std::pair<double, double>> rebuild_;
+};
+
+// The passes replayed: without a pipeline the first two microbatches (the cache repeats from the
+// second on); with one, the order up to two rounds of every chunk's passes past the first moment
+// the stage holds the most.
+std::vector<StagePass> replayed_passes(const ParallelPlan& plan, const std::vector<std::int64_t>& held,
+                                       const std::vector<StagePass>& order) {
+  std::vector<StagePass> out;
+  if (order.empty()) {
+    for (std::size_t c = 0; c < held.size(); ++c)
+      for (std::int64_t k = 0; k < held[c]; ++k)
+        out.push_back({static_cast<std::int32_t>(k), static_cast<std::int32_t>(c), true, true, true, false});
+    for (std::size_t c = held.size(); c-- > 0;)
+      for (std::int64_t k = held[c]; k-- > 0;)
+        out.push_back({static_cast<std::int32_t>(k), static_cast<std::int32_t>(c), false, true, true, true});
+    return out;
+  }
+  if (plan.pp == 1) {
+    for (const StagePass& p : order)
+      if (p.microbatch < 2) out.push_back(p);
+    return out;
+  }
+  std::int64_t now = 0, most = -1;
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    now += order[i].forward ? 1 : order[i].frees ? -1 : 0;
+    if (now > most) {
+      most = now;
+      at = i;
+    }
+  }
+  const std::size_t rounds = 2 * 3 * std::max<std::size_t>(held.size(), 1);  // F, B and W per chunk, twice
+  const std::size_t end = std::min(order.size(), at + 1 + rounds);
+  out.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(end));
+  return out;
+}
+
+double persistent_rounding(const ParallelPlan& plan, const std::vector<LocalTensor>& tensors,
+                           const std::vector<const LedgerItem*>& persistent) {
+  double numel = 0;
+  for (const auto& lt : tensors) numel += lt.local_numel;
+  double extra = 0;
+  auto kept = [&](double bytes) {
+    if (bytes <= 0) return;
+    const auto b = static_cast<std::uint64_t>(std::ceil(bytes));
+    extra += dbl(static_cast<std::int64_t>(CachingAllocator::footprint_if_kept(b) - b));
+  };
+  for (const LedgerItem* kept_item : persistent) {
+    const LedgerItem& item = *kept_item;
+    if (item.cls == MemClass::grad_buffers && plan.design == Design::ddp) {
+      // Flat buckets of at most the bucket cap each.
+      const double n = std::max(1.0, std::ceil(item.bytes / plan.bucket_cap_bytes));
+      for (double k = 0; k < n; ++k) kept(item.bytes / n);
+      continue;
+    }
+    if (numel <= 0) continue;
+    for (const auto& lt : tensors) kept(item.bytes * lt.local_numel / numel);
+  }
+  return extra;
+}
+
+}  // namespace
+
+AllocatorReplay replay_stage_allocations(const Architecture& a, const ParallelPlan& plan,
+                                         const std::vector<LocalTensor>& tensors,
+                                         const std::vector<LedgerItem>& persistent, std::int64_t stage,
+                                         const std::vector<std::int64_t>& held_chunks,
+                                         const std::vector<StagePass>& order, double allocator_limit) {
+  const std::size_t chunks = std::max<std::size_t>(held_chunks.size(), 1);
+  const std::vector<StagePass> passes = replayed_passes(plan, held_chunks, order);
+  auto replay = [&](std::uint64_t limit) {
+    StageWalk walk(a, plan, tensors, persistent, stage, chunks, limit);
+    for (int step = 0; step < 2; ++step) {  // the first step makes the lazy state; the second meets it
+      for (const StagePass& p : passes) walk.run(p);
+      walk.finish(step == 0);
+    }
+    return walk;
+  };
+  auto bytes = [](std::uint64_t x) { return dbl(static_cast<std::int64_t>(x)); };
+  const StageWalk roomy = replay(0);
+  const CachingAllocator& free_run = roomy.trace().allocator();
+  AllocatorReplay r;
+  for (const LedgerItem* item : roomy.kept_at_start()) r.kept_from_start += item->bytes;
+  r.persistent_rounding = persistent_rounding(plan, tensors, roomy.kept_at_start());
+  r.working_allocated = bytes(free_run.peaks().allocated);
+  r.working_reserved = r.working_reserved_roomy = bytes(free_run.peaks().reserved);
+  r.working_required = bytes(free_run.peaks().required);
+  r.events = roomy.trace().events();
+  const double room = allocator_limit - r.kept_from_start - r.persistent_rounding;
+  if (allocator_limit > 0 && r.working_reserved > room) {
+    if (room <= 0) {
+      r.out_of_memory = true;
+      r.working_reserved = r.working_allocated;
+      r.working_required = std::max(r.working_required, r.working_allocated);
+      return r;
+    }
+    const StageWalk tight = replay(static_cast<std::uint64_t>(room));
+    const CachingAllocator& capped = tight.trace().allocator();
+    r.out_of_memory = capped.failed();
+    r.working_reserved = bytes(capped.peaks().reserved);
+    r.working_required = capped.failed() ? room + bytes(capped.shortfall()) : bytes(capped.peaks().required);
+    r.events += tight.trace().events();
+  }
+  return r;
+}
+
+}  // namespace moesim

@@ -1,0 +1,49 @@
+// The terms execution working memory is made of, shared by the ledger's phase sets
+// (working_memory.cpp) and the allocator replay's allocation order (allocation_trace.cpp), so the
+// two count the same tensors.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "models/arch/architecture.hpp"
+#include "models/memory/activations.hpp"
+#include "models/memory/ledger.hpp"
+#include "models/plan/parallel_plan.hpp"
+#include "models/plan/rank_layout.hpp"
+
+namespace moesim {
+
+struct StageView {
+  std::vector<LayerPlace> places;                // every layer's place (layer_places)
+  std::vector<std::int64_t> layers;              // block indices of this stage
+  bool has_head = false;                         // runs final norm + LM head + loss
+  std::map<std::int64_t, double> unit_numel;     // FSDP unit (layer index) -> full numel
+  std::map<std::int64_t, double> largest_local;  // layer -> largest local tensor numel
+};
+StageView view_of(const Architecture& a, const ParallelPlan& plan, const std::vector<LocalTensor>& tensors,
+                  std::int64_t stage);
+double max_value(const std::map<std::int64_t, double>& m);
+
+// The routed rows of the stage's MoE layers under the plan's routing model (1 without MoE).
+RoutedRows stage_routed_rows(const Architecture& a, const ParallelPlan& plan, const StageView& v);
+
+LedgerItem ep_transient_staging(const Architecture& a, const ParallelPlan& plan, double T, const RoutedRows& routed,
+                                bool any_moe);
+std::vector<LedgerItem> ep_static_buffers(const Architecture& a, const ParallelPlan& plan, double T, double moe_blocks,
+                                          const RoutedRows& routed);
+LedgerItem quantized_operands(const Architecture& a, const ParallelPlan& plan, std::int64_t l, double T,
+                              const RoutedRows& routed, bool backward);
+LedgerItem optimizer_temporaries(const OptimizerSpec& o, double shard);
+
+// The update's working buffers: the largest optimizer shard (sizes the temporaries) and the
+// distributed optimizer's rebuild buffers, a pack and a gather buffer per replica group.
+struct UpdateBuffers {
+  double shard = 0;                              // elements
+  std::vector<std::pair<double, double>> packs;  // per replica group: (pack bytes, gather bytes)
+  double rebuild_bytes() const;
+};
+UpdateBuffers update_buffers(const ParallelPlan& plan, const std::vector<LocalTensor>& tensors);
+
+}  // namespace moesim
