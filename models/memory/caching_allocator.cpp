@@ -55,8 +55,8 @@ bool CachingAllocator::take_cached(std::uint32_t id, std::uint64_t size, std::ui
   // Best fit: the smallest free block that holds the request; ties to the lowest address.
   std::size_t best_segment = 0, best_block = 0;
   std::uint64_t best = std::numeric_limits<std::uint64_t>::max();
-  for (std::size_t s = 0; s < segments_.size(); ++s) {
-    if (segments_[s].pool != pool) continue;
+  for (std::size_t s = 0; s < keys_.size(); ++s) {
+    if (keys_[s].pool != pool || keys_[s].largest_free < size) continue;
     const auto& blocks = segments_[s].blocks;
     for (std::size_t b = 0; b < blocks.size(); ++b) {
       if (blocks[b].free && blocks[b].size >= size && blocks[b].size < best) {
@@ -69,7 +69,17 @@ bool CachingAllocator::take_cached(std::uint32_t id, std::uint64_t size, std::ui
   if (best == std::numeric_limits<std::uint64_t>::max()) return false;
   place(segments_[best_segment], best_block, id, size, (pool & 1) == 0);
   where_[id] = {static_cast<std::uint32_t>(best_segment), true};
+  rekey(best_segment);
   return true;
+}
+
+void CachingAllocator::rekey(std::size_t segment) {
+  if (keys_.size() <= segment) keys_.resize(segment + 1);
+  const Segment& s = segments_[segment];
+  std::uint64_t largest = 0;
+  for (const Block& b : s.blocks)
+    if (b.free) largest = std::max(largest, b.size);
+  keys_[segment] = {s.pool, largest};
 }
 
 void CachingAllocator::place(Segment& s, std::size_t b, std::uint32_t id, std::uint64_t size, bool small) {
@@ -97,6 +107,7 @@ void CachingAllocator::reserve_segment(std::uint32_t id, std::uint64_t size, std
   reserved_ += seg;
   place(segments_.back(), 0, id, size, small);
   where_[id] = {static_cast<std::uint32_t>(segments_.size() - 1), true};
+  rekey(segments_.size() - 1);
 }
 
 void CachingAllocator::grow_expandable(std::uint32_t id, std::uint64_t size, std::uint8_t pool, bool small) {
@@ -119,6 +130,7 @@ void CachingAllocator::grow_expandable(std::uint32_t id, std::uint64_t size, std
   reserved_ += grow;
   place(seg, seg.blocks.size() - 1, id, size, small);
   where_[id] = {static_cast<std::uint32_t>(s), true};
+  rekey(s);
 }
 
 void CachingAllocator::release(std::uint32_t id) {
@@ -140,6 +152,7 @@ void CachingAllocator::release(std::uint32_t id) {
     blocks[b - 1].unmapped += blocks[b].unmapped;
     blocks.erase(blocks.begin() + static_cast<std::ptrdiff_t>(b));
   }
+  rekey(where_[id].segment);
 }
 
 void CachingAllocator::make_room(std::uint64_t bytes) {
@@ -158,6 +171,7 @@ void CachingAllocator::release_cached() {
       if (s.blocks.size() == 1 && s.blocks[0].free) {
         reserved_ -= s.size;
         s = {kReleased, 0, {}};
+        rekey(static_cast<std::size_t>(&s - segments_.data()));
       }
       continue;
     }

@@ -68,6 +68,11 @@ class CachingAllocator {
     std::uint32_t segment = 0;
     bool live = false;
   };
+  // Per segment, kept beside the segments so the best-fit search scans a compact array.
+  struct SegmentKey {
+    std::uint8_t pool = 0;
+    std::uint64_t largest_free = 0;
+  };
 
   bool take_cached(std::uint32_t id, std::uint64_t size, std::uint8_t pool);
   void reserve_segment(std::uint32_t id, std::uint64_t size, std::uint8_t pool, bool small);
@@ -76,12 +81,14 @@ class CachingAllocator {
   std::uint64_t unreleasable() const;   // what release_cached_blocks could not give back now
   void make_room(std::uint64_t bytes);  // a reservation of `bytes` under the limit
   void release_cached();                // release_cached_blocks
+  void rekey(std::size_t segment);      // refresh the segment's largest free block
 
   bool expandable_;
   std::uint64_t limit_ = 0;
   bool failed_ = false;
   std::uint64_t shortfall_ = 0;
   std::vector<Segment> segments_;
+  std::vector<SegmentKey> keys_;
   std::vector<Where> where_;
   std::uint64_t allocated_ = 0, reserved_ = 0;
   AllocatorPeaks peaks_;

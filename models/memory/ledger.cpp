@@ -67,6 +67,15 @@ void allocator_view(StageLedger& s, const Architecture& arch, const ParallelPlan
       (hw.memory.cuda_context_GiB.value + hw.memory.nccl_buffers_GiB.value + hw.memory.library_workspace_GiB.value) *
       kGiB;
   const double limit = hw.memory.usable_capacity_GiB.value * kGiB - runtime;
+  if (s.peak_allocated > limit) {
+    // The allocated peak alone is past what the allocator may reserve: no replay can fit it.
+    s.peak_reserved = s.reserved_required = s.peak_allocated;
+    s.allocator_oom = true;
+    s.allocator_basis =
+        "not replayed: the allocated peak alone exceeds the allocator's limit (usable capacity - runtime "
+        "reserves)";
+    return;
+  }
   const AllocatorReplay r =
       replay_stage_allocations(arch, plan, tensors, s.persistent, s.stage, held, order, std::max(limit, 1.0));
   s.allocator_oom = r.out_of_memory;
