@@ -36,7 +36,8 @@ std::vector<FittableField> build_table() {
       {"hardware.compute.gemm_wgrad_over_forward", 0.5, 1.2, "ratio",
        "dense weight-gradient GEMM rate over the forward rate of the same shape", kPassWhy},
       {"hardware.memory.fragmentation_fraction", 0.0, 0.5, "fraction",
-       "share of reserved memory lost to allocator fragmentation (peak reserved only)",
+       "share of reserved memory lost to allocator fragmentation (peak reserved only, and only under "
+       "plan.allocator.model=fixed_fraction: the default caching-allocator replay does not read it)",
        "0-0.5: published runs reserve 3-8% above allocated (scenarios/validation/memory.json); 0.5 is generous"},
   };
   for (const char* kernel : {"elementwise", "permute", "cross_entropy", "optimizer"}) {
