@@ -125,10 +125,11 @@ TaskId StepEmitter::collective(const TaskPlace& at, const CollectiveCall& call, 
   const CollectiveKey key{call.communicator, rank.stage,    communicator_instance(plan_, rank, call.communicator),
                           call.purpose,      at.microbatch, static_cast<std::int32_t>(at.layer),
                           call.bucket};
-  // Groups match the members of one call across simulated ranks; with one simulated rank each
-  // call is its own group and the lookup (a node allocation per call) is skipped.
+  // Groups match the members of one call across simulated ranks of one stage (the key names the
+  // stage); with one simulated rank per stage each call is its own group and the lookup is
+  // skipped (a 4096-GPU pipeline step would otherwise hash ~16,000 keys that never match).
   std::uint32_t group = 0;
-  if (step_.ranks.size() == 1) {
+  if (step_.ranks.size() == static_cast<std::size_t>(plan_.pp)) {
     group = step_.graph.new_group();
   } else {
     group = collective_groups_.find_or_add(key, [&] { return step_.graph.new_group(); });
