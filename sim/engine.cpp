@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "sim/event_heap.hpp"
+#include "sim/short_list.hpp"
 
 namespace moesim {
 
@@ -238,7 +239,7 @@ class Engine {
     }
     touch(rank);
     auto& list = running_[rank];
-    list.erase(std::find(list.begin(), list.end(), uid));
+    remove_in_order(list, uid);
     mix_[rank].add(u.demand, -1);
   }
 

@@ -1,6 +1,7 @@
 #include "sim/timeline_metrics.hpp"
 
 #include "sim/pipeline_schedule.hpp"
+#include "sim/short_list.hpp"
 
 #include <algorithm>
 #include <map>
@@ -26,7 +27,7 @@ class RankSplit {
     if (start) {
       list.push_back(id);
     } else {
-      list.erase(std::find(list.begin(), list.end(), id));
+      remove_in_order(list, id);
     }
   }
 
