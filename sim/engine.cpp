@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "sim/event_heap.hpp"
+#include "sim/short_list.hpp"
 
 namespace moesim {
 
@@ -14,7 +15,8 @@ struct Unit {  // one running thing: a task, or a collective's members moving to
   double remaining = 0;
   double rate = 0;  // 0 until first rated
   double updated = 0;
-  std::uint32_t first = 0;  // members are members_[first, first + count)
+  // One member: `first` is the task. A collective group's members: group_members_[first, first + count).
+  std::uint32_t first = 0;
   std::uint32_t count = 0;
   std::uint32_t rank = 0;  // the first member's rank (a one-member unit is rated without a member look-up)
   Demand demand;
@@ -94,11 +96,8 @@ class Engine {
     mix_before_.resize(g.ranks());
     rank_epoch_.assign(g.ranks(), 0);
     units_.clear();
-    units_.reserve(n);
     unit_epoch_.clear();
-    unit_epoch_.reserve(n);
-    members_.clear();
-    members_.reserve(n);
+    free_units_.clear();
     to_start_.clear();
     rerate_units_.clear();
     heap_.reset(n);
@@ -119,6 +118,7 @@ class Engine {
       begin_event();
       finish_unit(uid);
       done += units_[uid].count;
+      free_units_.push_back(uid);
       start_ready();
       rerate();
     }
@@ -152,13 +152,14 @@ class Engine {
   }
 
   void start_ready() {
-    for (const auto& [what, is_group] : to_start_) {
-      const auto uid = static_cast<std::uint32_t>(units_.size());
-      Unit& u = units_.emplace_back();
-      u.first = static_cast<std::uint32_t>(members_.size());
+    for (auto [what, is_group] : to_start_) {
+      const std::uint32_t uid = new_unit();
+      Unit& u = units_[uid];
       u.updated = now_;
-      if (!is_group) {
-        members_.push_back(what);
+      const std::uint32_t group_size = is_group ? group_first_[what + 1] - group_first_[what] : 1;
+      if (group_size == 1) {
+        if (is_group) what = group_members_[group_first_[what]];
+        u.first = what;
         u.count = 1;
         const Task& t = graph_->task(what);
         u.rank = t.rank;
@@ -166,11 +167,10 @@ class Engine {
         u.remaining = std::max(u.remaining, t.work_s);
         start_member(uid, u, what, t.rank);
       } else {
-        members_.insert(members_.end(), group_members_.begin() + group_first_[what],
-                        group_members_.begin() + group_first_[what + 1]);
-        u.count = static_cast<std::uint32_t>(members_.size()) - u.first;
-        const Task& lead = graph_->task(members_[u.first]);
-        u.rank = lead.rank;  // what a one-member group is rated by
+        u.first = group_first_[what];
+        u.count = group_size;
+        const Task& lead = graph_->task(group_members_[u.first]);
+        u.rank = lead.rank;
         u.demand = sharing_->demand_of(lead);
         for (TaskId m : members(u)) {
           const Task& t = graph_->task(m);
@@ -178,7 +178,6 @@ class Engine {
           start_member(uid, u, m, t.rank);
         }
       }
-      unit_epoch_.push_back(0);
       started_.push_back(uid);
     }
     to_start_.clear();
@@ -198,12 +197,31 @@ class Engine {
     const TaskId* begin() const { return b; }
     const TaskId* end() const { return e; }
   };
-  Range members(const Unit& u) const { return {members_.data() + u.first, members_.data() + u.first + u.count}; }
+  // A group's members (units of two or more).
+  Range members(const Unit& u) const {
+    return {group_members_.data() + u.first, group_members_.data() + u.first + u.count};
+  }
+
+  // A finished unit's slot is reused by the next unit to start (ids never order anything: the
+  // heap orders by time and sequence number, the running lists by start), so the units in use
+  // stay few and in cache instead of one per task.
+  std::uint32_t new_unit() {
+    if (free_units_.empty()) {
+      units_.emplace_back();
+      unit_epoch_.push_back(0);
+      return static_cast<std::uint32_t>(units_.size() - 1);
+    }
+    const std::uint32_t uid = free_units_.back();
+    free_units_.pop_back();
+    units_[uid] = Unit{};
+    unit_epoch_[uid] = 0;
+    return uid;
+  }
 
   void finish_unit(std::uint32_t uid) {
     const Unit& u = units_[uid];
     if (u.count == 1) {
-      const TaskId m = members_[u.first];
+      const TaskId m = u.first;
       end_member(uid, u, m, u.rank);
       release_successors(m);
       return;
@@ -221,7 +239,7 @@ class Engine {
     }
     touch(rank);
     auto& list = running_[rank];
-    list.erase(std::find(list.begin(), list.end(), uid));
+    remove_in_order(list, uid);
     mix_[rank].add(u.demand, -1);
   }
 
@@ -291,7 +309,7 @@ class Engine {
   std::vector<RunningMix> mix_;                      // per rank: what those units ask of it
   std::vector<RunningMix> mix_before_;               // per touched rank: its mix when the event began
   std::vector<Unit> units_;
-  std::vector<TaskId> members_;
+  std::vector<std::uint32_t> free_units_;                 // finished units' slots, to reuse
   std::vector<std::pair<std::uint32_t, bool>> to_start_;  // (task, false) or (group, true)
   std::uint32_t epoch_ = 0;                               // the event being handled
   std::vector<std::uint32_t> rank_epoch_;                 // per rank: the last event that touched it

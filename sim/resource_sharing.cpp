@@ -87,21 +87,22 @@ class SmHbmShare final : public ResourceSharing {
     return d;
   }
 
+  // Each kind's branch works out only what applies to it: the engine asks for a rate every time a
+  // task's running mix changes.
   double rate(const RunningMix& mix, const Demand& demand) const override {
     if (demand.kind == TaskKind::host) return 1.0;
-    // SMs left to kernels: NCCL CTAs never share an SM with a kernel (issue 689); one SM at least.
-    const double free_sms = std::max(1.0, sms_ - static_cast<double>(mix.comm_ctas)) / sms_;
     const double kernels = std::max<std::uint32_t>(mix.compute_kernels + mix.memory_kernels, 1);
+    if (demand.kind == TaskKind::compute) {
+      // SMs left to kernels: NCCL CTAs never share an SM with a kernel (issue 689); one SM at least.
+      const double free_sms = std::max(1.0, sms_ - static_cast<double>(mix.comm_ctas)) / sms_;
+      return free_sms / kernels;
+    }
     // Each memory kernel asks for the whole copy rate; together with the communication's traffic
     // the demand beyond it is shared in proportion.
     const double hbm_demand =
         static_cast<double>(mix.memory_kernels) * hbm_Bps_ + static_cast<double>(mix.comm_hbm_Bps);
     const double hbm_share = hbm_demand > hbm_Bps_ ? hbm_Bps_ / hbm_demand : 1.0;
-    switch (demand.kind) {
-      case TaskKind::compute: return free_sms / kernels;
-      case TaskKind::memory: return std::min(1.0 / kernels, hbm_share);
-      default: break;
-    }
+    if (demand.kind == TaskKind::memory) return std::min(1.0 / kernels, hbm_share);
     const double link = link_share(mix, demand);
     const double beside = mix.compute_kernels > 0 ? comm_beside_compute_ : 1.0;
     return std::min({link, beside, hbm_share});

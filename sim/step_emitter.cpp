@@ -91,11 +91,15 @@ EpTransferRequest ep_transfer_request(const Architecture& arch, const ParallelPl
 }
 
 const CommCost& StepEmitter::priced_ep_transfer(double bytes) {
+  // Consecutive calls mostly move the same bytes (every layer's dispatch and combine): the last
+  // answer is checked before the map (its nodes never move).
+  if (last_ep_price_ != nullptr && last_ep_price_->first == bytes) return last_ep_price_->second;
   auto it = ep_prices_.find(bytes);
   if (it == ep_prices_.end()) {
     it = ep_prices_.emplace(bytes, costs_.ep_transfer(plan_.ep_transport, ep_transfer_request(arch_, plan_, bytes)))
              .first;
   }
+  last_ep_price_ = &*it;
   return it->second;
 }
 
@@ -121,16 +125,17 @@ Task StepEmitter::communication(const TaskPlace& at, TaskKind kind, CollectiveKi
 }
 
 TaskId StepEmitter::collective(const TaskPlace& at, const CollectiveCall& call, TaskId after) {
-  const SimRank& rank = step_.ranks[at.rank];
-  const CollectiveKey key{call.communicator, rank.stage,    communicator_instance(plan_, rank, call.communicator),
-                          call.purpose,      at.microbatch, static_cast<std::int32_t>(at.layer),
-                          call.bucket};
-  // Groups match the members of one call across simulated ranks; with one simulated rank each
-  // call is its own group and the lookup (a node allocation per call) is skipped.
+  // Groups match the members of one call across simulated ranks of one stage (the key names the
+  // stage); with one simulated rank per stage each call is its own group and the key is neither
+  // built nor looked up (a 4096-GPU pipeline step would otherwise hash ~16,000 keys that never match).
   std::uint32_t group = 0;
-  if (step_.ranks.size() == 1) {
+  if (step_.ranks.size() == static_cast<std::size_t>(plan_.pp)) {
     group = step_.graph.new_group();
   } else {
+    const SimRank& rank = step_.ranks[at.rank];
+    const CollectiveKey key{call.communicator, rank.stage,    communicator_instance(plan_, rank, call.communicator),
+                            call.purpose,      at.microbatch, static_cast<std::int32_t>(at.layer),
+                            call.bucket};
     group = collective_groups_.find_or_add(key, [&] { return step_.graph.new_group(); });
   }
   const CommCost& cost = call.communicator == Communicator::ep_mp

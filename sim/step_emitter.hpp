@@ -141,6 +141,7 @@ class StepEmitter {
   GroupIndex<TransferKey, TransferKeyHash> transfer_groups_;
   std::map<std::tuple<CollectiveKind, double, std::int64_t, std::int64_t>, CommCost> prices_;
   std::map<double, CommCost> ep_prices_;  // by bytes: the EP-MP group and transport are the plan's
+  const std::pair<const double, CommCost>* last_ep_price_ = nullptr;  // the last one looked up
 };
 
 }  // namespace moesim

@@ -55,9 +55,11 @@ void TaskGraph::reserve(std::size_t tasks) {
 }
 
 void TaskGraph::finalize() const {
-  if (!dag_) {
+  if (!dag_ || dag_tasks_ != tasks_.size() || dag_edges_ != edges_.size()) {
     dag_ = std::make_unique<DagStorage>(boost::edges_are_unsorted_multi_pass, edges_.begin(), edges_.end(),
                                         static_cast<std::uint32_t>(tasks_.size()));
+    dag_tasks_ = tasks_.size();
+    dag_edges_ = edges_.size();
   }
 }
 

@@ -101,13 +101,11 @@ class TaskGraph {
   TaskId add(const Task& t) {
     const auto id = static_cast<TaskId>(tasks_.size());
     tasks_.push_back(t);
-    dag_.reset();
     return id;
   }
   void depend(TaskId before, TaskId after) {  // `after` starts only once `before` finished
     if (before == kNoTask || after == kNoTask) return;
     edges_.emplace_back(before, after);
-    dag_.reset();
   }
   // Builds the Boost.Graph adjacency list from the recorded edges in one pass (far cheaper
   // than growing it edge by edge). dag() does it on first use too.
@@ -128,8 +126,10 @@ class TaskGraph {
   std::vector<Task> tasks_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
   // Built from edges_ on first use (logically const); held by pointer because Boost's
-  // graphs copy on move.
+  // graphs copy on move. Rebuilt when tasks or edges were added since (the sizes it was built at
+  // tell, so that adding, several times per task, need not reset it).
   mutable std::unique_ptr<DagStorage> dag_;
+  mutable std::size_t dag_tasks_ = 0, dag_edges_ = 0;
   std::uint32_t groups_ = 0;
 };
 

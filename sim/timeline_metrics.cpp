@@ -1,11 +1,11 @@
 #include "sim/timeline_metrics.hpp"
 
 #include "sim/pipeline_schedule.hpp"
+#include "sim/short_list.hpp"
 
 #include <algorithm>
-#include <map>
 #include <numeric>
-#include <tuple>
+#include <stdexcept>
 
 namespace moesim {
 
@@ -26,7 +26,7 @@ class RankSplit {
     if (start) {
       list.push_back(id);
     } else {
-      list.erase(std::find(list.begin(), list.end(), id));
+      remove_in_order(list, id);
     }
   }
 
@@ -93,10 +93,29 @@ std::vector<std::vector<std::int64_t>> measured_chunks_in_flight(const BuiltStep
   std::vector<std::vector<std::int64_t>> out(static_cast<std::size_t>(stages),
                                              std::vector<std::int64_t>(static_cast<std::size_t>(chunks), 0));
   std::vector<std::int64_t> peak_of(static_cast<std::size_t>(stages), 0);
-  std::map<std::tuple<std::uint32_t, int, int>, std::pair<double, double>> spans;  // (rank, microbatch, chunk)
+  // Each (rank, microbatch, chunk)'s span, in a dense table walked in that key order (ranks,
+  // microbatch and chunk numbers are small and from 0).
+  std::int32_t microbatches = 0, chunk_count = 0;
+  for (const OpSpan& s : step.ops) {
+    if (s.op.microbatch < 0 || s.op.chunk < 0) throw std::logic_error("a pipeline pass with a negative number");
+    microbatches = std::max(microbatches, s.op.microbatch + 1);
+    chunk_count = std::max(chunk_count, s.op.chunk + 1);
+  }
+  struct Span {
+    double first = 0, second = 0;
+    bool seen = false;
+  };
+  const auto slot = [&](std::uint32_t rank, std::int32_t microbatch, std::int32_t chunk) {
+    return (static_cast<std::size_t>(rank) * static_cast<std::size_t>(microbatches) +
+            static_cast<std::size_t>(microbatch)) *
+               static_cast<std::size_t>(chunk_count) +
+           static_cast<std::size_t>(chunk);
+  };
+  std::vector<Span> spans(slot(static_cast<std::uint32_t>(step.ranks.size()), 0, 0));
   for (const OpSpan& s : step.ops) {
     if (s.first == kNoTask || s.last == kNoTask) continue;
-    auto& span = spans[{s.rank, s.op.microbatch, s.op.chunk}];
+    Span& span = spans[slot(s.rank, s.op.microbatch, s.op.chunk)];
+    span.seen = true;
     if (s.op.forward)
       span.first = r.start[s.first];
     else if (s.op.frees())
@@ -108,13 +127,20 @@ std::vector<std::vector<std::int64_t>> measured_chunks_in_flight(const BuiltStep
     double t;
     PipeOp op;
   };
-  std::map<std::uint32_t, std::vector<Edge>> edges;
-  for (const auto& [key, span] : spans) {
-    const auto [rank, microbatch, chunk] = key;
-    edges[rank].push_back({span.first, {true, microbatch, chunk}});
-    edges[rank].push_back({span.second, {false, microbatch, chunk}});
+  std::vector<std::vector<Edge>> edges(step.ranks.size());
+  for (std::uint32_t rank = 0; rank < step.ranks.size(); ++rank) {
+    for (std::int32_t microbatch = 0; microbatch < microbatches; ++microbatch) {
+      for (std::int32_t chunk = 0; chunk < chunk_count; ++chunk) {
+        const Span& span = spans[slot(rank, microbatch, chunk)];
+        if (!span.seen) continue;
+        edges[rank].push_back({span.first, {true, microbatch, chunk}});
+        edges[rank].push_back({span.second, {false, microbatch, chunk}});
+      }
+    }
   }
-  for (auto& [rank, e] : edges) {
+  for (std::uint32_t rank = 0; rank < edges.size(); ++rank) {
+    std::vector<Edge>& e = edges[rank];
+    if (e.empty()) continue;
     // At equal times a release comes before an acquisition: the next pass starts as one ends.
     std::sort(e.begin(), e.end(),
               [](const Edge& a, const Edge& b) { return a.t != b.t ? a.t < b.t : a.op.forward < b.op.forward; });
