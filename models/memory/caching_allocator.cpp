@@ -1,7 +1,6 @@
 #include "models/memory/caching_allocator.hpp"
 
 #include <algorithm>
-#include <limits>
 
 namespace moesim {
 
@@ -51,108 +50,118 @@ void CachingAllocator::allocate(std::uint32_t id, std::uint64_t bytes, AllocStre
   peaks_.required = std::max(peaks_.required, allocated_);  // live blocks are always held
 }
 
+std::size_t CachingAllocator::block_at(const std::vector<Block>& blocks, std::uint64_t offset) {
+  auto it = std::lower_bound(blocks.begin(), blocks.end(), offset,
+                             [](const Block& b, std::uint64_t o) { return b.offset < o; });
+  return static_cast<std::size_t>(it - blocks.begin());
+}
+
+void CachingAllocator::index_free(std::uint32_t segment, const Block& b, bool add) {
+  const FreeKey key{segments_[segment].pool, b.size, segment, b.offset};
+  if (add) {
+    free_.insert(key);
+  } else {
+    free_.erase(key);
+  }
+}
+
 bool CachingAllocator::take_cached(std::uint32_t id, std::uint64_t size, std::uint8_t pool) {
   // Best fit: the smallest free block that holds the request; ties to the lowest address.
-  std::size_t best_segment = 0, best_block = 0;
-  std::uint64_t best = std::numeric_limits<std::uint64_t>::max();
-  for (std::size_t s = 0; s < keys_.size(); ++s) {
-    if (keys_[s].pool != pool || keys_[s].largest_free < size) continue;
-    const auto& blocks = segments_[s].blocks;
-    for (std::size_t b = 0; b < blocks.size(); ++b) {
-      if (blocks[b].free && blocks[b].size >= size && blocks[b].size < best) {
-        best = blocks[b].size;
-        best_segment = s;
-        best_block = b;
-      }
-    }
-  }
-  if (best == std::numeric_limits<std::uint64_t>::max()) return false;
-  place(segments_[best_segment], best_block, id, size, (pool & 1) == 0);
-  where_[id] = {static_cast<std::uint32_t>(best_segment), true};
-  rekey(best_segment);
+  const auto it = free_.lower_bound(FreeKey{pool, size, 0, 0});
+  if (it == free_.end() || it->pool != pool) return false;
+  const std::uint32_t segment = it->segment;
+  place(segment, block_at(segments_[segment].blocks, it->offset), id, size, (pool & 1) == 0);
   return true;
 }
 
-void CachingAllocator::rekey(std::size_t segment) {
-  if (keys_.size() <= segment) keys_.resize(segment + 1);
-  const Segment& s = segments_[segment];
-  std::uint64_t largest = 0;
-  for (const Block& b : s.blocks)
-    if (b.free) largest = std::max(largest, b.size);
-  keys_[segment] = {s.pool, largest};
-}
-
-void CachingAllocator::place(Segment& s, std::size_t b, std::uint32_t id, std::uint64_t size, bool small) {
+void CachingAllocator::place(std::uint32_t segment, std::size_t b, std::uint32_t id, std::uint64_t size, bool small) {
+  Segment& s = segments_[segment];
   if (s.blocks[b].unmapped > 0) {
     make_room(s.blocks[b].unmapped);
     reserved_ += s.blocks[b].unmapped;
     s.blocks[b].unmapped = 0;
   }
+  index_free(segment, s.blocks[b], false);
   const std::uint64_t rest = s.blocks[b].size - size;
   if (small ? rest >= kMinBlockSize : rest > kSmallSize) {
     Block tail{s.blocks[b].offset + size, rest, 0, 0, true};
     s.blocks[b].size = size;
     s.blocks.insert(s.blocks.begin() + static_cast<std::ptrdiff_t>(b) + 1, tail);
+    index_free(segment, tail, true);
   }
   s.blocks[b].free = false;
   s.blocks[b].id = id;
   allocated_ += s.blocks[b].size;
+  if (live_[segment]++ == 0 && !expandable_) held_ += s.size;
+  where_[id] = {segment, s.blocks[b].offset, true};
+}
+
+std::uint32_t CachingAllocator::add_segment(std::uint8_t pool) {
+  segments_.push_back({pool, 0, {}});
+  live_.push_back(0);
+  return static_cast<std::uint32_t>(segments_.size() - 1);
 }
 
 void CachingAllocator::reserve_segment(std::uint32_t id, std::uint64_t size, std::uint8_t pool, bool small) {
   const std::uint64_t seg = allocation_size(size);
   make_room(seg);
   peaks_.required = std::max(peaks_.required, unreleasable() + seg);
-  segments_.push_back({pool, seg, {{0, seg, 0, 0, true}}});
+  const std::uint32_t s = add_segment(pool);
+  segments_[s].size = seg;
+  segments_[s].blocks.push_back({0, seg, 0, 0, true});
+  index_free(s, segments_[s].blocks.back(), true);
   reserved_ += seg;
-  place(segments_.back(), 0, id, size, small);
-  where_[id] = {static_cast<std::uint32_t>(segments_.size() - 1), true};
-  rekey(segments_.size() - 1);
+  place(s, 0, id, size, small);
 }
 
 void CachingAllocator::grow_expandable(std::uint32_t id, std::uint64_t size, std::uint8_t pool, bool small) {
-  std::size_t s = 0;
+  std::uint32_t s = 0;
   while (s < segments_.size() && segments_[s].pool != pool) ++s;
-  if (s == segments_.size()) segments_.push_back({pool, 0, {}});
-  Segment& seg = segments_[s];
+  if (s == segments_.size()) s = add_segment(pool);
   const std::uint64_t page = small ? kSmallBuffer : kLargeBuffer;
-  const bool tail_free = !seg.blocks.empty() && seg.blocks.back().free;
-  const std::uint64_t have = tail_free ? seg.blocks.back().size : 0;
+  const bool tail_free = !segments_[s].blocks.empty() && segments_[s].blocks.back().free;
+  const std::uint64_t have = tail_free ? segments_[s].blocks.back().size : 0;
   const std::uint64_t grow = round_up(size - have, page);
   make_room(grow);
   peaks_.required = std::max(peaks_.required, unreleasable() + grow);
+  Segment& seg = segments_[s];
   if (tail_free) {
+    index_free(s, seg.blocks.back(), false);
     seg.blocks.back().size += grow;
   } else {
     seg.blocks.push_back({seg.size, grow, 0, 0, true});
   }
+  index_free(s, seg.blocks.back(), true);
   seg.size += grow;
   reserved_ += grow;
-  place(seg, seg.blocks.size() - 1, id, size, small);
-  where_[id] = {static_cast<std::uint32_t>(s), true};
-  rekey(s);
+  place(s, seg.blocks.size() - 1, id, size, small);
 }
 
 void CachingAllocator::release(std::uint32_t id) {
   if (id >= where_.size() || !where_[id].live) return;
   where_[id].live = false;
-  auto& blocks = segments_[where_[id].segment].blocks;
-  std::size_t b = 0;
-  while (b < blocks.size() && (blocks[b].free || blocks[b].id != id)) ++b;
-  if (b == blocks.size()) return;
+  const std::uint32_t segment = where_[id].segment;
+  Segment& s = segments_[segment];
+  auto& blocks = s.blocks;
+  std::size_t b = block_at(blocks, where_[id].offset);
+  if (b == blocks.size() || blocks[b].free || blocks[b].id != id) return;
   allocated_ -= blocks[b].size;
   blocks[b].free = true;
+  if (--live_[segment] == 0 && !expandable_) held_ -= s.size;
   if (b + 1 < blocks.size() && blocks[b + 1].free) {
+    index_free(segment, blocks[b + 1], false);
     blocks[b].size += blocks[b + 1].size;
     blocks[b].unmapped += blocks[b + 1].unmapped;
     blocks.erase(blocks.begin() + static_cast<std::ptrdiff_t>(b) + 1);
   }
   if (b > 0 && blocks[b - 1].free) {
+    index_free(segment, blocks[b - 1], false);
     blocks[b - 1].size += blocks[b].size;
     blocks[b - 1].unmapped += blocks[b].unmapped;
     blocks.erase(blocks.begin() + static_cast<std::ptrdiff_t>(b));
+    --b;
   }
-  rekey(where_[id].segment);
+  index_free(segment, blocks[b], true);
 }
 
 void CachingAllocator::make_room(std::uint64_t bytes) {
@@ -165,13 +174,14 @@ void CachingAllocator::make_room(std::uint64_t bytes) {
 }
 
 void CachingAllocator::release_cached() {
-  for (Segment& s : segments_) {
+  for (std::uint32_t i = 0; i < segments_.size(); ++i) {
+    Segment& s = segments_[i];
     if (s.pool == kReleased) continue;
     if (!expandable_) {
       if (s.blocks.size() == 1 && s.blocks[0].free) {
+        index_free(i, s.blocks[0], false);
         reserved_ -= s.size;
         s = {kReleased, 0, {}};
-        rekey(static_cast<std::size_t>(&s - segments_.data()));
       }
       continue;
     }
@@ -189,14 +199,10 @@ void CachingAllocator::release_cached() {
 }
 
 std::uint64_t CachingAllocator::unreleasable() const {
+  if (!expandable_) return held_;
+  // Expandable: every whole page inside a free block can be unmapped.
   std::uint64_t held = 0;
   for (const Segment& s : segments_) {
-    if (!expandable_) {
-      const bool live = std::any_of(s.blocks.begin(), s.blocks.end(), [](const Block& b) { return !b.free; });
-      if (live) held += s.size;
-      continue;
-    }
-    // Expandable: every whole page inside a free block can be unmapped.
     const std::uint64_t page = (s.pool & 1) == 0 ? kSmallBuffer : kLargeBuffer;
     std::uint64_t unmappable = 0;
     for (const Block& b : s.blocks) {

@@ -21,7 +21,9 @@
 // allocator runs out of memory only when that exceeds the device.
 #pragma once
 
+#include <compare>
 #include <cstdint>
+#include <set>
 #include <vector>
 
 namespace moesim {
@@ -66,29 +68,38 @@ class CachingAllocator {
   };
   struct Where {
     std::uint32_t segment = 0;
+    std::uint64_t offset = 0;
     bool live = false;
   };
-  // Per segment, kept beside the segments so the best-fit search scans a compact array.
-  struct SegmentKey {
+  // A free block in the best-fit index, ordered as get_free_block searches: pool, then size,
+  // then address (segment, offset).
+  struct FreeKey {
     std::uint8_t pool = 0;
-    std::uint64_t largest_free = 0;
+    std::uint64_t size = 0;
+    std::uint32_t segment = 0;
+    std::uint64_t offset = 0;
+    auto operator<=>(const FreeKey&) const = default;
   };
 
   bool take_cached(std::uint32_t id, std::uint64_t size, std::uint8_t pool);
   void reserve_segment(std::uint32_t id, std::uint64_t size, std::uint8_t pool, bool small);
   void grow_expandable(std::uint32_t id, std::uint64_t size, std::uint8_t pool, bool small);
-  void place(Segment& s, std::size_t block, std::uint32_t id, std::uint64_t size, bool small);
+  void place(std::uint32_t segment, std::size_t block, std::uint32_t id, std::uint64_t size, bool small);
+  std::uint32_t add_segment(std::uint8_t pool);
+  static std::size_t block_at(const std::vector<Block>& blocks, std::uint64_t offset);  // by address
   std::uint64_t unreleasable() const;   // what release_cached_blocks could not give back now
   void make_room(std::uint64_t bytes);  // a reservation of `bytes` under the limit
   void release_cached();                // release_cached_blocks
-  void rekey(std::size_t segment);      // refresh the segment's largest free block
+  void index_free(std::uint32_t segment, const Block& b, bool add);  // keep free_ in step with a free block
 
   bool expandable_;
   std::uint64_t limit_ = 0;
   bool failed_ = false;
   std::uint64_t shortfall_ = 0;
   std::vector<Segment> segments_;
-  std::vector<SegmentKey> keys_;
+  std::vector<std::uint32_t> live_;  // live blocks per segment
+  std::set<FreeKey> free_;
+  std::uint64_t held_ = 0;  // bytes of segments holding a live block (without expandable segments)
   std::vector<Where> where_;
   std::uint64_t allocated_ = 0, reserved_ = 0;
   AllocatorPeaks peaks_;
