@@ -58,16 +58,17 @@ std::size_t CachingAllocator::block_at(const std::vector<Block>& blocks, std::ui
 
 void CachingAllocator::index_free(std::uint32_t segment, const Block& b, bool add) {
   const FreeKey key{segments_[segment].pool, b.size, segment, b.offset};
+  const auto at = std::lower_bound(free_.begin(), free_.end(), key);
   if (add) {
-    free_.insert(key);
-  } else {
-    free_.erase(key);
+    free_.insert(at, key);
+  } else if (at != free_.end() && *at == key) {
+    free_.erase(at);
   }
 }
 
 bool CachingAllocator::take_cached(std::uint32_t id, std::uint64_t size, std::uint8_t pool) {
   // Best fit: the smallest free block that holds the request; ties to the lowest address.
-  const auto it = free_.lower_bound(FreeKey{pool, size, 0, 0});
+  const auto it = std::lower_bound(free_.begin(), free_.end(), FreeKey{pool, size, 0, 0});
   if (it == free_.end() || it->pool != pool) return false;
   const std::uint32_t segment = it->segment;
   place(segment, block_at(segments_[segment].blocks, it->offset), id, size, (pool & 1) == 0);
