@@ -97,8 +97,8 @@ class CachingAllocator {
   std::uint64_t shortfall_ = 0;
   std::vector<Segment> segments_;
   std::vector<std::uint32_t> live_;  // live blocks per segment
-  std::vector<FreeKey> free_;  // sorted: a flat set (a few hundred entries, no node per entry)
-  std::uint64_t held_ = 0;  // bytes of segments holding a live block (without expandable segments)
+  std::vector<FreeKey> free_;        // sorted: a flat set (a few hundred entries, no node per entry)
+  std::uint64_t held_ = 0;           // bytes of segments holding a live block (without expandable segments)
   std::vector<Where> where_;
   std::uint64_t allocated_ = 0, reserved_ = 0;
   AllocatorPeaks peaks_;
