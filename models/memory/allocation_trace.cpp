@@ -238,10 +238,11 @@ class StageWalk {
       }
       if (p.weight_grads) {
         std::uint32_t w = trace_.take(b.weight_grad);
-        // The reduce-scatter input lives until that collective ends, about one layer later.
-        const std::uint32_t rs = trace_.take(b.reduce_input, AllocStream::reduce);
+        // FSDP2's post-backward first waits for the previous unit's reduce-scatter and drops its
+        // state (FSDPParamGroup.post_backward, comm_ctx.reduce_scatter_state), then allocates
+        // this unit's input, which lives until its own collective is waited for.
         trace_.drop(pending_reduce_);
-        pending_reduce_ = rs;
+        pending_reduce_ = trace_.take(b.reduce_input, AllocStream::reduce);
         trace_.drop(w);
         if (step_grad_ids_[i] == kNone) step_grad_ids_[i] = trace_.take(b.step_grads, AllocStream::reduce);
       }

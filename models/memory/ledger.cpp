@@ -79,9 +79,13 @@ void allocator_view(StageLedger& s, const Architecture& arch, const ParallelPlan
   const AllocatorReplay r =
       replay_stage_allocations(arch, plan, tensors, s.persistent, s.stage, held, order, std::max(limit, 1.0));
   s.allocator_oom = r.out_of_memory;
-  s.peak_reserved = s.peak_allocated + r.persistent_rounding + std::max(0.0, r.working_reserved - r.working_allocated);
-  s.reserved_required =
-      s.peak_allocated + r.persistent_rounding + std::max(0.0, r.working_required - r.working_allocated);
+  // The replay's overhead on the ledger's allocated peak, or the replay's own total where its
+  // order holds more at once than the ledger's phases (whichever is larger).
+  const double kept = r.kept_from_start + r.persistent_rounding;
+  s.peak_reserved = std::max(s.peak_allocated + r.persistent_rounding + (r.working_reserved - r.working_allocated),
+                             kept + r.working_reserved);
+  s.reserved_required = std::max(s.peak_allocated + r.persistent_rounding + (r.working_required - r.working_allocated),
+                                 kept + r.working_required);
   auto gib = [](double bytes) {
     char text[32];
     std::snprintf(text, sizeof text, "%.2f GiB", bytes / kGiB);
