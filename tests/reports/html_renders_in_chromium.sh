@@ -146,12 +146,13 @@ grep -q '>41.4%<' "$work/batch.dom" || fail batch "the published 4Mi DDP point i
 expect_marks batch mfu-vs-batch oom 0 "OOM markers"
 # Figure 8b: DDP+EP8 and FSDP at N=128, DDP and FSDP at N=48 (Figure 8a's 4Mi points), the
 # DDP+EP8 42-44% band over its five points, the seven published OOM verdicts; DDP does not fit
-# at N=64 and 128, marked OOM in every chart.
+# at N=128, marked OOM in every chart (N=64 fits under the caching-allocator replay: the
+# validation record's documented gap, published as OOM).
 for page in experts fig8b; do
   expect_marks "$page" mfu-vs-experts published 4 "published points"
   expect_marks "$page" mfu-vs-experts published_band 5 "published band bars"
   expect_marks "$page" memory-by-class published_verdict 7 "published OOM verdicts"
-  for chart in mfu-vs-experts memory-by-class exposed-time; do expect_marks "$page" "$chart" oom 2 "OOM markers"; done
+  for chart in mfu-vs-experts memory-by-class exposed-time; do expect_marks "$page" "$chart" oom 1 "OOM markers"; done
 done
 grep -q '>42.1%<' "$work/experts.dom" || fail experts "the published N=128 DDP+EP8 point is not labelled 42.1%"
 # The dense references: simulated (dashed) and published (dotted, 51.1% and 49.8%).
