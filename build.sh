@@ -51,7 +51,8 @@ case "$mode" in
     # DDP vs FSDP before a run: side by side, batch crossover, expert-count memory walls.
     "$moesim" compare scenarios/fig8/fig8b.json --json out/compare-fig8b.json --html out/compare-fig8b.html
     echo
-    # The N=64 memory wall, and predicted vs published on the seed dataset.
+    # The seed's N=64 DDP point (its memory wall; see the README's Figure 8b table), and predicted
+    # vs published on the seed dataset.
     "$moesim" ledger scenarios/fig8/moe-ddp.json --set architecture.moe.num_experts=64 --json out/ledger-fig8-n64-ddp.json
     echo
     "$moesim" validate --json out/validation-seed.json
