@@ -57,10 +57,9 @@ struct LayerBytes {
 class StageWalk {
  public:
   StageWalk(const Architecture& a, const ParallelPlan& plan, const std::vector<LocalTensor>& tensors,
-            const std::vector<LedgerItem>& persistent, std::int64_t stage, std::size_t chunks, std::uint64_t limit)
+            const std::vector<LedgerItem>& persistent, const StageView& v, const RoutedRows& routed, std::size_t chunks,
+            std::uint64_t limit)
       : plan_(plan), trace_(plan.allocator.expandable_segments, limit) {
-    const StageView v = view_of(a, plan, tensors, stage);
-    const RoutedRows routed = stage_routed_rows(a, plan, v);
     const double T = dbl(plan.microbatch_sequences * a.sequence_length);
     const double e = bytes_of(plan.precision.compute);
     const bool fsdp = plan.design == Design::fsdp;
@@ -156,12 +155,10 @@ class StageWalk {
       for (const double x : lazy_states_) trace_.take(x);
     std::uint32_t t = trace_.take(optimizer_temporaries_);
     trace_.drop(t);
-    if (plan_.design == Design::ddp && plan_.distributed_optimizer) {
-      for (const auto& [pack, gather] : rebuild_) {
-        std::uint32_t p = trace_.take(pack), g = trace_.take(gather);
-        trace_.drop(p);
-        trace_.drop(g);
-      }
+    for (const auto& [pack, gather] : rebuild_) {  // DDP with the distributed optimizer only (update_buffers)
+      std::uint32_t p = trace_.take(pack), g = trace_.take(gather);
+      trace_.drop(p);
+      trace_.drop(g);
     }
     for (auto& id : step_grad_ids_) trace_.drop(id);
   }
@@ -337,10 +334,20 @@ AllocatorReplay replay_stage_allocations(const Architecture& a, const ParallelPl
                                          const std::vector<LedgerItem>& persistent, std::int64_t stage,
                                          const std::vector<std::int64_t>& held_chunks,
                                          const std::vector<StagePass>& order, double allocator_limit) {
+  const StageView v = view_of(a, plan, tensors, stage);
+  return replay_stage_allocations(a, plan, tensors, persistent, v, stage_routed_rows(a, plan, v), held_chunks, order,
+                                  allocator_limit);
+}
+
+AllocatorReplay replay_stage_allocations(const Architecture& a, const ParallelPlan& plan,
+                                         const std::vector<LocalTensor>& tensors,
+                                         const std::vector<LedgerItem>& persistent, const StageView& view,
+                                         const RoutedRows& routed, const std::vector<std::int64_t>& held_chunks,
+                                         const std::vector<StagePass>& order, double allocator_limit) {
   const std::size_t chunks = std::max<std::size_t>(held_chunks.size(), 1);
   const std::vector<StagePass> passes = replayed_passes(plan, held_chunks, order);
   auto replay = [&](std::uint64_t limit) {
-    StageWalk walk(a, plan, tensors, persistent, stage, chunks, limit);
+    StageWalk walk(a, plan, tensors, persistent, view, routed, chunks, limit);
     for (int step = 0; step < 2; ++step) {  // the first step makes the lazy state; the second meets it
       for (const StagePass& p : passes) walk.run(p);
       walk.finish(step == 0);
@@ -362,7 +369,6 @@ AllocatorReplay replay_stage_allocations(const Architecture& a, const ParallelPl
     if (room <= 0) {
       r.out_of_memory = true;
       r.working_reserved = r.working_allocated;
-      r.working_required = std::max(r.working_required, r.working_allocated);
       return r;
     }
     const StageWalk tight = replay(static_cast<std::uint64_t>(room));

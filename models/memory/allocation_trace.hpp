@@ -43,4 +43,13 @@ AllocatorReplay replay_stage_allocations(const Architecture& a, const ParallelPl
                                          const std::vector<std::int64_t>& held_chunks,
                                          const std::vector<StagePass>& order, double allocator_limit);
 
+// The same from the stage's view and routed rows (working_terms.hpp), as the ledger has them.
+struct StageView;
+struct RoutedRows;
+AllocatorReplay replay_stage_allocations(const Architecture& a, const ParallelPlan& plan,
+                                         const std::vector<LocalTensor>& tensors,
+                                         const std::vector<LedgerItem>& persistent, const StageView& view,
+                                         const RoutedRows& routed, const std::vector<std::int64_t>& held_chunks,
+                                         const std::vector<StagePass>& order, double allocator_limit);
+
 }  // namespace moesim

@@ -18,6 +18,15 @@ constexpr std::uint8_t kReleased = 0xff;  // pool tag of a segment given back to
 
 std::uint64_t round_up(std::uint64_t x, std::uint64_t to) { return (x + to - 1) / to * to; }
 
+// Expandable segments map memory in pages of the pool's segment size.
+std::uint64_t page_of(std::uint8_t pool) { return (pool & 1) == 0 ? kSmallBuffer : kLargeBuffer; }
+
+// The whole pages inside [offset, offset + size): what unmapping a free block gives back.
+std::uint64_t whole_pages(std::uint64_t offset, std::uint64_t size, std::uint64_t page) {
+  const std::uint64_t first = round_up(offset, page), last = (offset + size) / page * page;
+  return last > first ? last - first : 0;
+}
+
 std::uint64_t round_size(std::uint64_t bytes) { return std::max(kMinBlockSize, round_up(bytes, kMinBlockSize)); }
 
 std::uint64_t allocation_size(std::uint64_t size) {
@@ -119,7 +128,7 @@ void CachingAllocator::grow_expandable(std::uint32_t id, std::uint64_t size, std
   std::uint32_t s = 0;
   while (s < segments_.size() && segments_[s].pool != pool) ++s;
   if (s == segments_.size()) s = add_segment(pool);
-  const std::uint64_t page = small ? kSmallBuffer : kLargeBuffer;
+  const std::uint64_t page = page_of(pool);
   const bool tail_free = !segments_[s].blocks.empty() && segments_[s].blocks.back().free;
   const std::uint64_t have = tail_free ? segments_[s].blocks.back().size : 0;
   const std::uint64_t grow = round_up(size - have, page);
@@ -186,11 +195,9 @@ void CachingAllocator::release_cached() {
       }
       continue;
     }
-    const std::uint64_t page = (s.pool & 1) == 0 ? kSmallBuffer : kLargeBuffer;
     for (Block& b : s.blocks) {
       if (!b.free) continue;
-      const std::uint64_t first = round_up(b.offset, page), last = (b.offset + b.size) / page * page;
-      const std::uint64_t pages = last > first ? last - first : 0;
+      const std::uint64_t pages = whole_pages(b.offset, b.size, page_of(s.pool));
       if (pages > b.unmapped) {
         reserved_ -= pages - b.unmapped;
         b.unmapped = pages;
@@ -204,13 +211,9 @@ std::uint64_t CachingAllocator::unreleasable() const {
   // Expandable: every whole page inside a free block can be unmapped.
   std::uint64_t held = 0;
   for (const Segment& s : segments_) {
-    const std::uint64_t page = (s.pool & 1) == 0 ? kSmallBuffer : kLargeBuffer;
     std::uint64_t unmappable = 0;
-    for (const Block& b : s.blocks) {
-      if (!b.free) continue;
-      const std::uint64_t first = round_up(b.offset, page), last = (b.offset + b.size) / page * page;
-      if (last > first) unmappable += last - first;
-    }
+    for (const Block& b : s.blocks)
+      if (b.free) unmappable += whole_pages(b.offset, b.size, page_of(s.pool));
     held += s.size - unmappable;
   }
   return held;

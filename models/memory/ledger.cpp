@@ -6,6 +6,7 @@
 
 #include "models/common/units.hpp"
 #include "models/memory/allocation_trace.hpp"
+#include "models/memory/working_terms.hpp"
 #include "models/plan/rank_layout.hpp"
 
 namespace moesim {
@@ -53,8 +54,8 @@ double sum_bytes(const std::vector<LedgerItem>& items) {
 // segment rounding and the free space it keeps to the ledger's allocated peak; the fixed rule
 // divides by (1 - the profile's fragmentation fraction).
 void allocator_view(StageLedger& s, const Architecture& arch, const ParallelPlan& plan, const HardwareProfile& hw,
-                    const std::vector<LocalTensor>& tensors, const std::vector<std::int64_t>& held,
-                    const std::vector<StagePass>& order) {
+                    const std::vector<LocalTensor>& tensors, const StageView& view, const RoutedRows& routed,
+                    const std::vector<std::int64_t>& held, const std::vector<StagePass>& order) {
   if (plan.allocator.model == AllocatorModel::fixed_fraction) {
     const double f = hw.memory.fragmentation_fraction.value;
     s.peak_reserved = s.reserved_required = s.peak_allocated / (1.0 - f);
@@ -63,10 +64,7 @@ void allocator_view(StageLedger& s, const Architecture& arch, const ParallelPlan
     s.allocator_basis = text;
     return;
   }
-  const double runtime =
-      (hw.memory.cuda_context_GiB.value + hw.memory.nccl_buffers_GiB.value + hw.memory.library_workspace_GiB.value) *
-      kGiB;
-  const double limit = hw.memory.usable_capacity_GiB.value * kGiB - runtime;
+  const double limit = hw.memory.usable_capacity_GiB.value * kGiB - s.runtime_reserves;
   if (s.peak_allocated > limit) {
     // The allocated peak alone is past what the allocator may reserve: no replay can fit it.
     s.peak_reserved = s.reserved_required = s.peak_allocated;
@@ -77,7 +75,7 @@ void allocator_view(StageLedger& s, const Architecture& arch, const ParallelPlan
     return;
   }
   const AllocatorReplay r =
-      replay_stage_allocations(arch, plan, tensors, s.persistent, s.stage, held, order, std::max(limit, 1.0));
+      replay_stage_allocations(arch, plan, tensors, s.persistent, view, routed, held, order, std::max(limit, 1.0));
   s.allocator_oom = r.out_of_memory;
   // The replay's overhead on the ledger's allocated peak, or the replay's own total where its
   // order holds more at once than the ledger's phases (whichever is larger).
@@ -112,7 +110,9 @@ StageLedger stage_ledger(const Architecture& arch, const Inventory& inv, const P
   s.in_flight_microbatches /= dbl(std::max<std::size_t>(held.size(), 1));
   s.persistent = persistent_state(tensors, plan, s.optimizer);
   s.persistent_bytes = sum_bytes(s.persistent);
-  s.phases = working_memory(arch, plan, tensors, stage, held);
+  const StageView view = view_of(arch, plan, tensors, stage);
+  const RoutedRows routed = stage_routed_rows(arch, plan, view);  // once: random routing samples
+  s.phases = working_memory(arch, plan, tensors, view, routed, held);
 
   const PhaseSet* peak = &s.phases.front();
   for (const auto& p : s.phases) {
@@ -122,10 +122,10 @@ StageLedger stage_ledger(const Architecture& arch, const Inventory& inv, const P
   for (const auto& i : peak->items)
     if (i.cls == MemClass::activations) s.activation_bytes += i.bytes;
   s.peak_allocated = s.persistent_bytes + peak->bytes();
-  allocator_view(s, arch, plan, hw, tensors, held, order);
   s.runtime_reserves =
       (hw.memory.cuda_context_GiB.value + hw.memory.nccl_buffers_GiB.value + hw.memory.library_workspace_GiB.value) *
       kGiB;
+  allocator_view(s, arch, plan, hw, tensors, view, routed, held, order);
   s.device_total = s.peak_reserved + s.runtime_reserves;
   s.capacity = hw.memory.usable_capacity_GiB.value * kGiB;
   // What the allocator could still take: cached segments it holds but can release are room.

@@ -152,6 +152,12 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
                                      const std::vector<LocalTensor>& tensors, std::int64_t stage,
                                      const std::vector<std::int64_t>& held_chunks) {
   const StageView v = view_of(a, plan, tensors, stage);
+  return working_memory(a, plan, tensors, v, stage_routed_rows(a, plan, v), held_chunks);
+}
+
+std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& plan,
+                                     const std::vector<LocalTensor>& tensors, const StageView& v,
+                                     const RoutedRows& routed, const std::vector<std::int64_t>& held_chunks) {
   const double T = dbl(plan.microbatch_sequences * a.sequence_length);
   const double e = bytes_of(plan.precision.compute);
   const bool fsdp = plan.design == Design::fsdp;
@@ -159,7 +165,6 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
   std::vector<std::int64_t> moe_layers;
   for (auto l : v.layers)
     if (a.is_moe_layer(l)) moe_layers.push_back(l);
-  const RoutedRows routed = stage_routed_rows(a, plan, v);
 
   // Saved activations of one pass of each model chunk (recompute "full" keeps only block inputs).
   const std::size_t chunks = held_chunks.size();

@@ -37,6 +37,11 @@ LedgerItem quantized_operands(const Architecture& a, const ParallelPlan& plan, s
                               const RoutedRows& routed, bool backward);
 LedgerItem optimizer_temporaries(const OptimizerSpec& o, double shard);
 
+// The phase sets of working_memory (ledger.hpp) from a view and routed rows the caller already has.
+std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& plan,
+                                     const std::vector<LocalTensor>& tensors, const StageView& v,
+                                     const RoutedRows& routed, const std::vector<std::int64_t>& held_chunks);
+
 // The update's working buffers: the largest optimizer shard (sizes the temporaries) and the
 // distributed optimizer's rebuild buffers, a pack and a gather buffer per replica group.
 struct UpdateBuffers {
