@@ -109,9 +109,14 @@ Runner add_sweep_command(CLI::App& app) {
       stream.add(p);
       if (!args->out.html_out.empty()) kept.push_back(std::move(p));
     };
+    // The listing and the CSV read only the headline fields of each point.
+    const PointDetail detail =
+        args->out.json_out.empty() && args->out.html_out.empty() ? PointDetail::headline : PointDetail::full;
     if (world.size() == 1) {
-      run_points_in_order(source, points, first, count, args->jobs, on_progress,
-                          [&](SweepPoint&& p) { consume(sweep_point_json(std::move(p))); });
+      run_points_in_order(
+          source, points, first, count, args->jobs, on_progress,
+          [&](SweepPoint&& p) { consume(sweep_point_json(std::move(p), detail)); },
+          detail == PointDetail::headline ? ResolvedRecord::without_unchanged_hardware : ResolvedRecord::all_sections);
       progress.finish();
     } else {
       const SweepResult result = run_points(source, points, first, count, args->jobs, on_progress);

@@ -185,6 +185,29 @@ std::string low_precision_line(const Scenario& sc, const StepResult& r) {
 
 }  // namespace
 
+nlohmann::json step_headline_json(const Scenario& sc, const StepResult& r) {
+  const auto& worst = r.ledger.stages[r.ledger.worst_stage];
+  return {{"design", r.design},
+          {"hardware", sc.hardware.name},
+          {"world", r.world},
+          {"params_total", r.params_total},
+          {"params_active", r.params_active},
+          {"flops_per_token", r.flops.total},
+          {"flop_convention", r.flops.convention},
+          {"microbatches", r.microbatches},
+          {"global_batch_tokens", r.global_tokens},
+          {"step_time_s", r.step_time_s},
+          {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+          {"mfu", r.mfu},
+          {"in_flight_microbatches", in_flight_equivalents(r.ledger)},
+          {"peak_allocated_GiB", worst.peak_allocated / kGiB},
+          {"peak_reserved_GiB", worst.peak_reserved / kGiB},
+          {"device_total_GiB", worst.device_total / kGiB},
+          {"capacity_GiB", worst.capacity / kGiB},
+          {"oom", r.ledger.oom},
+          {"breaking_phase", name_of(worst.peak_phase)}};
+}
+
 nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
   const auto& worst = r.ledger.stages[r.ledger.worst_stage];
   nlohmann::json bytes = nlohmann::json::object();
@@ -194,46 +217,30 @@ nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
     // Written only when a PXN relay ran, so that reports without one stay as they were.
     if (r.nvlink_relay_bytes_per_rank[k] > 0) bytes[coll_name(k)]["nvlink_relay"] = r.nvlink_relay_bytes_per_rank[k];
   }
-  return {{"schema", "moesim-step/1"},
-          {"scenario", sc.name},
-          {"design", r.design},
-          {"hardware", sc.hardware.name},
-          {"params_total", r.params_total},
-          {"params_active", r.params_active},
-          {"flops_per_token", r.flops.total},
-          {"flop_convention", r.flops.convention},
-          {"cost_models", cost_models_json(sc.cost_models)},
-          {"ep_transport", sc.plan.ep > 1 ? std::string(name_of(sc.plan.ep_transport)) : std::string("none")},
-          {"world", r.world},
-          {"microbatches", r.microbatches},
-          {"global_batch_tokens", r.global_tokens},
-          {"step_time_s", r.step_time_s},
-          {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
-          {"mfu", r.mfu},
-          {"mfu_peak_TFLOPs", sc.hardware.gpu.peak_bf16_TFLOPs.value},
-          {"linear_formats", linear_formats(sc.plan.precision)},
-          {"mfu_fp8_peak", r.mfu_fp8_peak},
-          {"routing", routing_json(r)},
-          {"exposed_s", phase_map(r.exposed_s)},
-          {"idle_s", r.idle_s},
-          {"time_by_kind_s", kind_map(r.exposed_by_kind_s, r.idle_s)},
-          {"busy_by_kind_s", busy_map(r.busy_by_kind_s)},
-          {"critical_path_s", phase_map(r.critical_path_s)},
-          {"bytes_per_rank", bytes},
-          {"in_flight_chunks", r.in_flight},
-          {"in_flight_microbatches", in_flight_equivalents(r.ledger)},
-          {"in_flight_source", r.ledger.in_flight_source},
-          {"dropped_fraction", r.dropped_fraction},
-          {"tasks", r.tasks},
-          {"simulated_ranks", r.simulated_ranks},
-          {"peak_allocated_GiB", worst.peak_allocated / kGiB},
-          {"peak_reserved_GiB", worst.peak_reserved / kGiB},
-          {"device_total_GiB", worst.device_total / kGiB},
-          {"capacity_GiB", worst.capacity / kGiB},
-          {"oom", r.ledger.oom},
-          {"breaking_phase", name_of(worst.peak_phase)},
-          {"memory_by_class", memory_by_class(worst)},
-          {"inputs", sc.resolved}};
+  // Keys are kept sorted, so the headline's fields land where they always did.
+  nlohmann::json j = step_headline_json(sc, r);
+  j["schema"] = "moesim-step/1";
+  j["scenario"] = sc.name;
+  j["cost_models"] = cost_models_json(sc.cost_models);
+  j["ep_transport"] = sc.plan.ep > 1 ? std::string(name_of(sc.plan.ep_transport)) : std::string("none");
+  j["mfu_peak_TFLOPs"] = sc.hardware.gpu.peak_bf16_TFLOPs.value;
+  j["linear_formats"] = linear_formats(sc.plan.precision);
+  j["mfu_fp8_peak"] = r.mfu_fp8_peak;
+  j["routing"] = routing_json(r);
+  j["exposed_s"] = phase_map(r.exposed_s);
+  j["idle_s"] = r.idle_s;
+  j["time_by_kind_s"] = kind_map(r.exposed_by_kind_s, r.idle_s);
+  j["busy_by_kind_s"] = busy_map(r.busy_by_kind_s);
+  j["critical_path_s"] = phase_map(r.critical_path_s);
+  j["bytes_per_rank"] = std::move(bytes);
+  j["in_flight_chunks"] = r.in_flight;
+  j["in_flight_source"] = r.ledger.in_flight_source;
+  j["dropped_fraction"] = r.dropped_fraction;
+  j["tasks"] = r.tasks;
+  j["simulated_ranks"] = r.simulated_ranks;
+  j["memory_by_class"] = memory_by_class(worst);
+  j["inputs"] = sc.resolved;
+  return j;
 }
 
 // Which linears run in an FP8 format, and MFU's two views: the BF16 peak (the Olmo-core report's

@@ -15,6 +15,8 @@ nlohmann::json cost_models_json(const CostModelChoice& choice);
 std::string cost_models_text(const CostModelChoice& choice);
 
 nlohmann::json step_json(const Scenario& scenario, const StepResult& r);
+// The fields a sweep's listing and CSV read, as step_json writes them (a subset of its keys).
+nlohmann::json step_headline_json(const Scenario& scenario, const StepResult& r);
 std::string step_table(const Scenario& scenario, const StepResult& r);
 
 }  // namespace moesim

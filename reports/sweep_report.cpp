@@ -64,8 +64,13 @@ nlohmann::json sweep_point_json(const SweepPoint& p) {
   return j;
 }
 
-nlohmann::json sweep_point_json(SweepPoint&& p) {
+nlohmann::json sweep_point_json(SweepPoint&& p, PointDetail detail) {
   if (!p.ok) return sweep_point_json(p);
+  if (detail == PointDetail::headline)
+    return {{"index", p.index},
+            {"values", values_json(p.values)},
+            {"status", "ok"},
+            {"result", step_headline_json(*p.scenario, *p.result)}};
   nlohmann::json inputs = std::move(p.scenario->resolved);  // step_json copies the null left behind
   nlohmann::json j = sweep_point_json(p);
   j["result"]["inputs"] = std::move(inputs);

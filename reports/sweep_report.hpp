@@ -14,8 +14,11 @@ namespace moesim {
 nlohmann::json sweep_json(const std::string& scenario_name, const SweepSpec& spec, const SweepResult& result);
 // One point as it appears in the document's "points" array.
 nlohmann::json sweep_point_json(const SweepPoint& point);
+// What a sink renders of each point: the whole document, or only what the listing and the CSV
+// read (a sweep written to neither JSON nor HTML; step_headline_json).
+enum class PointDetail { full, headline };
 // The same, taking the point's resolved inputs instead of copying them (a sweep's sink).
-nlohmann::json sweep_point_json(SweepPoint&& point);
+nlohmann::json sweep_point_json(SweepPoint&& point, PointDetail detail = PointDetail::full);
 // The document from points already rendered (e.g. gathered from several MPI ranks).
 nlohmann::json sweep_document(const std::string& scenario_name, const SweepSpec& spec, nlohmann::json points);
 // CSV (and the text table, reports/sweep_table.hpp) are rendered from the document, so every

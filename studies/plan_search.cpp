@@ -142,7 +142,8 @@ class Search {
       const PlanCandidate& c = out_.candidates[passed[i]];
       Screened out;
       try {
-        Scenario s = compose(source_, changes_of(c.changes));
+        // Screening reads the composed model and plan; the profile's document is not kept.
+        Scenario s = compose(source_, changes_of(c.changes), ResolvedRecord::without_unchanged_hardware);
         if (c.balanced_split) {
           // The split follows from the composed plan's costs; one equal to the even split is the
           // even candidate again.
@@ -151,7 +152,8 @@ class Search {
             out.rejected = "the balanced layer split is the even split";
             return out;
           }
-          s = compose(source_, changes_of(with_split(c.changes, out.split)));
+          s = compose(source_, changes_of(with_split(c.changes, out.split)),
+                      ResolvedRecord::without_unchanged_hardware);
         }
         const bool same_model = s.resolved.at("architecture") == base_.resolved.at("architecture");
         out.record = screened(c, s, same_model ? screen_plan(s, base_inventory_) : screen_plan(s));

@@ -45,13 +45,16 @@ std::vector<PointOverrides> expand_points(const ScenarioSource& source, const Sw
 // Points [first, first + count) of `points`, on `jobs` threads, handed to `sink` in order as they
 // finish and dropped here: memory is bounded by the points in flight, not the sweep's size. An
 // exception from the sink stops the sweep and is rethrown.
+// `record`: what each point's Scenario::resolved holds (compose).
 void run_points_in_order(const ScenarioSource& source, const std::vector<PointOverrides>& points, std::size_t first,
-                         std::size_t count, int jobs, const SweepProgress& progress, const SweepSink& sink);
+                         std::size_t count, int jobs, const SweepProgress& progress, const SweepSink& sink,
+                         ResolvedRecord record = ResolvedRecord::all_sections);
 // The same, every point kept.
 SweepResult run_points(const ScenarioSource& source, const std::vector<PointOverrides>& points, std::size_t first,
                        std::size_t count, int jobs, const SweepProgress& progress);
 
 // One point, as run_points runs it.
-SweepPoint run_point(const ScenarioSource& source, const PointOverrides& point, std::size_t index);
+SweepPoint run_point(const ScenarioSource& source, const PointOverrides& point, std::size_t index,
+                     ResolvedRecord record = ResolvedRecord::all_sections);
 
 }  // namespace moesim

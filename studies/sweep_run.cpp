@@ -17,12 +17,13 @@ constexpr std::size_t kAheadPerThread = 4;
 
 }  // namespace
 
-SweepPoint run_point(const ScenarioSource& source, const PointOverrides& point, std::size_t index) {
+SweepPoint run_point(const ScenarioSource& source, const PointOverrides& point, std::size_t index,
+                     ResolvedRecord record) {
   SweepPoint pt;
   pt.index = index;
   pt.values = point;
   try {
-    Scenario s = compose(source, changes_of(point));
+    Scenario s = compose(source, changes_of(point), record);
     thread_local Simulation sim;  // its buffers serve the thread's next point
     simulate(s, SimOptions{}, sim);
     pt.result = std::move(sim.result);
@@ -35,7 +36,8 @@ SweepPoint run_point(const ScenarioSource& source, const PointOverrides& point, 
 }
 
 void run_points_in_order(const ScenarioSource& source, const std::vector<PointOverrides>& points, std::size_t first,
-                         std::size_t count, int jobs, const SweepProgress& progress, const SweepSink& sink) {
+                         std::size_t count, int jobs, const SweepProgress& progress, const SweepSink& sink,
+                         ResolvedRecord record) {
   const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(std::max<std::size_t>(count, 1))));
   const std::size_t window = kAheadPerThread * static_cast<std::size_t>(threads);
   std::vector<std::optional<SweepPoint>> ring(window);  // point i waits in slot i % window
@@ -53,7 +55,7 @@ void run_points_in_order(const ScenarioSource& source, const std::vector<PointOv
         if (failure || next >= count) return;
         i = next++;
       }
-      SweepPoint pt = run_point(source, points[first + i], first + i);
+      SweepPoint pt = run_point(source, points[first + i], first + i, record);
       std::unique_lock<std::mutex> lock(mutex);
       ring[i % window] = std::move(pt);
       ++done;

@@ -186,9 +186,8 @@ Scenario parse_composed(ScenarioInputs& src, const HardwareProfile* hardware) {
   }
   check_plan_against_profile(s.plan, s.hardware, src.plan.file, src.plan.prefix);
   nlohmann::json& sections = src.doc;
-  s.resolved = {{"architecture", std::move(sections.at("architecture"))},
-                {"plan", std::move(sections.at("plan"))},
-                {"hardware", std::move(sections.at("hardware"))}};
+  s.resolved = {{"architecture", std::move(sections.at("architecture"))}, {"plan", std::move(sections.at("plan"))}};
+  if (sections.contains("hardware")) s.resolved["hardware"] = std::move(sections.at("hardware"));
   return s;
 }
 
@@ -265,11 +264,23 @@ ScenarioSource read_scenario_document(const nlohmann::json& raw, const std::stri
   return source;
 }
 
-Scenario compose(const ScenarioSource& source, const std::vector<ScenarioChange>& changes) {
-  ScenarioInputs src = source.inputs;
+Scenario compose(const ScenarioSource& source, const std::vector<ScenarioChange>& changes, ResolvedRecord record) {
   bool hardware_changed = false;  // only a change whose path starts with "hardware" edits that section
-  for (const auto& c : changes) {
+  for (const auto& c : changes)
     hardware_changed = hardware_changed || std::get<std::string>(c.change.path.front()) == "hardware";
+  // The parsed profile stands for an unchanged section; its document is copied only to be kept.
+  const bool copy_hardware = hardware_changed || !source.parsed_hardware || record == ResolvedRecord::all_sections;
+  ScenarioInputs src;
+  if (copy_hardware) {
+    src = source.inputs;
+  } else {
+    const ScenarioInputs& in = source.inputs;
+    src = {in.file, in.name, in.flop_convention, in.cost_models, nlohmann::json::object(),
+           in.arch, in.plan, in.hardware,        in.changes};
+    src.doc["architecture"] = in.doc.at("architecture");
+    src.doc["plan"] = in.doc.at("plan");
+  }
+  for (const auto& c : changes) {
     apply_change(src, c);
     src.changes.push_back(c);
   }

@@ -80,9 +80,15 @@ ScenarioSource read_scenario(const std::string& path, const std::vector<std::str
 ScenarioSource read_scenario_document(const nlohmann::json& raw, const std::string& path,
                                       const std::vector<std::string>& sets);
 
+// What compose records in Scenario::resolved: every section, or all but the hardware profile's
+// when no change edits it (its largest, which a sweep writing no per-point inputs would copy at
+// every point only to drop it).
+enum class ResolvedRecord { all_sections, without_unchanged_hardware };
+
 // The source with `changes` applied after its own, parsed and checked. Throws InputError naming
 // the file and path at fault, or the change that set the bad value.
-Scenario compose(const ScenarioSource& source, const std::vector<ScenarioChange>& changes = {});
+Scenario compose(const ScenarioSource& source, const std::vector<ScenarioChange>& changes = {},
+                 ResolvedRecord record = ResolvedRecord::all_sections);
 
 // read_scenario then compose.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets);

@@ -65,6 +65,52 @@ TEST_CASE("A streamed sweep writes the same JSON and CSV bytes as the whole docu
   CHECK(test::slurp(dir.path("s.csv")) == sweep_csv(doc));
 }
 
+TEST_CASE("A sweep written to no JSON renders headline points: the same CSV and listing, no inputs", "[unit]") {
+  const Sweep s = small_sweep();
+  std::vector<nlohmann::json> full, headline;
+  run_points_in_order(s.source, s.points, 0, s.points.size(), 2, {},
+                      [&](SweepPoint&& p) { full.push_back(sweep_point_json(std::move(p))); });
+  run_points_in_order(
+      s.source, s.points, 0, s.points.size(), 2, {},
+      [&](SweepPoint&& p) {
+        // Without a hardware change the point's resolved inputs leave the profile's document out.
+        if (p.ok) CHECK_FALSE(p.scenario->resolved.contains("hardware"));
+        if (p.ok) CHECK(p.scenario->resolved.contains("architecture"));
+        headline.push_back(sweep_point_json(std::move(p), PointDetail::headline));
+      },
+      ResolvedRecord::without_unchanged_hardware);
+  REQUIRE(full.size() == headline.size());
+  SweepListing list_full(sweep_axes_json(s.spec)), list_headline(sweep_axes_json(s.spec));
+  for (const auto& p : s.points) {
+    list_full.scan(p);
+    list_headline.scan(p);
+  }
+  std::size_t valid = 0;
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    INFO(i);
+    CHECK(sweep_csv_row(headline[i]) == sweep_csv_row(full[i]));
+    list_full.add(full[i]);
+    list_headline.add(headline[i]);
+    if (full[i].at("status") != "ok") continue;
+    ++valid;
+    const auto& h = headline[i].at("result");
+    CHECK_FALSE(h.contains("inputs"));
+    CHECK(full[i].at("result").at("inputs").contains("hardware"));
+    for (const auto& [key, value] : h.items()) CHECK(full[i].at("result").at(key) == value);
+  }
+  CHECK(valid > 0);
+  CHECK(list_headline.render() == list_full.render());
+}
+
+TEST_CASE("A point that changes the hardware keeps the changed profile in its resolved inputs", "[unit]") {
+  const ScenarioSource source = read_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"), {});
+  const Scenario changed = compose(source, changes_of({{"hardware.memory.fragmentation_fraction.value", 0.1}}),
+                                   ResolvedRecord::without_unchanged_hardware);
+  REQUIRE(changed.resolved.contains("hardware"));
+  CHECK(changed.resolved.at("hardware").at("memory").at("fragmentation_fraction").at("value") == 0.1);
+  CHECK(compose(source).resolved.contains("hardware"));
+}
+
 TEST_CASE("A streamed sweep with no valid point opens no output", "[unit]") {
   test::TempDir dir;
   SweepSpec spec;
