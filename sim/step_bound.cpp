@@ -116,20 +116,20 @@ class BoundBuilder {
     const bool moe = arch_.is_moe_layer(layer);
     const ShardRows shard = moe ? shard_expert_rows(arch_, plan_, tokens_, layer, ep_mp) : ShardRows{};
     const LayerWork& w = work_.get(layer, shard.rows);
-    const double selective = w.partial_recompute;
+    const double recompute = w.partial_recompute;  // what a partial recompute redoes in backward
     ChunkTimes t;
     if (!w.moe) {
       t.fwd = w.pre.fwd;
-      t.bwd = w.pre.bwd + selective;
-      t.input = w.pre.input_grad() + selective;
+      t.bwd = w.pre.bwd + recompute;
+      t.input = w.pre.input_grad() + recompute;
     } else {
       // Dispatch + combine (the forward dispatch may send FP8 rows; backward both BF16).
       const double combine = plan_.ep > 1 ? all_to_all_s(w.a2a_bytes) : 0.0;
       const double dispatch = plan_.ep > 1 ? all_to_all_s(w.dispatch_bytes) : 0.0;
       t.fwd = w.pre.fwd + std::max(dispatch + combine + w.experts.fwd, w.shared.fwd) + w.post.fwd;
-      t.bwd = w.post.bwd + std::max(2 * combine + w.experts.bwd + selective, w.shared.bwd) + w.pre.bwd;
+      t.bwd = w.post.bwd + std::max(2 * combine + w.experts.bwd + recompute, w.shared.bwd) + w.pre.bwd;
       t.input = w.post.input_grad() +
-                std::max(2 * combine + w.experts.input_grad() + selective, w.shared.input_grad()) + w.pre.input_grad();
+                std::max(2 * combine + w.experts.input_grad() + recompute, w.shared.input_grad()) + w.pre.input_grad();
     }
     // W as the step builder runs it: every weight gradient of the block in one kernel.
     t.wgrad = w.weight_gradients();

@@ -213,9 +213,9 @@ class StepBuilder {
     }
     const LayerWork& w = st.layers[static_cast<std::size_t>(u)];
     if (plan_.recompute == Recompute::full) forward_unit(r, u, mb, PhaseTag::recompute, cursor);
-    const double selective = w.partial_recompute;
+    const double recompute = w.partial_recompute;  // what a partial recompute redoes in backward
     if (!w.moe) {
-      cursor = emit_.kernel(at, TaskKind::compute, time(w.pre) + selective, "block backward", cursor);
+      cursor = emit_.kernel(at, TaskKind::compute, time(w.pre) + recompute, "block backward", cursor);
       return;
     }
     const TaskId post = emit_.kernel(at, TaskKind::compute, time(w.post), "combine backward", cursor);
@@ -224,20 +224,18 @@ class StepBuilder {
                                              time(w.shared), "shared expert backward", post)
                               : kNoTask;
     const TaskId x = routed_experts(emit_, plan_, at, ExpertPass::backward,
-                                    {w.a2a_bytes, w.a2a_bytes, time(w.experts) + selective}, post);
+                                    {w.a2a_bytes, w.a2a_bytes, time(w.experts) + recompute}, post);
     cursor = emit_.kernel(at, TaskKind::compute, time(w.pre), "attention + router backward", x, shared);
   }
 
   // The unit's W pass: its GEMMs' weight gradients as one kernel on the compute stream (the
   // shared expert's too: nothing runs beside them to overlap); the embedding has none.
   void weight_gradients(std::uint32_t r, std::int64_t u, std::int32_t mb, TaskId& cursor) {
+    // The embedding's gradient (a scatter-add into its rows) is its whole backward, run in B.
+    if (u < 0) return;
     const RankState& st = ranks_[r];
-    double time = 0;
-    if (u == arch_.num_layers) {
-      time = st.edge.head.wgrad;
-    } else if (u >= 0) {
-      time = st.layers[static_cast<std::size_t>(u)].weight_gradients();
-    }
+    const double time =
+        u == arch_.num_layers ? st.edge.head.wgrad : st.layers[static_cast<std::size_t>(u)].weight_gradients();
     cursor = emit_.kernel({r, StreamKind::compute, PhaseTag::backward, mb, u}, TaskKind::compute, time,
                           "weight gradients", cursor);
   }
