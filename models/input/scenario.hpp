@@ -47,7 +47,8 @@ struct ScenarioChange {
 };
 
 // What changes edit: the composed document, where each section came from, the model choices,
-// and the changes applied so far (in order, for blame).
+// and the changes applied so far (in order, for blame). compose() copies the fields one by one
+// when it leaves the hardware section out: a field added here is added there too.
 struct ScenarioInputs {
   std::string file;
   std::string name;
