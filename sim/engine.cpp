@@ -185,7 +185,7 @@ class Engine {
 
   void start_member(std::uint32_t uid, const Unit& u, TaskId m, std::uint32_t rank) {
     result_.start[m] = now_;
-    result_.events.push_back({m, true});
+    result_.events.push_back({m, true, now_});
     touch(rank);
     running_[rank].push_back(uid);
     mix_[rank].add(u.demand, +1);
@@ -232,7 +232,7 @@ class Engine {
 
   void end_member(std::uint32_t uid, const Unit& u, TaskId m, std::uint32_t rank) {
     result_.finish[m] = now_;
-    result_.events.push_back({m, false});
+    result_.events.push_back({m, false, now_});
     if (now_ >= result_.makespan) {
       result_.makespan = now_;
       result_.last = m;

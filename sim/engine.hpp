@@ -16,6 +16,7 @@ namespace moesim {
 struct TimelineEvent {
   TaskId task = kNoTask;
   bool start = false;
+  double time = 0;  // the task's start or finish: read in event order, without a look-up by task
 };
 
 struct ReplayResult {

@@ -13,16 +13,27 @@ namespace {
 
 bool is_compute_stream(StreamKind s) { return s == StreamKind::compute || s == StreamKind::side; }
 
+// What the time split reads of a task, in 8 bytes: the events come in time order, so the tasks
+// they name are scattered over the graph, and a short table is far cheaper to look them up in
+// (the graph's tasks are 72 bytes each, the start and finish times two more arrays).
+struct TaskBrief {
+  std::uint32_t rank = 0;
+  PhaseTag phase = PhaseTag::forward;
+  TaskKind kind = TaskKind::compute;
+  bool compute_stream = false;
+  bool instantaneous = false;  // occupies no time: the split skips it
+};
+
 // Exclusive split of [0, step] for one rank: compute wins over communication, communication over
 // idle; among several, the one that started first is charged. Fed the replay's events in order.
 class RankSplit {
  public:
-  RankSplit(const TaskGraph& g, RankTimeline& out) : g_(g), out_(out) {}
+  RankSplit(const std::vector<TaskBrief>& briefs, RankTimeline& out) : briefs_(&briefs), out_(&out) {}
 
-  // Task `id` (on a compute stream or not) starts or ends at `t`.
-  void event(TaskId id, bool compute_stream, bool start, double t) {
+  // Task `id` starts or ends at `t`.
+  void event(TaskId id, const TaskBrief& brief, bool start, double t) {
     charge(t);
-    auto& list = compute_stream ? compute_ : other_;
+    auto& list = brief.compute_stream ? compute_ : other_;
     if (start) {
       list.push_back(id);
     } else {
@@ -35,17 +46,18 @@ class RankSplit {
     const double dt = until - t_;
     const TaskId pick = !compute_.empty() ? compute_.front() : !other_.empty() ? other_.front() : kNoTask;
     if (pick == kNoTask) {
-      out_.idle += dt;
+      out_->idle += dt;
     } else {
-      out_.exposed[static_cast<std::size_t>(g_.task(pick).phase)] += dt;
-      out_.exposed_by_kind[static_cast<std::size_t>(g_.task(pick).kind)] += dt;
+      const TaskBrief& b = (*briefs_)[pick];
+      out_->exposed[static_cast<std::size_t>(b.phase)] += dt;
+      out_->exposed_by_kind[static_cast<std::size_t>(b.kind)] += dt;
     }
     t_ = until;
   }
 
  private:
-  const TaskGraph& g_;
-  RankTimeline& out_;
+  const std::vector<TaskBrief>* briefs_;
+  RankTimeline* out_;
   double t_ = 0;
   std::vector<TaskId> compute_;  // running compute-stream tasks, in start order
   std::vector<TaskId> other_;    // the rest
@@ -53,33 +65,43 @@ class RankSplit {
 
 }  // namespace
 
-TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r) {
+TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r, SplitRanks split) {
   TimelineMetrics m;
   m.step_time = r.makespan;
   m.ranks.resize(g.ranks());
+  thread_local std::vector<TaskBrief> briefs;  // a sweep thread's scratch, kept between points
+  briefs.resize(g.size());
   for (TaskId id = 0; id < g.size(); ++id) {
     const Task& t = g.task(id);
     RankTimeline& rt = m.ranks[t.rank];
-    rt.busy[static_cast<std::size_t>(t.phase)] += r.finish[id] - r.start[id];
-    rt.busy_by_kind[static_cast<std::size_t>(t.kind)] += r.finish[id] - r.start[id];
-    rt.finish = std::max(rt.finish, r.finish[id]);
+    const double start = r.start[id], finish = r.finish[id];
+    rt.busy[static_cast<std::size_t>(t.phase)] += finish - start;
+    rt.busy_by_kind[static_cast<std::size_t>(t.kind)] += finish - start;
+    rt.finish = std::max(rt.finish, finish);
     if (is_communication(t.kind)) {
       for (std::size_t l = 0; l < kLinkClasses; ++l) rt.bytes[static_cast<std::size_t>(t.coll)][l] += t.link_bytes[l];
       rt.nvlink_relay_bytes[static_cast<std::size_t>(t.coll)] += t.nvlink_relay_bytes;
     }
+    briefs[id] = {t.rank, t.phase, t.kind, is_compute_stream(t.stream), finish <= start};
   }
-  std::vector<RankSplit> splits;
-  splits.reserve(g.ranks());
-  for (std::uint32_t rank = 0; rank < g.ranks(); ++rank) splits.emplace_back(g, m.ranks[rank]);
-  for (const TimelineEvent& e : r.events) {
-    const TaskId id = e.task;
-    const double start = r.start[id], finish = r.finish[id];
-    if (finish <= start) continue;  // instantaneous tasks occupy no time
-    const Task& t = g.task(id);
-    splits[t.rank].event(id, is_compute_stream(t.stream), e.start, e.start ? start : finish);
-  }
-  for (auto& split : splits) split.charge(r.makespan);
   if (r.last != kNoTask) m.critical_rank = g.task(r.last).rank;
+  if (split == SplitRanks::critical && !m.ranks.empty()) {
+    RankSplit critical(briefs, m.ranks[m.critical_rank]);
+    for (const TimelineEvent& e : r.events) {
+      const TaskBrief& b = briefs[e.task];
+      if (b.rank == m.critical_rank && !b.instantaneous) critical.event(e.task, b, e.start, e.time);
+    }
+    critical.charge(r.makespan);
+  } else {
+    std::vector<RankSplit> splits;
+    splits.reserve(g.ranks());
+    for (std::uint32_t rank = 0; rank < g.ranks(); ++rank) splits.emplace_back(briefs, m.ranks[rank]);
+    for (const TimelineEvent& e : r.events) {
+      const TaskBrief& b = briefs[e.task];
+      if (!b.instantaneous) splits[b.rank].event(e.task, b, e.start, e.time);
+    }
+    for (auto& s : splits) s.charge(r.makespan);
+  }
 
   // Critical path: follow each task back to the predecessor that released it.
   for (TaskId id = r.last; id != kNoTask; id = r.cause[id]) {

@@ -33,7 +33,12 @@ struct TimelineMetrics {
   std::array<double, kPhases> critical_path{};  // time on the critical path per phase
 };
 
-TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r);
+// Which ranks get the exclusive time split (exposed, exposed_by_kind, idle): all of them, or only
+// the critical rank, the one a step result reports (the others' stay zero; busy time, finish and
+// bytes are measured on every rank either way). A pipeline step's split walks every rank's events.
+enum class SplitRanks : std::uint8_t { all, critical };
+
+TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r, SplitRanks split = SplitRanks::all);
 
 // Model-chunk passes whose activations each stage holds at once on the replayed timeline: from a
 // pass's first compute kernel to the end of its backward's last, per chunk, at the first moment
