@@ -60,24 +60,25 @@ class Engine {
     result_.last = kNoTask;
     now_ = 0;
     epoch_ = 0;
-    pending_.assign(n, 0);
-    stream_next_.assign(n, kNoTask);
+    nodes_.resize(n);
     const auto slots = static_cast<std::size_t>(g.ranks()) * static_cast<std::size_t>(StreamKind::count);
     std::vector<TaskId>& last = stream_last_;
     last.assign(slots, kNoTask);
     // One pass: each task's dependencies (edges and stream order) and its collective group's size.
     group_first_.assign(static_cast<std::size_t>(g.groups()) + 1, 0);
+    for (TaskId id = 0; id < n; ++id) nodes_[id] = Node{};
     for (TaskId id = 0; id < n; ++id) {
       const auto& t = g.task(id);
+      nodes_[id].group = t.group;
       if (t.group != kNoGroup) ++group_first_[t.group + 1];
       for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(id), *dag_); e != end; ++e)
-        ++pending_[boost::target(*e, *dag_)];
+        ++nodes_[boost::target(*e, *dag_)].pending;
       if (!stream_is_ordered(t.stream)) continue;
       const auto slot = static_cast<std::size_t>(t.rank) * static_cast<std::size_t>(StreamKind::count) +
                         static_cast<std::size_t>(t.stream);
       if (last[slot] != kNoTask) {
-        stream_next_[last[slot]] = id;
-        ++pending_[id];
+        nodes_[last[slot]].stream_next = id;
+        ++nodes_[id].pending;
       }
       last[slot] = id;
     }
@@ -87,7 +88,11 @@ class Engine {
     std::vector<std::uint32_t>& fill = group_fill_;
     fill.assign(group_first_.begin(), group_first_.end() - 1);
     for (TaskId id = 0; id < n; ++id) {
-      if (g.task(id).group != kNoGroup) group_members_[fill[g.task(id).group]++] = id;
+      const std::uint32_t group = nodes_[id].group;
+      if (group == kNoGroup) continue;
+      group_members_[fill[group]++] = id;
+      // A group of one starts and ends as a task of no group does: it is replayed as one.
+      if (group_first_[group + 1] - group_first_[group] == 1) nodes_[id].group = kNoGroup;
     }
     group_ready_.assign(g.groups(), 0);
     running_.resize(g.ranks());
@@ -100,13 +105,13 @@ class Engine {
     free_units_.clear();
     to_start_.clear();
     rerate_units_.clear();
-    heap_.reset(n);
+    heap_.reset();
   }
 
   void replay_all() {
     begin_event();
     for (TaskId id = 0; id < graph_->size(); ++id) {
-      if (pending_[id] == 0) became_ready(id, kNoTask);
+      if (nodes_[id].pending == 0) became_ready(id, kNoTask);
     }
     start_ready();
     rerate();
@@ -143,7 +148,7 @@ class Engine {
 
   void became_ready(TaskId id, TaskId cause) {
     result_.cause[id] = cause;
-    const auto group = graph_->task(id).group;
+    const auto group = nodes_[id].group;
     if (group == kNoGroup) {
       to_start_.push_back({id, false});
       return;
@@ -209,6 +214,7 @@ class Engine {
     if (free_units_.empty()) {
       units_.emplace_back();
       unit_epoch_.push_back(0);
+      heap_.reserve_units(units_.size());
       return static_cast<std::uint32_t>(units_.size() - 1);
     }
     const std::uint32_t uid = free_units_.back();
@@ -246,11 +252,11 @@ class Engine {
   void release_successors(TaskId m) {
     for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(m), *dag_); e != end; ++e)
       release(static_cast<TaskId>(boost::target(*e, *dag_)), m);
-    if (stream_next_[m] != kNoTask) release(stream_next_[m], m);
+    if (nodes_[m].stream_next != kNoTask) release(nodes_[m].stream_next, m);
   }
 
   void release(TaskId id, TaskId cause) {
-    if (--pending_[id] == 0) became_ready(id, cause);
+    if (--nodes_[id].pending == 0) became_ready(id, cause);
   }
 
   // Re-rates the new units and those on touched ranks whose mix changed; a unit whose rate
@@ -298,8 +304,14 @@ class Engine {
   const DagStorage* dag_ = nullptr;  // the graph's edges, looked up once (TaskGraph::dag() is out of line)
   const ResourceSharing* sharing_ = nullptr;
   ReplayResult result_;
-  std::vector<std::uint32_t> pending_;
-  std::vector<TaskId> stream_next_;
+  // Per task, what the replay reads of it as it releases and starts tasks, in one place (one cache
+  // line brings all of it: a large step's per-task arrays do not stay in cache).
+  struct Node {
+    std::uint32_t pending = 0;       // dependencies not finished yet (edges and stream order)
+    TaskId stream_next = kNoTask;    // the next task on its ordered stream
+    std::uint32_t group = kNoGroup;  // its collective group of two or more members
+  };
+  std::vector<Node> nodes_;
   std::vector<TaskId> stream_last_;         // setup's scratch: the last task seen per (rank, stream)
   std::vector<std::uint32_t> group_first_;  // members of group k: group_members_[first[k], first[k + 1])
   std::vector<TaskId> group_members_;

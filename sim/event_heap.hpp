@@ -15,12 +15,15 @@ class EventHeap {
  public:
   static constexpr std::uint32_t kAbsent = 0xffffffffu;
 
-  // Room for unit ids below `units`.
-  void reset(std::size_t units) {
+  // Empties the heap; unit ids it knows of stay known (their slots absent).
+  void reset() {
     heap_.clear();
-    heap_.reserve(units);
-    pos_.assign(units, kAbsent);
+    pos_.assign(pos_.size(), kAbsent);
     seq_ = 0;
+  }
+  // Room for unit ids below `units` (the engine's units are reused slots: a few dozen at most).
+  void reserve_units(std::size_t units) {
+    if (pos_.size() < units) pos_.resize(units, kAbsent);
   }
   bool empty() const { return heap_.empty(); }
   bool contains(std::uint32_t unit) const { return pos_[unit] != kAbsent; }

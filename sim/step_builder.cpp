@@ -26,7 +26,7 @@ struct RankState {
 class StepBuilder {
  public:
   StepBuilder(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan, const CostBook& costs,
-              const SimOptions& options)
+              const SimOptions& options, BuiltStep&& recycled)
       : arch_(arch),
         inv_(inv),
         plan_(plan),
@@ -34,6 +34,7 @@ class StepBuilder {
         options_(options),
         shape_(batch_shape(plan, arch)),
         tokens_(dbl(shape_.microbatch_tokens)),
+        out_(std::move(recycled)),
         work_(arch, plan, costs, tokens_),
         emit_(arch, plan, costs, out_),
         pipeline_(plan, tokens_ * dbl(arch.d_model) * bytes_of(plan.precision.compute)) {
@@ -42,8 +43,12 @@ class StepBuilder {
   }
 
   BuiltStep build() {
+    out_.ranks.clear();
+    out_.ops.clear();
+    out_.routing.clear();
+    out_.dropped_fraction = 0;
     choose_ranks();
-    out_.graph = TaskGraph(static_cast<std::uint32_t>(out_.ranks.size()));
+    out_.graph.reset(static_cast<std::uint32_t>(out_.ranks.size()));
     out_.microbatches = shape_.microbatches;
     ranks_.resize(out_.ranks.size());
     // About a dozen tasks per block and microbatch pass; reserving avoids regrowth.
@@ -280,7 +285,12 @@ std::int64_t simulated_ranks_per_stage(const Architecture& arch, const ParallelP
 
 BuiltStep build_step(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan, const CostBook& costs,
                      const SimOptions& options) {
-  return StepBuilder(arch, inv, plan, costs, options).build();
+  return build_step(arch, inv, plan, costs, options, BuiltStep{});
+}
+
+BuiltStep build_step(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan, const CostBook& costs,
+                     const SimOptions& options, BuiltStep&& recycled) {
+  return StepBuilder(arch, inv, plan, costs, options, std::move(recycled)).build();
 }
 
 }  // namespace moesim

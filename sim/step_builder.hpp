@@ -70,5 +70,9 @@ ShardRows shard_expert_rows(const Architecture& arch, const ParallelPlan& plan, 
 
 BuiltStep build_step(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan, const CostBook& costs,
                      const SimOptions& options);
+// The same, written into `recycled`'s buffers (a previous step's, emptied first): a sweep thread or a
+// repeated benchmark builds step after step in the same memory.
+BuiltStep build_step(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan, const CostBook& costs,
+                     const SimOptions& options, BuiltStep&& recycled);
 
 }  // namespace moesim

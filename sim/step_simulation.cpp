@@ -66,7 +66,7 @@ Simulation simulate(const Scenario& sc, const CostBook& costs, const SimOptions&
 void simulate(const Scenario& sc, const CostBook& costs, const SimOptions& options, Simulation& sim) {
   sim.result = StepResult{};
   const Inventory& inv = inventory_of(sc.arch);
-  sim.step = build_step(sc.arch, inv, sc.plan, costs, options);
+  sim.step = build_step(sc.arch, inv, sc.plan, costs, options, std::move(sim.step));
   std::unique_ptr<ResourceSharing> sharing;
   try {
     sharing = resource_sharing_models().get(sc.cost_models.resource_sharing).make(sc.hardware);

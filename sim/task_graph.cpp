@@ -49,6 +49,15 @@ TaskGraph::TaskGraph(std::uint32_t ranks) : ranks_(ranks) {}
 
 std::uint32_t TaskGraph::new_group() { return groups_++; }
 
+void TaskGraph::reset(std::uint32_t ranks) {
+  ranks_ = ranks;
+  tasks_.clear();
+  edges_.clear();
+  dag_.reset();  // rebuilt by finalize()
+  dag_tasks_ = dag_edges_ = 0;
+  groups_ = 0;
+}
+
 void TaskGraph::reserve(std::size_t tasks) {
   tasks_.reserve(tasks);
   edges_.reserve(tasks);

@@ -96,6 +96,9 @@ class TaskGraph {
  public:
   explicit TaskGraph(std::uint32_t ranks);
   void reserve(std::size_t tasks);
+  // Empties the graph for `ranks` ranks, keeping its buffers: a sweep thread's next step is written
+  // over the memory (already mapped and cached) of its last.
+  void reset(std::uint32_t ranks);
 
   // Both inline: the step builder calls them several times per task.
   TaskId add(const Task& t) {
