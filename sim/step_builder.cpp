@@ -1,5 +1,6 @@
 #include "sim/step_builder.hpp"
 
+#include <array>
 #include <memory>
 
 #include "models/costs/layer_work.hpp"
@@ -21,6 +22,9 @@ struct RankState {
   UnitTable<double> local_params;  // elements held per unit (-1 embedding, L head)
   UnitTable<double> unit_numel;    // full elements per unit
   std::unique_ptr<ParamSync> sync;
+  // The units a pass runs, by direction and model chunk ([forward][chunk]), worked out on first use:
+  // a step runs each of them once per microbatch.
+  std::array<std::vector<std::vector<std::int64_t>>, 2> pass_units;
 };
 
 class StepBuilder {
@@ -122,8 +126,13 @@ class StepBuilder {
   }
 
   // The pass's units in execution order: the embedding first and the LM head last in forward.
-  std::vector<std::int64_t> units_of(const SimRank& sr, const PipeOp& op) const {
-    std::vector<std::int64_t> units;
+  const std::vector<std::int64_t>& units_of(std::uint32_t r, const PipeOp& op) {
+    auto& by_chunk = ranks_[r].pass_units[op.forward ? 1 : 0];
+    const auto chunk = static_cast<std::size_t>(op.chunk);
+    if (chunk >= by_chunk.size()) by_chunk.resize(chunk + 1);
+    std::vector<std::int64_t>& units = by_chunk[chunk];
+    if (!units.empty()) return units;
+    const SimRank& sr = out_.ranks[r];
     if (pipeline_.starts_model(sr, op)) units.push_back(-1);
     for (std::int64_t l = 0; l < arch_.num_layers; ++l) {
       const LayerPlace& pl = place_[static_cast<std::size_t>(l)];
@@ -138,7 +147,7 @@ class StepBuilder {
     const SimRank& sr = out_.ranks[r];
     RankState& st = ranks_[r];
     TaskId cursor = pipeline_.receive(emit_, r, sr, op);
-    const std::vector<std::int64_t> units = units_of(sr, op);
+    const std::vector<std::int64_t>& units = units_of(r, op);
     const auto first_task = static_cast<TaskId>(out_.graph.size());
     for (std::size_t i = 0; i < units.size(); ++i) {
       const std::int64_t u = units[i];
