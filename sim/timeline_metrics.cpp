@@ -69,22 +69,25 @@ TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r, SplitRanks sp
   TimelineMetrics m;
   m.step_time = r.makespan;
   m.ranks.resize(g.ranks());
+  if (r.last != kNoTask) m.critical_rank = g.task(r.last).rank;
+  const bool every_rank = split == SplitRanks::all;
   thread_local std::vector<TaskBrief> briefs;  // a sweep thread's scratch, kept between points
   briefs.resize(g.size());
   for (TaskId id = 0; id < g.size(); ++id) {
     const Task& t = g.task(id);
     RankTimeline& rt = m.ranks[t.rank];
     const double start = r.start[id], finish = r.finish[id];
-    rt.busy[static_cast<std::size_t>(t.phase)] += finish - start;
-    rt.busy_by_kind[static_cast<std::size_t>(t.kind)] += finish - start;
-    rt.finish = std::max(rt.finish, finish);
+    if (every_rank || t.rank == m.critical_rank) {
+      rt.busy[static_cast<std::size_t>(t.phase)] += finish - start;
+      rt.busy_by_kind[static_cast<std::size_t>(t.kind)] += finish - start;
+      rt.finish = std::max(rt.finish, finish);
+    }
     if (is_communication(t.kind)) {
       for (std::size_t l = 0; l < kLinkClasses; ++l) rt.bytes[static_cast<std::size_t>(t.coll)][l] += t.link_bytes[l];
       rt.nvlink_relay_bytes[static_cast<std::size_t>(t.coll)] += t.nvlink_relay_bytes;
     }
     briefs[id] = {t.rank, t.phase, t.kind, is_compute_stream(t.stream), finish <= start};
   }
-  if (r.last != kNoTask) m.critical_rank = g.task(r.last).rank;
   if (split == SplitRanks::critical && !m.ranks.empty()) {
     RankSplit critical(briefs, m.ranks[m.critical_rank]);
     for (const TimelineEvent& e : r.events) {

@@ -33,9 +33,9 @@ struct TimelineMetrics {
   std::array<double, kPhases> critical_path{};  // time on the critical path per phase
 };
 
-// Which ranks get the exclusive time split (exposed, exposed_by_kind, idle): all of them, or only
-// the critical rank, the one a step result reports (the others' stay zero; busy time, finish and
-// bytes are measured on every rank either way). A pipeline step's split walks every rank's events.
+// Which ranks get their time measured (busy, exposed and idle time, the split by kind, finish):
+// all of them, or only the critical rank, the one a step result reports (the others' stay zero).
+// Bytes are counted on every rank either way. A pipeline step's split walks every rank's events.
 enum class SplitRanks : std::uint8_t { all, critical };
 
 TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r, SplitRanks split = SplitRanks::all);

@@ -1,6 +1,7 @@
 #include "models/memory/caching_allocator.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace moesim {
 
@@ -65,8 +66,17 @@ std::size_t CachingAllocator::block_at(const std::vector<Block>& blocks, std::ui
   return static_cast<std::size_t>(it - blocks.begin());
 }
 
+CachingAllocator::FreeKey CachingAllocator::FreeKey::of(std::uint8_t pool, std::uint64_t size, std::uint32_t segment,
+                                                        std::uint64_t offset) {
+  // Every size and offset is a sum of 512-byte roundings and 2 MiB segment or page sizes.
+  if (size % kMinBlockSize != 0 || offset % kMinBlockSize != 0 || offset / kMinBlockSize >= (std::uint64_t{1} << 40) ||
+      segment >= (1u << 24))
+    throw std::logic_error("caching allocator: a block outside the free index's packing");
+  return {std::uint64_t{pool} << 56 | size / kMinBlockSize, std::uint64_t{segment} << 40 | offset / kMinBlockSize};
+}
+
 void CachingAllocator::index_free(std::uint32_t segment, const Block& b, bool add) {
-  const FreeKey key{segments_[segment].pool, b.size, segment, b.offset};
+  const FreeKey key = FreeKey::of(segments_[segment].pool, b.size, segment, b.offset);
   const auto at = std::lower_bound(free_.begin(), free_.end(), key);
   if (add) {
     free_.insert(at, key);
@@ -77,10 +87,10 @@ void CachingAllocator::index_free(std::uint32_t segment, const Block& b, bool ad
 
 bool CachingAllocator::take_cached(std::uint32_t id, std::uint64_t size, std::uint8_t pool) {
   // Best fit: the smallest free block that holds the request; ties to the lowest address.
-  const auto it = std::lower_bound(free_.begin(), free_.end(), FreeKey{pool, size, 0, 0});
-  if (it == free_.end() || it->pool != pool) return false;
-  const std::uint32_t segment = it->segment;
-  place(segment, block_at(segments_[segment].blocks, it->offset), id, size, (pool & 1) == 0);
+  const auto it = std::lower_bound(free_.begin(), free_.end(), FreeKey::of(pool, size, 0, 0));
+  if (it == free_.end() || it->pool() != pool) return false;
+  const std::uint32_t segment = it->segment();
+  place(segment, block_at(segments_[segment].blocks, it->offset()), id, size, (pool & 1) == 0);
   return true;
 }
 

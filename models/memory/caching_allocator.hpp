@@ -71,13 +71,17 @@ class CachingAllocator {
     bool live = false;
   };
   // A free block in the best-fit index, ordered as get_free_block searches: pool, then size,
-  // then address (segment, offset).
+  // then address (segment, offset). Packed into two integers (sizes and offsets are whole
+  // 512-byte units): the index is a sorted array that every allocation and free inserts into or
+  // erases from, so its entries are kept small and compared in two steps.
   struct FreeKey {
-    std::uint8_t pool = 0;
-    std::uint64_t size = 0;
-    std::uint32_t segment = 0;
-    std::uint64_t offset = 0;
+    std::uint64_t pool_size = 0;  // pool << 56 | size / 512
+    std::uint64_t place = 0;      // segment << 40 | offset / 512
     auto operator<=>(const FreeKey&) const = default;
+    static FreeKey of(std::uint8_t pool, std::uint64_t size, std::uint32_t segment, std::uint64_t offset);
+    std::uint8_t pool() const { return static_cast<std::uint8_t>(pool_size >> 56); }
+    std::uint32_t segment() const { return static_cast<std::uint32_t>(place >> 40); }
+    std::uint64_t offset() const { return (place & ((std::uint64_t{1} << 40) - 1)) * 512; }
   };
 
   bool take_cached(std::uint32_t id, std::uint64_t size, std::uint8_t pool);

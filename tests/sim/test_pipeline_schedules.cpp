@@ -245,7 +245,7 @@ TEST_CASE("Design notation names the new schedules and reads back the same plan"
   }
 }
 
-TEST_CASE("The time split of the critical rank alone equals its split among all ranks'", "[golden]") {
+TEST_CASE("The critical rank measured alone has the times it has among all ranks'", "[golden]") {
   const UnitRun r = run_unit("interleaved_1f1b", 2);
   const TimelineMetrics all = measure(r.step.graph, r.replay, SplitRanks::all);
   const TimelineMetrics critical = measure(r.step.graph, r.replay, SplitRanks::critical);
@@ -254,16 +254,17 @@ TEST_CASE("The time split of the critical rank alone equals its split among all 
   for (std::size_t rank = 0; rank < all.ranks.size(); ++rank) {
     const RankTimeline& a = all.ranks[rank];
     const RankTimeline& c = critical.ranks[rank];
-    CHECK(c.busy == a.busy);  // measured on every rank
-    CHECK(c.bytes == a.bytes);
-    CHECK(c.finish == a.finish);
+    CHECK(c.bytes == a.bytes);  // counted on every rank
     if (rank == all.critical_rank) {
+      CHECK(c.busy == a.busy);
+      CHECK(c.finish == a.finish);
       CHECK(c.exposed == a.exposed);
       CHECK(c.exposed_by_kind == a.exposed_by_kind);
       CHECK(c.idle == a.idle);
       CHECK(c.idle > 0);  // the unit pipeline has a bubble on every stage
     } else {
-      CHECK(c.idle == 0);  // not split
+      CHECK(c.idle == 0);  // not measured
+      CHECK(c.finish == 0);
       CHECK(a.idle > 0);
     }
   }
