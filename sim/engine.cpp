@@ -61,26 +61,13 @@ class Engine {
     now_ = 0;
     epoch_ = 0;
     nodes_.resize(n);
-    const auto slots = static_cast<std::size_t>(g.ranks()) * static_cast<std::size_t>(StreamKind::count);
-    std::vector<TaskId>& last = stream_last_;
-    last.assign(slots, kNoTask);
-    // One pass: each task's dependencies (edges and stream order) and its collective group's size.
+    // One pass: each task's dependencies (the graph counted them as it was built) and its
+    // collective group's size.
     group_first_.assign(static_cast<std::size_t>(g.groups()) + 1, 0);
-    for (TaskId id = 0; id < n; ++id) nodes_[id] = Node{};
     for (TaskId id = 0; id < n; ++id) {
-      const auto& t = g.task(id);
-      nodes_[id].group = t.group;
-      if (t.group != kNoGroup) ++group_first_[t.group + 1];
-      for (auto [e, end] = boost::out_edges(static_cast<DagStorage::vertex_descriptor>(id), *dag_); e != end; ++e)
-        ++nodes_[boost::target(*e, *dag_)].pending;
-      if (!stream_is_ordered(t.stream)) continue;
-      const auto slot = static_cast<std::size_t>(t.rank) * static_cast<std::size_t>(StreamKind::count) +
-                        static_cast<std::size_t>(t.stream);
-      if (last[slot] != kNoTask) {
-        nodes_[last[slot]].stream_next = id;
-        ++nodes_[id].pending;
-      }
-      last[slot] = id;
+      const std::uint32_t group = g.task(id).group;
+      nodes_[id] = {g.waits(id), g.stream_next(id), group};
+      if (group != kNoGroup) ++group_first_[group + 1];
     }
     // Members of each collective group, grouped by a counting sort (offsets into one array).
     for (std::size_t k = 1; k < group_first_.size(); ++k) group_first_[k] += group_first_[k - 1];
@@ -312,7 +299,6 @@ class Engine {
     std::uint32_t group = kNoGroup;  // its collective group of two or more members
   };
   std::vector<Node> nodes_;
-  std::vector<TaskId> stream_last_;         // setup's scratch: the last task seen per (rank, stream)
   std::vector<std::uint32_t> group_first_;  // members of group k: group_members_[first[k], first[k + 1])
   std::vector<TaskId> group_members_;
   std::vector<std::uint32_t> group_fill_;  // setup's scratch

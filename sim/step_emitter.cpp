@@ -8,11 +8,7 @@ namespace moesim {
 StepEmitter::StepEmitter(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs, BuiltStep& step)
     : arch_(arch), plan_(plan), costs_(costs), step_(step) {}
 
-TaskId StepEmitter::last_on(std::uint32_t rank, StreamKind stream) const {
-  const std::size_t slot =
-      static_cast<std::size_t>(rank) * static_cast<std::size_t>(StreamKind::count) + static_cast<std::size_t>(stream);
-  return slot < stream_tails_.size() ? stream_tails_[slot] : kNoTask;
-}
+TaskId StepEmitter::last_on(std::uint32_t rank, StreamKind stream) const { return step_.graph.last_on(rank, stream); }
 
 namespace {
 
@@ -36,10 +32,6 @@ const char* collective_label(PhaseTag phase, CollectiveKind kind) {
 
 TaskId StepEmitter::add(const Task& task, TaskId after, TaskId also_after) {
   const TaskId id = step_.graph.add(task);
-  const std::size_t slot = static_cast<std::size_t>(task.rank) * static_cast<std::size_t>(StreamKind::count) +
-                           static_cast<std::size_t>(task.stream);
-  if (slot >= stream_tails_.size()) stream_tails_.resize(slot + 1, kNoTask);
-  stream_tails_[slot] = id;
   step_.graph.depend(after, id);
   step_.graph.depend(also_after, id);
   return id;
@@ -126,12 +118,11 @@ Task StepEmitter::communication(const TaskPlace& at, TaskKind kind, CollectiveKi
 
 TaskId StepEmitter::collective(const TaskPlace& at, const CollectiveCall& call, TaskId after) {
   // Groups match the members of one call across simulated ranks of one stage (the key names the
-  // stage); with one simulated rank per stage each call is its own group and the key is neither
-  // built nor looked up (a 4096-GPU pipeline step would otherwise hash ~16,000 keys that never match).
-  std::uint32_t group = 0;
-  if (step_.ranks.size() == static_cast<std::size_t>(plan_.pp)) {
-    group = step_.graph.new_group();
-  } else {
+  // stage); with one simulated rank per stage each call has one member, runs as a task of no
+  // group, and the key is neither built nor looked up (a 4096-GPU pipeline step would otherwise
+  // hash ~16,000 keys that never match).
+  std::uint32_t group = kNoGroup;
+  if (step_.ranks.size() != static_cast<std::size_t>(plan_.pp)) {
     const SimRank& rank = step_.ranks[at.rank];
     const CollectiveKey key{call.communicator, rank.stage,    communicator_instance(plan_, rank, call.communicator),
                             call.purpose,      at.microbatch, static_cast<std::int32_t>(at.layer),

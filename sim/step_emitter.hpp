@@ -136,7 +136,6 @@ class StepEmitter {
   const ParallelPlan& plan_;
   const CostBook& costs_;
   BuiltStep& step_;
-  std::vector<TaskId> stream_tails_;  // [rank][stream]: the last task added to each stream
   GroupIndex<CollectiveKey, CollectiveKeyHash> collective_groups_;
   GroupIndex<TransferKey, TransferKeyHash> transfer_groups_;
   std::map<std::tuple<CollectiveKind, double, std::int64_t, std::int64_t>, CommCost> prices_;

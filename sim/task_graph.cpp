@@ -52,6 +52,9 @@ std::uint32_t TaskGraph::new_group() { return groups_++; }
 void TaskGraph::reset(std::uint32_t ranks) {
   ranks_ = ranks;
   tasks_.clear();
+  waits_.clear();
+  stream_next_.clear();
+  stream_tails_.clear();
   edges_.clear();
   dag_.reset();  // rebuilt by finalize()
   dag_tasks_ = dag_edges_ = 0;
@@ -60,6 +63,8 @@ void TaskGraph::reset(std::uint32_t ranks) {
 
 void TaskGraph::reserve(std::size_t tasks) {
   tasks_.reserve(tasks);
+  waits_.reserve(tasks);
+  stream_next_.reserve(tasks);
   edges_.reserve(tasks);
 }
 

@@ -100,15 +100,37 @@ class TaskGraph {
   // over the memory (already mapped and cached) of its last.
   void reset(std::uint32_t ranks);
 
-  // Both inline: the step builder calls them several times per task.
+  // Both inline: the step builder calls them several times per task. Each keeps, as it goes, what
+  // a replay needs before it starts: every task's count of dependencies (edges and the stream
+  // order) and the next task on its ordered stream.
   TaskId add(const Task& t) {
     const auto id = static_cast<TaskId>(tasks_.size());
     tasks_.push_back(t);
+    waits_.push_back(0);
+    stream_next_.push_back(kNoTask);
+    const std::size_t slot = stream_slot(t.rank, t.stream);
+    if (slot >= stream_tails_.size()) stream_tails_.resize(slot + 1, kNoTask);
+    const TaskId previous = stream_tails_[slot];
+    if (previous != kNoTask && stream_is_ordered(t.stream)) {
+      stream_next_[previous] = id;
+      ++waits_[id];
+    }
+    stream_tails_[slot] = id;
     return id;
   }
   void depend(TaskId before, TaskId after) {  // `after` starts only once `before` finished
     if (before == kNoTask || after == kNoTask) return;
     edges_.emplace_back(before, after);
+    ++waits_[after];
+  }
+  // What a task waits for before it can start: its edges' sources and its stream predecessor.
+  std::uint32_t waits(TaskId id) const { return waits_[id]; }
+  // The task after `id` on its ordered stream (kNoTask: none, or a stream without order).
+  TaskId stream_next(TaskId id) const { return stream_next_[id]; }
+  // The last task added to `rank`'s `stream` so far (kNoTask: none).
+  TaskId last_on(std::uint32_t rank, StreamKind stream) const {
+    const std::size_t slot = stream_slot(rank, stream);
+    return slot < stream_tails_.size() ? stream_tails_[slot] : kNoTask;
   }
   // Builds the Boost.Graph adjacency list from the recorded edges in one pass (far cheaper
   // than growing it edge by edge). dag() does it on first use too.
@@ -125,8 +147,16 @@ class TaskGraph {
   std::uint32_t groups() const { return groups_; }
 
  private:
+  static std::size_t stream_slot(std::uint32_t rank, StreamKind stream) {
+    return static_cast<std::size_t>(rank) * static_cast<std::size_t>(StreamKind::count) +
+           static_cast<std::size_t>(stream);
+  }
+
   std::uint32_t ranks_;
   std::vector<Task> tasks_;
+  std::vector<std::uint32_t> waits_;
+  std::vector<TaskId> stream_next_;
+  std::vector<TaskId> stream_tails_;  // [rank][stream]: the last task added to each stream
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
   // Built from edges_ on first use (logically const); held by pointer because Boost's
   // graphs copy on move. Rebuilt when tasks or edges were added since (the sizes it was built at
