@@ -206,8 +206,10 @@ class Engine {
     }
     const std::uint32_t uid = free_units_.back();
     free_units_.pop_back();
-    units_[uid] = Unit{};
-    unit_epoch_[uid] = 0;
+    // The starter sets every other field; the slot's re-rate epoch is an earlier event's (units
+    // are picked for re-rating only after this event has started its units).
+    units_[uid].remaining = 0;
+    units_[uid].rate = 0;
     return uid;
   }
 

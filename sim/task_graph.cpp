@@ -52,8 +52,7 @@ std::uint32_t TaskGraph::new_group() { return groups_++; }
 void TaskGraph::reset(std::uint32_t ranks) {
   ranks_ = ranks;
   tasks_.clear();
-  waits_.clear();
-  stream_next_.clear();
+  links_.clear();
   stream_tails_.clear();
   edges_.clear();
   dag_.reset();  // rebuilt by finalize()
@@ -63,8 +62,7 @@ void TaskGraph::reset(std::uint32_t ranks) {
 
 void TaskGraph::reserve(std::size_t tasks) {
   tasks_.reserve(tasks);
-  waits_.reserve(tasks);
-  stream_next_.reserve(tasks);
+  links_.reserve(tasks);
   edges_.reserve(tasks);
 }
 

@@ -106,14 +106,13 @@ class TaskGraph {
   TaskId add(const Task& t) {
     const auto id = static_cast<TaskId>(tasks_.size());
     tasks_.push_back(t);
-    waits_.push_back(0);
-    stream_next_.push_back(kNoTask);
+    links_.push_back({0, kNoTask});
     const std::size_t slot = stream_slot(t.rank, t.stream);
     if (slot >= stream_tails_.size()) stream_tails_.resize(slot + 1, kNoTask);
     const TaskId previous = stream_tails_[slot];
     if (previous != kNoTask && stream_is_ordered(t.stream)) {
-      stream_next_[previous] = id;
-      ++waits_[id];
+      links_[previous].stream_next = id;
+      ++links_[id].waits;
     }
     stream_tails_[slot] = id;
     return id;
@@ -121,12 +120,12 @@ class TaskGraph {
   void depend(TaskId before, TaskId after) {  // `after` starts only once `before` finished
     if (before == kNoTask || after == kNoTask) return;
     edges_.emplace_back(before, after);
-    ++waits_[after];
+    ++links_[after].waits;
   }
   // What a task waits for before it can start: its edges' sources and its stream predecessor.
-  std::uint32_t waits(TaskId id) const { return waits_[id]; }
+  std::uint32_t waits(TaskId id) const { return links_[id].waits; }
   // The task after `id` on its ordered stream (kNoTask: none, or a stream without order).
-  TaskId stream_next(TaskId id) const { return stream_next_[id]; }
+  TaskId stream_next(TaskId id) const { return links_[id].stream_next; }
   // The last task added to `rank`'s `stream` so far (kNoTask: none).
   TaskId last_on(std::uint32_t rank, StreamKind stream) const {
     const std::size_t slot = stream_slot(rank, stream);
@@ -154,8 +153,11 @@ class TaskGraph {
 
   std::uint32_t ranks_;
   std::vector<Task> tasks_;
-  std::vector<std::uint32_t> waits_;
-  std::vector<TaskId> stream_next_;
+  struct Links {
+    std::uint32_t waits;  // dependencies: edges in, and the stream predecessor
+    TaskId stream_next;
+  };
+  std::vector<Links> links_;          // per task
   std::vector<TaskId> stream_tails_;  // [rank][stream]: the last task added to each stream
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
   // Built from edges_ on first use (logically const); held by pointer because Boost's
