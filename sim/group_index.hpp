@@ -23,6 +23,13 @@ template <class Key, class Hash>
 class GroupIndex {
  public:
   // The group `key` names; a key seen for the first time gets `make()` (called once per key).
+  // Room for `keys` keys without regrowth (each growth rehashes every key so far).
+  void reserve(std::size_t keys) {
+    std::size_t size = slots_.empty() ? 64 : slots_.size();
+    while (size < 2 * keys) size *= 2;
+    if (size > slots_.size()) rehash(size);
+  }
+
   template <class Make>
   std::uint32_t find_or_add(const Key& key, Make make) {
     if (2 * (used_ + 1) > slots_.size()) grow();
@@ -49,8 +56,10 @@ class GroupIndex {
     }
   }
 
-  void grow() {
-    std::vector<Slot> bigger(slots_.empty() ? 64 : 2 * slots_.size());
+  void grow() { rehash(slots_.empty() ? 64 : 2 * slots_.size()); }
+
+  void rehash(std::size_t size) {
+    std::vector<Slot> bigger(size);
     for (const Slot& s : slots_) {
       if (s.full) probe(bigger, s.key) = s;
     }

@@ -61,6 +61,10 @@ class StepBuilder {
                            static_cast<std::size_t>(2 * shape_.microbatches * (arch_.num_layers / plan_.pp + 2)) *
                            kTasksPerBlockPass +
                        kTasksPerRankStep);
+    // Each forward and backward chunk pass of a stage sends to or receives from a neighbour.
+    if (plan_.pp > 1)
+      emit_.reserve_transfers(out_.ranks.size() * static_cast<std::size_t>(2 * shape_.microbatches) *
+                              static_cast<std::size_t>(plan_.model_chunks()));
     for (std::uint32_t r = 0; r < out_.ranks.size(); ++r) prepare(r);
     for (std::uint32_t r = 0; r < out_.ranks.size(); ++r) {
       start_step(r);

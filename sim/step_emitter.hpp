@@ -116,6 +116,9 @@ class StepEmitter {
   // This rank's member of a collective; `at.layer` is the unit it serves. Calls on the EP-MP
   // communicator are the plan's EP transport (CostBook::ep_transfer).
   TaskId collective(const TaskPlace& at, const CollectiveCall& call, TaskId after);
+  // Room for `transfers` distinct transfers between stages (a pipeline step's keys, matched
+  // without regrowing the table).
+  void reserve_transfers(std::size_t transfers) { transfer_groups_.reserve(transfers); }
   // This rank's side of a transfer between stages, on the PP stream.
   TaskId transfer(std::uint32_t rank, const TransferKey& key, double bytes, TaskId after);
   // `after` starts only once `before` finished (kNoTask: nothing).
