@@ -1,6 +1,7 @@
 #include "sim/resource_sharing.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "models/common/units.hpp"
 
@@ -17,7 +18,7 @@ Demand ResourceSharing::demand_of(const Task& t) const {
 
 double ResourceSharing::link_share(const RunningMix& mix, const Demand& demand) {
   const auto on = [&mix](LinkClass l) {
-    return 1.0 / std::max<std::uint32_t>(mix.transfers[static_cast<std::size_t>(l)], 1);
+    return inverse(std::max<std::uint32_t>(mix.transfers[static_cast<std::size_t>(l)], 1));
   };
   const double share = on(demand.link);
   return demand.also_nvlink ? std::min(share, on(LinkClass::nvlink)) : share;
@@ -38,7 +39,7 @@ class FairShare final : public ResourceSharing {
     bool communication_here = false;
     for (const std::uint32_t n : mix.transfers) communication_here = communication_here || n > 0;
     const std::uint32_t kernels = mix.compute_kernels + mix.memory_kernels;
-    return 1.0 / std::max<std::uint32_t>(kernels, 1) / (communication_here ? 1.0 + slowdown_ : 1.0);
+    return inverse(std::max<std::uint32_t>(kernels, 1)) / (communication_here ? 1.0 + slowdown_ : 1.0);
   }
 
  private:
@@ -75,7 +76,16 @@ class SmHbmShare final : public ResourceSharing {
         hbm_Bps_(hw.compute.hbm_sustained_GBps.value * kGB),
         comm_beside_compute_(1.0 / (1.0 + hw.interference.comm_slowdown_with_compute.value)),
         gather_traffic_(hw.interference.hbm_bytes_per_sent_byte_gather.value),
-        reduce_traffic_(hw.interference.hbm_bytes_per_sent_byte_reduce.value) {}
+        reduce_traffic_(hw.interference.hbm_bytes_per_sent_byte_reduce.value) {
+    // A compute kernel's rate for each count of NCCL CTAs up to the whole GPU and of kernels up to
+    // kTabulatedKernels: the same two divisions rate() makes, once per simulation.
+    ctas_rows_ = static_cast<std::uint32_t>(std::max(0.0, sms_)) + 1;
+    compute_rates_.resize(static_cast<std::size_t>(ctas_rows_) * kTabulatedKernels);
+    for (std::uint32_t ctas = 0; ctas < ctas_rows_; ++ctas) {
+      for (std::uint32_t k = 1; k <= kTabulatedKernels; ++k)
+        compute_rates_[static_cast<std::size_t>(ctas) * kTabulatedKernels + k - 1] = compute_rate(ctas, k);
+    }
+  }
 
   Demand demand_of(const Task& t) const override {
     Demand d = ResourceSharing::demand_of(t);
@@ -91,29 +101,40 @@ class SmHbmShare final : public ResourceSharing {
   // task's running mix changes.
   double rate(const RunningMix& mix, const Demand& demand) const override {
     if (demand.kind == TaskKind::host) return 1.0;
-    const double kernels = std::max<std::uint32_t>(mix.compute_kernels + mix.memory_kernels, 1);
+    const std::uint32_t kernels = std::max<std::uint32_t>(mix.compute_kernels + mix.memory_kernels, 1);
     if (demand.kind == TaskKind::compute) {
-      // SMs left to kernels: NCCL CTAs never share an SM with a kernel (issue 689); one SM at least.
-      const double free_sms = std::max(1.0, sms_ - static_cast<double>(mix.comm_ctas)) / sms_;
-      return free_sms / kernels;
+      if (kernels <= kTabulatedKernels && mix.comm_ctas < ctas_rows_)
+        return compute_rates_[static_cast<std::size_t>(mix.comm_ctas) * kTabulatedKernels + kernels - 1];
+      return compute_rate(mix.comm_ctas, kernels);
     }
     // Each memory kernel asks for the whole copy rate; together with the communication's traffic
     // the demand beyond it is shared in proportion.
     const double hbm_demand =
         static_cast<double>(mix.memory_kernels) * hbm_Bps_ + static_cast<double>(mix.comm_hbm_Bps);
     const double hbm_share = hbm_demand > hbm_Bps_ ? hbm_Bps_ / hbm_demand : 1.0;
-    if (demand.kind == TaskKind::memory) return std::min(1.0 / kernels, hbm_share);
+    if (demand.kind == TaskKind::memory) return std::min(inverse(kernels), hbm_share);
     const double link = link_share(mix, demand);
     const double beside = mix.compute_kernels > 0 ? comm_beside_compute_ : 1.0;
     return std::min({link, beside, hbm_share});
   }
 
  private:
+  static constexpr std::uint32_t kTabulatedKernels = 8;
+
+  // SMs left to kernels: NCCL CTAs never share an SM with a kernel (issue 689); one SM at least.
+  // Shared equally among the running kernels.
+  double compute_rate(std::uint32_t ctas, std::uint32_t kernels) const {
+    const double free_sms = std::max(1.0, sms_ - static_cast<double>(ctas)) / sms_;
+    return free_sms / static_cast<double>(kernels);
+  }
+
   double sms_;
   double hbm_Bps_;
   double comm_beside_compute_;
   double gather_traffic_;
   double reduce_traffic_;
+  std::uint32_t ctas_rows_ = 0;
+  std::vector<double> compute_rates_;  // [CTAs * kTabulatedKernels + kernels - 1]
 };
 
 class SmHbmShareModel final : public ResourceSharingModel {

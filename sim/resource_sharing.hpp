@@ -37,7 +37,19 @@ struct RunningMix {
   std::uint64_t comm_hbm_Bps = 0;                       // HBM traffic of the running communication
 
   void add(const Demand& d, int sign);  // inline below: the engine calls it twice per task
-  bool operator==(const RunningMix&) const = default;
+  // Field by field (the defaulted one compares the array with a call to memcmp; the engine
+  // compares a touched rank's mix before and after every event).
+  bool operator==(const RunningMix& o) const {
+    return compute_kernels == o.compute_kernels && memory_kernels == o.memory_kernels && comm_ctas == o.comm_ctas &&
+           comm_hbm_Bps == o.comm_hbm_Bps && same_transfers(o);
+  }
+
+ private:
+  bool same_transfers(const RunningMix& o) const {
+    for (std::size_t l = 0; l < kLinkClasses; ++l)
+      if (transfers[l] != o.transfers[l]) return false;
+    return true;
+  }
 };
 
 inline void RunningMix::add(const Demand& d, int sign) {
@@ -68,6 +80,17 @@ class ResourceSharing {
  protected:
   // A transfer's equal share of the links it holds: the tightest of them.
   static double link_share(const RunningMix& mix, const Demand& demand);
+  // 1 / n for n >= 1: the same division, looked up for the small counts of a rank's running mix
+  // (a re-rate asks for a few of them, and a division is the slowest step of a rate).
+  static double inverse(std::uint32_t n) {
+    static constexpr std::uint32_t kTabulated = 64;
+    static constexpr auto table = [] {
+      std::array<double, kTabulated> t{};
+      for (std::uint32_t k = 1; k < kTabulated; ++k) t[k] = 1.0 / static_cast<double>(k);
+      return t;
+    }();
+    return n < kTabulated ? table[n] : 1.0 / static_cast<double>(n);
+  }
 };
 
 class ResourceSharingModel : public Registered {
