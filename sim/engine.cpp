@@ -148,9 +148,8 @@ class Engine {
       const std::uint32_t uid = new_unit();
       Unit& u = units_[uid];
       u.updated = now_;
-      const std::uint32_t group_size = is_group ? group_first_[what + 1] - group_first_[what] : 1;
-      if (group_size == 1) {
-        if (is_group) what = group_members_[group_first_[what]];
+      // Groups of one were made plain tasks in setup(): a group here has two or more members.
+      if (!is_group) {
         u.first = what;
         u.count = 1;
         const Task& t = graph_->task(what);
@@ -160,7 +159,7 @@ class Engine {
         start_member(uid, u, what, t.rank);
       } else {
         u.first = group_first_[what];
-        u.count = group_size;
+        u.count = group_first_[what + 1] - group_first_[what];
         const Task& lead = graph_->task(group_members_[u.first]);
         u.rank = lead.rank;
         u.demand = sharing_->demand_of(lead);

@@ -22,7 +22,6 @@ inline std::size_t hash_fields(std::initializer_list<std::uint64_t> fields) {
 template <class Key, class Hash>
 class GroupIndex {
  public:
-  // The group `key` names; a key seen for the first time gets `make()` (called once per key).
   // Room for `keys` keys without regrowth (each growth rehashes every key so far).
   void reserve(std::size_t keys) {
     std::size_t size = slots_.empty() ? 64 : slots_.size();
@@ -30,6 +29,7 @@ class GroupIndex {
     if (size > slots_.size()) rehash(size);
   }
 
+  // The group `key` names; a key seen for the first time gets `make()` (called once per key).
   template <class Make>
   std::uint32_t find_or_add(const Key& key, Make make) {
     if (2 * (used_ + 1) > slots_.size()) grow();

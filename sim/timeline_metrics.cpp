@@ -15,7 +15,7 @@ bool is_compute_stream(StreamKind s) { return s == StreamKind::compute || s == S
 
 // What the time split reads of a task, in 8 bytes: the events come in time order, so the tasks
 // they name are scattered over the graph, and a short table is far cheaper to look them up in
-// (the graph's tasks are 72 bytes each, the start and finish times two more arrays).
+// (the graph's tasks are 64 bytes each, the start and finish times two more arrays).
 struct TaskBrief {
   std::uint32_t rank = 0;
   PhaseTag phase = PhaseTag::forward;
@@ -88,22 +88,15 @@ TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r, SplitRanks sp
     }
     briefs[id] = {t.rank, t.phase, t.kind, is_compute_stream(t.stream), finish <= start};
   }
-  if (split == SplitRanks::critical && !m.ranks.empty()) {
-    RankSplit critical(briefs, m.ranks[m.critical_rank]);
-    for (const TimelineEvent& e : r.events) {
-      const TaskBrief& b = briefs[e.task];
-      if (b.rank == m.critical_rank && !b.instantaneous) critical.event(e.task, b, e.start, e.time);
-    }
-    critical.charge(r.makespan);
-  } else {
-    std::vector<RankSplit> splits;
-    splits.reserve(g.ranks());
-    for (std::uint32_t rank = 0; rank < g.ranks(); ++rank) splits.emplace_back(briefs, m.ranks[rank]);
-    for (const TimelineEvent& e : r.events) {
-      const TaskBrief& b = briefs[e.task];
-      if (!b.instantaneous) splits[b.rank].event(e.task, b, e.start, e.time);
-    }
-    for (auto& s : splits) s.charge(r.makespan);
+  std::vector<RankSplit> splits;
+  splits.reserve(g.ranks());
+  for (std::uint32_t rank = 0; rank < g.ranks(); ++rank) splits.emplace_back(briefs, m.ranks[rank]);
+  for (const TimelineEvent& e : r.events) {
+    const TaskBrief& b = briefs[e.task];
+    if ((every_rank || b.rank == m.critical_rank) && !b.instantaneous) splits[b.rank].event(e.task, b, e.start, e.time);
+  }
+  for (std::uint32_t rank = 0; rank < g.ranks(); ++rank) {
+    if (every_rank || rank == m.critical_rank) splits[rank].charge(r.makespan);
   }
 
   // Critical path: follow each task back to the predecessor that released it.
