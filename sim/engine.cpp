@@ -143,7 +143,10 @@ class Engine {
     if (++group_ready_[group] == group_first_[group + 1] - group_first_[group]) to_start_.push_back({group, true});
   }
 
-  void start_ready() {
+  // Inlined into the event loop (as rerate() is): called once per event, its register saves
+  // and restores cost about as much as starting a unit (callgrind: -1.0 to -1.6% instructions
+  // per simulation on the Figure 8 points and the 4096-GPU bench).
+  [[gnu::always_inline]] void start_ready() {
     for (auto [what, is_group] : to_start_) {
       const std::uint32_t uid = new_unit();
       Unit& u = units_[uid];
@@ -249,7 +252,7 @@ class Engine {
 
   // Re-rates the new units and those on touched ranks whose mix changed; a unit whose rate
   // changed (or that is new) gets its finish event (re)scheduled.
-  void rerate() {
+  [[gnu::always_inline]] void rerate() {
     if (touched_.size() == 1) {  // the common case: one rank's units, distinct already
       const std::uint32_t rank = touched_.front();
       if (!(mix_[rank] == mix_before_[rank])) {
