@@ -21,7 +21,7 @@ struct TaskBrief {
   PhaseTag phase = PhaseTag::forward;
   TaskKind kind = TaskKind::compute;
   bool compute_stream = false;
-  bool instantaneous = false;  // occupies no time: the split skips it
+  bool split = false;  // charged by the split: a measured rank's task that occupies time
 };
 
 // Exclusive split of [0, step] for one rank: compute wins over communication, communication over
@@ -31,9 +31,9 @@ class RankSplit {
   RankSplit(const std::vector<TaskBrief>& briefs, RankTimeline& out) : briefs_(&briefs), out_(&out) {}
 
   // Task `id` starts or ends at `t`.
-  void event(TaskId id, const TaskBrief& brief, bool start, double t) {
+  void event(TaskId id, bool compute_stream, bool start, double t) {
     charge(t);
-    auto& list = brief.compute_stream ? compute_ : other_;
+    auto& list = compute_stream ? compute_ : other_;
     if (start) {
       list.push_back(id);
     } else {
@@ -86,14 +86,24 @@ TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r, SplitRanks sp
       for (std::size_t l = 0; l < kLinkClasses; ++l) rt.bytes[static_cast<std::size_t>(t.coll)][l] += t.link_bytes[l];
       rt.nvlink_relay_bytes[static_cast<std::size_t>(t.coll)] += t.nvlink_relay_bytes;
     }
-    briefs[id] = {t.rank, t.phase, t.kind, is_compute_stream(t.stream), finish <= start};
+    briefs[id] = {t.rank, t.phase, t.kind, is_compute_stream(t.stream),
+                  (every_rank || t.rank == m.critical_rank) && finish > start};
   }
   std::vector<RankSplit> splits;
   splits.reserve(g.ranks());
   for (std::uint32_t rank = 0; rank < g.ranks(); ++rank) splits.emplace_back(briefs, m.ranks[rank]);
-  for (const TimelineEvent& e : r.events) {
-    const TaskBrief& b = briefs[e.task];
-    if ((every_rank || b.rank == m.critical_rank) && !b.instantaneous) splits[b.rank].event(e.task, b, e.start, e.time);
+  // One event loop for both scopes; the critical rank's has no per-event look-up of its split.
+  const auto feed = [&](auto&& split_of) {
+    for (const TimelineEvent& e : r.events) {
+      const TaskBrief& b = briefs[e.task];
+      if (b.split) split_of(b.rank).event(e.task, b.compute_stream, e.start, e.time);
+    }
+  };
+  if (every_rank) {
+    feed([&](std::uint32_t rank) -> RankSplit& { return splits[rank]; });
+  } else {
+    RankSplit& critical = splits[m.critical_rank];
+    feed([&](std::uint32_t) -> RankSplit& { return critical; });
   }
   for (std::uint32_t rank = 0; rank < g.ranks(); ++rank) {
     if (every_rank || rank == m.critical_rank) splits[rank].charge(r.makespan);
