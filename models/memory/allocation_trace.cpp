@@ -73,8 +73,8 @@ class StageWalk {
       const BlockActivations saved = saved_per_token(a, l, plan, routed);
       b.saved_attention = T * saved.attention;
       b.saved_mlp = T * saved.mlp;
-      b.quant_forward = quantized_operands(a, plan, l, T, routed, false).bytes;
-      b.quant_backward = quantized_operands(a, plan, l, T, routed, true).bytes;
+      b.quant_forward = widest_quantized_operands(a, plan, l, T, routed, false);
+      b.quant_backward = widest_quantized_operands(a, plan, l, T, routed, true);
       if (a.is_moe_layer(l)) {
         b.staging = staging;
         moe_blocks += 1;

@@ -1,6 +1,7 @@
 // Execution working memory by phase (seed Table 5): activations of in-flight microbatches, loss
 // buffers, transient gradients, FSDP materialized units, EP buffers, optimizer-step transients.
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "models/common/json_reader.hpp"
@@ -76,46 +77,56 @@ std::vector<LedgerItem> ep_static_buffers(const Architecture& a, const ParallelP
 // the LM head) while its forward or backward GEMMs run (models/costs/low_precision.hpp); zero
 // when the layer has none. Expert rows are the rank's routed rows; FP8-dispatched rows arrive
 // quantized in the EP buffers, so the up/gate GEMM casts none of its own.
-LedgerItem quantized_operands(const Architecture& a, const ParallelPlan& plan, std::int64_t l, double T,
-                              const RoutedRows& routed, bool backward) {
+double widest_quantized_operands(const Architecture& a, const ParallelPlan& plan, std::int64_t l, double T,
+                                 const RoutedRows& routed, bool backward) {
+  if (!plan.precision.any_low_precision()) return 0;  // every linear in BF16: nothing is quantized
   struct Linear {
     LinearClass cls;
     double rows, in, out, weights;
     bool input_quantized = false;
   };
   const double d = dbl(a.d_model), q = dbl(a.attn_dim()), kv = dbl(a.kv_dim());
-  std::vector<Linear> linears;
+  std::array<Linear, 6> linears{};  // a block's linears at most (the allocation replay asks twice per layer)
+  std::size_t count = 0;
+  const auto add = [&](Linear x) { linears[count++] = x; };
   if (l == a.num_layers) {
-    linears.push_back({LinearClass::lm_head, T, d, dbl(a.vocab_size), d * dbl(a.vocab_size)});
+    add({LinearClass::lm_head, T, d, dbl(a.vocab_size), d * dbl(a.vocab_size)});
   } else {
-    linears.push_back({LinearClass::attention, T, d, q + 2 * kv, d * (q + 2 * kv)});
-    linears.push_back({LinearClass::attention, T, q, d, q * d});
+    add({LinearClass::attention, T, d, q + 2 * kv, d * (q + 2 * kv)});
+    add({LinearClass::attention, T, q, d, q * d});
     if (!a.is_moe_layer(l)) {
       const double h = dbl(a.dense_hidden);
-      linears.push_back({LinearClass::dense_mlp, T, d, 2 * h, d * 2 * h});
-      linears.push_back({LinearClass::dense_mlp, T, h, d, h * d});
+      add({LinearClass::dense_mlp, T, d, 2 * h, d * 2 * h});
+      add({LinearClass::dense_mlp, T, h, d, h * d});
     } else {
       const MoeSpec& m = *a.moe;
       const double rows = T * routed.computed, he = dbl(m.expert_hidden), hs = dbl(m.shared_hidden);
       const double local = dbl(m.num_experts / plan.ep);
       const bool dispatched = plan.precision.ep_dispatch != GemmPrecision::bf16;
-      linears.push_back({LinearClass::routed_expert, rows, d, 2 * he, local * d * 2 * he, dispatched});
-      linears.push_back({LinearClass::routed_expert, rows, he, d, local * he * d});
+      add({LinearClass::routed_expert, rows, d, 2 * he, local * d * 2 * he, dispatched});
+      add({LinearClass::routed_expert, rows, he, d, local * he * d});
       if (m.shared_experts > 0) {
-        linears.push_back({LinearClass::shared_expert, T, d, 2 * hs, d * 2 * hs});
-        linears.push_back({LinearClass::shared_expert, T, hs, d, hs * d});
+        add({LinearClass::shared_expert, T, d, 2 * hs, d * 2 * hs});
+        add({LinearClass::shared_expert, T, hs, d, hs * d});
       }
     }
   }
   double widest = 0;
-  for (const Linear& x : linears) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const Linear& x = linears[i];
     const GemmPrecision p = plan.precision.linear(x.cls);
     if (p == GemmPrecision::bf16) continue;
     const bool caches = plan.precision.weight_caches && !(x.cls == LinearClass::lm_head && a.tie_embeddings);
     const QuantizeKernels k = linear_quantize_kernels(x.rows, x.in, x.out, x.weights, caches, x.input_quantized);
     widest = std::max(widest, quantized_operand_bytes(p, k, backward));
   }
-  return {"quantized GEMM operands", MemClass::quantized_operands, widest,
+  return widest;
+}
+
+LedgerItem quantized_operands(const Architecture& a, const ParallelPlan& plan, std::int64_t l, double T,
+                              const RoutedRows& routed, bool backward) {
+  return {"quantized GEMM operands", MemClass::quantized_operands,
+          widest_quantized_operands(a, plan, l, T, routed, backward),
           std::string("the widest FP8 linear's quantized inputs (") + (backward ? "backward" : "forward") + ")"};
 }
 

@@ -35,6 +35,9 @@ std::vector<LedgerItem> ep_static_buffers(const Architecture& a, const ParallelP
                                           const RoutedRows& routed);
 LedgerItem quantized_operands(const Architecture& a, const ParallelPlan& plan, std::int64_t l, double T,
                               const RoutedRows& routed, bool backward);
+// Its bytes alone (no item, no text): what the allocation replay asks of every layer.
+double widest_quantized_operands(const Architecture& a, const ParallelPlan& plan, std::int64_t l, double T,
+                                 const RoutedRows& routed, bool backward);
 LedgerItem optimizer_temporaries(const OptimizerSpec& o, double shard);
 
 // The phase sets of working_memory (ledger.hpp) from a view and routed rows the caller already has.
