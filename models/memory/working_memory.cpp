@@ -88,7 +88,7 @@ double widest_quantized_operands(const Architecture& a, const ParallelPlan& plan
   const double d = dbl(a.d_model), q = dbl(a.attn_dim()), kv = dbl(a.kv_dim());
   std::array<Linear, 6> linears{};  // a block's linears at most (the allocation replay asks twice per layer)
   std::size_t count = 0;
-  const auto add = [&](Linear x) { linears[count++] = x; };
+  const auto add = [&](Linear x) { linears.at(count++) = x; };
   if (l == a.num_layers) {
     add({LinearClass::lm_head, T, d, dbl(a.vocab_size), d * dbl(a.vocab_size)});
   } else {
