@@ -2,6 +2,8 @@
 // `moesim compare SCENARIO --design fsdp --design ddp+ep8 ...`.
 #include <iostream>
 #include <memory>
+#include <set>
+#include <string>
 #include <thread>
 
 #include <unistd.h>
@@ -79,11 +81,15 @@ Runner add_sweep_command(CLI::App& app) {
     const ScenarioSource source = read_scenario(args->scenario, args->sets);
     const Scenario base = compose(source);
     SweepSpec spec = source.sweep;
+    std::set<std::string> varied;  // paths a --vary set: a later --vary of one replaces it, not the file's axis
     for (const auto& v : args->vary) {
       SweepAxis axis = parse_axis(v);
       const std::string path = axis.path;
-      if (set_axis(spec, std::move(axis)))
-        std::cerr << "moesim: --vary " << path << " replaces the scenario's sweep axis of the same path\n";
+      if (set_axis(spec, std::move(axis))) {
+        std::cerr << "moesim: --vary " << path << " replaces "
+                  << (varied.count(path) ? "an earlier --vary" : "the scenario's sweep axis") << " of the same path\n";
+      }
+      varied.insert(path);
     }
     const auto points = expand_points(source, spec);
     if (args->trace_point >= static_cast<int>(points.size())) {

@@ -132,3 +132,18 @@ TEST_CASE("inventory prints a header row", "[unit]") {
   CHECK(l.out.find("class") != std::string::npos);
   CHECK(has_line_starting(l.out, "total 18.6745B params"));
 }
+
+TEST_CASE("sweep says which axis a --vary replaces: the scenario's or an earlier --vary of the same path", "[unit]") {
+  test::TempDir dir;
+  const std::string fig8b = test::source_path("scenarios/fig8/fig8b.json");
+  const Listing file_axis = run_listing(dir, "sweep " + fig8b + " --vary architecture.moe.num_experts=8 -j 1");
+  REQUIRE(file_axis.rc == 0);
+  CHECK(file_axis.err.find("--vary architecture.moe.num_experts replaces the scenario's sweep axis") !=
+        std::string::npos);
+  const Listing twice = run_listing(dir, "sweep " + kDdp +
+                                             " --vary architecture.moe.num_experts=8,16"
+                                             " --vary architecture.moe.num_experts=8 -j 1");
+  REQUIRE(twice.rc == 0);
+  CHECK(twice.err.find("--vary architecture.moe.num_experts replaces an earlier --vary") != std::string::npos);
+  CHECK(twice.out.find("1 point(s)") != std::string::npos);
+}
