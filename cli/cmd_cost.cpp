@@ -12,6 +12,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/listing.hpp"
+#include "cli/number_checks.hpp"
 #include "models/arch/flops.hpp"
 #include "models/common/errors.hpp"
 #include "models/common/json_file.hpp"
@@ -282,9 +283,9 @@ Runner add_cost_command(CLI::App& app) {
   c->add_option("--kind", col->kind,
                 "all_reduce, all_gather, reduce_scatter, all_to_all (or alltoall), send_recv, broadcast");
   c->add_option("--bytes", col->bytes, "per-rank buffer, nccl-tests convention (4096, 256MiB, 1GiB)")->required();
-  c->add_option("--ranks", col->ranks, "group size")->required()->check(CLI::PositiveNumber);
+  c->add_option("--ranks", col->ranks, "group size")->required()->check(positive_number());
   c->add_option("--ranks-per-node", col->ranks_per_node, "group ranks per NVLink domain (default: fill domains)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   c->add_option("--algorithm", col->algorithm, "force ring, tree, nvls, nvls_tree, hierarchical or p2p");
   c->add_option(
        "--pxn", col->pxn,
@@ -294,11 +295,11 @@ Runner add_cost_command(CLI::App& app) {
   auto ep = std::make_shared<EpArgs>();
   auto* e = add_sub(cost, "ep", "one EP dispatch or combine by every transport: time, bytes per link, SMs", ep->c);
   e->add_option("--bytes", ep->bytes, "the rank's routed rows, every top-k copy (256MiB, 1GiB)")->required();
-  e->add_option("--ranks", ep->ranks, "EP-MP group size")->required()->check(CLI::PositiveNumber);
+  e->add_option("--ranks", ep->ranks, "EP-MP group size")->required()->check(positive_number());
   e->add_option("--ranks-per-node", ep->ranks_per_node, "group ranks per NVLink domain (default: fill domains)")
-      ->check(CLI::PositiveNumber);
-  e->add_option("--top-k", ep->top_k, "routed experts per token")->required()->check(CLI::PositiveNumber);
-  e->add_option("--experts", ep->experts, "routed experts of the layer")->required()->check(CLI::PositiveNumber);
+      ->check(positive_number());
+  e->add_option("--top-k", ep->top_k, "routed experts per token")->required()->check(positive_number());
+  e->add_option("--experts", ep->experts, "routed experts of the layer")->required()->check(positive_number());
   e->add_option(
        "--pxn", ep->pxn,
        "NCCL PXN relay for cross-rail all-to-all rows: profile (the profile's interconnect.inter_node.pxn), on, off")
@@ -306,30 +307,30 @@ Runner add_cost_command(CLI::App& app) {
 
   auto gemm = std::make_shared<GemmArgs>();
   auto* g = add_sub(cost, "gemm", "dense BF16 GEMM [M,K] x [K,N]", gemm->c);
-  g->add_option("--m", gemm->m, "rows")->required()->check(CLI::PositiveNumber);
-  g->add_option("--n", gemm->n, "output columns")->required()->check(CLI::PositiveNumber);
-  g->add_option("--k", gemm->k, "reduction dimension")->required()->check(CLI::PositiveNumber);
+  g->add_option("--m", gemm->m, "rows")->required()->check(positive_number());
+  g->add_option("--n", gemm->n, "output columns")->required()->check(positive_number());
+  g->add_option("--k", gemm->k, "reduction dimension")->required()->check(positive_number());
   g->add_option("--pass", gemm->pass, "forward, dgrad (input gradient) or wgrad (weight gradient)")
       ->check(CLI::IsMember({"forward", "dgrad", "wgrad"}));
 
   auto grp = std::make_shared<GroupedArgs>();
   auto* gg = add_sub(cost, "grouped-gemm", "grouped BF16 GEMM over experts (uniform rows or --rows)", grp->c);
-  gg->add_option("--experts", grp->experts, "experts in the group")->check(CLI::PositiveNumber);
-  gg->add_option("--tokens", grp->tokens, "tokens routed (rows before top-k)")->check(CLI::PositiveNumber);
-  gg->add_option("--top-k", grp->top_k, "experts per token")->check(CLI::PositiveNumber);
+  gg->add_option("--experts", grp->experts, "experts in the group")->check(positive_number());
+  gg->add_option("--tokens", grp->tokens, "tokens routed (rows before top-k)")->check(positive_number());
+  gg->add_option("--top-k", grp->top_k, "experts per token")->check(positive_number());
   gg->add_option("--rows", grp->rows, "explicit rows per expert, e.g. --rows 512,2048,0")->delimiter(',');
-  gg->add_option("--n", grp->n, "output columns")->required()->check(CLI::PositiveNumber);
-  gg->add_option("--k", grp->k, "reduction dimension")->required()->check(CLI::PositiveNumber);
+  gg->add_option("--n", grp->n, "output columns")->required()->check(positive_number());
+  gg->add_option("--k", grp->k, "reduction dimension")->required()->check(positive_number());
   gg->add_option("--pass", grp->pass, "forward, dgrad (input gradient) or wgrad (weight gradient)")
       ->check(CLI::IsMember({"forward", "dgrad", "wgrad"}));
 
   auto att = std::make_shared<AttentionArgs>();
   auto* at = add_sub(cost, "attention", "flash attention forward and backward", att->c);
-  at->add_option("--sequences", att->sequences, "sequences in the microbatch")->check(CLI::PositiveNumber);
-  at->add_option("--seq-len", att->seq_len, "tokens per sequence")->required()->check(CLI::PositiveNumber);
-  at->add_option("--heads", att->heads, "query heads")->required()->check(CLI::PositiveNumber);
-  at->add_option("--kv-heads", att->kv_heads, "key/value heads (default: = heads)")->check(CLI::PositiveNumber);
-  at->add_option("--head-dim", att->head_dim, "head dimension")->required()->check(CLI::PositiveNumber);
+  at->add_option("--sequences", att->sequences, "sequences in the microbatch")->check(positive_number());
+  at->add_option("--seq-len", att->seq_len, "tokens per sequence")->required()->check(positive_number());
+  at->add_option("--heads", att->heads, "query heads")->required()->check(positive_number());
+  at->add_option("--kv-heads", att->kv_heads, "key/value heads (default: = heads)")->check(positive_number());
+  at->add_option("--head-dim", att->head_dim, "head dimension")->required()->check(positive_number());
   at->add_flag("--no-causal", att->no_causal, "full (non-causal) attention");
 
   auto mem = std::make_shared<MemoryArgs>();

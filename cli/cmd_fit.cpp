@@ -9,6 +9,7 @@
 #include "calibrate/fit/fitter.hpp"
 #include "cli/commands.hpp"
 #include "cli/listing.hpp"
+#include "cli/number_checks.hpp"
 #include "models/common/errors.hpp"
 #include "models/common/units.hpp"
 #include "reports/output_file.hpp"
@@ -55,11 +56,11 @@ Runner add_fit_command(CLI::App& app) {
       ->check(CLI::IsMember({"ring", "tree", "nvls", "nvls_tree"}));
   sub->add_option("--gemm-min-nk", args->options.gemm_min_nk,
                   "dense GEMMs with N and K at least this build the table (4096)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   sub->add_flag("--force-device", args->options.force_device,
                 "fit measurements taken on another GPU than --base's (refused otherwise)");
   sub->add_option("--hbm-min-MiB", args->hbm_min_MiB, "memory-kernel sizes at least this count for HBM (256)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   const Runner runs = add_fit_runs_command(*sub);
   return [=]() -> int {
     if (!sub->parsed()) return -1;

@@ -12,6 +12,7 @@
 #include "calibrate/fit/nccl_tests_import.hpp"
 #include "cli/commands.hpp"
 #include "cli/listing.hpp"
+#include "cli/number_checks.hpp"
 #include "models/costs/cost_types.hpp"
 #include "reports/output_file.hpp"
 
@@ -68,7 +69,7 @@ Runner add_import_command(CLI::App& app) {
   nt->add_option("--kind", args->kind, "collective, when the log does not say")
       ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "alltoall", "send_recv"}));
   nt->add_option("--ranks", args->ranks, "group size, when the log has no '# Using devices' lines")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   nt->add_option("--algorithm", args->algorithm, "NCCL algorithm the run was pinned to (NCCL_ALGO)")
       ->check(CLI::IsMember({"ring", "tree", "nvls", "nvls_tree"}));
   const Runner trainer_log = add_import_trainer_log_command(*imp);

@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 
+#include <sys/wait.h>
+
 #include "tests/support/fixtures.hpp"
 
 using namespace moesim;
@@ -69,6 +71,23 @@ TEST_CASE("moesim cost rejects bad input with exit code 2", "[unit]") {
   CHECK(run("cost grouped-gemm" + profile() + " --experts 4 --tokens 16 --top-k 8 --n 8 --k 8") == 2);
   CHECK(run("cost grouped-gemm" + profile() + " --n 8 --k 8") == 2);
   CHECK(run("cost") == 2);
+}
+
+TEST_CASE("a number out of its one-sided range names the option and what is allowed", "[unit]") {
+  test::TempDir dir;
+  const std::string err = dir.path("err.txt");
+  const auto message = [&](const std::string& args) {
+    const std::string cmd = std::string(MOESIM_CLI) + " " + args + " >/dev/null 2>" + err;
+    const int status = std::system(cmd.c_str());
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 2));
+    return slurp(err);
+  };
+  // CLI11's own check printed "Value 0 not in range 0.000000 to 179769313486231570...".
+  CHECK(message("cost gemm" + profile() + " --m 0 --n 1 --k 1")
+            .find("--m: value 0 is not allowed; allowed: a finite "
+                  "number > 0") != std::string::npos);
+  CHECK(message("cost gemm" + profile() + " --m 1 --n inf --k 1").find("--n: value inf is not allowed") !=
+        std::string::npos);
 }
 
 TEST_CASE("moesim cost --list names every registered model with a description and the key that chooses it", "[unit]") {

@@ -1,0 +1,32 @@
+// Option checks for numbers with one bound. CLI11's PositiveNumber and NonNegativeNumber are
+// ranges up to the largest double, and their message prints both ends ("Value 0 not in range
+// 0.000000 to 179769...") instead of saying what is allowed.
+#pragma once
+
+#include <cmath>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace moesim::cli {
+
+namespace detail {
+
+inline CLI::Validator bounded_below(bool allow_zero) {
+  const std::string allowed = allow_zero ? "a finite number >= 0" : "a finite number > 0";
+  return CLI::Validator(
+      [allow_zero, allowed](std::string& input) -> std::string {
+        double value = 0;
+        const bool number = CLI::detail::lexical_cast(input, value) && std::isfinite(value);
+        if (number && (allow_zero ? value >= 0 : value > 0)) return {};
+        return "value " + input + " is not allowed; allowed: " + allowed;
+      },
+      allow_zero ? "NUMBER >= 0" : "NUMBER > 0");
+}
+
+}  // namespace detail
+
+inline CLI::Validator positive_number() { return detail::bounded_below(false); }
+inline CLI::Validator non_negative_number() { return detail::bounded_below(true); }
+
+}  // namespace moesim::cli
