@@ -12,7 +12,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/listing.hpp"
-#include "cli/number_checks.hpp"
+#include "cli/option_checks.hpp"
 #include "models/arch/flops.hpp"
 #include "models/common/errors.hpp"
 #include "models/common/json_file.hpp"
@@ -64,7 +64,8 @@ CLI::App* add_sub(CLI::App* cost, const std::string& name, const std::string& he
   auto* sub = cost->add_subcommand(name, help);
   sub->add_option("--profile", c.profile, kProfileOptionHelp)->required();
   sub->add_option("--model", c.model, "cost model name from the registry (default: the only one)");
-  sub->add_option("--json", c.json_out, "also write the result as JSON to FILE ('-' for standard output)");
+  sub->add_option("--json", c.json_out, "also write the result as JSON to FILE ('-' for standard output)")
+      ->check(output_path());
   return sub;
 }
 
@@ -276,7 +277,8 @@ Runner add_cost_command(CLI::App& app) {
   cost->add_flag("--list", *listing,
                  "list every registered model with its description, and the scenario key that chooses it");
   cost->add_option("--json", list->json_out,
-                   "with --list: also write the list as JSON to FILE ('-' for standard output)");
+                   "with --list: also write the list as JSON to FILE ('-' for standard output)")
+      ->check(output_path());
 
   auto col = std::make_shared<CollectiveArgs>();
   auto* c = add_sub(cost, "collective", "NCCL collective: time, algbw, busbw, algorithm", col->c);

@@ -9,7 +9,7 @@
 #include "calibrate/fit/fitter.hpp"
 #include "cli/commands.hpp"
 #include "cli/listing.hpp"
-#include "cli/number_checks.hpp"
+#include "cli/option_checks.hpp"
 #include "models/common/errors.hpp"
 #include "models/common/units.hpp"
 #include "reports/output_file.hpp"
@@ -50,7 +50,7 @@ Runner add_fit_command(CLI::App& app) {
                                  "`fit runs`: to measured runs of your own trainer");
   sub->add_option("measurements", args->files, "moesim-measurements/1 files (required)");
   sub->add_option("--base", args->base, "profile whose fields are replaced, e.g. hardware_profiles/h200-hgx.json");
-  sub->add_option("-o,--output", args->output, "fitted profile to write ('-': stdout)");
+  sub->add_option("-o,--output", args->output, "fitted profile to write ('-': stdout)")->check(output_path());
   sub->add_option("--all-reduce-algorithm", args->options.all_reduce_algorithm,
                   "NCCL algorithm behind all_reduce sweeps that do not record one")
       ->check(CLI::IsMember({"ring", "tree", "nvls", "nvls_tree"}));

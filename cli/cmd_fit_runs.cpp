@@ -12,6 +12,7 @@
 #include "calibrate/fit/fitted_fields.hpp"
 #include "cli/commands.hpp"
 #include "cli/listing.hpp"
+#include "cli/option_checks.hpp"
 #include "models/common/json_file.hpp"
 #include "reports/output_file.hpp"
 #include "reports/run_fit_report.hpp"
@@ -114,8 +115,11 @@ Runner add_fit_runs_command(CLI::App& fit) {
                   "profile fields to fit, e.g. hardware.host.step_overhead_us (at most one per run; the fittable "
                   "fields: calibrate/README.md)")
       ->required();
-  sub->add_option("-o,--output", args->output, "fitted profile to write ('-': stdout)")->required();
-  sub->add_option("--json", args->json_out, "also write the fit as a moesim-fit-runs/1 report ('-': stdout)");
+  sub->add_option("-o,--output", args->output, "fitted profile to write ('-': stdout)")
+      ->check(output_path())
+      ->required();
+  sub->add_option("--json", args->json_out, "also write the fit as a moesim-fit-runs/1 report ('-': stdout)")
+      ->check(output_path());
   sub->add_option("--predict", args->predict,
                   "other moesim-runs/1 files to predict with the base and the fitted values");
   return [=]() -> int {

@@ -12,7 +12,7 @@
 #include "calibrate/fit/nccl_tests_import.hpp"
 #include "cli/commands.hpp"
 #include "cli/listing.hpp"
-#include "cli/number_checks.hpp"
+#include "cli/option_checks.hpp"
 #include "models/costs/cost_types.hpp"
 #include "reports/output_file.hpp"
 
@@ -65,7 +65,9 @@ Runner add_import_command(CLI::App& app) {
   imp->require_subcommand(1);
   auto* nt = imp->add_subcommand("nccl-tests", "nccl-tests logs (all_reduce_perf, all_gather_perf, ...)");
   nt->add_option("logs", args->logs, "nccl-tests output files")->required();
-  nt->add_option("-o,--output", args->output, "moesim-measurements/1 file to write ('-': stdout)")->required();
+  nt->add_option("-o,--output", args->output, "moesim-measurements/1 file to write ('-': stdout)")
+      ->check(output_path())
+      ->required();
   nt->add_option("--kind", args->kind, "collective, when the log does not say")
       ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "alltoall", "send_recv"}));
   nt->add_option("--ranks", args->ranks, "group size, when the log has no '# Using devices' lines")

@@ -11,7 +11,7 @@
 #include "calibrate/fit/trainer_logs.hpp"
 #include "cli/commands.hpp"
 #include "cli/listing.hpp"
-#include "cli/number_checks.hpp"
+#include "cli/option_checks.hpp"
 #include "models/input/overrides.hpp"
 #include "reports/output_file.hpp"
 #include "studies/measured_runs.hpp"
@@ -89,7 +89,9 @@ Runner add_import_trainer_log_command(CLI::App& import) {
   sub->add_option("--set", args->sets, "override a field of the scenario for every run, e.g. design=fsdp");
   sub->add_option("--skip", args->skip, "logged steps skipped as warm-up before the median (2)")
       ->check(non_negative_number());
-  sub->add_option("-o,--output", args->output, "moesim-runs/1 file to write ('-': stdout)")->required();
+  sub->add_option("-o,--output", args->output, "moesim-runs/1 file to write ('-': stdout)")
+      ->check(output_path())
+      ->required();
   return [=]() -> int {
     if (!sub->parsed()) return -1;
     return run_import_trainer_log(*args);

@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/listing.hpp"
+#include "cli/option_checks.hpp"
 #include "models/arch/flops.hpp"
 #include "models/arch/inventory.hpp"
 #include "models/input/scenario.hpp"
@@ -32,7 +33,8 @@ void add_scenario_args(CLI::App* sub, ScenarioArgs& a) {
   sub->add_option("--set", a.sets,
                   "override a scenario field: PATH=VALUE (repeatable), e.g. architecture.moe.num_experts=64");
   add_profile_option(sub, a.sets);
-  sub->add_option("--json", a.json_out, "also write the result as JSON to FILE ('-' for standard output)");
+  sub->add_option("--json", a.json_out, "also write the result as JSON to FILE ('-' for standard output)")
+      ->check(output_path());
 }
 }  // namespace
 

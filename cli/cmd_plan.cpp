@@ -10,6 +10,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/listing.hpp"
 #include "cli/mpi_world.hpp"
+#include "cli/option_checks.hpp"
 #include "models/input/overrides.hpp"
 #include "models/input/scenario.hpp"
 #include "reports/output_file.hpp"
@@ -58,11 +59,14 @@ Runner add_plan_command(CLI::App& app) {
   sub->add_option("--set", args->sets, "override a scenario field: PATH=VALUE (repeatable)");
   add_profile_option(sub, args->sets);
   sub->add_option("-j,--jobs", args->jobs, "threads (default: all cores)")->check(CLI::Range(1, 4096));
-  sub->add_option("--json", args->json_out, "write the plan document to FILE ('-' for standard output)");
-  sub->add_option("--csv", args->csv_out, "write one CSV row per screened plan to FILE ('-' for standard output)");
+  sub->add_option("--json", args->json_out, "write the plan document to FILE ('-' for standard output)")
+      ->check(output_path());
+  sub->add_option("--csv", args->csv_out, "write one CSV row per screened plan to FILE ('-' for standard output)")
+      ->check(output_path());
   sub->add_option("--html", args->html_out,
                   "write a self-contained HTML page (throughput-vs-memory frontier, top K) to FILE ('-' for standard "
-                  "output)");
+                  "output)")
+      ->check(output_path());
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;
     std::ostream& listing =

@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/listing.hpp"
+#include "cli/option_checks.hpp"
 #include "models/input/scenario.hpp"
 #include "reports/output_file.hpp"
 #include "reports/step_report.hpp"
@@ -25,8 +26,10 @@ Runner add_simulate_command(CLI::App& app) {
   sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
   sub->add_option("--set", args->sets, "override a scenario field: PATH=VALUE (repeatable)");
   add_profile_option(sub, args->sets);
-  sub->add_option("--json", args->json_out, "write the result as JSON to FILE ('-' for standard output)");
-  sub->add_option("--trace", args->trace_out, "write a Chrome/Perfetto trace of the step to FILE");
+  sub->add_option("--json", args->json_out, "write the result as JSON to FILE ('-' for standard output)")
+      ->check(output_path());
+  sub->add_option("--trace", args->trace_out, "write a Chrome/Perfetto trace of the step to FILE")
+      ->check(output_path());
   sub->add_flag("--all-ranks", args->all_ranks, "simulate every rank instead of one per distinct role");
   add_fail_on_oom(sub, args->fail_on_oom);
   return [sub, args]() -> int {

@@ -12,6 +12,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/listing.hpp"
 #include "cli/mpi_world.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/progress.hpp"
 #include "models/input/scenario.hpp"
 #include "reports/html_report.hpp"
@@ -37,10 +38,12 @@ std::ostream& listing_for(const OutputArgs& o, const std::string& trace_out = ""
 }
 
 void add_outputs(CLI::App* sub, OutputArgs& o) {
-  sub->add_option("--json", o.json_out, "write the JSON document to FILE ('-' for standard output)");
-  sub->add_option("--csv", o.csv_out, "write one CSV row per point to FILE ('-' for standard output)");
-  sub->add_option("--html", o.html_out,
-                  "write a self-contained HTML page with plots to FILE ('-' for standard output)");
+  sub->add_option("--json", o.json_out, "write the JSON document to FILE ('-' for standard output)")
+      ->check(output_path());
+  sub->add_option("--csv", o.csv_out, "write one CSV row per point to FILE ('-' for standard output)")
+      ->check(output_path());
+  sub->add_option("--html", o.html_out, "write a self-contained HTML page with plots to FILE ('-' for standard output)")
+      ->check(output_path());
   add_fail_on_oom(sub, o.fail_on_oom);
 }
 
@@ -73,7 +76,7 @@ Runner add_sweep_command(CLI::App& app) {
   sub->add_option("-j,--jobs", args->jobs, "threads (default: all cores)")->check(CLI::Range(1, 4096));
   sub->add_option("--trace-point", args->trace_point,
                   "index of the point to write a Perfetto trace for (with --trace)");
-  sub->add_option("--trace", args->trace_out, "trace file for --trace-point");
+  sub->add_option("--trace", args->trace_out, "trace file for --trace-point")->check(output_path());
   add_outputs(sub, args->out);
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;

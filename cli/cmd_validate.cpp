@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/listing.hpp"
+#include "cli/option_checks.hpp"
 #include "models/common/bundled_data.hpp"
 #include "reports/output_file.hpp"
 #include "reports/validation_report.hpp"
@@ -34,7 +35,8 @@ Runner add_validate_command(CLI::App& app) {
   auto* sub = app.add_subcommand("validate", "simulate validation datasets and compare with published measurements");
   sub->add_option("datasets", args->datasets,
                   "dataset files (default: scenarios/validation/seed.json and memory.json)");
-  sub->add_option("--json", args->json_out, "write the report as JSON to FILE ('-' for standard output)");
+  sub->add_option("--json", args->json_out, "write the report as JSON to FILE ('-' for standard output)")
+      ->check(output_path());
   sub->add_option("--set", args->sets,
                   "override a field in every record's scenario (sensitivity studies), e.g. "
                   "hardware.interference.compute_slowdown_with_comm.value=0.3");

@@ -147,3 +147,17 @@ TEST_CASE("sweep says which axis a --vary replaces: the scenario's or an earlier
   CHECK(twice.err.find("--vary architecture.moe.num_experts replaces an earlier --vary") != std::string::npos);
   CHECK(twice.out.find("1 point(s)") != std::string::npos);
 }
+
+TEST_CASE("an empty output path is refused with exit 2 before anything runs", "[unit]") {
+  test::TempDir dir;
+  for (const std::string option : {"--json", "--trace"}) {
+    INFO(option);
+    const Listing l = run_listing(dir, "simulate " + kDdp + " " + option + " ''");
+    CHECK(l.rc == 2);
+    CHECK(l.out.empty());
+    CHECK(l.err.find(option + ": an empty path is not allowed; allowed: a file path or - for standard output") !=
+          std::string::npos);
+  }
+  CHECK(run_listing(dir, "sweep " + kDdp + " --csv ''").rc == 2);
+  CHECK(run_listing(dir, "ledger " + kDdp + " --json ''").rc == 2);
+}

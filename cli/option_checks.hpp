@@ -1,6 +1,8 @@
-// Option checks for numbers with one bound. CLI11's PositiveNumber and NonNegativeNumber are
-// ranges up to the largest double, and their message prints both ends ("Value 0 not in range
-// 0.000000 to 179769...") instead of saying what is allowed.
+// Option checks with messages that say what is allowed.
+// - Numbers with one bound: CLI11's PositiveNumber and NonNegativeNumber are ranges up to the
+//   largest double, and their message prints both ends ("Value 0 not in range 0.000000 to
+//   179769...").
+// - Output paths: an empty one (an unset shell variable) would otherwise write nothing, silently.
 #pragma once
 
 #include <cmath>
@@ -28,5 +30,13 @@ inline CLI::Validator bounded_below(bool allow_zero) {
 
 inline CLI::Validator positive_number() { return detail::bounded_below(false); }
 inline CLI::Validator non_negative_number() { return detail::bounded_below(true); }
+
+inline CLI::Validator output_path() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        return input.empty() ? "an empty path is not allowed; allowed: a file path or - for standard output" : "";
+      },
+      "FILE");
+}
 
 }  // namespace moesim::cli
