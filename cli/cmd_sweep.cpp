@@ -1,6 +1,7 @@
 // `moesim sweep SCENARIO [--vary PATH=V1,V2,...]... [--json F] [--csv F] [--html F] [-j N]` and
 // `moesim compare SCENARIO --design fsdp --design ddp+ep8 ...`.
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <set>
 #include <string>
@@ -74,9 +75,12 @@ Runner add_sweep_command(CLI::App& app) {
   sub->add_option("--vary", args->vary,
                   "an axis: PATH=V1,V2,... or PATH=A..B (doubling) or A..B+S; sizes like 128Ki, 4Mi (repeatable)");
   sub->add_option("-j,--jobs", args->jobs, "threads (default: all cores)")->check(CLI::Range(1, 4096));
-  sub->add_option("--trace-point", args->trace_point,
-                  "index of the point to write a Perfetto trace for (with --trace)");
-  sub->add_option("--trace", args->trace_out, "trace file for --trace-point")->check(output_path());
+  // Each needs the other: alone, either would be silently ignored.
+  auto* trace_point = sub->add_option("--trace-point", args->trace_point,
+                                      "index of the point to write a Perfetto trace for (with --trace)")
+                          ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  sub->add_option("--trace", args->trace_out, "trace file for --trace-point")->check(output_path())->needs(trace_point);
+  trace_point->needs("--trace");
   add_outputs(sub, args->out);
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;

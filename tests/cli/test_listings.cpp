@@ -161,3 +161,16 @@ TEST_CASE("an empty output path is refused with exit 2 before anything runs", "[
   CHECK(run_listing(dir, "sweep " + kDdp + " --csv ''").rc == 2);
   CHECK(run_listing(dir, "ledger " + kDdp + " --json ''").rc == 2);
 }
+
+TEST_CASE("sweep's --trace and --trace-point each need the other (alone, either did nothing)", "[unit]") {
+  test::TempDir dir;
+  const std::string base = "sweep " + kDdp + " --vary plan.nodes=1,2 -j 1";
+  const Listing trace_only = run_listing(dir, base + " --trace " + dir.path("t.json"));
+  CHECK(trace_only.rc == 2);
+  CHECK(trace_only.err.find("--trace requires --trace-point") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir.path("t.json")));
+  CHECK(run_listing(dir, base + " --trace-point 1").rc == 2);
+  CHECK(run_listing(dir, base + " --trace-point -1 --trace " + dir.path("t.json")).rc == 2);
+  REQUIRE(run_listing(dir, base + " --trace-point 1 --trace " + dir.path("t.json")).rc == 0);
+  CHECK(std::filesystem::file_size(dir.path("t.json")) > 0);
+}
