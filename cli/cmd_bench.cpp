@@ -57,10 +57,15 @@ Runner add_bench_command(CLI::App& app) {
   sub->add_option("--set", args->sets, "override a scenario field: PATH=VALUE (repeatable)");
   add_profile_option(sub, args->sets);
   sub->add_option("--repeat", args->repeat, "simulations (or plan searches) to time")->check(CLI::Range(1, 100000));
-  sub->add_option("--plan-gpus", args->plan.gpus, "time a plan search for this many GPUs instead of one simulation")
-      ->check(CLI::Range(1, 1000000));
-  sub->add_option("--search", args->plan.search, "plan search: restrict an axis or add one, as `moesim plan --search`");
-  sub->add_option("-j,--jobs", args->jobs, "plan search: threads (default 1)")->check(CLI::Range(1, 4096));
+  auto* plan_gpus =
+      sub->add_option("--plan-gpus", args->plan.gpus, "time a plan search for this many GPUs instead of one simulation")
+          ->check(CLI::Range(1, 1000000));
+  // Both only shape a plan search: without --plan-gpus they would be ignored.
+  sub->add_option("--search", args->plan.search, "plan search: restrict an axis or add one, as `moesim plan --search`")
+      ->needs(plan_gpus);
+  sub->add_option("-j,--jobs", args->jobs, "plan search: threads (default 1)")
+      ->check(CLI::Range(1, 4096))
+      ->needs(plan_gpus);
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;
     if (args->plan.gpus > 0)

@@ -40,12 +40,15 @@ Runner add_validate_command(CLI::App& app) {
   sub->add_option("--set", args->sets,
                   "override a field in every record's scenario (sensitivity studies), e.g. "
                   "hardware.interference.compute_slowdown_with_comm.value=0.3");
-  sub->add_option(
-         "--sensitivity", args->sensitivity,
-         "instead of one report, scale every assumed number of the hardware profile by 1 -+ FRACTION and print a table")
-      ->check(CLI::Range(0.0, 0.9));
+  auto* sensitivity_option =
+      sub->add_option(
+             "--sensitivity", args->sensitivity,
+             "instead of one report, scale every assumed number of the hardware profile by 1 -+ FRACTION and print a "
+             "table")
+          ->check(CLI::Range(0.0, 0.9));
   sub->add_option("--sensitivity-scenario", args->sensitivity_scenario,
-                  "scenario whose hardware profile lists the assumptions");
+                  "scenario whose hardware profile lists the assumptions")
+      ->needs(sensitivity_option);  // without it the scenario would be ignored
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;
     std::ostream& listing = listing_stream({{"--json", &args->json_out}});

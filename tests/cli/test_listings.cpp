@@ -174,3 +174,15 @@ TEST_CASE("sweep's --trace and --trace-point each need the other (alone, either 
   REQUIRE(run_listing(dir, base + " --trace-point 1 --trace " + dir.path("t.json")).rc == 0);
   CHECK(std::filesystem::file_size(dir.path("t.json")) > 0);
 }
+
+TEST_CASE("options that only shape another option need it: bench's plan-search options, validate's scenario",
+          "[unit]") {
+  test::TempDir dir;
+  const Listing search = run_listing(dir, "bench " + kDdp + " --repeat 1 --search design=ddp");
+  CHECK(search.rc == 2);
+  CHECK(search.err.find("--search requires --plan-gpus") != std::string::npos);
+  CHECK(run_listing(dir, "bench " + kDdp + " --repeat 1 -j 2").rc == 2);
+  const Listing scenario = run_listing(dir, "validate --sensitivity-scenario " + kDdp);
+  CHECK(scenario.rc == 2);
+  CHECK(scenario.err.find("--sensitivity-scenario requires --sensitivity") != std::string::npos);
+}
