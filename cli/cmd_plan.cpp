@@ -87,6 +87,9 @@ Runner add_plan_command(CLI::App& app) {
     if (world.size() > 1) std::cerr << "moesim: plan search split over " << world.size() << " MPI ranks\n";
     const nlohmann::json doc = plan_json(base.name, result);
     listing << plan_listing(doc);
+    // Every candidate refused by a rule (a --search no plan of this GPU count can meet) is bad
+    // input, as an all-invalid sweep is: no report.
+    require_a_valid_point(!result.records.empty(), result.counts.enumerated, "candidate plan", args->scenario);
     if (!args->json_out.empty()) write_output(args->json_out, json_text(doc));
     if (!args->csv_out.empty()) write_output(args->csv_out, plan_csv(doc));
     if (!args->html_out.empty()) write_output(args->html_out, plan_html_report(doc));

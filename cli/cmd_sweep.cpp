@@ -48,14 +48,6 @@ void add_outputs(CLI::App* sub, OutputArgs& o) {
   add_fail_on_oom(sub, o.fail_on_oom);
 }
 
-// A study none of whose points is a possible plan is bad input: the listing has shown why, and
-// no report is written.
-void require_a_valid_point(bool any_valid, std::size_t points, const std::string& what, const std::string& scenario) {
-  if (any_valid) return;
-  throw InputError(scenario, "",
-                   "every " + what + " is invalid (" + std::to_string(points) + "); the reasons are listed above");
-}
-
 int default_jobs() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 }  // namespace
 

@@ -28,4 +28,13 @@ inline std::ostream& listing_stream(std::initializer_list<std::pair<const char*,
   return to_stdout != nullptr ? std::cerr : std::cout;
 }
 
+// A study none of whose points (or candidates) is a possible plan is bad input: the listing has
+// shown why, and no report is written.
+inline void require_a_valid_point(bool any_valid, std::size_t points, const std::string& what,
+                                  const std::string& scenario) {
+  if (any_valid) return;
+  throw InputError(scenario, "",
+                   "every " + what + " is invalid (" + std::to_string(points) + "); the reasons are listed above");
+}
+
 }  // namespace moesim::cli

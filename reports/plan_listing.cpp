@@ -124,7 +124,12 @@ std::string plan_listing(const nlohmann::json& doc) {
   std::map<std::size_t, const nlohmann::json*> plans;
   for (const auto& p : doc.at("plans")) plans[p.at("candidate").get<std::size_t>()] = &p;
   std::string out = headline(doc);
-  if (doc.at("top").empty()) return out + "no candidate fits in memory: no plan to rank\n";
+  if (doc.at("top").empty()) {
+    const auto& n = doc.at("counts");
+    const bool all_refused = n.at("refused_by_rule") == n.at("enumerated");
+    return out + (all_refused ? "every candidate is refused (reasons above): no plan to rank\n"
+                              : "no candidate fits in memory: no plan to rank\n");
+  }
   return out + top_table(doc, plans) + runner_up(doc, plans) + families(doc);
 }
 

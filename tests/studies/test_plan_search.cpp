@@ -131,7 +131,8 @@ TEST_CASE("Plan search: bad requests name the flag and what is allowed", "[unit]
   CHECK_THROWS_AS(parse_objective("speed"), InputError);
 }
 
-TEST_CASE("moesim plan: exit 0 with a document, exit 2 on a bad axis, exit 3 when nothing fits", "[unit][plan][cli]") {
+TEST_CASE("moesim plan: exit 0 with a document, exit 2 on a bad axis or no possible plan, exit 3 when nothing fits",
+          "[unit][plan][cli]") {
   const test::TempDir dir;
   const std::string scenario = test::source_path("scenarios/fig8/moe-ddp-ep8.json");
   const std::string small = " --set architecture.moe.num_experts=8 --set plan.batch.global_batch_tokens=262144 ";
@@ -144,6 +145,9 @@ TEST_CASE("moesim plan: exit 0 with a document, exit 2 on a bad axis, exit 3 whe
   CHECK(oom.at("counts").at("pruned_by_memory").get<int>() > 0);
   CHECK(oom.at("counts").at("replayed") == 0);
   CHECK(oom.at("top").empty());
+  // A search no plan of the GPU count can meet (PP 3 does not divide 8) is bad input: exit 2, no file.
+  CHECK(test::run_cli("plan " + scenario + " --gpus 8" + small + "--search pp=3 --json " + dir.path("none.json")) == 2);
+  CHECK_FALSE(std::filesystem::exists(dir.path("none.json")));
 }
 
 TEST_CASE("Plan search: the balanced split axis adds pipelined plans with their chosen split", "[unit][plan]") {
