@@ -1,5 +1,6 @@
 // `moesim sweep SCENARIO [--vary PATH=V1,V2,...]... [--json F] [--csv F] [--html F] [-j N]` and
 // `moesim compare SCENARIO --design fsdp --design ddp+ep8 ...`.
+#include <algorithm>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -172,7 +173,15 @@ Runner add_compare_command(CLI::App& app) {
     std::ostream& listing = listing_for(args->out);
     const ScenarioSource source = read_scenario(args->scenario, args->sets);
     const Scenario base = compose(source);
-    const std::vector<std::string> designs = args->designs.empty() ? source.compare.designs : args->designs;
+    // A design named twice is compared once (the issue-13 rule: no point simulated twice).
+    std::vector<std::string> designs;
+    for (const auto& d : args->designs.empty() ? source.compare.designs : args->designs) {
+      if (std::find(designs.begin(), designs.end(), d) == designs.end()) {
+        designs.push_back(d);
+      } else {
+        std::cerr << "moesim: design " << d << " is named more than once; it is compared once\n";
+      }
+    }
     if (designs.empty())
       throw InputError("--design", "",
                        "no designs: give --design at least once or a compare.designs list in the scenario");

@@ -186,3 +186,14 @@ TEST_CASE("options that only shape another option need it: bench's plan-search o
   CHECK(scenario.rc == 2);
   CHECK(scenario.err.find("--sensitivity-scenario requires --sensitivity") != std::string::npos);
 }
+
+TEST_CASE("compare takes a design named twice once", "[unit]") {
+  test::TempDir dir;
+  const std::string json = dir.path("c.json");
+  const Listing l =
+      run_listing(dir, "compare " + kDdp + " --design ddp --design ddp+ep8 --design ddp -j 1 --json " + json);
+  REQUIRE(l.rc == 0);
+  CHECK(l.err.find("design ddp is named more than once; it is compared once") != std::string::npos);
+  const auto doc = nlohmann::json::parse(test::slurp(json));
+  CHECK(doc.at("designs").size() == 2);
+}
