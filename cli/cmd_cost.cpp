@@ -216,6 +216,13 @@ int run_attention(const AttentionArgs& a) {
   s.seq_len = a.seq_len;
   s.heads = a.heads;
   s.kv_heads = a.kv_heads;
+  // As the architecture requires (models/arch/architecture.cpp): grouped-query attention shares
+  // each key/value head among a whole number of query heads.
+  if (a.kv_heads > 0 && a.heads % a.kv_heads != 0) {
+    throw InputError("moesim cost attention", "--kv-heads",
+                     std::to_string(a.kv_heads) + " does not divide --heads (" + std::to_string(a.heads) +
+                         "); allowed: a divisor of --heads (grouped-query attention)");
+  }
   s.head_dim = a.head_dim;
   s.causal = !a.no_causal;
   const AttentionTime t = model.time(hw, s);

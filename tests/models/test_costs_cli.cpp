@@ -70,6 +70,8 @@ TEST_CASE("moesim cost rejects bad input with exit code 2", "[unit]") {
   CHECK(run("cost gemm" + profile() + " --m 1 --n 1 --k 1 --model roofline") == 2);
   CHECK(run("cost grouped-gemm" + profile() + " --experts 4 --tokens 16 --top-k 8 --n 8 --k 8") == 2);
   CHECK(run("cost grouped-gemm" + profile() + " --n 8 --k 8") == 2);
+  CHECK(run("cost attention" + profile() + " --seq-len 8192 --heads 32 --head-dim 128 --kv-heads 8") == 0);
+  CHECK(run("cost attention" + profile() + " --seq-len 8192 --heads 32 --head-dim 128 --kv-heads 5") == 2);
   CHECK(run("cost") == 2);
 }
 
@@ -109,6 +111,8 @@ TEST_CASE("moesim cost --list names every registered model with a description an
         "cost_models.collective", "cost_models.resource_sharing", "flop_convention", "plan.optimizer.layout"}) {
     CHECK(kinds.count(key) == 1);
   }
+  CHECK(run("cost attention" + profile() + " --seq-len 8192 --heads 32 --head-dim 128 --kv-heads 8") == 0);
+  CHECK(run("cost attention" + profile() + " --seq-len 8192 --heads 32 --head-dim 128 --kv-heads 5") == 2);
   CHECK(run("cost") == 2);  // neither a kernel nor --list
 }
 
