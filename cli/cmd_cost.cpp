@@ -126,6 +126,9 @@ int run_ep(const EpArgs& a) {
   quote.request = {parse_size(a.bytes, "--bytes"), a.ranks, a.ranks_per_node, a.top_k, a.experts,
                    parse_pxn_choice(a.pxn)};
   if (a.top_k > a.experts) throw InputError("moesim cost ep", "--top-k", "exceeds --experts; allowed: 1..experts");
+  // The group's shape is the request's, not a profile gap: a bad one is an error, not a row that
+  // says "not in this profile".
+  ranks_per_domain(hw, a.ranks, a.ranks_per_node);
   for (const EpTransport t : all_ep_transports()) {
     const EpTransportModel& model = ep_transport_model(t);
     EpTransferQuote::Row row;

@@ -18,6 +18,11 @@ namespace moesim {
 // nccl-tests' bus-bandwidth factor: busbw = algbw x factor.
 double busbw_factor(CollectiveKind k, int ranks);
 
+// The ranks of a group of `ranks` in each NVLink domain: `ranks_per_node`, or (0) as many as one
+// domain of the profile holds. Throws InputError (path "ranks_per_node") when that count is
+// outside [1, ranks], exceeds a domain, or does not tile the group into whole domains.
+int ranks_per_domain(const HardwareProfile& hw, int ranks, int ranks_per_node);
+
 class CollectiveModel : public Registered {
  public:
   using Registered::Registered;

@@ -115,9 +115,8 @@ class DeepEp final : public EpTransportModel {
     if (!spec) missing(hw, name());
     if (request.ranks <= 1) return {};
     const double n = request.ranks;
-    // Ranks of the group in each NVLink domain, as the collective model resolves them.
-    const double r = request.ranks_per_node > 0 ? request.ranks_per_node
-                                                : std::min<double>(n, hw.interconnect.intra_node.domain_gpus.value);
+    // Ranks of the group in each NVLink domain, resolved (and checked) as the collective model does.
+    const double r = ranks_per_domain(hw, request.ranks, request.ranks_per_node);
     const double m = n / r;
     const double tokens_bytes = request.bytes / request.top_k;
     const double q_rank = hit_probability(request.experts, request.experts / n, request.top_k);

@@ -18,6 +18,31 @@
 
 namespace moesim {
 
+int ranks_per_domain(const HardwareProfile& hw, int ranks, int ranks_per_node) {
+  const int domain = static_cast<int>(hw.interconnect.intra_node.domain_gpus.value);
+  int r = ranks_per_node;
+  if (r == 0) {
+    r = std::min(ranks, domain);
+    if (ranks % r != 0) {
+      throw InputError("", "ranks_per_node",
+                       std::to_string(ranks) + " ranks do not fill NVLink domains of " + std::to_string(domain) +
+                           " GPUs evenly; give ranks_per_node");
+    }
+  }
+  if (r < 1 || r > ranks) {
+    throw InputError("", "ranks_per_node", "must be between 1 and ranks (" + std::to_string(ranks) + ")");
+  }
+  if (r > domain) {
+    throw InputError("", "ranks_per_node",
+                     std::to_string(r) + " exceeds the " + std::to_string(domain) +
+                         " GPUs of one NVLink domain in hardware profile " + hw.name);
+  }
+  if (ranks % r != 0) {
+    throw InputError("", "ranks_per_node", "must divide ranks (" + std::to_string(ranks) + ")");
+  }
+  return r;
+}
+
 namespace {
 using collectives::Estimate;
 using collectives::Group;
@@ -27,27 +52,7 @@ Group make_group(const HardwareProfile& hw, const CollectiveRequest& req) {
   if (!(req.bytes >= 0) || !std::isfinite(req.bytes)) {
     throw InputError("", "bytes", "must be a finite number >= 0");
   }
-  const int domain = static_cast<int>(hw.interconnect.intra_node.domain_gpus.value);
-  int r = req.ranks_per_node;
-  if (r == 0) {
-    r = std::min(req.ranks, domain);
-    if (req.ranks % r != 0) {
-      throw InputError("", "ranks_per_node",
-                       std::to_string(req.ranks) + " ranks do not fill NVLink domains of " + std::to_string(domain) +
-                           " GPUs evenly; give ranks_per_node");
-    }
-  }
-  if (r < 1 || r > req.ranks) {
-    throw InputError("", "ranks_per_node", "must be between 1 and ranks (" + std::to_string(req.ranks) + ")");
-  }
-  if (r > domain) {
-    throw InputError("", "ranks_per_node",
-                     std::to_string(r) + " exceeds the " + std::to_string(domain) +
-                         " GPUs of one NVLink domain in hardware profile " + hw.name);
-  }
-  if (req.ranks % r != 0) {
-    throw InputError("", "ranks_per_node", "must divide ranks (" + std::to_string(req.ranks) + ")");
-  }
+  const int r = ranks_per_domain(hw, req.ranks, req.ranks_per_node);
   Group g;
   g.kind = req.kind;
   g.bytes = req.bytes;

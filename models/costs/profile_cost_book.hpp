@@ -28,6 +28,8 @@ class ProfileCostBook final : public CostBook {
  public:
   // Throws UnknownNameError (listing the valid names) for an unknown model.
   explicit ProfileCostBook(const HardwareProfile& hw, const CostModelChoice& choice = {});
+  // The book keeps a reference to the profile: a temporary one would dangle.
+  explicit ProfileCostBook(HardwareProfile&& hw, const CostModelChoice& choice = {}) = delete;
 
   double gemm(const GemmShape& shape) const override;
   double grouped_gemm(const GroupedGemmShape& shape) const override;

@@ -72,6 +72,7 @@ TEST_CASE("moesim cost rejects bad input with exit code 2", "[unit]") {
   CHECK(run("cost grouped-gemm" + profile() + " --n 8 --k 8") == 2);
   CHECK(run("cost attention" + profile() + " --seq-len 8192 --heads 32 --head-dim 128 --kv-heads 8") == 0);
   CHECK(run("cost attention" + profile() + " --seq-len 8192 --heads 32 --head-dim 128 --kv-heads 5") == 2);
+  CHECK(run("cost ep" + profile() + " --bytes 1GiB --ranks 8 --ranks-per-node 3 --top-k 4 --experts 64") == 2);
   CHECK(run("cost") == 2);
 }
 
@@ -113,6 +114,7 @@ TEST_CASE("moesim cost --list names every registered model with a description an
   }
   CHECK(run("cost attention" + profile() + " --seq-len 8192 --heads 32 --head-dim 128 --kv-heads 8") == 0);
   CHECK(run("cost attention" + profile() + " --seq-len 8192 --heads 32 --head-dim 128 --kv-heads 5") == 2);
+  CHECK(run("cost ep" + profile() + " --bytes 1GiB --ranks 8 --ranks-per-node 3 --top-k 4 --experts 64") == 2);
   CHECK(run("cost") == 2);  // neither a kernel nor --list
 }
 

@@ -69,6 +69,23 @@ TEST_CASE("DeepEP on B200 reproduces the README's SM100 logical bandwidths from 
   }
 }
 
+TEST_CASE("Every transport resolves the group's shape as the collective model does and refuses a ragged one",
+          "[unit]") {
+  const HardwareProfile b200 = profile("b200-hgx.json");  // the book keeps a reference to it
+  const ProfileCostBook book(b200);
+  // 8 ranks, 3 per NVLink domain: not whole domains (DeepEP computed 2.67 nodes from it).
+  const EpTransferRequest ragged = deepep_benchmark(8, 3);
+  for (const EpTransport t : all_ep_transports()) {
+    INFO(name_of(t));
+    CHECK_THROWS_AS(book.ep_transfer(t, ragged), InputError);
+  }
+  // 0 per node: as many as one domain holds (8), so EP16 spans two domains.
+  const CommCost implied = book.ep_transfer(EpTransport::deepep, deepep_benchmark(16, 0));
+  const CommCost given = book.ep_transfer(EpTransport::deepep, deepep_benchmark(16, 8));
+  CHECK(implied.time_s == given.time_s);
+  CHECK(implied.nic_bytes == given.nic_bytes);
+}
+
 TEST_CASE("Row-wise symmetric memory takes Table 7's time over NCCL's all-to-all and holds fewer SMs", "[validation]") {
   const HardwareProfile b300 = profile("b300-hgx.json");
   const ProfileCostBook book(b300);
