@@ -101,7 +101,7 @@ TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r, SplitRanks sp
   };
   if (every_rank) {
     feed([&](std::uint32_t rank) -> RankSplit& { return splits[rank]; });
-  } else {
+  } else if (!splits.empty()) {  // a graph of no ranks has no critical rank to split
     RankSplit& critical = splits[m.critical_rank];
     feed([&](std::uint32_t) -> RankSplit& { return critical; });
   }
