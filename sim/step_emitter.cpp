@@ -30,15 +30,7 @@ const char* collective_label(PhaseTag phase, CollectiveKind kind) {
 
 }  // namespace
 
-TaskId StepEmitter::add(const Task& task, TaskId after, TaskId also_after) {
-  const TaskId id = step_.graph.add(task);
-  step_.graph.depend(after, id);
-  step_.graph.depend(also_after, id);
-  return id;
-}
-
-Task StepEmitter::placed(const TaskPlace& at, TaskKind kind, double work_s) {
-  Task t;
+void StepEmitter::place(Task& t, const TaskPlace& at, TaskKind kind, double work_s) {
   t.rank = at.rank;
   t.stream = at.stream;
   t.kind = kind;
@@ -46,14 +38,16 @@ Task StepEmitter::placed(const TaskPlace& at, TaskKind kind, double work_s) {
   t.work_s = work_s;
   t.microbatch = at.microbatch;
   t.layer = static_cast<std::int32_t>(at.layer);
-  return t;
 }
 
 TaskId StepEmitter::kernel(const TaskPlace& at, TaskKind kind, double work_s, const char* what, TaskId after,
                            TaskId also_after) {
-  Task t = placed(at, kind, work_s);
-  t.label = what;
-  return add(t, after, also_after);
+  return add(
+      [&](Task& t) {
+        place(t, at, kind, work_s);
+        t.label = what;
+      },
+      after, also_after);
 }
 
 TaskId StepEmitter::memory_kernel(const TaskPlace& at, double bytes, MemoryKernel kind, const char* what, TaskId after,
@@ -104,16 +98,15 @@ const CommCost& StepEmitter::priced(CollectiveKind kind, double bytes, const Com
   return it->second;
 }
 
-Task StepEmitter::communication(const TaskPlace& at, TaskKind kind, CollectiveKind coll, const CommCost& cost,
-                                std::uint32_t group) {
-  Task t = placed(at, kind, cost.time_s);
+void StepEmitter::place_communication(Task& t, const TaskPlace& at, TaskKind kind, CollectiveKind coll,
+                                      const CommCost& cost, std::uint32_t group) {
+  place(t, at, kind, cost.time_s);
   t.coll = coll;
   t.link_bytes[static_cast<std::size_t>(LinkClass::nvlink)] = cost.nvlink_bytes;
   t.link_bytes[static_cast<std::size_t>(LinkClass::nic)] = cost.nic_bytes;
   t.nvlink_relay_bytes = cost.nvlink_relay_bytes;
   t.group = group;
   t.sm_ctas = static_cast<std::uint16_t>(cost.ctas);
-  return t;
 }
 
 TaskId StepEmitter::collective(const TaskPlace& at, const CollectiveCall& call, TaskId after) {
@@ -132,19 +125,25 @@ TaskId StepEmitter::collective(const TaskPlace& at, const CollectiveCall& call, 
   const CommCost& cost = call.communicator == Communicator::ep_mp
                              ? priced_ep_transfer(call.bytes)
                              : priced(call.kind, call.bytes, communicator_shape(plan_, call.communicator));
-  Task t = communication(at, TaskKind::collective, call.kind, cost, group);
-  t.label = collective_label(at.phase, call.kind);
-  return add(t, after);
+  return add(
+      [&](Task& t) {
+        place_communication(t, at, TaskKind::collective, call.kind, cost, group);
+        t.label = collective_label(at.phase, call.kind);
+      },
+      after);
 }
 
 TaskId StepEmitter::transfer(std::uint32_t rank, const TransferKey& key, double bytes, TaskId after) {
   const std::uint32_t group = transfer_groups_.find_or_add(key, [&] { return step_.graph.new_group(); });
   const CommCost& cost =
       priced(CollectiveKind::send_recv, bytes, communicator_shape(plan_, Communicator::pp_neighbours));
-  Task t = communication({rank, StreamKind::comm_pp, PhaseTag::pp_p2p, key.microbatch, -1}, TaskKind::p2p,
-                         CollectiveKind::send_recv, cost, group);
-  t.label = key.gradients ? "activation grads p2p" : "activations p2p";
-  return add(t, after);
+  return add(
+      [&](Task& t) {
+        place_communication(t, {rank, StreamKind::comm_pp, PhaseTag::pp_p2p, key.microbatch, -1}, TaskKind::p2p,
+                            CollectiveKind::send_recv, cost, group);
+        t.label = key.gradients ? "activation grads p2p" : "activations p2p";
+      },
+      after);
 }
 
 }  // namespace moesim

@@ -130,10 +130,17 @@ class StepEmitter {
  private:
   const CommCost& priced(CollectiveKind kind, double bytes, const CommunicatorShape& shape);
   const CommCost& priced_ep_transfer(double bytes);
-  TaskId add(const Task& task, TaskId after, TaskId also_after = kNoTask);
-  static Task placed(const TaskPlace& at, TaskKind kind, double work_s);
-  static Task communication(const TaskPlace& at, TaskKind kind, CollectiveKind coll, const CommCost& cost,
-                            std::uint32_t group);
+  // Adds the task `fill` writes (in place, in the graph) with its dependencies.
+  template <class Fill>
+  TaskId add(Fill&& fill, TaskId after, TaskId also_after = kNoTask) {
+    const TaskId id = step_.graph.add_filled(fill);
+    step_.graph.depend(after, id);
+    step_.graph.depend(also_after, id);
+    return id;
+  }
+  static void place(Task& t, const TaskPlace& at, TaskKind kind, double work_s);
+  static void place_communication(Task& t, const TaskPlace& at, TaskKind kind, CollectiveKind coll,
+                                  const CommCost& cost, std::uint32_t group);
 
   const Architecture& arch_;
   const ParallelPlan& plan_;

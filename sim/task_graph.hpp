@@ -100,12 +100,21 @@ class TaskGraph {
   // over the memory (already mapped and cached) of its last.
   void reset(std::uint32_t ranks);
 
-  // Both inline: the step builder calls them several times per task. Each keeps, as it goes, what
+  // Inline: the step builder calls them several times per task. Each keeps, as it goes, what
   // a replay needs before it starts: every task's count of dependencies (edges and the stream
   // order) and the next task on its ordered stream.
   TaskId add(const Task& t) {
+    return add_filled([&t](Task& slot) { slot = t; });
+  }
+  // Appends a task that `fill` writes in place, then orders it on its stream as add() does. The
+  // step builder's way: a task built field by field on the stack and then copied is read back
+  // with wide loads of fields just stored narrow, which the store buffer cannot forward (that
+  // stall was ~60% of the builder's per-task cost).
+  template <class Fill>
+  TaskId add_filled(Fill&& fill) {
     const auto id = static_cast<TaskId>(tasks_.size());
-    tasks_.push_back(t);
+    Task& t = tasks_.emplace_back();
+    fill(t);
     links_.push_back({0, kNoTask});
     const std::size_t slot = stream_slot(t.rank, t.stream);
     if (slot >= stream_tails_.size()) stream_tails_.resize(slot + 1, kNoTask);
