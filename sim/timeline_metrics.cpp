@@ -25,40 +25,69 @@ struct TaskBrief {
 };
 
 // Exclusive split of [0, step] for one rank: compute wins over communication, communication over
-// idle; among several, the one that started first is charged. Fed the replay's events in order.
+// idle; among several, the one that started first is charged. The time reached and the two sums
+// being charged (the charged task's phase and kind, or idle) are held in locals across the loop
+// and written back when the charged task changes: kept in memory, each event's add waited on the
+// store of the last one to the same sum.
 class RankSplit {
  public:
   RankSplit(const std::vector<TaskBrief>& briefs, RankTimeline& out) : briefs_(&briefs), out_(&out) {}
 
-  // Task `id` starts or ends at `t`.
-  void event(TaskId id, bool compute_stream, bool start, double t) {
-    charge(t);
-    auto& list = compute_stream ? compute_ : other_;
-    if (start) {
-      list.push_back(id);
-    } else {
-      remove_in_order(list, id);
+  // Walks the replay's events that `mine` takes (this rank's, in time order), then on to `until`.
+  template <class Mine>
+  void run(const std::vector<TimelineEvent>& events, Mine&& mine, double until) {
+    double spare = 0;  // idle time has no kind: its by-kind share lands here
+    double t = 0;
+    double* phase_slot = &out_->idle;
+    double* kind_slot = &spare;
+    double phase_sum = *phase_slot, kind_sum = *kind_slot;
+    const auto charge = [&](double to) {
+      if (to <= t) return;
+      const double dt = to - t;
+      phase_sum += dt;
+      kind_sum += dt;
+      t = to;
+    };
+    const auto retarget = [&] {
+      const TaskId pick = !compute_.empty() ? compute_.front() : !other_.empty() ? other_.front() : kNoTask;
+      double* p = &out_->idle;
+      double* k = &spare;
+      if (pick != kNoTask) {
+        const TaskBrief& b = (*briefs_)[pick];
+        p = &out_->exposed[static_cast<std::size_t>(b.phase)];
+        k = &out_->exposed_by_kind[static_cast<std::size_t>(b.kind)];
+      }
+      if (p != phase_slot) {
+        *phase_slot = phase_sum;
+        phase_slot = p;
+        phase_sum = *p;
+      }
+      if (k != kind_slot) {
+        *kind_slot = kind_sum;
+        kind_slot = k;
+        kind_sum = *k;
+      }
+    };
+    for (const TimelineEvent& e : events) {
+      const TaskBrief& b = (*briefs_)[e.task];
+      if (!mine(b)) continue;
+      charge(e.time);
+      auto& list = b.compute_stream ? compute_ : other_;
+      if (e.start) {
+        list.push_back(e.task);
+      } else {
+        remove_in_order(list, e.task);
+      }
+      retarget();
     }
-  }
-
-  void charge(double until) {
-    if (until <= t_) return;
-    const double dt = until - t_;
-    const TaskId pick = !compute_.empty() ? compute_.front() : !other_.empty() ? other_.front() : kNoTask;
-    if (pick == kNoTask) {
-      out_->idle += dt;
-    } else {
-      const TaskBrief& b = (*briefs_)[pick];
-      out_->exposed[static_cast<std::size_t>(b.phase)] += dt;
-      out_->exposed_by_kind[static_cast<std::size_t>(b.kind)] += dt;
-    }
-    t_ = until;
+    charge(until);
+    *phase_slot = phase_sum;
+    *kind_slot = kind_sum;
   }
 
  private:
   const std::vector<TaskBrief>* briefs_;
   RankTimeline* out_;
-  double t_ = 0;
   std::vector<TaskId> compute_;  // running compute-stream tasks, in start order
   std::vector<TaskId> other_;    // the rest
 };
@@ -89,24 +118,18 @@ TimelineMetrics measure(const TaskGraph& g, const ReplayResult& r, SplitRanks sp
     briefs[id] = {t.rank, t.phase, t.kind, is_compute_stream(t.stream),
                   (every_rank || t.rank == m.critical_rank) && finish > start};
   }
-  std::vector<RankSplit> splits;
-  splits.reserve(g.ranks());
-  for (std::uint32_t rank = 0; rank < g.ranks(); ++rank) splits.emplace_back(briefs, m.ranks[rank]);
-  // One event loop for both scopes; the critical rank's has no per-event look-up of its split.
-  const auto feed = [&](auto&& split_of) {
-    for (const TimelineEvent& e : r.events) {
-      const TaskBrief& b = briefs[e.task];
-      if (b.split) split_of(b.rank).event(e.task, b.compute_stream, e.start, e.time);
-    }
-  };
+  // Each measured rank's split walks its events. Only the critical rank's is measured in a
+  // simulation; measuring every rank (tests) walks the events once per rank.
   if (every_rank) {
-    feed([&](std::uint32_t rank) -> RankSplit& { return splits[rank]; });
-  } else if (!splits.empty()) {  // a graph of no ranks has no critical rank to split
-    RankSplit& critical = splits[m.critical_rank];
-    feed([&](std::uint32_t) -> RankSplit& { return critical; });
-  }
-  for (std::uint32_t rank = 0; rank < g.ranks(); ++rank) {
-    if (every_rank || rank == m.critical_rank) splits[rank].charge(r.makespan);
+    for (std::uint32_t rank = 0; rank < g.ranks(); ++rank) {
+      RankSplit(briefs, m.ranks[rank])
+          .run(
+              r.events, [rank](const TaskBrief& b) { return b.split && b.rank == rank; }, r.makespan);
+    }
+  } else if (g.ranks() > 0) {  // a graph of no ranks has no critical rank to split
+    RankSplit(briefs, m.ranks[m.critical_rank])
+        .run(
+            r.events, [](const TaskBrief& b) { return b.split; }, r.makespan);
   }
 
   // Critical path: follow each task back to the predecessor that released it.
