@@ -1,7 +1,9 @@
 // `moesim cost collective|gemm|grouped-gemm|attention|memory --profile P ... [--json FILE|-]`:
 // one kernel or collective priced by the cost models on a hardware profile.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <regex>
@@ -69,6 +71,21 @@ CLI::App* add_sub(CLI::App* cost, const std::string& name, const std::string& he
   return sub;
 }
 
+// A cost model names a bad request by its field (ranks_per_node) and no file; here the request is
+// `moesim cost <kernel>`'s command line, so the error names the option (--ranks-per-node) that
+// set the field, where there is one.
+int naming_options(const CLI::App& sub, const std::function<int()>& run) {
+  try {
+    return run();
+  } catch (const InputError& e) {
+    if (!e.file().empty() || e.path().empty()) throw;
+    std::string option = e.path().rfind("--", 0) == 0 ? e.path() : "--" + e.path();
+    std::replace(option.begin(), option.end(), '_', '-');
+    if (sub.get_option_no_throw(option) == nullptr) option = e.path();
+    throw InputError("moesim cost " + sub.get_name(), option, e.message(), e.infeasible());
+  }
+}
+
 HardwareProfile load_profile(const std::string& argument) {
   const std::string path = resolve_profile(argument);
   const nlohmann::json doc = read_json_file(path);
@@ -126,9 +143,6 @@ int run_ep(const EpArgs& a) {
   quote.request = {parse_size(a.bytes, "--bytes"), a.ranks, a.ranks_per_node, a.top_k, a.experts,
                    parse_pxn_choice(a.pxn)};
   if (a.top_k > a.experts) throw InputError("moesim cost ep", "--top-k", "exceeds --experts; allowed: 1..experts");
-  // The group's shape is the request's, not a profile gap: a bad one is an error, not a row that
-  // says "not in this profile".
-  ranks_per_domain(hw, a.ranks, a.ranks_per_node);
   for (const EpTransport t : all_ep_transports()) {
     const EpTransportModel& model = ep_transport_model(t);
     EpTransferQuote::Row row;
@@ -136,7 +150,7 @@ int run_ep(const EpArgs& a) {
     try {
       row.cost = model.cost(hw, collectives, quote.request);
       row.fuses_permutation = model.fuses_permutation();
-    } catch (const InputError& e) {
+    } catch (const ProfileGapError& e) {  // a bad request (any other InputError) stops the listing
       row.unavailable = "not in this profile (" + e.path() + ")";
     }
     quote.rows.push_back(row);
@@ -358,12 +372,12 @@ Runner add_cost_command(CLI::App& app) {
       emit(*list, model_listing(families), model_listing_json(families));
       return 0;
     }
-    if (c->parsed()) return run_collective(*col);
-    if (e->parsed()) return run_ep(*ep);
-    if (g->parsed()) return run_gemm(*gemm);
-    if (gg->parsed()) return run_grouped(*grp);
-    if (at->parsed()) return run_attention(*att);
-    if (me->parsed()) return run_memory(*mem);
+    if (c->parsed()) return naming_options(*c, [&] { return run_collective(*col); });
+    if (e->parsed()) return naming_options(*e, [&] { return run_ep(*ep); });
+    if (g->parsed()) return naming_options(*g, [&] { return run_gemm(*gemm); });
+    if (gg->parsed()) return naming_options(*gg, [&] { return run_grouped(*grp); });
+    if (at->parsed()) return naming_options(*at, [&] { return run_attention(*att); });
+    if (me->parsed()) return naming_options(*me, [&] { return run_memory(*mem); });
     throw InputError(
         "moesim cost", "",
         "give a kernel or collective to price (collective, ep, gemm, grouped-gemm, attention, memory) or --list");

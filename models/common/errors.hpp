@@ -48,4 +48,13 @@ class UnknownKeyError : public InputError {
   std::vector<std::string> allowed_;
 };
 
+// The hardware profile has no numbers for an optional model a request needs (an EP transport
+// nobody measured on this machine): the request is valid, this profile cannot price it. A caller
+// that lists every model on one request (`moesim cost ep`) shows such a model as unavailable and
+// lets any other InputError, a bad request, stop it.
+class ProfileGapError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 }  // namespace moesim

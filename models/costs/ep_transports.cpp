@@ -57,9 +57,9 @@ EpTransferCost from_collective(const CollectiveCost& c) {
 }
 
 [[noreturn]] void missing(const HardwareProfile& hw, std::string_view transport) {
-  throw InputError(hw.name, "interconnect.ep_transports." + std::string(transport),
-                   "hardware profile \"" + hw.name + "\" has no numbers for the " + std::string(transport) +
-                       " EP transport; use plan.expert_parallel.transport=nccl_all_to_all");
+  throw ProfileGapError(hw.name, "interconnect.ep_transports." + std::string(transport),
+                        "hardware profile \"" + hw.name + "\" has no numbers for the " + std::string(transport) +
+                            " EP transport; use plan.expert_parallel.transport=nccl_all_to_all");
 }
 
 class NcclAllToAll final : public EpTransportModel {

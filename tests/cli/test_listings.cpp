@@ -197,3 +197,16 @@ TEST_CASE("compare takes a design named twice once", "[unit]") {
   const auto doc = nlohmann::json::parse(test::slurp(json));
   CHECK(doc.at("designs").size() == 2);
 }
+
+TEST_CASE("a cost model's refusal names the cost command's option, not the model's field", "[unit]") {
+  test::TempDir dir;
+  const std::string h200 = " --profile " + test::source_path("hardware_profiles/h200-hgx.json");
+  const Listing ep =
+      run_listing(dir, "cost ep" + h200 + " --bytes 1GiB --ranks 8 --ranks-per-node 3 --top-k 4 --experts 64");
+  CHECK(ep.rc == 2);
+  CHECK(ep.err.find("moesim cost ep: --ranks-per-node: must divide ranks (8)") != std::string::npos);
+  const Listing nvls =
+      run_listing(dir, "cost collective" + h200 + " --kind all_gather --bytes 1GiB --ranks 8 --algorithm nvls");
+  CHECK(nvls.rc == 2);
+  CHECK(nvls.err.find("moesim cost collective: --algorithm: \"nvls\" cannot run all_gather") != std::string::npos);
+}

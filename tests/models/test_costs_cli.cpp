@@ -76,6 +76,23 @@ TEST_CASE("moesim cost rejects bad input with exit code 2", "[unit]") {
   CHECK(run("cost") == 2);
 }
 
+TEST_CASE("moesim cost ep lists a transport the profile has no numbers for, and stops on a bad request", "[unit]") {
+  test::TempDir dir;
+  const std::string h200 = " --profile " + test::source_path("hardware_profiles/h200-hgx.json");
+  const std::string out = dir.path("ep.json");
+  REQUIRE(run("cost ep" + h200 + " --bytes 1GiB --ranks 8 --top-k 4 --experts 64 --json " + out) == 0);
+  const auto rows = nlohmann::json::parse(slurp(out))["transports"];
+  std::set<std::string> unavailable;
+  for (const auto& row : rows) {
+    if (row.contains("unavailable")) unavailable.insert(row["transport"].get<std::string>());
+  }
+  CHECK(unavailable == std::set<std::string>{"deepep"});  // the H200 profile has no DeepEP numbers
+  // A ragged group is the request's fault on any profile: exit 2, no listing.
+  CHECK(run("cost ep" + h200 + " --bytes 1GiB --ranks 8 --ranks-per-node 3 --top-k 4 --experts 64 --json " +
+            dir.path("bad.json")) == 2);
+  CHECK_FALSE(std::ifstream(dir.path("bad.json")).good());
+}
+
 TEST_CASE("a number out of its one-sided range names the option and what is allowed", "[unit]") {
   test::TempDir dir;
   const std::string err = dir.path("err.txt");

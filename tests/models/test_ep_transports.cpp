@@ -78,12 +78,29 @@ TEST_CASE("Every transport resolves the group's shape as the collective model do
   for (const EpTransport t : all_ep_transports()) {
     INFO(name_of(t));
     CHECK_THROWS_AS(book.ep_transfer(t, ragged), InputError);
+    try {
+      book.ep_transfer(t, ragged);
+    } catch (const ProfileGapError&) {
+      FAIL("a ragged group is the request's error, not a gap in the profile");
+    } catch (const InputError&) {}
   }
   // 0 per node: as many as one domain holds (8), so EP16 spans two domains.
   const CommCost implied = book.ep_transfer(EpTransport::deepep, deepep_benchmark(16, 0));
   const CommCost given = book.ep_transfer(EpTransport::deepep, deepep_benchmark(16, 8));
   CHECK(implied.time_s == given.time_s);
   CHECK(implied.nic_bytes == given.nic_bytes);
+}
+
+TEST_CASE("A transport the profile has no numbers for is a gap in the profile, named by its path", "[unit]") {
+  const HardwareProfile h200 = profile("h200-hgx.json");  // measured symmetric memory, no DeepEP
+  const ProfileCostBook book(h200);
+  try {
+    book.ep_transfer(EpTransport::deepep, deepep_benchmark(8, 8));
+    FAIL("priced DeepEP without numbers");
+  } catch (const ProfileGapError& e) {
+    CHECK(e.path() == "interconnect.ep_transports.deepep");
+  }
+  CHECK_NOTHROW(book.ep_transfer(EpTransport::symmetric_memory, deepep_benchmark(8, 8)));
 }
 
 TEST_CASE("Row-wise symmetric memory takes Table 7's time over NCCL's all-to-all and holds fewer SMs", "[validation]") {
