@@ -45,9 +45,10 @@ std::vector<nlohmann::json> expand_value(const std::string& text, const std::str
     const double stride = step.empty() ? 0.0 : size_value(step).value_or(-1.0);  // 0: doubling
     if (!a || !b || !std::isfinite(*a) || !std::isfinite(*b) || !std::isfinite(stride) || *a <= 0 || *b < *a ||
         stride < 0 || (!step.empty() && stride == 0)) {
-      throw InputError("--vary", expr,
-                       "bad range '" + text +
-                           "'; allowed: A..B (doubling from A to B) or A..B+S (step S), with 0 < A <= B, all finite");
+      throw InputError(
+          "--vary", expr,
+          "bad range '" + text +
+              "'; allowed: A..B (doubling from A to B) or A..B+S (step S), with 0 < A <= B and S > 0, all finite");
     }
     const double count = stride > 0 ? std::floor((*b - *a) / stride) + 1 : std::floor(std::log2(*b / *a)) + 1;
     if (count > static_cast<double>(kMaxSweepPoints)) {

@@ -22,6 +22,12 @@ TEST_CASE("Axis expressions: lists, sizes, doubling and stepped ranges", "[unit]
   CHECK(parse_axis("a=[1,2],8K").values == std::vector<nlohmann::json>{nlohmann::json::array({1, 2}), 8000});
   CHECK_THROWS_AS(parse_axis("a="), InputError);
   CHECK_THROWS_AS(parse_axis("a=4..2"), InputError);
+  try {
+    parse_axis("a=8..16+0");  // a zero step: the message says what a step may be
+    FAIL("a zero step was accepted");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("S > 0") != std::string::npos);
+  }
   CHECK_THROWS_AS(parse_axis("a=1,,2"), InputError);
   CHECK_THROWS_AS(parse_axis("novalues"), InputError);
 }
