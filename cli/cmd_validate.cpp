@@ -45,7 +45,7 @@ Runner add_validate_command(CLI::App& app) {
              "--sensitivity", args->sensitivity,
              "instead of one report, scale every assumed number of the hardware profile by 1 -+ FRACTION and print a "
              "table")
-          ->check(CLI::Range(0.0, 0.9));
+          ->check(fraction_up_to(0.9));  // 0 scales nothing: it printed the plain report instead
   sub->add_option("--sensitivity-scenario", args->sensitivity_scenario,
                   "scenario whose hardware profile lists the assumptions")
       ->needs(sensitivity_option);  // without it the scenario would be ignored

@@ -182,6 +182,10 @@ TEST_CASE("options that only shape another option need it: bench's plan-search o
   CHECK(search.rc == 2);
   CHECK(search.err.find("--search requires --plan-gpus") != std::string::npos);
   CHECK(run_listing(dir, "bench " + kDdp + " --repeat 1 -j 2").rc == 2);
+  const Listing zero = run_listing(dir, "validate --sensitivity 0");  // scales nothing
+  CHECK(zero.rc == 2);
+  CHECK(zero.err.find("--sensitivity: value 0 is not allowed; allowed: a number > 0 and <= 0.9") != std::string::npos);
+  CHECK(run_listing(dir, "validate --sensitivity 0.95").rc == 2);
   const Listing scenario = run_listing(dir, "validate --sensitivity-scenario " + kDdp);
   CHECK(scenario.rc == 2);
   CHECK(scenario.err.find("--sensitivity-scenario requires --sensitivity") != std::string::npos);
