@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
@@ -15,34 +16,33 @@ namespace moesim::cli {
 
 namespace detail {
 
-inline CLI::Validator bounded_below(bool allow_zero) {
-  const std::string allowed = allow_zero ? "a finite number >= 0" : "a finite number > 0";
+// A finite number that `allowed_value` accepts; the message says what is allowed.
+template <class Allowed>
+CLI::Validator finite_number(std::string allowed, std::string description, Allowed allowed_value) {
   return CLI::Validator(
-      [allow_zero, allowed](std::string& input) -> std::string {
+      [allowed = std::move(allowed), allowed_value](std::string& input) -> std::string {
         double value = 0;
         const bool number = CLI::detail::lexical_cast(input, value) && std::isfinite(value);
-        if (number && (allow_zero ? value >= 0 : value > 0)) return {};
+        if (number && allowed_value(value)) return {};
         return "value " + input + " is not allowed; allowed: " + allowed;
       },
-      allow_zero ? "NUMBER >= 0" : "NUMBER > 0");
+      std::move(description));
 }
 
 }  // namespace detail
 
-inline CLI::Validator positive_number() { return detail::bounded_below(false); }
-inline CLI::Validator non_negative_number() { return detail::bounded_below(true); }
+inline CLI::Validator positive_number() {
+  return detail::finite_number("a finite number > 0", "NUMBER > 0", [](double v) { return v > 0; });
+}
+inline CLI::Validator non_negative_number() {
+  return detail::finite_number("a finite number >= 0", "NUMBER >= 0", [](double v) { return v >= 0; });
+}
 
 // A fraction in (0, max]: CLI11's Range takes 0 too and is described as "[0 - max]".
 inline CLI::Validator fraction_up_to(double max) {
-  const std::string allowed = "a number > 0 and <= " + CLI::detail::to_string(max);
-  return CLI::Validator(
-      [max, allowed](std::string& input) -> std::string {
-        double value = 0;
-        const bool number = CLI::detail::lexical_cast(input, value) && std::isfinite(value);
-        if (number && value > 0 && value <= max) return {};
-        return "value " + input + " is not allowed; allowed: " + allowed;
-      },
-      "NUMBER in (0, " + CLI::detail::to_string(max) + "]");
+  const std::string bound = CLI::detail::to_string(max);
+  return detail::finite_number("a number > 0 and <= " + bound, "NUMBER in (0, " + bound + "]",
+                               [max](double v) { return v > 0 && v <= max; });
 }
 
 inline CLI::Validator output_path() {
