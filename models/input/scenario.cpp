@@ -6,6 +6,7 @@
 #include "models/common/json_reader.hpp"
 #include "models/common/suggest.hpp"
 #include "models/input/plan_profile_checks.hpp"
+#include "models/input/section_memo.hpp"
 #include "models/plan/design_spec.hpp"
 
 namespace moesim {
@@ -169,8 +170,14 @@ Scenario parse_composed(ScenarioInputs& src, const HardwareProfile* hardware) {
   s.flop_convention = src.flop_convention;
   s.cost_models = src.cost_models;
   const nlohmann::json& doc = src.doc;
-  s.arch = parse_architecture(JsonReader(doc.at("architecture"), src.arch.file, src.arch.prefix));
-  s.plan = parse_plan(JsonReader(doc.at("plan"), src.plan.file, src.plan.prefix));
+  thread_local SectionMemo<Architecture> architectures;
+  thread_local SectionMemo<ParallelPlan> plans;
+  const nlohmann::json& arch = doc.at("architecture");
+  const nlohmann::json& plan = doc.at("plan");
+  s.arch = architectures.get(arch, src.arch.file, src.arch.prefix,
+                             [&] { return parse_architecture(JsonReader(arch, src.arch.file, src.arch.prefix)); });
+  s.plan = plans.get(plan, src.plan.file, src.plan.prefix,
+                     [&] { return parse_plan(JsonReader(plan, src.plan.file, src.plan.prefix)); });
   s.hardware = hardware
                    ? *hardware
                    : parse_hardware_profile(JsonReader(doc.at("hardware"), src.hardware.file, src.hardware.prefix));

@@ -1,0 +1,52 @@
+// Sections a thread parsed lately, found again by their JSON. A sweep, a design comparison or a
+// plan search composes point after point whose architecture or plan section is one the thread
+// has parsed already (the 576-point Figure 8 sweep has 32 architectures and 18 plans), and a
+// parse depends on nothing but the section's JSON and where it came from (the file and path its
+// errors name). Only parses that succeed are kept: a section that fails throws every time.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace moesim {
+
+template <class Parsed>
+class SectionMemo {
+ public:
+  // The sections kept, the oldest replaced first: enough for the distinct plans a sweep's faster
+  // axes make (designs x batches, accumulation steps), few enough that a thread holds well under
+  // a megabyte and a look-up stays a short scan of hashes.
+  static constexpr std::size_t kKept = 32;
+
+  // The parse of `section` from `file` at `prefix`: `parse()` on a miss.
+  template <class Parse>
+  const Parsed& get(const nlohmann::json& section, const std::string& file, const std::string& prefix, Parse&& parse) {
+    const std::size_t hash = std::hash<nlohmann::json>{}(section);
+    for (const Entry& e : entries_) {
+      if (e.hash == hash && e.section == section && e.file == file && e.prefix == prefix) return e.parsed;
+    }
+    Entry fresh{hash, section, file, prefix, parse()};
+    if (entries_.size() < kKept) return entries_.emplace_back(std::move(fresh)).parsed;
+    Entry& slot = entries_[oldest_];
+    oldest_ = (oldest_ + 1) % kKept;
+    slot = std::move(fresh);
+    return slot.parsed;
+  }
+
+ private:
+  struct Entry {
+    std::size_t hash;
+    nlohmann::json section;
+    std::string file, prefix;
+    Parsed parsed;
+  };
+  std::vector<Entry> entries_;
+  std::size_t oldest_ = 0;
+};
+
+}  // namespace moesim
