@@ -129,16 +129,21 @@ class TableGroupedGemmCost final : public GroupedGemmCost {
     // A backward pass runs at the forward's efficiency times its measured ratio at those rows; an
     // FP8 format at its measured ratio over BF16 at those rows per expert.
     const LowPrecisionGemmSpec* low = precision == GemmPrecision::bf16 ? nullptr : &low_precision_spec(hw, precision);
-    double grouped_s = 0;
+    // An expert's time depends on its rows alone: under uniform routing every expert has the same
+    // rows, so the last expert's time is reused while the rows repeat (the same sum, term by term).
+    double grouped_s = 0, last_rows = 0, last_s = 0;
     for (double r : rows_per_expert) {
-      if (r > 0) {
+      if (r <= 0) continue;
+      if (r != last_rows) {
         const double log_r = std::log(r);
         const double format =
             low == nullptr ? 1.0 : interpolate_log_x(low->grouped_gemm_over_bf16_by_rows_per_expert, r, log_r);
-        grouped_s += 2.0 * r * n * k /
-                     (interpolate_log_x(hw.compute.grouped_gemm_efficiency_by_rows_per_expert, r, log_r) *
-                      grouped_pass_ratio(hw, pass, r, log_r) * format * dense_Fps);
+        last_s = 2.0 * r * n * k /
+                 (interpolate_log_x(hw.compute.grouped_gemm_efficiency_by_rows_per_expert, r, log_r) *
+                  grouped_pass_ratio(hw, pass, r, log_r) * format * dense_Fps);
+        last_rows = r;
       }
+      grouped_s += last_s;
     }
     const double rate = flops / grouped_s / 1e12;
     const double largest_s = 2.0 * largest * n * k /
