@@ -28,7 +28,7 @@ class SectionMemo {
   const Parsed& get(const nlohmann::json& section, const std::string& file, const std::string& prefix, Parse&& parse) {
     const std::size_t hash = std::hash<nlohmann::json>{}(section);
     for (const Entry& e : entries_) {
-      if (e.hash == hash && e.section == section && e.file == file && e.prefix == prefix) return e.parsed;
+      if (e.hash == hash && same(e.section, section) && e.file == file && e.prefix == prefix) return e.parsed;
     }
     Entry fresh{hash, section, file, prefix, parse()};
     if (entries_.size() < kKept) return entries_.emplace_back(std::move(fresh)).parsed;
@@ -39,6 +39,23 @@ class SectionMemo {
   }
 
  private:
+  // Equal in value and in type: nlohmann's == takes 8 and 8.0 for equal, and a parse may accept
+  // one and refuse the other (an integer field).
+  static bool same(const nlohmann::json& a, const nlohmann::json& b) {
+    if (a.type() != b.type() || a.size() != b.size()) return false;
+    if (a.is_object()) {
+      for (auto x = a.begin(), y = b.begin(); x != a.end(); ++x, ++y)
+        if (x.key() != y.key() || !same(x.value(), y.value())) return false;
+      return true;
+    }
+    if (a.is_array()) {
+      for (std::size_t i = 0; i < a.size(); ++i)
+        if (!same(a[i], b[i])) return false;
+      return true;
+    }
+    return a == b;
+  }
+
   struct Entry {
     std::size_t hash;
     nlohmann::json section;

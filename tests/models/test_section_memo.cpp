@@ -47,6 +47,11 @@ TEST_CASE("A section memo parses each distinct section and origin once", "[unit]
   CHECK(lookup(memo, a, "f.json", "", calls) == 1);
   CHECK(lookup(memo, b, "f.json", "", calls) == 2);
   CHECK(calls == 4);
+  // Equal by value but not by type (an integer field may refuse 2.0): parsed on its own.
+  const nlohmann::json b_float = {{"v", 2.0}, {"name", "b"}};
+  REQUIRE(b_float == b);
+  CHECK(lookup(memo, b_float, "f.json", "", calls) == 2);
+  CHECK(calls == 5);
 }
 
 TEST_CASE("A section memo keeps no failed parse and forgets its oldest section past its size", "[unit]") {
