@@ -19,8 +19,8 @@ template <class Parsed>
 class SectionMemo {
  public:
   // The sections kept, the oldest replaced first: enough for the distinct plans a sweep's faster
-  // axes make (designs x batches, accumulation steps), few enough that a thread holds well under
-  // a megabyte and a look-up stays a short scan of hashes.
+  // axes make (designs x batches, accumulation steps), few enough that what a thread keeps stays
+  // bounded and a look-up stays a short scan of hashes.
   static constexpr std::size_t kKept = 32;
 
   // The parse of `section` from `file` at `prefix`: `parse()` on a miss.

@@ -2,7 +2,6 @@
 // and compose() reusing them across a study's points.
 #include <catch2/catch.hpp>
 
-#include <stdexcept>
 #include <string>
 
 #include "models/input/scenario.hpp"
