@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for the README's two commands.
 #   ./build.sh main   install what is missing (apt-get), build Release, run the main job
+#                     (MOESIM_PGO=1: a profile-guided build, trained on pgo_train's commands)
 #   ./build.sh test   install what is missing, build, run the whole test suite
 #   ./build.sh sanitize   the same test suite on an AddressSanitizer + UBSan build (build-asan/)
 set -euo pipefail
@@ -9,6 +10,7 @@ cd "$(dirname "$0")"
 mode="${1:-main}"
 build_dir="${MOESIM_BUILD_DIR:-build}"
 jobs="${MOESIM_JOBS:-$(nproc)}"
+pgo_stage=""  # MOESIM_PGO's stage for configure_and_build: generate, use, or empty
 
 # Debian packages the build needs (see README "Dependencies").
 packages=(g++ cmake make libboost-graph-dev nlohmann-json3-dev libcli11-dev libeigen3-dev catch2)
@@ -32,15 +34,45 @@ install_missing() {
 }
 
 configure_and_build() {
-  # MOESIM_WERROR=ON (set by .ci/run) makes every warning an error.
-  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING="$1" -DMOESIM_WERROR="${MOESIM_WERROR:-OFF}" "${@:2}"
+  # MOESIM_WERROR=ON (set by .ci/run) makes every warning an error. MOESIM_PGO is passed every
+  # time: a build directory keeps its cache, and a plain build after a profile-guided one is plain.
+  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING="$1" -DMOESIM_WERROR="${MOESIM_WERROR:-OFF}" \
+    -DMOESIM_PGO="$pgo_stage" "${@:2}"
   cmake --build "$build_dir" -j "$jobs"
+}
+
+# What the profile-guided build is trained on: the main job's kinds of work (sweeps with every
+# output, a comparison, a ledger, the validation set), a plan search and a 4096-GPU pipeline step,
+# one thread each (the instrumented counters are not atomic). Not the benchmarks' repeat loops.
+pgo_train() {
+  local m="$build_dir/cli/moesim" tmp
+  tmp="$(mktemp -d)"
+  "$m" sweep scenarios/fig8/fig8a.json -j 1 --json "$tmp/a.json" --csv "$tmp/a.csv" --html "$tmp/a.html"
+  "$m" sweep scenarios/fig8/fig8b.json -j 1 --csv "$tmp/b.csv"
+  "$m" compare scenarios/fig8/fig8b.json -j 1 --json "$tmp/c.json" --html "$tmp/c.html"
+  "$m" ledger scenarios/fig8/moe-ddp.json --set architecture.moe.num_experts=64 --json "$tmp/l.json"
+  "$m" validate --json "$tmp/v.json"
+  "$m" plan scenarios/fig8/moe-ddp-ep8.json --gpus 64 -j 1
+  "$m" simulate scenarios/bench/moe64-4096gpu-ddp-ep8-pp8.json --json "$tmp/s.json"
+  rm -rf "$tmp"
+}
+
+# Two builds in one directory (the profile names each object by its path): instrumented, trained,
+# then rebuilt with the fresh profile.
+pgo_build() {
+  local profile="$build_dir/pgo-profile"
+  [[ "$profile" = /* ]] || profile="$PWD/$profile"
+  rm -rf "$profile"
+  pgo_stage=generate configure_and_build OFF -DMOESIM_PGO_DIR="$profile"
+  echo "build.sh: training the profile-guided build"
+  pgo_train > /dev/null
+  pgo_stage=use configure_and_build OFF -DMOESIM_PGO_DIR="$profile"
 }
 
 case "$mode" in
   main)
     install_missing
-    configure_and_build OFF
+    if [ "${MOESIM_PGO:-0}" = 1 ]; then pgo_build; else configure_and_build OFF; fi
     mkdir -p out
     moesim="$build_dir/cli/moesim"
     # The seed's Figure 8 panels on the bundled B300 profile: JSON, CSV and an HTML page each.
