@@ -13,7 +13,7 @@ jobs="${MOESIM_JOBS:-$(nproc)}"
 pgo_stage=""  # MOESIM_PGO's stage for configure_and_build: generate, use, or empty
 
 # Debian packages the build needs (see README "Dependencies").
-packages=(g++ cmake make libboost-graph-dev nlohmann-json3-dev libcli11-dev libeigen3-dev catch2)
+packages=(g++ cmake make libboost-graph-dev nlohmann-json3-dev libcli11-dev libeigen3-dev catch2 libmimalloc-dev)
 # Test modes only: headless Chromium (and a font for chart text) for the html_renders_in_chromium
 # test, OpenMPI for the MPI sweep test and valgrind for the memcheck test; each test is skipped
 # where its tool is missing.

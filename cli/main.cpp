@@ -2,12 +2,16 @@
 // errors become exit codes: 2 for bad input (file, JSON path, what is allowed), 1 for I/O.
 #include <exception>
 #include <iostream>
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
+#endif
+#if defined(MOESIM_WITH_MIMALLOC)
+#include <mimalloc.h>
 #endif
 
 #include "cli/commands.hpp"
@@ -27,6 +31,19 @@ void keep_freed_memory() {
   mallopt(M_TOP_PAD, kOneGiB / 4);
 #endif
 }
+
+// `moesim --version` names the allocator the executable was linked with (it moves sweep speed).
+std::string version_text() {
+  std::string text = "moesim 0.1.0";
+#if defined(MOESIM_WITH_MIMALLOC)
+  const int v = mi_version();  // major * 100 + minor * 10 + patch
+  text += " (malloc: mimalloc " + std::to_string(v / 100) + "." + std::to_string(v / 10 % 10) + "." +
+          std::to_string(v % 10) + ")";
+#else
+  text += " (malloc: the C library's)";
+#endif
+  return text;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -34,7 +51,7 @@ int main(int argc, char** argv) {
   moesim::remove_partial_outputs_on_signal();
   CLI::App app{"moesim: discrete-event simulator and cost model for MoE and dense LLM training steps"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "moesim 0.1.0");
+  app.set_version_flag("--version", version_text());
   std::vector<moesim::cli::Runner> runners = {
       moesim::cli::add_ledger_command(app),   moesim::cli::add_inventory_command(app),
       moesim::cli::add_simulate_command(app), moesim::cli::add_bench_command(app),
