@@ -90,18 +90,24 @@ bool CachingAllocator::take_cached(std::uint32_t id, std::uint64_t size, std::ui
   const auto it = std::lower_bound(free_.begin(), free_.end(), FreeKey::of(pool, size, 0, 0));
   if (it == free_.end() || it->pool() != pool) return false;
   const std::uint32_t segment = it->segment();
-  place(segment, block_at(segments_[segment].blocks, it->offset()), id, size, (pool & 1) == 0);
+  place(segment, block_at(segments_[segment].blocks, it->offset()), id, size, (pool & 1) == 0,
+        static_cast<std::size_t>(it - free_.begin()));
   return true;
 }
 
-void CachingAllocator::place(std::uint32_t segment, std::size_t b, std::uint32_t id, std::uint64_t size, bool small) {
+void CachingAllocator::place(std::uint32_t segment, std::size_t b, std::uint32_t id, std::uint64_t size, bool small,
+                             std::size_t free_at) {
   Segment& s = segments_[segment];
   if (s.blocks[b].unmapped > 0) {
-    make_room(s.blocks[b].unmapped);
+    make_room(s.blocks[b].unmapped);  // may release segments and so move free_'s entries
     reserved_ += s.blocks[b].unmapped;
     s.blocks[b].unmapped = 0;
   }
-  index_free(segment, s.blocks[b], false);
+  // Keys are unique (a segment and an offset), so an equal key at `free_at` is this block's.
+  if (free_at < free_.size() && free_[free_at] == FreeKey::of(s.pool, s.blocks[b].size, segment, s.blocks[b].offset))
+    free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(free_at));
+  else
+    index_free(segment, s.blocks[b], false);
   const std::uint64_t rest = s.blocks[b].size - size;
   if (small ? rest >= kMinBlockSize : rest > kSmallSize) {
     Block tail{s.blocks[b].offset + size, rest, 0, 0, true};
