@@ -41,19 +41,38 @@ configure_and_build() {
   cmake --build "$build_dir" -j "$jobs"
 }
 
-# What the profile-guided build is trained on: the main job's kinds of work (sweeps with every
-# output, a comparison, a ledger, the validation set), a plan search and a 4096-GPU pipeline step,
-# one thread each (the instrumented counters are not atomic). Not the benchmarks' repeat loops.
+# The main job: reports in $1, sweeps and the comparison with $2 threads (the default: all cores).
+main_job() {
+  local out="$1" threads=()
+  [ -z "${2:-}" ] || threads=(-j "$2")
+  local moesim="$build_dir/cli/moesim"
+  # The seed's Figure 8 panels on the bundled B300 profile: JSON, CSV and an HTML page each.
+  "$moesim" sweep scenarios/fig8/fig8a.json "${threads[@]}" --json "$out/fig8a.json" --csv "$out/fig8a.csv" \
+    --html "$out/fig8a.html"
+  echo
+  "$moesim" sweep scenarios/fig8/fig8b.json "${threads[@]}" --json "$out/fig8b.json" --csv "$out/fig8b.csv" \
+    --html "$out/fig8b.html"
+  echo
+  # DDP vs FSDP before a run: side by side, batch crossover, expert-count memory walls.
+  "$moesim" compare scenarios/fig8/fig8b.json "${threads[@]}" --json "$out/compare-fig8b.json" \
+    --html "$out/compare-fig8b.html"
+  echo
+  # The seed's N=64 DDP point (its memory wall; see the README's Figure 8b table), and predicted
+  # vs published on the seed dataset.
+  "$moesim" ledger scenarios/fig8/moe-ddp.json --set architecture.moe.num_experts=64 --json "$out/ledger-fig8-n64-ddp.json"
+  echo
+  "$moesim" validate --json "$out/validation-seed.json"
+}
+
+# What the profile-guided build is trained on: the main job, a plan search and a 4096-GPU
+# pipeline step, one thread each (the instrumented counters are not atomic). Not the benchmarks'
+# repeat loops.
 pgo_train() {
-  local m="$build_dir/cli/moesim" tmp
+  local tmp
   tmp="$(mktemp -d)"
-  "$m" sweep scenarios/fig8/fig8a.json -j 1 --json "$tmp/a.json" --csv "$tmp/a.csv" --html "$tmp/a.html"
-  "$m" sweep scenarios/fig8/fig8b.json -j 1 --csv "$tmp/b.csv"
-  "$m" compare scenarios/fig8/fig8b.json -j 1 --json "$tmp/c.json" --html "$tmp/c.html"
-  "$m" ledger scenarios/fig8/moe-ddp.json --set architecture.moe.num_experts=64 --json "$tmp/l.json"
-  "$m" validate --json "$tmp/v.json"
-  "$m" plan scenarios/fig8/moe-ddp-ep8.json --gpus 64 -j 1
-  "$m" simulate scenarios/bench/moe64-4096gpu-ddp-ep8-pp8.json --json "$tmp/s.json"
+  main_job "$tmp" 1
+  "$build_dir/cli/moesim" plan scenarios/fig8/moe-ddp-ep8.json --gpus 64 -j 1
+  "$build_dir/cli/moesim" simulate scenarios/bench/moe64-4096gpu-ddp-ep8-pp8.json --json "$tmp/s.json"
   rm -rf "$tmp"
 }
 
@@ -74,20 +93,7 @@ case "$mode" in
     install_missing
     if [ "${MOESIM_PGO:-0}" = 1 ]; then pgo_build; else configure_and_build OFF; fi
     mkdir -p out
-    moesim="$build_dir/cli/moesim"
-    # The seed's Figure 8 panels on the bundled B300 profile: JSON, CSV and an HTML page each.
-    "$moesim" sweep scenarios/fig8/fig8a.json --json out/fig8a.json --csv out/fig8a.csv --html out/fig8a.html
-    echo
-    "$moesim" sweep scenarios/fig8/fig8b.json --json out/fig8b.json --csv out/fig8b.csv --html out/fig8b.html
-    echo
-    # DDP vs FSDP before a run: side by side, batch crossover, expert-count memory walls.
-    "$moesim" compare scenarios/fig8/fig8b.json --json out/compare-fig8b.json --html out/compare-fig8b.html
-    echo
-    # The seed's N=64 DDP point (its memory wall; see the README's Figure 8b table), and predicted
-    # vs published on the seed dataset.
-    "$moesim" ledger scenarios/fig8/moe-ddp.json --set architecture.moe.num_experts=64 --json out/ledger-fig8-n64-ddp.json
-    echo
-    "$moesim" validate --json out/validation-seed.json
+    main_job out
     echo "build.sh: reports in out/"
     ;;
   test)
