@@ -75,13 +75,18 @@ CachingAllocator::FreeKey CachingAllocator::FreeKey::of(std::uint8_t pool, std::
   return {std::uint64_t{pool} << 56 | size / kMinBlockSize, std::uint64_t{segment} << 40 | offset / kMinBlockSize};
 }
 
-void CachingAllocator::index_free(std::uint32_t segment, const Block& b, bool add) {
+void CachingAllocator::index_free(std::uint32_t segment, const Block& b, bool add, std::size_t at) {
   const FreeKey key = FreeKey::of(segments_[segment].pool, b.size, segment, b.offset);
-  const auto at = std::lower_bound(free_.begin(), free_.end(), key);
+  // Keys are unique (a segment and an offset): an equal key at `at` is this block's.
+  if (!add && at < free_.size() && free_[at] == key) {
+    free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(at));
+    return;
+  }
+  const auto pos = std::lower_bound(free_.begin(), free_.end(), key);
   if (add) {
-    free_.insert(at, key);
-  } else if (at != free_.end() && *at == key) {
-    free_.erase(at);
+    free_.insert(pos, key);
+  } else if (pos != free_.end() && *pos == key) {
+    free_.erase(pos);
   }
 }
 
@@ -103,11 +108,7 @@ void CachingAllocator::place(std::uint32_t segment, std::size_t b, std::uint32_t
     reserved_ += s.blocks[b].unmapped;
     s.blocks[b].unmapped = 0;
   }
-  // Keys are unique (a segment and an offset), so an equal key at `free_at` is this block's.
-  if (free_at < free_.size() && free_[free_at] == FreeKey::of(s.pool, s.blocks[b].size, segment, s.blocks[b].offset))
-    free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(free_at));
-  else
-    index_free(segment, s.blocks[b], false);
+  index_free(segment, s.blocks[b], false, free_at);
   const std::uint64_t rest = s.blocks[b].size - size;
   if (small ? rest >= kMinBlockSize : rest > kSmallSize) {
     Block tail{s.blocks[b].offset + size, rest, 0, 0, true};

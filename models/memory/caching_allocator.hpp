@@ -87,8 +87,7 @@ class CachingAllocator {
   bool take_cached(std::uint32_t id, std::uint64_t size, std::uint8_t pool);
   void reserve_segment(std::uint32_t id, std::uint64_t size, std::uint8_t pool, bool small);
   void grow_expandable(std::uint32_t id, std::uint64_t size, std::uint8_t pool, bool small);
-  // `free_at`: where the block's key sits in free_, when the caller has just found it there (a
-  // second search is spared; the key is checked before it is trusted).
+  // `free_at`: where the block's key sits in free_, when the caller has just found it (index_free).
   void place(std::uint32_t segment, std::size_t block, std::uint32_t id, std::uint64_t size, bool small,
              std::size_t free_at = kUnknown);
   std::uint32_t add_segment(std::uint8_t pool);
@@ -96,8 +95,10 @@ class CachingAllocator {
   std::uint64_t unreleasable() const;   // what release_cached_blocks could not give back now
   void make_room(std::uint64_t bytes);  // a reservation of `bytes` under the limit
   void release_cached();                // release_cached_blocks
-  void index_free(std::uint32_t segment, const Block& b, bool add);  // keep free_ in step with a free block
+  // Keeps free_ in step with a free block. Removing, `at` may say where its key sits (a search the
+  // caller just made); it is checked against the key before it is trusted.
   static constexpr std::size_t kUnknown = static_cast<std::size_t>(-1);
+  void index_free(std::uint32_t segment, const Block& b, bool add, std::size_t at = kUnknown);
 
   bool expandable_;
   std::uint64_t limit_ = 0;
