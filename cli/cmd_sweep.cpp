@@ -107,7 +107,7 @@ Runner add_sweep_command(CLI::App& app) {
     // Every point passes through here once, in point order, and is dropped unless the HTML page
     // (which plots them all) needs it: the listing, JSON and CSV take it as it comes.
     SweepListing table(sweep_axes_json(spec));
-    for (const auto& p : points) table.scan(p);
+    table.scan(points);
     SweepStream stream(base.name, spec, args->out.json_out, args->out.csv_out);
     nlohmann::json kept = nlohmann::json::array();
     const auto consume = [&](nlohmann::json p) {

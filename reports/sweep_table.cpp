@@ -35,6 +35,12 @@ void SweepListing::scan(const PointOverrides& values) {
   for (const auto& [path, v] : values) note_value(path, v);
 }
 
+void SweepListing::scan(const PointList& points) {
+  for (const auto& axis : points.axes())
+    for (const auto& v : axis.values) note_value(axis.path, v);
+  for (const auto& p : points.extra()) scan(p);
+}
+
 void SweepListing::scan_json(const nlohmann::json& values) {
   for (const auto& [path, v] : values.items()) note_value(path, v);
 }

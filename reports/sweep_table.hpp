@@ -15,6 +15,7 @@
 #include "models/input/sweep_spec.hpp"
 #include "reports/text_table.hpp"
 #include "studies/compare.hpp"
+#include "studies/point_list.hpp"
 
 namespace moesim {
 
@@ -29,6 +30,9 @@ class SweepListing {
   explicit SweepListing(const nlohmann::json& axes);
   // Every point's values, before the first add(): they fix the columns and their alignment.
   void scan(const PointOverrides& values);
+  // The same for all of a sweep's points, read off its axes' values and extra points (a point
+  // sets nothing its axes and extras do not), not point by point.
+  void scan(const PointList& points);
   void scan_json(const nlohmann::json& values);
   // One point document (sweep_point_json), in point order.
   void add(const nlohmann::json& point);

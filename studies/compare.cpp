@@ -101,15 +101,16 @@ ExpertWall expert_wall(const ScenarioSource& source, const std::string& design, 
 CompareResult compare_designs(const ScenarioSource& source, const std::vector<std::string>& designs, int jobs) {
   CompareResult r;
   r.designs = designs;
-  std::vector<PointOverrides> points;
-  for (const auto& d : designs) points.push_back({{"design", d}});
-  for (const auto& point : points) {  // malformed design names fail before anything runs
+  std::vector<PointOverrides> each;
+  for (const auto& d : designs) each.push_back({{"design", d}});
+  for (const auto& point : each) {  // malformed design names fail before anything runs
     try {
       compose(source, changes_of(point));
     } catch (const InputError& e) {
       if (!e.infeasible()) throw;
     }
   }
+  const PointList points(std::move(each));
   r.points = run_points(source, points, 0, points.size(), jobs, {});
   const Scenario base = compose(source);
   for (const auto& d : designs) {

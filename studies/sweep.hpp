@@ -11,6 +11,7 @@
 
 #include "models/input/scenario.hpp"
 #include "sim/step_simulation.hpp"
+#include "studies/point_list.hpp"
 
 namespace moesim {
 
@@ -37,24 +38,24 @@ using SweepSink = std::function<void(SweepPoint&& point)>;
 // then, so the caller can say so).
 bool set_axis(SweepSpec& spec, SweepAxis axis);
 
-// Every point's changes, each distinct point once: repeated values of an axis and included
-// points the product already has are dropped (first occurrence kept). Malformed axes (a
-// missing path, an empty value list, a value of the wrong type) throw InputError before any
-// point runs; an impossible plan at one point is recorded in that point and the sweep goes on.
-std::vector<PointOverrides> expand_points(const ScenarioSource& source, const SweepSpec& spec);
+// Every point's changes (made on demand: point_list.hpp), each distinct point once: repeated values of an axis and
+// included points the product already has are dropped (first occurrence kept). Malformed axes (a missing path, an empty
+// value list, a value of the wrong type) throw InputError before any point runs; an impossible plan at one point is
+// recorded in that point and the sweep goes on.
+PointList expand_points(const ScenarioSource& source, const SweepSpec& spec);
 // Points [first, first + count) of `points`, on `jobs` threads, handed to `sink` in order as they
 // finish and dropped here: memory is bounded by the points in flight, not the sweep's size. An
 // exception from the sink stops the sweep and is rethrown.
 // `record`: what each point's Scenario::resolved holds (compose).
-void run_points_in_order(const ScenarioSource& source, const std::vector<PointOverrides>& points, std::size_t first,
-                         std::size_t count, int jobs, const SweepProgress& progress, const SweepSink& sink,
+void run_points_in_order(const ScenarioSource& source, const PointList& points, std::size_t first, std::size_t count,
+                         int jobs, const SweepProgress& progress, const SweepSink& sink,
                          ResolvedRecord record = ResolvedRecord::all_sections);
 // The same, every point kept.
-SweepResult run_points(const ScenarioSource& source, const std::vector<PointOverrides>& points, std::size_t first,
-                       std::size_t count, int jobs, const SweepProgress& progress);
+SweepResult run_points(const ScenarioSource& source, const PointList& points, std::size_t first, std::size_t count,
+                       int jobs, const SweepProgress& progress);
 
 // One point, as run_points runs it.
-SweepPoint run_point(const ScenarioSource& source, const PointOverrides& point, std::size_t index,
+SweepPoint run_point(const ScenarioSource& source, PointOverrides point, std::size_t index,
                      ResolvedRecord record = ResolvedRecord::all_sections);
 
 }  // namespace moesim

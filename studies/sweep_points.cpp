@@ -40,7 +40,26 @@ bool in_product(const std::vector<SweepAxis>& axes, const PointOverrides& p) {
 
 }  // namespace
 
-std::vector<PointOverrides> expand_points(const ScenarioSource& source, const SweepSpec& given) {
+PointList::PointList(std::vector<SweepAxis> axes, std::vector<PointOverrides> extra)
+    : axes_(std::move(axes)), extra_(std::move(extra)) {
+  if (axes_.empty()) return;
+  product_ = 1;
+  for (const auto& axis : axes_) product_ *= axis.values.size();
+}
+
+PointOverrides PointList::operator[](std::size_t i) const {
+  if (i >= product_) return extra_.at(i - product_);
+  // Mixed radix, the last axis the fastest digit.
+  PointOverrides p(axes_.size());
+  for (std::size_t a = axes_.size(); a-- > 0;) {
+    const auto& values = axes_[a].values;
+    p[a] = {axes_[a].path, values[i % values.size()]};
+    i /= values.size();
+  }
+  return p;
+}
+
+PointList expand_points(const ScenarioSource& source, const SweepSpec& given) {
   SweepSpec spec = given;
   for (auto& axis : spec.axes) axis.values = distinct(axis.values);
   double product = 1;
@@ -62,26 +81,14 @@ std::vector<PointOverrides> expand_points(const ScenarioSource& source, const Sw
       }
     }
   }
-  std::vector<PointOverrides> points;
-  if (!spec.axes.empty()) {
-    std::vector<std::size_t> idx(spec.axes.size(), 0);
-    while (true) {
-      PointOverrides p;
-      for (std::size_t a = 0; a < spec.axes.size(); ++a) p.emplace_back(spec.axes[a].path, spec.axes[a].values[idx[a]]);
-      points.push_back(std::move(p));
-      std::size_t a = spec.axes.size();
-      while (a > 0 && ++idx[a - 1] == spec.axes[a - 1].values.size()) idx[--a] = 0;
-      if (a == 0) break;
-    }
-  }
-  const auto product_end = static_cast<std::ptrdiff_t>(points.size());
+  std::vector<PointOverrides> extra;
   for (const auto& p : spec.include) {
     if (in_product(spec.axes, p)) continue;
-    if (std::find(points.begin() + product_end, points.end(), p) != points.end()) continue;
-    points.push_back(p);
+    if (std::find(extra.begin(), extra.end(), p) != extra.end()) continue;
+    extra.push_back(p);
   }
-  if (points.empty()) points.emplace_back();  // no axes: the scenario itself
-  return points;
+  if (spec.axes.empty() && extra.empty()) extra.emplace_back();  // no axes: the scenario itself
+  return PointList(std::move(spec.axes), std::move(extra));
 }
 
 }  // namespace moesim

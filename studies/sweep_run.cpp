@@ -17,13 +17,12 @@ constexpr std::size_t kAheadPerThread = 4;
 
 }  // namespace
 
-SweepPoint run_point(const ScenarioSource& source, const PointOverrides& point, std::size_t index,
-                     ResolvedRecord record) {
+SweepPoint run_point(const ScenarioSource& source, PointOverrides point, std::size_t index, ResolvedRecord record) {
   SweepPoint pt;
   pt.index = index;
-  pt.values = point;
+  pt.values = std::move(point);
   try {
-    Scenario s = compose(source, changes_of(point), record);
+    Scenario s = compose(source, changes_of(pt.values), record);
     thread_local Simulation sim;  // its buffers serve the thread's next point
     simulate(s, SimOptions{}, sim);
     pt.result = std::move(sim.result);
@@ -35,9 +34,8 @@ SweepPoint run_point(const ScenarioSource& source, const PointOverrides& point, 
   return pt;
 }
 
-void run_points_in_order(const ScenarioSource& source, const std::vector<PointOverrides>& points, std::size_t first,
-                         std::size_t count, int jobs, const SweepProgress& progress, const SweepSink& sink,
-                         ResolvedRecord record) {
+void run_points_in_order(const ScenarioSource& source, const PointList& points, std::size_t first, std::size_t count,
+                         int jobs, const SweepProgress& progress, const SweepSink& sink, ResolvedRecord record) {
   const int threads = std::max(1, std::min<int>(jobs, static_cast<int>(std::max<std::size_t>(count, 1))));
   const std::size_t window = kAheadPerThread * static_cast<std::size_t>(threads);
   std::vector<std::optional<SweepPoint>> ring(window);  // point i waits in slot i % window
@@ -92,8 +90,8 @@ void run_points_in_order(const ScenarioSource& source, const std::vector<PointOv
   if (failure) std::rethrow_exception(failure);
 }
 
-SweepResult run_points(const ScenarioSource& source, const std::vector<PointOverrides>& points, std::size_t first,
-                       std::size_t count, int jobs, const SweepProgress& progress) {
+SweepResult run_points(const ScenarioSource& source, const PointList& points, std::size_t first, std::size_t count,
+                       int jobs, const SweepProgress& progress) {
   SweepResult out;
   out.points.reserve(count);
   run_points_in_order(source, points, first, count, jobs, progress,

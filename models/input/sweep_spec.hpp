@@ -14,8 +14,9 @@ namespace moesim {
 
 class JsonReader;
 
-// A sweep keeps every point's scenario and result in memory (tens of KiB each), so a million
-// points is the most one process takes; MPI ranks split a sweep, not this limit.
+// A sweep streams its points and makes them on demand, but `--html` keeps every point's scenario
+// and result (tens of KiB each) for its charts, so a million points is the most one process
+// takes; MPI ranks split a sweep, not this limit.
 constexpr std::size_t kMaxSweepPoints = 1'000'000;
 
 struct SweepAxis {

@@ -21,7 +21,7 @@ namespace {
 struct Sweep {
   ScenarioSource source;
   SweepSpec spec;
-  std::vector<PointOverrides> points;
+  PointList points;
 };
 
 Sweep small_sweep() {
@@ -81,10 +81,8 @@ TEST_CASE("A sweep written to no JSON renders headline points: the same CSV and 
       ResolvedRecord::without_unchanged_hardware);
   REQUIRE(full.size() == headline.size());
   SweepListing list_full(sweep_axes_json(s.spec)), list_headline(sweep_axes_json(s.spec));
-  for (const auto& p : s.points) {
-    list_full.scan(p);
-    list_headline.scan(p);
-  }
+  list_full.scan(s.points);
+  list_headline.scan(s.points);
   std::size_t valid = 0;
   for (std::size_t i = 0; i < full.size(); ++i) {
     INFO(i);

@@ -43,6 +43,32 @@ TEST_CASE("Points: Cartesian product (last axis fastest), then included points",
   CHECK(points[15].front().first == "architecture");
 }
 
+TEST_CASE("Points are made on demand: a million-point product holds its axes, in nested-loop order", "[unit]") {
+  const auto axis = [](const std::string& path, int n) {
+    SweepAxis a{path, {}};
+    for (int v = 0; v < n; ++v) a.values.emplace_back(v);
+    return a;
+  };
+  // The order of three nested loops, the last axis innermost, then the extra points.
+  const PointList small({axis("a", 2), axis("b", 3), axis("c", 4)}, {{{"d", 1}}});
+  REQUIRE(small.size() == 2 * 3 * 4 + 1);
+  std::size_t i = 0;
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 3; ++b)
+      for (int c = 0; c < 4; ++c) CHECK(small[i++] == PointOverrides{{"a", a}, {"b", b}, {"c", c}});
+  CHECK(small[i] == PointOverrides{{"d", 1}});
+  const PointList big({axis("x", 100), axis("y", 100), axis("z", 100)}, {});
+  CHECK(big.size() == kMaxSweepPoints);
+  CHECK(big[123456] == PointOverrides{{"x", 12}, {"y", 34}, {"z", 56}});
+  CHECK(big[kMaxSweepPoints - 1] == PointOverrides{{"x", 99}, {"y", 99}, {"z", 99}});
+  CHECK(big.axes().size() == 3);  // what it holds: 300 values, not a million points
+  // No axes and no extra points: the scenario itself, once.
+  const ScenarioSource source = read_scenario(test::source_path(kFig8), {});
+  const PointList none = expand_points(source, SweepSpec{});
+  REQUIRE(none.size() == 1);
+  CHECK(none[0].empty());
+}
+
 TEST_CASE("Malformed axes stop the sweep before any point runs", "[unit]") {
   const ScenarioSource source = read_scenario(test::source_path(kFig8), {});
   auto expand = [&](const std::string& axis) { return expand_points(source, SweepSpec{{parse_axis(axis)}, {}}); };
