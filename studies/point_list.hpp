@@ -21,7 +21,6 @@ class PointList {
   PointList(std::vector<SweepAxis> axes, std::vector<PointOverrides> extra);
 
   std::size_t size() const { return product_ + extra_.size(); }
-  bool empty() const { return size() == 0; }
   // Point i's changes, in axis order; i < size().
   PointOverrides operator[](std::size_t i) const;
 

@@ -38,10 +38,11 @@ using SweepSink = std::function<void(SweepPoint&& point)>;
 // then, so the caller can say so).
 bool set_axis(SweepSpec& spec, SweepAxis axis);
 
-// Every point's changes (made on demand: point_list.hpp), each distinct point once: repeated values of an axis and
-// included points the product already has are dropped (first occurrence kept). Malformed axes (a missing path, an empty
-// value list, a value of the wrong type) throw InputError before any point runs; an impossible plan at one point is
-// recorded in that point and the sweep goes on.
+// Every point's changes (made on demand: point_list.hpp), each distinct point once: repeated
+// values of an axis and included points the product already has are dropped (first occurrence
+// kept). Malformed axes (a missing path, an empty value list, a value of the wrong type) throw
+// InputError before any point runs; an impossible plan at one point is recorded in that point
+// and the sweep goes on.
 PointList expand_points(const ScenarioSource& source, const SweepSpec& spec);
 // Points [first, first + count) of `points`, on `jobs` threads, handed to `sink` in order as they
 // finish and dropped here: memory is bounded by the points in flight, not the sweep's size. An
