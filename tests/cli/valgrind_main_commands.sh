@@ -13,7 +13,9 @@ vg=(valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kin
 # family as it does libc's, so that it still sees every block. mimalloc serves new[], delete[] and
 # free from one entry point, which memcheck then takes for mismatched pairs: that one check is left
 # to the sanitized build (ASan's alloc_dealloc_mismatch, .ci/run).
-if ldd "$moesim" | grep -q libmimalloc; then
+# (ldd's output is read whole: `grep -q` would exit at the match, and under pipefail the SIGPIPE
+# that ldd may then get would read as "no mimalloc" now and then.)
+if [[ "$(ldd "$moesim")" == *libmimalloc* ]]; then
   vg+=(--soname-synonyms=somalloc=libmimalloc.so* --show-mismatched-frees=no)
 fi
 run() {
