@@ -51,7 +51,10 @@ echo "run_on_device: nvcc $("$NVCC" --version | tail -1)"
 echo "run_on_device: nccl.h in $NCCL_INC, $NCCL_SO; cuBLAS $CUBLAS_SO"
 
 GENCODE="-gencode arch=compute_90,code=sm_90"
-"$NVCC" --list-gpu-arch 2>/dev/null | grep -q compute_100 && GENCODE="$GENCODE -gencode arch=compute_100,code=sm_100"
+# The list is read whole: `| grep -q` under pipefail can read as "absent" when nvcc gets SIGPIPE.
+if [[ "$("$NVCC" --list-gpu-arch 2>/dev/null || true)" == *compute_100* ]]; then
+  GENCODE="$GENCODE -gencode arch=compute_100,code=sm_100"
+fi
 # Compiles one source (run in xargs' shells, so it reads only exported scalars): C++20 host
 # code, C++17 kernel files, as in CMakeLists.txt.
 # shellcheck disable=SC2317,SC2086  # called through xargs; $GENCODE splits into flags on purpose
