@@ -19,7 +19,7 @@ namespace {
 
 int bench_plan_search(const std::string& file, const std::vector<std::string>& sets, const PlanRequest& request,
                       int jobs, int repeat) {
-  const ScenarioSource source = read_scenario(file, sets);
+  const ScenarioSource source = plan_source(read_scenario(file, sets), request);
   const PlanSpace space = plan_space(source, compose(source), request);
   PlanSearchOptions options;
   options.jobs = jobs;

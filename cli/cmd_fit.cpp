@@ -34,7 +34,7 @@ int run_fit(FitArgs a) {
   std::ostream& table = listing_stream({{"--output", &a.output}});
   table << fit::format_fit_table(r);
   write_output(a.output, json_text(r.profile));
-  if (a.output != "-") {
+  if (!is_standard_output(a.output)) {
     table << "moesim fit: " << r.updates.size() << " fields fitted; wrote " << a.output << "\n";
   }
   table << std::flush;  // the warnings follow the table, also when both reach one terminal

@@ -98,7 +98,8 @@ int run_fit_runs(const FitRunsArgs& a) {
   fit::apply_updates(profile, updates, runs.file + " (measured runs " + run_ids(runs) + ")", base);
   write_output(a.output, json_text(profile));
   if (!a.json_out.empty()) write_output(a.json_out, json_text(run_fit_json(fit, runs.file, base, predicted, warnings)));
-  if (a.output != "-") out << "\nmoesim fit runs: " << updates.size() << " fields fitted; wrote " << a.output << "\n";
+  if (!is_standard_output(a.output))
+    out << "\nmoesim fit runs: " << updates.size() << " fields fitted; wrote " << a.output << "\n";
   print_warnings();
   return 0;
 }

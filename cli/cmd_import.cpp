@@ -54,7 +54,7 @@ int run_import(const ImportArgs& a) {
         << (log.algorithm.empty() ? "not recorded" : log.algorithm) << ", NCCL "
         << (log.nccl_version.empty() ? "version not recorded" : log.nccl_version) << "\n";
   }
-  if (a.output != "-") out << "moesim import: wrote " << a.output << "\n";
+  if (!is_standard_output(a.output)) out << "moesim import: wrote " << a.output << "\n";
   return 0;
 }
 }  // namespace

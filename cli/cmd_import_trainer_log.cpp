@@ -42,7 +42,7 @@ nlohmann::json measured_block(const fit::TrainerLogSummary& s) {
 }
 
 int run_import_trainer_log(const TrainerLogArgs& a) {
-  const fs::path out_dir = a.output == "-" ? fs::current_path() : fs::absolute(a.output).parent_path();
+  const fs::path out_dir = is_standard_output(a.output) ? fs::current_path() : fs::absolute(a.output).parent_path();
   nlohmann::json set = nlohmann::json::object();
   for (const auto& text : a.sets) {
     const Override o = parse_override(text, "--set");
@@ -70,7 +70,7 @@ int run_import_trainer_log(const TrainerLogArgs& a) {
   // What is written must read back as runs, its scenario composing (the file is named by its folder).
   parse_runs(doc, (out_dir / "imported-runs.json").string(), {});
   write_output(a.output, json_text(doc));
-  if (a.output != "-") out << "moesim import: wrote " << a.output << "\n";
+  if (!is_standard_output(a.output)) out << "moesim import: wrote " << a.output << "\n";
   return 0;
 }
 

@@ -76,7 +76,7 @@ Runner add_plan_command(CLI::App& app) {
     options.top_k = args->top;
     options.jobs = args->jobs;
     if (!args->global_batch.empty()) args->request.global_batch_tokens = tokens_of(args->global_batch);
-    const ScenarioSource source = read_scenario(args->scenario, args->sets);
+    const ScenarioSource source = plan_source(read_scenario(args->scenario, args->sets), args->request);
     const Scenario base = compose(source);
     const PlanSpace space = plan_space(source, base, args->request);
     // Under MPI every rank screens and replays a slice of each batch; rank 0 writes the reports.

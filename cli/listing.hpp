@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "models/common/errors.hpp"
+#include "reports/output_file.hpp"
 
 namespace moesim::cli {
 
@@ -17,7 +18,7 @@ namespace moesim::cli {
 inline std::ostream& listing_stream(std::initializer_list<std::pair<const char*, const std::string*>> outputs) {
   const char* to_stdout = nullptr;
   for (const auto& [option, path] : outputs) {
-    if (*path != "-") continue;
+    if (!is_standard_output(*path)) continue;
     if (to_stdout != nullptr) {
       throw InputError(
           option, "",

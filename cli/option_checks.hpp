@@ -3,7 +3,8 @@
 //   largest double, and their message prints both ends ("Value 0 not in range 0.000000 to
 //   179769...").
 // - Fractions: CLI11's Range includes 0, which some fractions cannot be.
-// - Output paths: an empty one (an unset shell variable) would otherwise write nothing, silently.
+// - Output paths: an empty one (an unset shell variable) would otherwise write nothing, silently;
+//   one that cannot be written is refused before the work starts.
 #pragma once
 
 #include <cmath>
@@ -11,6 +12,8 @@
 #include <utility>
 
 #include <CLI/CLI.hpp>
+
+#include "reports/output_file.hpp"
 
 namespace moesim::cli {
 
@@ -45,10 +48,18 @@ inline CLI::Validator fraction_up_to(double max) {
                                [max](double v) { return v > 0 && v <= max; });
 }
 
+// Checked when the command line is parsed, so that a path that cannot be written (a missing
+// folder, a directory) fails before any work instead of after it.
 inline CLI::Validator output_path() {
   return CLI::Validator(
       [](std::string& input) -> std::string {
-        return input.empty() ? "an empty path is not allowed; allowed: a file path or - for standard output" : "";
+        if (input.empty()) return "an empty path is not allowed; allowed: a file path or - for standard output";
+        try {
+          check_output_path(input);
+        } catch (const std::runtime_error& e) {
+          return e.what();
+        }
+        return "";
       },
       "FILE");
 }

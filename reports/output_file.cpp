@@ -144,26 +144,69 @@ std::string temporary_name(const fs::path& target) {
 
 }  // namespace
 
+bool is_standard_output(const std::string& path) {
+  if (path == "-") return true;
+  if (path.empty()) return false;
+  struct stat out {
+  }, target{};
+  if (::fstat(STDOUT_FILENO, &out) != 0 || ::stat(path.c_str(), &target) != 0) return false;
+  return out.st_dev == target.st_dev && out.st_ino == target.st_ino;
+}
+
+namespace {
+
+// Where a (non-standard-output) path leads and what is there: refused when empty or a folder.
+struct Target {
+  LinkEnd end;
+  struct stat st {};
+  bool exists = false;
+  bool through() const { return end.descriptor || (exists && !S_ISREG(st.st_mode)); }  // written through
+};
+
+Target target_of(const std::string& path) {
+  if (path.empty()) fail(path, "empty file name");
+  Target t;
+  t.end = follow_links(path);
+  t.exists = !t.end.descriptor && ::stat(t.end.path.c_str(), &t.st) == 0;
+  if (!t.end.descriptor && !t.exists && errno != ENOENT) fail(path, std::strerror(errno));
+  if (t.exists && S_ISDIR(t.st.st_mode)) fail(path, "is a directory");
+  return t;
+}
+
+}  // namespace
+
+void check_output_path(const std::string& path) {
+  if (is_standard_output(path)) return;
+  const Target t = target_of(path);
+  if (t.through()) {
+    if (::access(path.c_str(), W_OK) != 0) fail(path, std::strerror(errno));
+    return;
+  }
+  // A regular file is replaced through a temporary file beside it: its folder must take one.
+  const fs::path folder = t.end.path.parent_path().empty() ? fs::path(".") : t.end.path.parent_path();
+  struct stat dir {};
+  if (::stat(folder.c_str(), &dir) != 0) fail(path, "folder " + folder.string() + ": " + std::strerror(errno));
+  if (!S_ISDIR(dir.st_mode)) fail(path, folder.string() + " is not a folder");
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+    fail(path, "cannot create a file in " + folder.string() + ": " + std::strerror(errno));
+  }
+}
+
 // Devices, FIFOs and descriptor names are written through: opened for writing, never created or
 // renamed over (a character device stays a device, a FIFO's reader gets the data). A regular
 // file (or one not there yet) gets a temporary file in the same folder, flushed to disk and
 // renamed over it on commit, so an existing file is only ever replaced by a complete one; its
 // permissions are kept (else the umask's default for a new file).
 OutputStream::OutputStream(const std::string& path) : path_(path) {
-  if (path == "-") return;
-  if (path.empty()) fail(path, "empty file name");
-  const LinkEnd end = follow_links(path);
-  struct stat st {};
-  const bool exists = !end.descriptor && ::stat(end.path.c_str(), &st) == 0;
-  if (!end.descriptor && !exists && errno != ENOENT) fail(path, std::strerror(errno));
-  if (exists && S_ISDIR(st.st_mode)) fail(path, "is a directory");
-  if (end.descriptor || (exists && !S_ISREG(st.st_mode))) {
+  if (is_standard_output(path)) return;
+  const Target t = target_of(path);
+  if (t.through()) {
     fd_ = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_NOCTTY | O_CLOEXEC);
     if (fd_ < 0) fail(path, std::strerror(errno));
     return;
   }
-  target_ = end.path.string();
-  tmp_ = temporary_name(end.path);
+  target_ = t.end.path.string();
+  tmp_ = temporary_name(t.end.path);
   pending_ = std::make_unique<detail::PendingFile>(tmp_);
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd_ < 0) {
@@ -171,7 +214,7 @@ OutputStream::OutputStream(const std::string& path) : path_(path) {
     fail(path, "cannot create a temporary file in " + folder.string() + ": " + std::strerror(errno));
   }
   // Best effort: a file owned by someone else may refuse the mode, and the content matters more.
-  if (exists) (void)::fchmod(fd_, st.st_mode & 07777);
+  if (t.exists) (void)::fchmod(fd_, t.st.st_mode & 07777);
 }
 
 OutputStream::~OutputStream() {

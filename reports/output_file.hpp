@@ -44,6 +44,17 @@ class OutputStream {
   std::unique_ptr<detail::PendingFile> pending_;
 };
 
+// Whether `path` is this process's standard output: "-", or a name of the same open file
+// (/dev/stdout, /dev/fd/1, or the file the shell redirected standard output to). Such a path is
+// written as "-" is, through standard output, and the command's listing moves to standard error.
+bool is_standard_output(const std::string& path);
+
+// Checks, before any work, that `path` can be written as write_output would write it: an existing
+// target is no folder and (device, FIFO, descriptor) is writable; a new or regular file's folder
+// exists and takes a new file. Creates nothing and opens nothing. Throws std::runtime_error
+// naming the path.
+void check_output_path(const std::string& path);
+
 // Writes `content` to `path`; "-" is standard output. Throws std::runtime_error naming the path
 // on failure; a regular file that existed is then left as it was, and no temporary file stays.
 void write_output(const std::string& path, const std::string& content);

@@ -281,7 +281,12 @@ std::string step_table(const Scenario& sc, const StepResult& r) {
   }
   os << "memory   peak allocated " << fmt("%.1f", worst.peak_allocated / kGiB) << " GiB (" << name_of(worst.peak_phase)
      << "), device " << fmt("%.1f", worst.device_total / kGiB) << " of " << fmt("%.1f", worst.capacity / kGiB)
-     << " GiB: " << (r.ledger.oom ? "OUT OF MEMORY" : "fits") << "\n";
+     << " GiB: " << (r.ledger.oom ? "OUT OF MEMORY" : "fits");
+  if (!r.ledger.oom && worst.device_total >= worst.capacity) {
+    os << " (at the device's limit the allocator releases cached segments; " << fmt("%.1f", worst.headroom / kGiB)
+       << " GiB left counting them)";
+  }
+  os << "\n";
   if (r.ledger.oom) os << top_memory(r.ledger);
   os << "         in flight per stage (microbatch equivalents):";
   for (const double n : in_flight_equivalents(r.ledger)) os << " " << fmt("%g", n);

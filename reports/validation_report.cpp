@@ -56,6 +56,7 @@ nlohmann::json validation_json(const ValidationReport& r) {
                         {"error", c.error},
                         {"tolerance", c.tolerance},
                         {"pass", c.pass}});
+      if (c.range) checks.back()["measured_range"] = {c.measured_low, c.measured_high};
     }
     records.push_back({{"id", rec.id},
                        {"kind", rec.kind},
@@ -90,11 +91,19 @@ std::string validation_table(const ValidationReport& r) {
     if (!rec.error.empty()) os << "      error: " << rec.error << "\n";
     for (const auto& c : rec.checks) {
       const bool rel = c.metric == "tokens_per_s_per_gpu";
-      os << "      " << c.metric << ": predicted " << fmt("%.4g", c.predicted) << ", published "
-         << fmt("%.4g", c.measured) << ", error "
-         << (rel ? fmt("%+.1f%%", 100 * c.error) : fmt("%+.3g", c.error) + unit_of(c.metric)) << " (tolerance "
-         << (rel ? fmt("%.0f%%", 100 * c.tolerance) : fmt("%.3g", c.tolerance)) << ")" << (c.pass ? "" : "  <- outside")
-         << "\n";
+      os << "      " << c.metric << ": predicted " << fmt("%.4g", c.predicted) << ", published ";
+      if (c.range) {
+        // A range is met anywhere inside it: the distance to its nearer end, not to a midpoint.
+        os << fmt("%.4g", c.measured_low) << "-" << fmt("%.4g", c.measured_high)
+           << (c.error == 0  ? ", inside the range"
+               : c.error > 0 ? ", above it by " + fmt("%.3g", c.error) + unit_of(c.metric)
+                             : ", below it by " + fmt("%.3g", -c.error) + unit_of(c.metric));
+      } else {
+        os << fmt("%.4g", c.measured) << ", error "
+           << (rel ? fmt("%+.1f%%", 100 * c.error) : fmt("%+.3g", c.error) + unit_of(c.metric));
+      }
+      os << " (tolerance " << (rel ? fmt("%.0f%%", 100 * c.tolerance) : fmt("%.3g", c.tolerance)) << ")"
+         << (c.pass ? "" : "  <- outside") << "\n";
     }
     if (!rec.pass() && !rec.known_gap.empty()) os << "      documented gap: " << rec.known_gap << "\n";
   }
@@ -127,8 +136,8 @@ std::string sensitivity_table(const std::vector<SensitivityRow>& rows, double fr
     return cell(r, 0, c) + " / " + cell(r, 1, c) + " / " + cell(r, 2, c);
   };
   for (const auto& r : rows) {
-    os << "| `" << r.path << "` | " << fmt("%g", r.value) << " | " << cells(r, Col::mfu) << " | "
-       << cells(r, Col::oom) << " of " << r.oom_total;
+    os << "| `" << r.path << "` | " << fmt("%g", r.value) << " | " << cells(r, Col::mfu) << " | " << cells(r, Col::oom)
+       << " of " << r.oom_total;
     if (memory) os << " | " << cells(r, Col::memory);
     os << " |\n";
   }

@@ -116,6 +116,9 @@ class Enumerator {
       return "global batch is not a whole number of microbatches per DP rank";
     if (plan_schedule_key(c.schedule) == "interleaved_1f1b" && (space_.global_batch_tokens / step_tokens) % c.pp != 0)
       return "interleaved 1F1B needs a microbatch count that is a multiple of the PP degree";
+    const std::int64_t stage_layers = (base_.arch.num_layers + c.pp - 1) / c.pp;
+    if (space_.global_batch_tokens / step_tokens > kMaxBlockPassesPerStage / stage_layers)
+      return "more microbatches x layers per stage than one step's replay holds";
     return "";
   }
 

@@ -88,12 +88,34 @@ const std::vector<std::string>& plan_axis_names() {
   return names;
 }
 
+ScenarioSource plan_source(ScenarioSource source, const PlanRequest& request) {
+  if (request.gpus_per_node < 1) return source;
+  const nlohmann::json& plan = source.inputs.doc.at("plan");
+  const auto integer = [&](const char* key, std::int64_t fallback) {
+    const auto it = plan.find(key);
+    return it != plan.end() && it->is_number_integer() && it->get<std::int64_t>() > 0 ? it->get<std::int64_t>()
+                                                                                      : fallback;
+  };
+  const ParallelPlan defaults;
+  const std::int64_t world = integer("nodes", defaults.nodes) * integer("gpus_per_node", defaults.gpus_per_node);
+  const std::int64_t host = std::gcd(world, request.gpus_per_node);
+  return with_changes(std::move(source),
+                      changes_of({{"plan.gpus_per_node", host}, {"plan.nodes", world / host}}, "--gpus-per-node"));
+}
+
 PlanSpace plan_space(const ScenarioSource& source, const Scenario& base, const PlanRequest& request) {
   PlanSpace space;
   if (request.gpus < 1) throw InputError("--gpus", std::to_string(request.gpus), "allowed: an integer >= 1");
   space.gpus = request.gpus;
   space.gpus_per_node =
       request.gpus_per_node > 0 ? request.gpus_per_node : std::min(base.plan.gpus_per_node, request.gpus);
+  const auto host = static_cast<std::int64_t>(base.hardware.node.gpus_per_node.value);
+  if (space.gpus_per_node > host) {
+    throw InputError("--gpus-per-node", std::to_string(space.gpus_per_node),
+                     "exceeds the " + std::to_string(host) + " GPUs of one host of hardware profile \"" +
+                         base.hardware.name + "\"; allowed: 1.." + std::to_string(host) +
+                         " (an NVLink domain of several hosts is the profile's interconnect.intra_node.domain_gpus)");
+  }
   if (request.gpus % space.gpus_per_node != 0) {
     throw InputError("--gpus", std::to_string(request.gpus),
                      "is not a multiple of the GPUs per node (" + std::to_string(space.gpus_per_node) +

@@ -47,6 +47,11 @@ std::int64_t plan_schedule_virtual_stages(const std::string& schedule);
 // Its plan.pipeline.schedule: "interleaved_1f1b" for "vN", the value itself for the others.
 std::string plan_schedule_key(const std::string& schedule);
 
+// The source a search for `request` starts from. With --gpus-per-node G the scenario's own world
+// is regrouped into hosts of gcd(world, G) GPUs (its plan then composes on a profile of smaller
+// hosts, an NVL72 rack's 4-GPU trays); every candidate sets its nodes and host size itself.
+ScenarioSource plan_source(ScenarioSource source, const PlanRequest& request);
+
 // The space for `request` on `base` (the composed scenario). Throws InputError naming --gpus,
 // --gpus-per-node, --global-batch or the --search expression at fault.
 PlanSpace plan_space(const ScenarioSource& source, const Scenario& base, const PlanRequest& request);

@@ -116,6 +116,9 @@ void range_checks(const JsonReader& rec, const nlohmann::json& raw, const std::s
     const double nearest = std::clamp(mfu, band_lo, band_hi);
     ValidationCheck c{"mfu@" + path + "=" + v.dump(), mfu, nearest, mfu - nearest, mfu_tol, false};
     c.pass = std::fabs(c.error) <= mfu_tol;
+    c.range = true;
+    c.measured_low = band_lo;
+    c.measured_high = band_hi;
     out.checks.push_back(c);
   }
 }

@@ -18,6 +18,10 @@ struct ValidationCheck {
   double error = 0;      // mfu: points; tokens: relative; exact metrics: difference
   double tolerance = 0;  // same unit as error
   bool pass = false;
+  // A published range [measured_low, measured_high] instead of one number: `measured` is its
+  // point nearest the prediction and `error` the distance outside it (0 inside).
+  bool range = false;
+  double measured_low = 0, measured_high = 0;
 };
 
 struct ValidationRecord {

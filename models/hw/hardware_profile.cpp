@@ -7,6 +7,10 @@
 
 namespace moesim {
 
+std::int64_t hosts_per_domain(const HardwareProfile& hw) {
+  return static_cast<std::int64_t>(hw.interconnect.intra_node.domain_gpus.value / hw.node.gpus_per_node.value);
+}
+
 std::string_view name_of(SourceKind k) {
   switch (k) {
     case SourceKind::datasheet: return "datasheet";
@@ -37,37 +41,38 @@ HardwareProfile parse_hardware_profile(const JsonReader& in) {
   {
     const auto g = in.object("gpu");
     h.gpu.model = g.string("model");
-    h.gpu.peak_bf16_TFLOPs = quantity(g, "peak_bf16_dense_TFLOPs", Range::positive());
-    h.gpu.hbm_bw_GBps = quantity(g, "hbm_bw_GBps", Range::positive());
+    h.gpu.peak_bf16_TFLOPs = quantity(g, "peak_bf16_dense_TFLOPs", plausible::kPeakTFLOPs);
+    h.gpu.hbm_bw_GBps = quantity(g, "hbm_bw_GBps", plausible::kHbmGBps);
     h.gpu.sm_count = quantity(g, "sm_count", Range::between(1, 1024));
-    h.gpu.peak_fp8_dense_TFLOPs = optional_quantity(g, "peak_fp8_dense_TFLOPs", Range::positive());
+    h.gpu.peak_fp8_dense_TFLOPs = optional_quantity(g, "peak_fp8_dense_TFLOPs", plausible::kFp8PeakTFLOPs);
     g.finish();
   }
   {
     const auto m = in.object("memory");
-    h.memory.usable_capacity_GiB = quantity(m, "usable_capacity_GiB", Range::positive());
-    h.memory.cuda_context_GiB = quantity(m, "cuda_context_GiB", Range::non_negative());
-    h.memory.nccl_buffers_GiB = quantity(m, "nccl_buffers_GiB", Range::non_negative());
-    h.memory.library_workspace_GiB = quantity(m, "library_workspace_GiB", Range::non_negative());
+    h.memory.usable_capacity_GiB = quantity(m, "usable_capacity_GiB", plausible::kCapacityGiB);
+    h.memory.cuda_context_GiB = quantity(m, "cuda_context_GiB", plausible::kReserveGiB);
+    h.memory.nccl_buffers_GiB = quantity(m, "nccl_buffers_GiB", plausible::kReserveGiB);
+    h.memory.library_workspace_GiB = quantity(m, "library_workspace_GiB", plausible::kReserveGiB);
     h.memory.fragmentation_fraction = quantity(m, "fragmentation_fraction", Range::between(0.0, 0.9));
     m.finish();
   }
   {
     const auto n = in.object("node");
-    h.node.gpus_per_node = quantity(n, "gpus_per_node", Range::between(1, 1024));
-    h.node.nvlink_bw_GBps_per_direction = quantity(n, "nvlink_bw_GBps_per_direction", Range::positive());
-    h.node.nic_bw_Gbps_per_gpu = quantity(n, "nic_bw_Gbps_per_gpu", Range::positive());
+    h.node.gpus_per_node = quantity(n, "gpus_per_node", plausible::kHostGpus);
+    h.node.nvlink_bw_GBps_per_direction = quantity(n, "nvlink_bw_GBps_per_direction", plausible::kNvlinkGBps);
+    h.node.nic_bw_Gbps_per_gpu = quantity(n, "nic_bw_Gbps_per_gpu", plausible::kNicGbps);
     n.finish();
   }
   h.compute = parse_compute(in.object("compute"));
   check_rates_under_peaks(h, in);
   h.interconnect = parse_interconnect(in.object("interconnect"));
-  if (h.interconnect.intra_node.domain_gpus.value < h.node.gpus_per_node.value) {
+  const double domain = h.interconnect.intra_node.domain_gpus.value, host = h.node.gpus_per_node.value;
+  if (domain < host || std::fmod(domain, host) != 0) {
     in.object("interconnect")
         .object("intra_node")
         .object("domain_gpus")
-        .fail("value", "an NVLink domain holds at least the node's " +
-                           std::to_string(static_cast<int>(h.node.gpus_per_node.value)) + " GPUs");
+        .fail("value", "an NVLink domain joins whole hosts: a multiple of node.gpus_per_node (" +
+                           std::to_string(static_cast<int>(host)) + ")");
   }
   {
     const auto f = in.object("interference");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -212,5 +213,8 @@ struct HardwareProfile {
 };
 
 HardwareProfile parse_hardware_profile(const JsonReader& in);
+
+// Hosts one NVLink domain joins (domain_gpus / gpus_per_node: 1 on HGX, 18 on NVL72).
+std::int64_t hosts_per_domain(const HardwareProfile& hw);
 
 }  // namespace moesim

@@ -56,6 +56,23 @@ std::optional<Quantity> optional_quantity(const JsonReader& parent, std::string_
   return quantity(parent, key, range);
 }
 
+Quantity quantity(const JsonReader& parent, std::string_view key, const PlausibleRange& plausible) {
+  Quantity out = quantity(parent, key, Range::non_negative());
+  if (out.value < plausible.min || out.value > plausible.max) {
+    std::ostringstream msg;
+    msg << "value " << out.value << " " << plausible.unit << " is not plausible; allowed: [" << plausible.min << ", "
+        << plausible.max << "] " << plausible.unit << " (" << plausible.reason << ")";
+    parent.object(key).fail("value", msg.str());
+  }
+  return out;
+}
+
+std::optional<Quantity> optional_quantity(const JsonReader& parent, std::string_view key,
+                                          const PlausibleRange& plausible) {
+  if (!parent.has(key)) return std::nullopt;
+  return quantity(parent, key, plausible);
+}
+
 ProfileTable table(const JsonReader& parent, std::string_view key, std::string_view x_key, std::string_view y_key,
                    Range y_range) {
   const JsonReader t = parent.object(key);
@@ -111,7 +128,7 @@ CollectiveEfficiencies efficiencies(const JsonReader& e, std::initializer_list<s
 CollectiveAlgorithmSpec algorithm(const JsonReader& a, std::initializer_list<std::string_view> required,
                                   std::initializer_list<std::string_view> optional) {
   CollectiveAlgorithmSpec out;
-  out.base_latency_us = quantity(a, "base_latency_us", Range::non_negative());
+  out.base_latency_us = quantity(a, "base_latency_us", plausible::kLatencyUs);
   out.ctas = quantity(a, "ctas", kCtas);
   out.busbw_efficiency = efficiencies(a.object("busbw_efficiency"), required, optional);
   a.finish();
@@ -163,7 +180,7 @@ ComputeSpec parse_compute(const JsonReader& c) {
                                                                "rows_per_expert", "fraction_of_forward", kPassRatio);
   s.attention_fwd_TFLOPs = quantity(c, "attention_fwd_TFLOPs", Range::positive());
   s.attention_bwd_TFLOPs = quantity(c, "attention_bwd_TFLOPs", Range::positive());
-  s.hbm_sustained_GBps = quantity(c, "hbm_sustained_GBps", Range::positive());
+  s.hbm_sustained_GBps = quantity(c, "hbm_sustained_GBps", plausible::kHbmGBps);
   memory_kernel_fractions(c.object("hbm_fraction_by_kernel"), s);
   // A per-kernel overhead of a millisecond or more would be a unit mistake (ms typed as us).
   s.kernel_launch_us = quantity(c, "kernel_launch_us", Range::between(0.0, 1000.0));
@@ -185,7 +202,7 @@ EpTransportSpecs parse_ep_transports(const JsonReader& ep) {
   }
   if (const auto d = ep.optional_object("deepep")) {
     s.deepep =
-        DeepEpTransportSpec{quantity(*d, "base_latency_us", Range::non_negative()), quantity(*d, "ctas", kCtas),
+        DeepEpTransportSpec{quantity(*d, "base_latency_us", plausible::kLatencyUs), quantity(*d, "ctas", kCtas),
                             quantity(*d, "nvlink_efficiency", efficiency), quantity(*d, "rdma_efficiency", efficiency)};
     d->finish();
   }
@@ -200,7 +217,7 @@ InterconnectSpec parse_interconnect(const JsonReader& ic) {
   {
     const auto in = ic.object("intra_node");
     s.intra_node.domain_gpus = quantity(in, "domain_gpus", Range::between(1, 1024));
-    s.intra_node.hop_latency_us = quantity(in, "hop_latency_us", Range::non_negative());
+    s.intra_node.hop_latency_us = quantity(in, "hop_latency_us", plausible::kLatencyUs);
     // Which collectives each algorithm runs follows NCCL: ring the reductions, gathers and
     // broadcast, tree only all_reduce, NVLS all_reduce (its all_gather/reduce_scatter are
     // optional: no speedup, nccl issue 1506), point-to-point all_to_all and send/recv.
@@ -214,13 +231,13 @@ InterconnectSpec parse_interconnect(const JsonReader& ic) {
   }
   {
     const auto out = ic.object("inter_node");
-    s.inter_node.hop_latency_us = quantity(out, "hop_latency_us", Range::non_negative());
+    s.inter_node.hop_latency_us = quantity(out, "hop_latency_us", plausible::kLatencyUs);
     s.inter_node.nic_efficiency = quantity(out, "nic_efficiency", Range{0.0, 1.0, true});
     const auto fabric = sourced_choice(out, "fabric", {"rail_optimized", "fat_tree"});
     s.inter_node.fabric = {
         fabric.value == "rail_optimized" ? ScaleOutTopology::rail_optimized : ScaleOutTopology::fat_tree, fabric.kind,
         fabric.source};
-    s.inter_node.spine_hop_latency_us = quantity(out, "spine_hop_latency_us", Range::non_negative());
+    s.inter_node.spine_hop_latency_us = quantity(out, "spine_hop_latency_us", plausible::kLatencyUs);
     // A millisecond per peer would be a unit mistake (ms typed as us).
     s.inter_node.per_peer_latency_us = quantity(out, "per_peer_latency_us", Range::between(0.0, 1000.0));
     s.inter_node.pxn = sourced_flag(out, "pxn");

@@ -6,6 +6,7 @@
 
 #include "models/common/json_reader.hpp"
 #include "models/hw/hardware_profile.hpp"
+#include "models/hw/plausible_ranges.hpp"
 
 namespace moesim::profile_detail {
 
@@ -13,6 +14,10 @@ namespace moesim::profile_detail {
 // prints can be traced.
 Quantity quantity(const JsonReader& parent, std::string_view key, Range range);
 std::optional<Quantity> optional_quantity(const JsonReader& parent, std::string_view key, Range range);
+// The same for a physical quantity: outside `plausible`, refused with its unit and the reason.
+Quantity quantity(const JsonReader& parent, std::string_view key, const PlausibleRange& plausible);
+std::optional<Quantity> optional_quantity(const JsonReader& parent, std::string_view key,
+                                          const PlausibleRange& plausible);
 // {"kind", "source", "points": [{x_key: .., y_key: ..}, ...]}: one provenance for the whole
 // curve; at least one point, x strictly increasing.
 ProfileTable table(const JsonReader& parent, std::string_view key, std::string_view x_key, std::string_view y_key,

@@ -185,13 +185,21 @@ Scenario parse_composed(ScenarioInputs& src, const HardwareProfile* hardware) {
   const double node = s.hardware.node.gpus_per_node.value;
   if (static_cast<double>(s.plan.gpus_per_node) > node) {
     const std::string path = src.plan.prefix.empty() ? "gpus_per_node" : src.plan.prefix + ".gpus_per_node";
+    const auto host = static_cast<long long>(node);
+    std::string hint;
+    if (s.plan.world() % host == 0) {
+      hint = "; the same " + std::to_string(s.plan.world()) +
+             " GPUs on this profile are plan.nodes=" + std::to_string(s.plan.world() / host) +
+             " with plan.gpus_per_node=" + std::to_string(host) +
+             " (hosts in one NVLink domain share it: interconnect.intra_node.domain_gpus)";
+    }
     throw InputError(src.plan.file, path,
-                     std::to_string(s.plan.gpus_per_node) + " GPUs per node exceeds the " +
-                         std::to_string(static_cast<long long>(node)) + " of hardware profile \"" + s.hardware.name +
-                         "\"",
+                     std::to_string(s.plan.gpus_per_node) + " GPUs per node exceeds the " + std::to_string(host) +
+                         " of one host of hardware profile \"" + s.hardware.name + "\"" + hint,
                      /*infeasible=*/true);
   }
   check_plan_against_profile(s.plan, s.hardware, src.plan.file, src.plan.prefix);
+  s.plan.domain_hosts = hosts_per_domain(s.hardware);
   nlohmann::json& sections = src.doc;
   s.resolved = {{"architecture", std::move(sections.at("architecture"))}, {"plan", std::move(sections.at("plan"))}};
   if (sections.contains("hardware")) s.resolved["hardware"] = std::move(sections.at("hardware"));
@@ -258,15 +266,20 @@ ScenarioSource read_scenario_document(const nlohmann::json& raw, const std::stri
   }
   for (const auto& expr : sets) changes.push_back({parse_override(expr, "--set"), "--set"});
   top.finish();
-  for (auto& c : changes) {
+  return with_changes(std::move(source), changes);
+}
+
+ScenarioSource with_changes(ScenarioSource source, const std::vector<ScenarioChange>& changes) {
+  ScenarioInputs& s = source.inputs;
+  for (const auto& c : changes) {
     apply_change(s, c);
-    s.changes.push_back(std::move(c));
+    s.changes.push_back(c);
   }
   try {
     source.parsed_hardware = std::make_shared<const HardwareProfile>(
         parse_hardware_profile(JsonReader(s.doc.at("hardware"), s.hardware.file, s.hardware.prefix)));
   } catch (...) {
-    // left null: compose() parses the section again and reports the error as it always has
+    source.parsed_hardware = nullptr;  // compose() parses the section again and reports the error as it always has
   }
   return source;
 }

@@ -81,6 +81,10 @@ ScenarioSource read_scenario(const std::string& path, const std::vector<std::str
 ScenarioSource read_scenario_document(const nlohmann::json& raw, const std::string& path,
                                       const std::vector<std::string>& sets);
 
+// The source with `changes` made its own, after its other changes: every point of a study made
+// from it carries them (a plan search's host size applies to the base and every candidate).
+ScenarioSource with_changes(ScenarioSource source, const std::vector<ScenarioChange>& changes);
+
 // What compose records in Scenario::resolved: every section, or all but the hardware profile's
 // when no change edits it (its largest, which a sweep writing no per-point inputs would copy at
 // every point only to drop it).

@@ -126,11 +126,16 @@ StageLedger stage_ledger(const Architecture& arch, const Inventory& inv, const P
       (hw.memory.cuda_context_GiB.value + hw.memory.nccl_buffers_GiB.value + hw.memory.library_workspace_GiB.value) *
       kGiB;
   allocator_view(s, arch, plan, hw, tensors, view, routed, held, order);
-  s.device_total = s.peak_reserved + s.runtime_reserves;
   s.capacity = hw.memory.usable_capacity_GiB.value * kGiB;
   // What the allocator could still take: cached segments it holds but can release are room.
   s.headroom = s.capacity - (s.reserved_required + s.runtime_reserves);
   s.oom = s.headroom < 0 || s.allocator_oom;
+  // One number is printed against the capacity, and it agrees with the verdict: what the device
+  // holds at the reserved high-water mark. An allocator that fits never reserves past the device:
+  // at its limit it releases cached segments (c10 CUDACachingAllocator release_cached_blocks) and
+  // keeps only what reserved_required counts, so a fitting stage's reserved peak is capped there.
+  if (!s.oom) s.peak_reserved = std::min(s.peak_reserved, s.capacity - s.runtime_reserves);
+  s.device_total = std::max(s.peak_reserved, s.oom ? s.reserved_required : 0.0) + s.runtime_reserves;
 
   s.top_contributors = s.persistent;
   s.top_contributors.insert(s.top_contributors.end(), peak->items.begin(), peak->items.end());

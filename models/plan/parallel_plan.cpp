@@ -1,5 +1,7 @@
 #include "models/plan/parallel_plan.hpp"
 
+#include <algorithm>
+
 #include "models/arch/architecture.hpp"
 #include "models/common/json_reader.hpp"
 #include "models/moe/measured_loads.hpp"
@@ -13,6 +15,14 @@ int OptimizerSpec::states() const {
     case OptimizerKind::sgd: return 0;
   }
   return 0;
+}
+
+std::int64_t ParallelPlan::domain_gpus() const {
+  const std::int64_t hosts = std::max<std::int64_t>(domain_hosts, 1);
+  for (std::int64_t domains = (nodes + hosts - 1) / hosts; domains < nodes; ++domains) {
+    if (nodes % domains == 0) return nodes / domains * gpus_per_node;
+  }
+  return gpus_per_node;  // one host per domain
 }
 
 std::string_view name_of(Design d) { return d == Design::fsdp ? "fsdp" : "ddp"; }

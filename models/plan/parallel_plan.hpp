@@ -94,7 +94,11 @@ struct PrecisionSpec {
 struct ParallelPlan {
   Design design = Design::ddp;
   std::int64_t nodes = 1;
-  std::int64_t gpus_per_node = 8;
+  std::int64_t gpus_per_node = 8;  // GPUs of each host (node) the job uses
+  // Hosts one NVLink domain joins: a hardware fact, copied from the profile when a scenario is
+  // composed (interconnect.intra_node.domain_gpus / node.gpus_per_node): 1 on an HGX host, 18 in a
+  // GB200/GB300 NVL72 rack (18 compute trays of 4 GPUs).
+  std::int64_t domain_hosts = 1;
   std::int64_t pp = 1;  // pipeline stages
   std::int64_t ep = 1;  // EP-MP degree M_E
   // How routed rows travel (cost_types.hpp EpTransport) and so where they live: NCCL all-to-all
@@ -131,6 +135,9 @@ struct ParallelPlan {
   AllocatorSpec allocator;
 
   std::int64_t world() const { return nodes * gpus_per_node; }
+  // GPUs of this job in one NVLink domain: its hosts spread evenly over the fewest domains that
+  // can hold them (a job of 18 hosts fills one NVL72 rack; 24 hosts take 12 in each of two).
+  std::int64_t domain_gpus() const;
   std::int64_t dp() const { return world() / pp; }
   std::int64_t ep_dp() const { return dp() / ep; }
   std::int64_t shard_group() const { return fsdp_shard == 0 ? dp() : fsdp_shard; }
@@ -160,6 +167,9 @@ std::string_view name_of(AllocatorModel m);
 std::string_view name_of(PipelineSchedule s);  // the scenario key's value: "1f1b", "zb_h1", ...
 
 ParallelPlan parse_plan(const JsonReader& in);
+
+// Microbatches x layers of one pipeline stage that one step may replay (validate_plan).
+inline constexpr std::int64_t kMaxBlockPassesPerStage = std::int64_t{1} << 17;
 
 // Plan facts that depend on the model: divisibility, stage split, microbatch count. Throws
 // InputError naming `file` and the plan path at fault (under `prefix` when the plan is inlined).

@@ -111,6 +111,17 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
     fail("batch.global_batch_tokens", "global batch " + s(p.global_batch_tokens) +
                                           " is not a multiple of microbatch tokens x DP = " + s(step_tokens_per_mb));
   }
+  // A step is replayed pass by pass: every microbatch's every block becomes tasks (about nine
+  // per block pass, ~160 bytes each; tests/sim/test_extreme_plans.cpp), so the replay's size is
+  // bounded here rather than by the machine running out of memory part way.
+  const std::int64_t stage_layers = (a.num_layers + p.pp - 1) / p.pp;
+  if (shape.microbatches > kMaxBlockPassesPerStage / stage_layers) {
+    fail("batch.global_batch_tokens",
+         "global batch " + s(p.global_batch_tokens) + " tokens gives " + s(shape.microbatches) + " microbatches x " +
+             s(stage_layers) + " layers per stage; allowed: at most " + s(kMaxBlockPassesPerStage) +
+             " block passes per stage and step (a replay of about 1.2 million tasks): a larger microbatch, more DP "
+             "ranks or a smaller global batch");
+  }
 }
 
 }  // namespace moesim

@@ -1,6 +1,7 @@
 #include "models/plan/rank_layout.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 #include "models/arch/architecture.hpp"
 
@@ -16,21 +17,35 @@ RankCoords coords_of(const ParallelPlan& plan, std::int64_t rank) {
   return c;
 }
 
+namespace {
+
+// Members of a group of `size` ranks spaced `stride` apart that share one NVLink domain of `domain`
+// consecutive ranks. A group that fits a domain, or fills whole domains, is exact; one that
+// straddles domain edges unevenly is given the largest count every domain it touches can hold
+// (a divisor of its size, as the collective model needs), so it is never priced as more local
+// than its worst-placed members.
+std::int64_t members_per_domain(std::int64_t size, std::int64_t stride, std::int64_t domain) {
+  return std::gcd(size, std::max<std::int64_t>(1, domain / stride));
+}
+
+}  // namespace
+
 CommunicatorShape communicator_shape(const ParallelPlan& plan, Communicator communicator) {
-  // Rank order PP, DP, EP-MP innermost: contiguous groups fill nodes, strided ones spread.
-  const std::int64_t node = plan.gpus_per_node;
+  // Rank order PP, DP, EP-MP innermost: contiguous groups fill NVLink domains (an HGX host, an
+  // NVL72 rack), strided ones spread over them.
+  const std::int64_t domain = plan.domain_gpus();
   switch (communicator) {
-    case Communicator::dp: return {plan.dp(), std::min(plan.dp(), node)};
-    case Communicator::ep_mp: return {plan.ep, std::min(plan.ep, node)};
-    case Communicator::ep_dp: return {plan.ep_dp(), std::min(plan.ep_dp(), std::max<std::int64_t>(1, node / plan.ep))};
-    case Communicator::fsdp_shard: return {plan.shard_group(), std::min(plan.shard_group(), node)};
+    case Communicator::dp: return {plan.dp(), members_per_domain(plan.dp(), 1, domain)};
+    case Communicator::ep_mp: return {plan.ep, members_per_domain(plan.ep, 1, domain)};
+    case Communicator::ep_dp: return {plan.ep_dp(), members_per_domain(plan.ep_dp(), plan.ep, domain)};
+    case Communicator::fsdp_shard: return {plan.shard_group(), members_per_domain(plan.shard_group(), 1, domain)};
     case Communicator::hsdp_replica: {
       const std::int64_t replicas = plan.dp() / plan.shard_group();
-      return {replicas, std::min(replicas, std::max<std::int64_t>(1, node / plan.shard_group()))};
+      return {replicas, members_per_domain(replicas, plan.shard_group(), domain)};
     }
     case Communicator::pp_neighbours:
-      return {2,
-              plan.dp() >= node ? 1 : 2};  // stage-major: neighbours share a node only when a stage is smaller than it
+      // Stage-major: neighbours share a domain only when a stage is smaller than it.
+      return {2, plan.dp() >= domain ? 1 : 2};
   }
   return {};
 }

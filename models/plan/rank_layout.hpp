@@ -1,6 +1,7 @@
-// Where a rank sits (PP outermost, then DP, EP-MP innermost: EP8 fills one NVL8 node), which
-// parameter tensors it holds with each tensor's replica group, and the communicators its
-// collectives run on: their sizes and how many members share one node are plan facts.
+// Where a rank sits (PP outermost, then DP, EP-MP innermost: EP8 fills one HGX host, EP64 stays
+// inside one NVL72 rack), which parameter tensors it holds with each tensor's replica group, and
+// the communicators its collectives run on: their sizes and how many members share one NVLink
+// domain (plan.domain_gpus(): a host on HGX, a rack of 18 hosts on NVL72) are plan facts.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +32,7 @@ enum class Communicator : std::uint8_t { dp, ep_mp, ep_dp, fsdp_shard, hsdp_repl
 
 struct CommunicatorShape {
   std::int64_t ranks = 1;           // members
-  std::int64_t ranks_per_node = 1;  // members inside one NVLink domain
+  std::int64_t ranks_per_node = 1;  // members inside one NVLink domain (not one host)
 };
 CommunicatorShape communicator_shape(const ParallelPlan& plan, Communicator communicator);
 

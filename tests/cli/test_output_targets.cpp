@@ -169,3 +169,50 @@ TEST_CASE("'-' outputs are pure data: the listing goes to standard error", "[uni
   CHECK(shell(sweep + " --json - --csv - >/dev/null 2>" + dir.path("two.err")) == 2);
   CHECK(test::slurp(dir.path("two.err")).find("at most one output may be '-'") != std::string::npos);
 }
+
+TEST_CASE("A name of standard output (/dev/stdout, /dev/fd/1) is pure data as '-' is", "[unit][safety]") {
+  test::TempDir dir;
+  const std::string cli = std::string(MOESIM_CLI);
+  for (const std::string name : {"/dev/stdout", "/dev/fd/1"}) {
+    INFO(name);
+    REQUIRE(shell(cli + " simulate " + kScenario + " --json " + name + " >" + dir.path("sim.out") + " 2>" +
+                  dir.path("sim.err")) == 0);
+    CHECK_NOTHROW(nlohmann::json::parse(test::slurp(dir.path("sim.out"))));
+    CHECK(test::slurp(dir.path("sim.err")).find("MFU") != std::string::npos);  // the table went to stderr
+    REQUIRE(shell(cli + " ledger " + kScenario + " --json " + name + " >" + dir.path("ledger.out") + " 2>/dev/null") ==
+            0);
+    CHECK_NOTHROW(nlohmann::json::parse(test::slurp(dir.path("ledger.out"))));
+  }
+  REQUIRE(shell(cli + " sweep " + test::source_path("scenarios/fig8/fig8a.json") + " -j 1 --csv /dev/stdout >" +
+                dir.path("csv.out") + " 2>/dev/null") == 0);
+  CHECK(test::slurp(dir.path("csv.out")).rfind("index,", 0) == 0);  // the CSV header first: no table before it
+  // Two documents cannot share standard output under two of its names either.
+  CHECK(shell(cli + " simulate " + kScenario + " --json - --trace /dev/stdout >/dev/null 2>/dev/null") == 2);
+}
+
+TEST_CASE("An output path that cannot be written fails before any work, in every command", "[unit][safety]") {
+  test::TempDir dir;
+  const std::string cli = std::string(MOESIM_CLI);
+  const std::string missing = dir.path("no-such-folder/out.json");
+  const std::string cases[] = {
+      "simulate " + kScenario + " --json " + missing,
+      "simulate " + kScenario + " --trace " + missing,
+      "ledger " + kScenario + " --json " + missing,
+      "sweep " + kScenario + " --csv " + missing,
+      "compare " + kScenario + " --design ddp --html " + missing,
+      "plan " + kScenario + " --gpus 64 --json " + missing,
+      "plan " + kScenario + " --gpus 64 --html " + dir.path(""),
+      "validate --json " + missing,
+  };
+  for (const auto& args : cases) {
+    INFO(args);
+    CHECK(shell(cli + " " + args + " >" + dir.path("out") + " 2>" + dir.path("err")) == 2);
+    // The option's own check refused it as the command line was read: before any work.
+    const std::string err = test::slurp(dir.path("err"));
+    CHECK((err.find("--json: cannot write") != std::string::npos ||
+           err.find("--csv: cannot write") != std::string::npos ||
+           err.find("--html: cannot write") != std::string::npos ||
+           err.find("--trace: cannot write") != std::string::npos));
+    CHECK(test::slurp(dir.path("out")).empty());
+  }
+}

@@ -107,7 +107,11 @@ TEST_CASE("Bad cost sections name the exact JSON path", "[unit]") {
        "interconnect.inter_node.nic_efficiency.value", "out of range"},
       {"NVLink domain smaller than a node",
        [](json& d) { d["interconnect"]["intra_node"]["domain_gpus"]["value"] = 4; },
-       "interconnect.intra_node.domain_gpus.value", "at least the node's 8 GPUs"},
+       "interconnect.intra_node.domain_gpus.value", "a multiple of node.gpus_per_node (8)"},
+      {"NVLink domain of part of a host", [](json& d) { d["interconnect"]["intra_node"]["domain_gpus"]["value"] = 12; },
+       "interconnect.intra_node.domain_gpus.value", "joins whole hosts"},
+      {"HBM bandwidth typed in TB/s", [](json& d) { d["gpu"]["hbm_bw_GBps"]["value"] = 8; }, "gpu.hbm_bw_GBps.value",
+       "below 100 is TB/s"},
       {"interference out of range", [](json& d) { d["interference"]["compute_slowdown_with_comm"]["value"] = 1.0; },
        "interference.compute_slowdown_with_comm.value", "out of range"},
   };

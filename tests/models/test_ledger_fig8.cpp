@@ -97,3 +97,28 @@ TEST_CASE("Recompute and a fused loss shrink the working set; PP splits the stat
   CHECK(split.ledger.stages[0].local_params + split.ledger.stages[1].local_params <
         test::run_ledger(test::fig8("ddp", 128)).ledger.stages[0].local_params);
 }
+
+TEST_CASE("The device figure printed against capacity decides the verdict: a fit never exceeds the device", "[unit]") {
+  // The issue's case: FSDP on 2 GPUs, microbatch 4 printed "287.2 of 268.6 GiB: fits" (the
+  // reserved peak of a device with room), and microbatch 6 (OOM) printed less than microbatch 4.
+  for (const int hosts_gpus : {1, 2, 4}) {
+    double largest_fit = 0, smallest_oom = 1e30;
+    for (const int mb : {1, 2, 3, 4, 5, 6, 8}) {
+      CAPTURE(hosts_gpus, mb);
+      Scenario s = test::fig8("fsdp", 64);
+      s.plan.gpus_per_node = hosts_gpus;
+      s.plan.microbatch_sequences = mb;
+      s.plan.global_batch_tokens = mb * s.arch.sequence_length * hosts_gpus;
+      const auto r = test::run_ledger(s);
+      const StageLedger& st = r.ledger.stages.at(r.ledger.worst_stage);
+      CHECK(r.ledger.oom == (st.device_total > st.capacity));
+      CHECK(st.peak_reserved >= st.reserved_required * (1 - 1e-12));
+      if (r.ledger.oom) {
+        smallest_oom = std::min(smallest_oom, st.device_total);
+      } else {
+        largest_fit = std::max(largest_fit, st.device_total);
+      }
+    }
+    CHECK(largest_fit <= smallest_oom);
+  }
+}

@@ -204,3 +204,31 @@ TEST_CASE("Plan search: the V-shape and zero-bubble schedules by axis word or by
       designs({"pp=2", "microbatch=2", "recompute=none", "schedule=1f1b", "plan.pipeline.schedule=zb_h1"});
   CHECK(count(path, "+zb_h1") == static_cast<std::ptrdiff_t>(path.size()));
 }
+
+TEST_CASE("Plan search: --gpus-per-node sets the host size on a profile of smaller hosts", "[unit][plan]") {
+  // An 8-GPU-per-host scenario searched on GB200 NVL72 trays of 4 GPUs: the option applies to
+  // the base and every candidate; EP inside the rack is offered and sends nothing over the NIC.
+  PlanRequest q;
+  q.gpus = 64;
+  q.gpus_per_node = 4;
+  q.search = {"design=ddp", "pp=1", "microbatch=2", "recompute=none", "layout=per_tensor"};
+  const ScenarioSource source = plan_source(
+      read_scenario(
+          test::source_path("scenarios/fig8/moe-ddp-ep8.json"),
+          {"hardware=" + test::source_path("hardware_profiles/gb200-nvl72.json"), "architecture.moe.num_experts=64"}),
+      q);
+  const Scenario base = compose(source);
+  CHECK(base.plan.gpus_per_node == 4);
+  CHECK(base.plan.world() == 8);  // the scenario's own world, regrouped into hosts of 4
+  const PlanSpace space = plan_space(source, base, q);
+  CHECK(space.gpus_per_node == 4);
+  const PlanSearchResult r = search_plans(source, space, PlanSearchOptions{});
+  REQUIRE_FALSE(r.top.empty());
+  bool wide_ep = false;
+  for (const PlanRecord& rec : r.records) wide_ep = wide_ep || rec.design == "ddp+ep64";
+  CHECK(wide_ep);
+
+  PlanRequest too_big = q;
+  too_big.gpus_per_node = 8;  // a GB200 host holds 4
+  CHECK_THROWS_WITH(plan_space(source, base, too_big), Catch::Contains("exceeds the 4 GPUs of one host"));
+}
