@@ -18,6 +18,10 @@ nlohmann::json items_json(const std::vector<LedgerItem>& items) {
   for (const auto& i : items) {
     out.push_back(
         {{"name", i.name}, {"class", name_of(i.cls)}, {"bytes", i.bytes}, {"GiB", i.bytes / kGiB}, {"basis", i.basis}});
+    if (i.by_format.empty()) continue;
+    nlohmann::json formats = nlohmann::json::object();
+    for (const auto& [format, bytes] : i.by_format) formats[format] = bytes;
+    out.back()["bytes_by_format"] = formats;
   }
   return out;
 }
@@ -152,7 +156,13 @@ std::string ledger_table(const LedgerInputs& in) {
       os << "    " << gib(ph.bytes()) << "  " << name_of(ph.phase) << (ph.phase == s.peak_phase ? "  <- peak" : "")
          << "\n";
       for (const auto& i : ph.items) {
-        if (i.bytes > 0) os << "      " << gib(i.bytes) << "  " << i.name << "\n";
+        if (i.bytes <= 0) continue;
+        os << "      " << gib(i.bytes) << "  " << i.name;
+        for (std::size_t f = 0; f < i.by_format.size(); ++f) {
+          os << (f == 0 ? "  (" : ", ") << i.by_format[f].first << " " << fmt("%.2f GiB", i.by_format[f].second / kGiB)
+             << (f + 1 == i.by_format.size() ? ")" : "");
+        }
+        os << "\n";
       }
     }
     os << "  optimizer layout " << s.optimizer.layout << ": largest rank " << gib(s.optimizer.largest_bytes)

@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "models/common/units.hpp"
+#include "models/costs/low_precision.hpp"
 
 namespace moesim {
 
@@ -11,6 +12,17 @@ namespace {
 constexpr double kFp32 = 4.0;   // router logits and the attention log-sum-exp are FP32
 constexpr double kIndex = 8.0;  // int64 expert indices
 }  // namespace
+
+std::string_view name_of(SavedFormat format, DType compute) {
+  switch (format) {
+    case SavedFormat::compute: return name_of(compute);
+    case SavedFormat::fp32: return "fp32";
+    case SavedFormat::int64: return "int64";
+    case SavedFormat::fp8: return "fp8";
+    case SavedFormat::mxfp8: return "mxfp8";
+  }
+  return "?";
+}
 
 RoutedRows routed_rows_per_token(const Architecture& a, const ParallelPlan& plan, double load_factor) {
   if (!a.moe) return {};
@@ -35,38 +47,109 @@ BlockActivations op_checkpointed(const Architecture& a, double e) {
   constexpr std::size_t kAttentionMatmuls = 4;
   const double widths[] = {q, kv, kv, d, h, h, d};
   BlockActivations b;
-  b.attention = e * d + e * q + kFp32 * dbl(a.attention.num_heads);  // input, attention output, LSE
-  for (std::size_t i = 0; i < std::size(widths); i += 2) {           // the 1st, 3rd, ... matmul
+  const double lse = kFp32 * dbl(a.attention.num_heads);
+  b.attention = e * d + e * q + lse;                        // input, attention output, LSE
+  for (std::size_t i = 0; i < std::size(widths); i += 2) {  // the 1st, 3rd, ... matmul
     (i < kAttentionMatmuls ? b.attention : b.mlp) += e * widths[i];
   }
+  b.by_format[static_cast<std::size_t>(SavedFormat::fp32)] = lse;
+  b.by_format[static_cast<std::size_t>(SavedFormat::compute)] = b.total() - lse;
   return b;
 }
 
+// Bytes per token as a block saves them, each term in its format and part (attention or MLP).
+class SavedTerms {
+ public:
+  SavedTerms(const ParallelPlan& plan) : plan_(plan), e_(bytes_of(plan.precision.compute)) {}
+
+  void add(double BlockActivations::*part, SavedFormat format, double bytes) {
+    out_.*part += bytes;
+    out_.by_format[static_cast<std::size_t>(format)] += bytes;
+  }
+  // `elements` of compute-dtype activations.
+  void activations(double BlockActivations::*part, double elements) { add(part, SavedFormat::compute, e_ * elements); }
+  // The input of a linear of class `c` (`elements` of it), as that linear keeps it for its weight
+  // gradient: its own BF16 input, unless Transformer Engine runs it in FP8 / MXFP8, which keeps
+  // only the quantized column-wise copy the wgrad GEMM reads (1 byte, + 1/32 for MXFP8's E8M0
+  // scales; the scale rows' padding to 4 x 128 is left out).
+  void linear_input(double BlockActivations::*part, LinearClass c, double elements) {
+    const GemmPrecision p = plan_.precision.linear(c);
+    if (p == GemmPrecision::bf16 || plan_.precision.library != LowPrecisionLibrary::transformer_engine) {
+      activations(part, elements);
+      return;
+    }
+    add(part, format_of(p), quantized_bytes_per_element(p) * elements);
+  }
+  // A Transformer Engine linear's own quantized copy of an input that stays saved in BF16 for
+  // another op (a shared expert reads the norm output the router keeps); nothing otherwise.
+  void extra_quantized_copy(double BlockActivations::*part, LinearClass c, double elements) {
+    const GemmPrecision p = plan_.precision.linear(c);
+    if (p == GemmPrecision::bf16 || plan_.precision.library != LowPrecisionLibrary::transformer_engine) return;
+    add(part, format_of(p), quantized_bytes_per_element(p) * elements);
+  }
+  static SavedFormat format_of(GemmPrecision p) {
+    return p == GemmPrecision::mxfp8 ? SavedFormat::mxfp8 : SavedFormat::fp8;
+  }
+  BlockActivations result() const { return out_; }
+
+ private:
+  const ParallelPlan& plan_;
+  double e_;
+  BlockActivations out_;
+};
+
 BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,
                                              const RoutedRows& routed) {
-  const double e = bytes_of(plan.precision.compute);
   const double d = dbl(a.d_model), q = dbl(a.attn_dim()), kv = dbl(a.kv_dim());
-  BlockActivations b;
-  // Attention: norm input and output (QKV GEMM input), optional q/k before QK-norm, q/k/v after
-  // RoPE (flash-attention inputs), the attention output (also the out-projection input), LSE.
-  b.attention = e * d + e * d + (a.attention.qk_norm ? e * (q + kv) : 0.0) + e * (q + 2 * kv) + e * q +
-                kFp32 * dbl(a.attention.num_heads);
+  constexpr auto attention = &BlockActivations::attention;
+  constexpr auto mlp = &BlockActivations::mlp;
+  SavedTerms t(plan);
+  // Attention: the norm input; its output, the QKV GEMM's input (Transformer Engine's
+  // LayerNormLinear keeps only its quantized copy); q/k before QK-norm; q/k/v after RoPE (the
+  // flash-attention inputs); the attention output, which flash attention saves and the
+  // out-projection shares (Megatron-Core's attention.py set_save_original_input(linear_proj) for
+  // every FP8 recipe but delayed scaling); the FP32 log-sum-exp.
+  t.activations(attention, d);
+  t.linear_input(attention, LinearClass::attention, d);
+  if (a.attention.qk_norm) t.activations(attention, q + kv);
+  t.activations(attention, q + 2 * kv + q);
+  t.add(attention, SavedFormat::fp32, kFp32 * dbl(a.attention.num_heads));
   const bool recompute_swiglu = plan.recompute == Recompute::selective;
   if (a.is_moe_layer(layer)) {
     const MoeSpec& m = *a.moe;
-    const double K = dbl(m.top_k), h = dbl(m.expert_hidden), hs = dbl(m.shared_hidden);
+    const double K = dbl(m.top_k), h = dbl(m.expert_hidden), hs = dbl(m.shared_hidden), shared = dbl(m.shared_experts);
     const double rows = routed.computed;
-    // Norm input/output, FP32 router logits, FP32 probs + int64 indices of the top-K.
-    b.mlp = e * d + e * d + kFp32 * dbl(m.num_experts) + K * (kFp32 + kIndex);
-    // The dispatched input (the grouped GEMM's saved input); per routed row: up/gate output,
-    // SwiGLU product (down input), expert output kept for the combine weights' gradient.
-    b.mlp += routed.dispatch * e * d + rows * (e * 2 * h + (recompute_swiglu ? 0.0 : e * h) + e * d);
-    b.mlp += dbl(m.shared_experts) * (e * 2 * hs + (recompute_swiglu ? 0.0 : e * hs));
+    // Norm input and output (the router's BF16 input), FP32 router logits, FP32 probs + int64
+    // indices of the top-K.
+    t.activations(mlp, 2 * d);
+    t.add(mlp, SavedFormat::fp32, kFp32 * dbl(m.num_experts) + K * kFp32);
+    t.add(mlp, SavedFormat::int64, K * kIndex);
+    // The dispatched input, the grouped GEMM's saved input: as it arrives when dispatched in FP8
+    // (torchao's grouped GEMM saves a quantized input as given), else as the expert linear keeps it.
+    const GemmPrecision dispatched = plan.precision.ep_dispatch;
+    if (dispatched != GemmPrecision::bf16) {
+      t.add(mlp, SavedTerms::format_of(dispatched), routed.dispatch * d * quantized_bytes_per_element(dispatched));
+    } else {
+      t.linear_input(mlp, LinearClass::routed_expert, routed.dispatch * d);
+    }
+    // Per routed row: up/gate output (the SwiGLU input), the SwiGLU product (down input), the
+    // expert output kept for the combine weights' gradient.
+    t.activations(mlp, rows * 2 * h);
+    if (!recompute_swiglu) t.linear_input(mlp, LinearClass::routed_expert, rows * h);
+    t.activations(mlp, rows * d);
+    t.extra_quantized_copy(mlp, LinearClass::shared_expert, shared * d);
+    t.activations(mlp, shared * 2 * hs);
+    if (!recompute_swiglu) t.linear_input(mlp, LinearClass::shared_expert, shared * hs);
   } else {
+    // Norm input; its output, the up/gate GEMM's input (fused into Transformer Engine's
+    // LayerNormLinear like the QKV one); the up/gate output; the SwiGLU product (down input).
     const double h = dbl(a.dense_hidden);
-    b.mlp = e * d + e * d + e * 2 * h + (recompute_swiglu ? 0.0 : e * h);
+    t.activations(mlp, d);
+    t.linear_input(mlp, LinearClass::dense_mlp, d);
+    t.activations(mlp, 2 * h);
+    if (!recompute_swiglu) t.linear_input(mlp, LinearClass::dense_mlp, h);
   }
-  return b;
+  return t.result();
 }
 
 }  // namespace
@@ -75,7 +158,11 @@ BlockActivations saved_per_token(const Architecture& a, std::int64_t layer, cons
                                  const RoutedRows& routed) {
   const double e = bytes_of(plan.precision.compute);
   switch (plan.recompute) {
-    case Recompute::full: return {e * dbl(a.d_model), 0.0};
+    case Recompute::full: {  // the block input
+      BlockActivations b{e * dbl(a.d_model), 0.0, {}};
+      b.by_format[static_cast<std::size_t>(SavedFormat::compute)] = b.attention;
+      return b;
+    }
     case Recompute::selective_op: return op_checkpointed(a, e);
     case Recompute::none:
     case Recompute::selective: break;

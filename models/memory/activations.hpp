@@ -4,7 +4,9 @@
 // RMSNorm, SwiGLU and routed experts.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "models/arch/architecture.hpp"
@@ -12,9 +14,19 @@
 
 namespace moesim {
 
+// The formats saved activations are kept in: the compute dtype (BF16), FP32 (router logits and
+// probabilities, the attention log-sum-exp), int64 expert indices, and the quantized copies an
+// FP8 / MXFP8 linear keeps under Transformer Engine or an FP8 dispatch delivers.
+enum class SavedFormat : std::uint8_t { compute, fp32, int64, fp8, mxfp8 };
+inline constexpr std::size_t kSavedFormats = static_cast<std::size_t>(SavedFormat::mxfp8) + 1;  // the last one
+using SavedSplit = std::array<double, kSavedFormats>;
+// Its name in reports: the compute format by its dtype ("bf16").
+std::string_view name_of(SavedFormat format, DType compute);
+
 struct BlockActivations {
-  double attention = 0;  // bytes per token
-  double mlp = 0;        // dense MLP or MoE (router, routed and shared experts)
+  double attention = 0;    // bytes per token
+  double mlp = 0;          // dense MLP or MoE (router, routed and shared experts)
+  SavedSplit by_format{};  // the same bytes per token by format
   double total() const { return attention + mlp; }
 };
 
@@ -30,6 +42,9 @@ struct RoutedRows {
 RoutedRows routed_rows_per_token(const Architecture& arch, const ParallelPlan& plan, double load_factor);
 
 // What a block keeps from its forward to its backward under plan.recompute: everything (none);
+// a converted linear's input is kept as its library keeps it (plan.precision.library: torchao's
+// BF16 input, Transformer Engine's quantized column-wise copy), FP8-dispatched rows as they
+// arrive;
 // all but the SwiGLU products (selective); the block input (full); or, for selective_op,
 // torchtitan's op-level selective checkpointing of a dense block
 // (torchtitan/distributed/activation_checkpoint.py, _apply_op_sac): the block input, the outputs of

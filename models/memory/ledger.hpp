@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "models/arch/architecture.hpp"
@@ -40,6 +41,9 @@ struct LedgerItem {
   MemClass cls = MemClass::activations;
   double bytes = 0;
   std::string basis;  // the formula or rule that gave the number
+  // The same bytes by the format they are kept in (saved activations: bf16, fp32, int64, fp8,
+  // mxfp8), where an item holds several; empty otherwise.
+  std::vector<std::pair<std::string, double>> by_format{};
 };
 
 struct PhaseSet {

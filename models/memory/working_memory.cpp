@@ -181,19 +181,34 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
   const std::size_t chunks = held_chunks.size();
   std::vector<double> saved(v.layers.size());
   std::vector<double> chunk_saved(chunks, 0.0);
+  std::vector<SavedSplit> saved_split(v.layers.size()), chunk_split(chunks, SavedSplit{});  // the same by format
   std::vector<std::size_t> chunk_of(v.layers.size());
   for (std::size_t i = 0; i < v.layers.size(); ++i) {
     const auto l = v.layers[i];
-    saved[i] = T * saved_per_token(a, l, plan, routed).total();
+    const BlockActivations block = saved_per_token(a, l, plan, routed);
+    saved[i] = T * block.total();
     chunk_of[i] = std::min(static_cast<std::size_t>(v.places[static_cast<std::size_t>(l + 1)].chunk), chunks - 1);
     chunk_saved[chunk_of[i]] += saved[i];
+    for (std::size_t f = 0; f < kSavedFormats; ++f) {
+      saved_split[i][f] = T * block.by_format[f];
+      chunk_split[chunk_of[i]][f] += saved_split[i][f];
+    }
   }
   double held_all = 0;
+  SavedSplit held_split{};
   std::int64_t held_total = 0;
   for (std::size_t c = 0; c < chunks; ++c) {
     held_all += dbl(held_chunks[c]) * chunk_saved[c];
+    for (std::size_t f = 0; f < kSavedFormats; ++f) held_split[f] += dbl(held_chunks[c]) * chunk_split[c][f];
     held_total += held_chunks[c];
   }
+  const auto formats = [&](const SavedSplit& split) {
+    std::vector<std::pair<std::string, double>> out;
+    for (std::size_t f = 0; f < kSavedFormats; ++f) {
+      if (split[f] > 0) out.emplace_back(name_of(static_cast<SavedFormat>(f), plan.precision.compute), split[f]);
+    }
+    return out;
+  };
   std::string mb = std::to_string(held_total) + " chunk pass(es) (";
   for (std::size_t c = 0; c < chunks; ++c) mb += (c ? " + " : "") + std::to_string(held_chunks[c]);
   mb += " per chunk) x " + std::to_string(static_cast<long long>(T)) + " tokens";
@@ -211,7 +226,7 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
   std::vector<PhaseSet> phases;
   {
     PhaseSet f{Phase::forward, {}};
-    f.items.push_back({"saved activations", MemClass::activations, held_all, mb});
+    f.items.push_back({"saved activations", MemClass::activations, held_all, mb, formats(held_split)});
     if (v.has_head)
       f.items.push_back({"logits and loss", MemClass::logits_loss, T * loss.forward, "T x per-token loss buffers"});
     if (fsdp)
@@ -239,9 +254,12 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
     for (std::size_t c = 0; c < chunks; ++c) {
       if (held_chunks[c] == 0) continue;
       const double older = held_all - chunk_saved[c];
+      SavedSplit older_split = held_split;
+      for (std::size_t f = 0; f < kSavedFormats; ++f) older_split[f] -= chunk_split[c][f];
       if (v.has_head && static_cast<std::int64_t>(c) == v.places.back().chunk) {
         PhaseSet p{Phase::backward, {}};
-        p.items.push_back({"saved activations", MemClass::activations, held_all, mb + " (LM head backward)"});
+        p.items.push_back(
+            {"saved activations", MemClass::activations, held_all, mb + " (LM head backward)", formats(held_split)});
         p.items.push_back({"logits, loss and logits gradient", MemClass::logits_loss, T * loss.backward,
                            "T x per-token loss backward buffers"});
         p.items.push_back({"LM head weight gradient", MemClass::weight_grad_transient,
@@ -252,12 +270,15 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
         consider(std::move(p));
       }
       double still_saved = chunk_saved[c];
+      SavedSplit still_split = chunk_split[c];
       for (std::size_t i = v.layers.size(); i-- > 0;) {
         if (chunk_of[i] != c) continue;
         const std::int64_t l = v.layers[i];
         PhaseSet p{Phase::backward, {}};
+        SavedSplit split = older_split;
+        for (std::size_t f = 0; f < kSavedFormats; ++f) split[f] += still_split[f];
         p.items.push_back({"saved activations", MemClass::activations, older + still_saved,
-                           mb + " (backward of layer " + std::to_string(l) + ")"});
+                           mb + " (backward of layer " + std::to_string(l) + ")", formats(split)});
         double grads = T * backward_working_per_token(a, l, plan, routed);
         const double rebuilt = recomputed_per_token(a, l, plan, routed);
         grads += T * rebuilt;
@@ -281,6 +302,7 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
         if (quantized.bytes > 0) p.items.push_back(quantized);
         consider(std::move(p));
         still_saved -= saved[i];
+        for (std::size_t f = 0; f < kSavedFormats; ++f) still_split[f] -= saved_split[i][f];
       }
     }
     phases.push_back(with_static(std::move(best)));

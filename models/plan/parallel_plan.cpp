@@ -25,6 +25,10 @@ std::int64_t ParallelPlan::domain_gpus() const {
   return gpus_per_node;  // one host per domain
 }
 
+std::string_view name_of(LowPrecisionLibrary library) {
+  return library == LowPrecisionLibrary::torchao ? "torchao" : "transformer_engine";
+}
+
 std::string_view name_of(Design d) { return d == Design::fsdp ? "fsdp" : "ddp"; }
 std::string_view name_of(OptimizerKind k) {
   return k == OptimizerKind::adamw ? "adamw" : k == OptimizerKind::muon ? "muon" : "sgd";
@@ -146,6 +150,9 @@ PrecisionSpec parse_precision(const JsonReader& in, Design design) {
   }
   p.ep_dispatch = parse_gemm_precision(in.choice_or("ep_dispatch", "bf16", {"bf16", "fp8", "mxfp8"}));
   p.weight_caches = in.boolean_or("weight_caches", default_weight_caches(design));
+  p.library = in.choice_or("library", "torchao", {"torchao", "transformer_engine"}) == "torchao"
+                  ? LowPrecisionLibrary::torchao
+                  : LowPrecisionLibrary::transformer_engine;
   in.finish();
   return p;
 }

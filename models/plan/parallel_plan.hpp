@@ -69,6 +69,18 @@ enum class LinearClass : std::uint8_t { attention, dense_mlp, shared_expert, rou
 inline constexpr std::size_t kLinearClasses = static_cast<std::size_t>(LinearClass::lm_head) + 1;  // the last one
 std::string_view name_of(LinearClass c);
 
+// Whose FP8 / MXFP8 linear layers run the recipe; it sets what a converted linear keeps of its
+// input for the weight gradient (models/memory/activations.cpp):
+//   torchao             the BF16 input itself (torchao float8_linear.py matmul_with_hp_or_float8_args
+//                       and MX mx_mm: ctx.save_for_backward(input_hp, ...)); Olmo-core and
+//                       torchtitan convert their linears with torchao;
+//   transformer_engine  a quantized column-wise copy, the BF16 input freed (Transformer Engine
+//                       module/linear.py _linear_forward_impl: inputmat.update_usage(rowwise_usage=
+//                       False); layernorm_linear.py keeps the norm output only quantized;
+//                       grouped_linear.py likewise per expert); Megatron-Core's TE layers.
+enum class LowPrecisionLibrary : std::uint8_t { torchao, transformer_engine };
+std::string_view name_of(LowPrecisionLibrary library);
+
 struct PrecisionSpec {
   DType compute = DType::bf16;                          // compute weights and activations
   DType grad_accum = DType::fp32;                       // DDP bucket storage / FSDP sharded grads
@@ -82,6 +94,7 @@ struct PrecisionSpec {
   // so the expert GEMM takes them as they arrive (DeepSeek-V3 report Section 3.3: FP8 dispatch,
   // BF16 combine); the combine and every backward transfer stay BF16. Needs routed_expert in it.
   GemmPrecision ep_dispatch = GemmPrecision::bf16;
+  LowPrecisionLibrary library = LowPrecisionLibrary::torchao;
   GemmPrecision linear(LinearClass c) const { return linears[static_cast<std::size_t>(c)]; }
   bool any_low_precision() const {
     for (GemmPrecision p : linears) {
