@@ -13,7 +13,7 @@
 #include "cli/commands.hpp"
 #include "cli/listing.hpp"
 #include "cli/option_checks.hpp"
-#include "models/costs/cost_types.hpp"
+#include "models/common/cost_types.hpp"
 #include "reports/output_file.hpp"
 
 namespace moesim::cli {

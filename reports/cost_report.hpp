@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/common/cost_types.hpp"
 #include "models/common/registry.hpp"
-#include "models/costs/cost_types.hpp"
 
 namespace moesim {
 

@@ -9,7 +9,7 @@
 
 #include <boost/graph/compressed_sparse_row_graph.hpp>
 
-#include "models/costs/cost_types.hpp"
+#include "models/common/cost_types.hpp"
 
 namespace moesim {
 

@@ -7,10 +7,10 @@
 #include <map>
 #include <utility>
 
+#include "models/common/cost_types.hpp"
 #include "models/common/json_file.hpp"
 #include "models/common/json_reader.hpp"
 #include "models/common/registry.hpp"
-#include "models/costs/cost_types.hpp"
 
 namespace moesim::fit {
 

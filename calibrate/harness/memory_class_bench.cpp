@@ -1,4 +1,4 @@
-// The memory group's kernel classes (models/costs/cost_types.hpp MemoryKernel), one kernel each,
+// The memory group's kernel classes (models/common/cost_types.hpp MemoryKernel), one kernel each,
 // on the first GPU: a BF16 -> FP32 cast (elementwise), the MoE permute as a row gather of
 // d_model-wide rows (permute), a row softmax over vocabulary-wide rows (cross_entropy), and AdamW
 // over one MoE block's per-rank parameter shards in one multi-tensor launch (optimizer). The

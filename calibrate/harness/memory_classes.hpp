@@ -1,4 +1,4 @@
-// Memory-bound kernels of the simulator's other memory classes (models/costs/cost_types.hpp
+// Memory-bound kernels of the simulator's other memory classes (models/common/cost_types.hpp
 // MemoryKernel), written plainly, with their device checks: a BF16 -> FP32 cast (elementwise), the
 // MoE permute as a row gather (permute), a row softmax over the vocabulary (the unfused
 // cross-entropy's pass over the logits) and AdamW over a list of tensors in one launch

@@ -2,20 +2,6 @@
 
 namespace moesim {
 
-std::string_view name_of(TensorClass c) {
-  switch (c) {
-    case TensorClass::embedding: return "embedding";
-    case TensorClass::attention: return "attention";
-    case TensorClass::norm: return "norm";
-    case TensorClass::dense_mlp: return "dense_mlp";
-    case TensorClass::router: return "router";
-    case TensorClass::shared_expert: return "shared_expert";
-    case TensorClass::routed_expert: return "routed_expert";
-    case TensorClass::lm_head: return "lm_head";
-  }
-  return "?";
-}
-
 bool TensorInfo::is_matmul() const { return cls != TensorClass::norm && cls != TensorClass::embedding; }
 
 namespace {

@@ -7,12 +7,22 @@
 #include <vector>
 
 #include "models/arch/architecture.hpp"
+#include "models/common/enum_names.hpp"
 
 namespace moesim {
 
 enum class TensorClass { embedding, attention, norm, dense_mlp, router, shared_expert, routed_expert, lm_head };
 
-std::string_view name_of(TensorClass c);
+inline constexpr EnumNames<TensorClass, 8> kTensorClassNames{"tensor class",
+                                                             {{{TensorClass::embedding, "embedding"},
+                                                               {TensorClass::attention, "attention"},
+                                                               {TensorClass::norm, "norm"},
+                                                               {TensorClass::dense_mlp, "dense_mlp"},
+                                                               {TensorClass::router, "router"},
+                                                               {TensorClass::shared_expert, "shared_expert"},
+                                                               {TensorClass::routed_expert, "routed_expert"},
+                                                               {TensorClass::lm_head, "lm_head"}}}};
+constexpr std::string_view name_of(TensorClass value) { return kTensorClassNames.name(value); }
 
 struct TensorInfo {
   std::string name;

@@ -18,9 +18,9 @@ std::string type_name(const nlohmann::json& v) {
   return "an object";
 }
 
-std::string join(std::initializer_list<std::string_view> items) {
+std::string quoted_list(const std::vector<std::string>& items) {
   std::string out;
-  for (auto s : items) {
+  for (const auto& s : items) {
     if (!out.empty()) out += ", ";
     out += '"';
     out += s;
@@ -158,16 +158,19 @@ std::string JsonReader::string_or(std::string_view key, std::string fallback) co
 }
 
 std::string JsonReader::choice(std::string_view key, std::initializer_list<std::string_view> allowed) const {
+  return choice_in(key, {allowed.begin(), allowed.end()});
+}
+
+std::string JsonReader::choice_in(std::string_view key, const std::vector<std::string>& allowed) const {
   const auto& v = require(key);
   if (v.is_string()) {
     const auto s = v.get<std::string>();
-    for (auto a : allowed) {
+    for (const auto& a : allowed) {
       if (s == a) return s;
     }
   }
   const std::string word = v.is_string() ? v.get<std::string>() : std::string();
-  fail(key, "value " + brief(v) + " is not allowed" +
-                did_you_mean(word, {allowed.begin(), allowed.end()}, "allowed: " + join(allowed)));
+  fail(key, "value " + brief(v) + " is not allowed" + did_you_mean(word, allowed, "allowed: " + quoted_list(allowed)));
 }
 
 std::string JsonReader::choice_or(std::string_view key, std::string fallback,

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/common/enum_names.hpp"
+
 #include "models/common/errors.hpp"
 
 namespace moesim {
@@ -60,6 +62,13 @@ class JsonReader {
   std::string choice(std::string_view key, std::initializer_list<std::string_view> allowed) const;
   std::string choice_or(std::string_view key, std::string fallback,
                         std::initializer_list<std::string_view> allowed) const;
+  // A value named in `names` (an enum's table, models/common/enum_names.hpp); `fallback` when
+  // the key is absent. The error lists the table's names.
+  template <class E, std::size_t N>
+  E choice_of(std::string_view key, const EnumNames<E, N>& names, E fallback) const {
+    if (!has(key)) return fallback;
+    return names.parse(choice_in(key, names.names()));
+  }
   std::vector<std::int64_t> integer_list(std::string_view key, Range range) const;
   std::vector<double> number_list(std::string_view key, Range range) const;
   std::vector<std::int64_t> integer_list_or(std::string_view key, Range range) const;
@@ -74,6 +83,7 @@ class JsonReader {
   [[noreturn]] void fail(std::string_view key, const std::string& message) const;
 
  private:
+  std::string choice_in(std::string_view key, const std::vector<std::string>& allowed) const;
   const nlohmann::json& require(std::string_view key) const;
   const nlohmann::json* find(std::string_view key) const;
   std::int64_t as_integer(const nlohmann::json& v, const std::string& path, Range range) const;

@@ -46,9 +46,13 @@ class Registry {
 
   const std::string& kind() const { return kind_; }
 
+  // A second implementation under a name already taken is a programming error, never a silent
+  // replacement of the first.
   void add(std::unique_ptr<Interface> impl) {
     const std::string key(impl->name());
-    items_[key] = std::move(impl);
+    if (!items_.emplace(key, std::move(impl)).second) {
+      throw std::logic_error("duplicate " + kind_ + " \"" + key + "\": a registry takes each name once");
+    }
   }
 
   const Interface& get(std::string_view name) const {

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "models/common/enum_names.hpp"
+
 namespace moesim {
 
 inline constexpr double kKiB = 1024.0;
@@ -27,14 +29,8 @@ constexpr double bytes_of(DType t) {
   return 0.0;
 }
 
-constexpr std::string_view name_of(DType t) {
-  switch (t) {
-    case DType::fp32: return "fp32";
-    case DType::bf16: return "bf16";
-    case DType::fp16: return "fp16";
-    case DType::fp8: return "fp8";
-  }
-  return "?";
-}
+inline constexpr EnumNames<DType, 4> kDTypeNames{
+    "dtype", {{{DType::fp32, "fp32"}, {DType::bf16, "bf16"}, {DType::fp16, "fp16"}, {DType::fp8, "fp8"}}}};
+constexpr std::string_view name_of(DType value) { return kDTypeNames.name(value); }
 
 }  // namespace moesim

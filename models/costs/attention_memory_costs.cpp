@@ -81,24 +81,7 @@ class HbmMemoryBoundCost final : public MemoryBoundCost {
 };
 }  // namespace
 
-std::string_view name_of(MemoryKernel kind) {
-  switch (kind) {
-    case MemoryKernel::copy: return "copy";
-    case MemoryKernel::elementwise: return "elementwise";
-    case MemoryKernel::permute: return "permute";
-    case MemoryKernel::cross_entropy: return "cross_entropy";
-    case MemoryKernel::optimizer: return "optimizer";
-  }
-  return "?";
-}
-
-MemoryKernel parse_memory_kernel(std::string_view name) {
-  for (std::size_t k = 0; k < kMemoryKernels; ++k) {
-    if (name_of(static_cast<MemoryKernel>(k)) == name) return static_cast<MemoryKernel>(k);
-  }
-  throw UnknownNameError("unknown memory-kernel class \"" + std::string(name) +
-                         "\"; valid: copy, elementwise, permute, cross_entropy, optimizer");
-}
+MemoryKernel parse_memory_kernel(std::string_view name) { return kMemoryKernelNames.parse(name); }
 
 const Registry<AttentionCost>& attention_cost_models() {
   static const auto registry = make_registry<AttentionCost, FlashAttentionCost>("attention cost model");

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "models/common/cost_types.hpp"
 #include "models/common/registry.hpp"
-#include "models/costs/cost_types.hpp"
 #include "models/hw/hardware_profile.hpp"
 
 namespace moesim {

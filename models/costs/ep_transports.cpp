@@ -21,15 +21,6 @@
 
 namespace moesim {
 
-std::string_view name_of(EpTransport transport) {
-  switch (transport) {
-    case EpTransport::nccl_all_to_all: return "nccl_all_to_all";
-    case EpTransport::symmetric_memory: return "symmetric_memory";
-    case EpTransport::deepep: return "deepep";
-  }
-  return "?";
-}
-
 const std::vector<EpTransport>& all_ep_transports() {
   static const std::vector<EpTransport> all{EpTransport::nccl_all_to_all, EpTransport::symmetric_memory,
                                             EpTransport::deepep};

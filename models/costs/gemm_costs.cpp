@@ -157,37 +157,9 @@ class TableGroupedGemmCost final : public GroupedGemmCost {
 };
 }  // namespace
 
-std::string_view name_of(GemmPass pass) {
-  switch (pass) {
-    case GemmPass::forward: return "forward";
-    case GemmPass::dgrad: return "dgrad";
-    case GemmPass::wgrad: return "wgrad";
-  }
-  return "?";
-}
+GemmPrecision parse_gemm_precision(std::string_view name) { return kGemmPrecisionNames.parse(name); }
 
-std::string_view name_of(GemmPrecision precision) {
-  switch (precision) {
-    case GemmPrecision::bf16: return "bf16";
-    case GemmPrecision::fp8: return "fp8";
-    case GemmPrecision::mxfp8: return "mxfp8";
-  }
-  return "?";
-}
-
-GemmPrecision parse_gemm_precision(std::string_view name) {
-  for (GemmPrecision p : {GemmPrecision::bf16, GemmPrecision::fp8, GemmPrecision::mxfp8}) {
-    if (name_of(p) == name) return p;
-  }
-  throw UnknownNameError("unknown GEMM precision \"" + std::string(name) + "\"; valid: bf16, fp8, mxfp8");
-}
-
-GemmPass parse_gemm_pass(std::string_view name) {
-  for (GemmPass p : {GemmPass::forward, GemmPass::dgrad, GemmPass::wgrad}) {
-    if (name_of(p) == name) return p;
-  }
-  throw UnknownNameError("unknown GEMM pass \"" + std::string(name) + "\"; valid: forward, dgrad, wgrad");
-}
+GemmPass parse_gemm_pass(std::string_view name) { return kGemmPassNames.parse(name); }
 
 double interpolate_log_x(const ProfileTable& table, double x, double log_of_x) {
   const auto& p = table.points();

@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "models/arch/inventory.hpp"
-#include "models/costs/cost_types.hpp"
+#include "models/common/cost_types.hpp"
 #include "models/plan/parallel_plan.hpp"
 #include "models/plan/rank_layout.hpp"
 

@@ -158,52 +158,20 @@ class NcclCollectiveModel final : public CollectiveModel {
 };
 }  // namespace
 
-std::string_view name_of(CollectiveKind k) {
-  switch (k) {
-    case CollectiveKind::all_reduce: return "all_reduce";
-    case CollectiveKind::all_gather: return "all_gather";
-    case CollectiveKind::reduce_scatter: return "reduce_scatter";
-    case CollectiveKind::all_to_all: return "all_to_all";
-    case CollectiveKind::send_recv: return "send_recv";
-    case CollectiveKind::broadcast: return "broadcast";
-  }
-  return "?";
-}
-
-std::string_view name_of(PxnChoice choice) {
-  switch (choice) {
-    case PxnChoice::profile: return "profile";
-    case PxnChoice::on: return "on";
-    case PxnChoice::off: return "off";
-  }
-  return "?";
-}
-
-PxnChoice parse_pxn_choice(std::string_view name) {
-  for (const PxnChoice c : {PxnChoice::profile, PxnChoice::on, PxnChoice::off}) {
-    if (name_of(c) == name) return c;
-  }
-  throw UnknownNameError("unknown PXN choice \"" + std::string(name) + "\"; valid: profile, on, off");
-}
+PxnChoice parse_pxn_choice(std::string_view name) { return kPxnChoiceNames.parse(name); }
 
 const std::vector<CollectiveKind>& all_collective_kinds() {
-  static const std::vector<CollectiveKind> kinds = {CollectiveKind::all_reduce,     CollectiveKind::all_gather,
-                                                    CollectiveKind::reduce_scatter, CollectiveKind::all_to_all,
-                                                    CollectiveKind::send_recv,      CollectiveKind::broadcast};
+  static const std::vector<CollectiveKind> kinds = [] {
+    std::vector<CollectiveKind> out;
+    for (const auto& entry : kCollectiveKindNames.entries()) out.push_back(entry.first);
+    return out;
+  }();
   return kinds;
 }
 
 CollectiveKind parse_collective_kind(std::string_view name) {
   if (name == "alltoall") return CollectiveKind::all_to_all;  // the nccl-tests binary's name (alltoall_perf)
-  std::string valid;
-  std::vector<std::string> names;
-  for (auto k : all_collective_kinds()) {
-    if (name_of(k) == name) return k;
-    valid += (valid.empty() ? "" : ", ") + std::string(name_of(k));
-    names.emplace_back(name_of(k));
-  }
-  throw UnknownNameError("unknown collective kind \"" + std::string(name) + "\"" +
-                         did_you_mean(name, names, "valid: " + valid));
+  return kCollectiveKindNames.parse(name);
 }
 
 // nccl-tests doc/PERFORMANCE.md: the factor that turns algbw into the per-link bus bandwidth.

@@ -3,7 +3,7 @@
 // unfused AdamW moves several times the bytes of a fused one.
 #pragma once
 
-#include "models/costs/cost_types.hpp"
+#include "models/common/cost_types.hpp"
 #include "models/plan/parallel_plan.hpp"
 
 namespace moesim {

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "models/costs/cost_types.hpp"
+#include "models/common/cost_types.hpp"
 
 namespace moesim {
 

@@ -6,16 +6,6 @@
 
 namespace moesim {
 
-std::string_view name_of(RoutingKind k) {
-  switch (k) {
-    case RoutingKind::uniform: return "uniform";
-    case RoutingKind::random: return "random";
-    case RoutingKind::zipf: return "zipf";
-    case RoutingKind::measured: return "measured";
-  }
-  return "?";
-}
-
 namespace {
 
 // Expert choice probabilities: even, or Zipf (p_i ~ 1 / (i + 1)^s), the usual skew model.

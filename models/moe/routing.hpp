@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "models/common/enum_names.hpp"
+
 namespace moesim {
 
 // measured: each layer's share of routed rows per expert comes from a histogram of a real run's
@@ -55,6 +57,11 @@ double peak_rank_load_factor(const RoutingSpec& spec, std::int64_t experts, std:
 // The most-loaded of `ranks` EP-MP ranks' rows over the even share (1: balanced) for one layer's load.
 double rank_imbalance(const ExpertLoad& load, std::int64_t ranks);
 
-std::string_view name_of(RoutingKind k);
+inline constexpr EnumNames<RoutingKind, 4> kRoutingKindNames{"routing model",
+                                                             {{{RoutingKind::uniform, "uniform"},
+                                                               {RoutingKind::random, "random"},
+                                                               {RoutingKind::zipf, "zipf"},
+                                                               {RoutingKind::measured, "measured"}}}};
+constexpr std::string_view name_of(RoutingKind value) { return kRoutingKindNames.name(value); }
 
 }  // namespace moesim

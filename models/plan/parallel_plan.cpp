@@ -25,65 +25,13 @@ std::int64_t ParallelPlan::domain_gpus() const {
   return gpus_per_node;  // one host per domain
 }
 
-std::string_view name_of(LowPrecisionLibrary library) {
-  return library == LowPrecisionLibrary::torchao ? "torchao" : "transformer_engine";
-}
-
 std::string_view name_of(Design d) { return d == Design::fsdp ? "fsdp" : "ddp"; }
-std::string_view name_of(OptimizerKind k) {
-  return k == OptimizerKind::adamw ? "adamw" : k == OptimizerKind::muon ? "muon" : "sgd";
-}
-std::string_view name_of(ShardLayout l) {
-  return l == ShardLayout::per_tensor          ? "per_tensor"
-         : l == ShardLayout::concat_then_shard ? "concat_then_shard"
-                                               : "same_param_count";
-}
-std::string_view name_of(OptimizerKernels k) {
-  return k == OptimizerKernels::fused ? "fused" : k == OptimizerKernels::foreach ? "foreach" : "olmo_core_foreach";
-}
-std::string_view name_of(AllocatorModel m) {
-  return m == AllocatorModel::pytorch_caching ? "pytorch_caching" : "fixed_fraction";
-}
-std::string_view name_of(WeightRebuild w) { return w == WeightRebuild::coalesced_copy ? "coalesced_copy" : "in_place"; }
-std::string_view name_of(LinearClass c) {
-  switch (c) {
-    case LinearClass::attention: return "attention";
-    case LinearClass::dense_mlp: return "dense_mlp";
-    case LinearClass::shared_expert: return "shared_expert";
-    case LinearClass::routed_expert: return "routed_expert";
-    case LinearClass::lm_head: return "lm_head";
-  }
-  return "?";
-}
-std::string_view name_of(PipelineSchedule s) {
-  switch (s) {
-    case PipelineSchedule::one_f_one_b: return "1f1b";
-    case PipelineSchedule::interleaved_1f1b: return "interleaved_1f1b";
-    case PipelineSchedule::one_f_one_b_v: return "1f1b_v";
-    case PipelineSchedule::zb_h1: return "zb_h1";
-    case PipelineSchedule::zbv: return "zbv";
-  }
-  return "?";
-}
-std::string_view name_of(Recompute r) {
-  switch (r) {
-    case Recompute::none: return "none";
-    case Recompute::full: return "full";
-    case Recompute::selective: return "selective";
-    case Recompute::selective_op: return "selective_op";
-  }
-  return "?";
-}
 
 namespace {
 constexpr double kMaxCount = 1 << 24;
 
 DType parse_dtype(const JsonReader& in, std::string_view key, DType fallback) {
-  const std::string s = in.choice_or(key, std::string(name_of(fallback)), {"fp32", "bf16", "fp16", "fp8"});
-  if (s == "fp32") return DType::fp32;
-  if (s == "bf16") return DType::bf16;
-  if (s == "fp16") return DType::fp16;
-  return DType::fp8;
+  return in.choice_of(key, kDTypeNames, fallback);
 }
 
 // Olmo-core's DDP design runs EP on its production rowwise NVSHMEM path (symmetric buffers,
@@ -93,12 +41,7 @@ EpTransport default_ep_transport(Design design) {
 }
 
 EpTransport parse_ep_transport(const JsonReader& ep, Design design) {
-  const std::string chosen = ep.choice_or("transport", std::string(name_of(default_ep_transport(design))),
-                                          {"nccl_all_to_all", "symmetric_memory", "deepep"});
-  for (const EpTransport t : all_ep_transports()) {
-    if (name_of(t) == chosen) return t;
-  }
-  return default_ep_transport(design);  // choice_or allows only the names above
+  return ep.choice_of("transport", kEpTransportNames, default_ep_transport(design));
 }
 
 // Defaults follow the two designs' code: Olmo-core DDP steps its sharded optimizer with its own
@@ -110,24 +53,14 @@ OptimizerKernels default_kernels(Design design) {
 
 OptimizerSpec parse_optimizer(const JsonReader& in, Design design) {
   OptimizerSpec o;
-  const auto kernels = in.choice_or("implementation", std::string(name_of(default_kernels(design))),
-                                    {"fused", "foreach", "olmo_core_foreach"});
-  o.kernels = kernels == "fused"     ? OptimizerKernels::fused
-              : kernels == "foreach" ? OptimizerKernels::foreach
-                                     : OptimizerKernels::olmo_core_foreach;
-  const auto kind = in.choice_or("type", "adamw", {"adamw", "muon", "sgd"});
-  o.kind = kind == "adamw" ? OptimizerKind::adamw : kind == "muon" ? OptimizerKind::muon : OptimizerKind::sgd;
+  o.kernels = in.choice_of("implementation", kOptimizerKernelsNames, default_kernels(design));
+  o.kind = in.choice_of("type", kOptimizerKindNames, OptimizerKind::adamw);
   o.main_weight_dtype = parse_dtype(in, "main_weight_dtype", DType::fp32);
   o.state_dtype = parse_dtype(in, "state_dtype", DType::fp32);
-  const auto layout = in.choice_or("layout", "per_tensor", {"per_tensor", "concat_then_shard", "same_param_count"});
-  o.layout = layout == "per_tensor"          ? ShardLayout::per_tensor
-             : layout == "concat_then_shard" ? ShardLayout::concat_then_shard
-                                             : ShardLayout::same_param_count;
+  o.layout = in.choice_of("layout", kShardLayoutNames, ShardLayout::per_tensor);
   o.min_shard_numel = in.integer_or("min_shard_numel", o.min_shard_numel, Range::at_least(1));
   o.foreach_chunk_numel = in.integer_or("foreach_chunk_numel", o.foreach_chunk_numel, Range::at_least(1));
-  o.rebuild = in.choice_or("weight_rebuild", "coalesced_copy", {"coalesced_copy", "in_place"}) == "coalesced_copy"
-                  ? WeightRebuild::coalesced_copy
-                  : WeightRebuild::in_place;
+  o.rebuild = in.choice_of("weight_rebuild", kWeightRebuildNames, WeightRebuild::coalesced_copy);
   in.finish();
   return o;
 }
@@ -144,15 +77,13 @@ PrecisionSpec parse_precision(const JsonReader& in, Design design) {
   if (auto l = in.optional_object("linears")) {
     for (std::size_t c = 0; c < kLinearClasses; ++c) {
       const std::string_view key = name_of(static_cast<LinearClass>(c));
-      p.linears[c] = parse_gemm_precision(l->choice_or(key, "bf16", {"bf16", "fp8", "mxfp8"}));
+      p.linears[c] = l->choice_of(key, kGemmPrecisionNames, GemmPrecision::bf16);
     }
     l->finish();
   }
-  p.ep_dispatch = parse_gemm_precision(in.choice_or("ep_dispatch", "bf16", {"bf16", "fp8", "mxfp8"}));
+  p.ep_dispatch = in.choice_of("ep_dispatch", kGemmPrecisionNames, GemmPrecision::bf16);
   p.weight_caches = in.boolean_or("weight_caches", default_weight_caches(design));
-  p.library = in.choice_or("library", "torchao", {"torchao", "transformer_engine"}) == "torchao"
-                  ? LowPrecisionLibrary::torchao
-                  : LowPrecisionLibrary::transformer_engine;
+  p.library = in.choice_of("library", kLowPrecisionLibraryNames, LowPrecisionLibrary::torchao);
   in.finish();
   return p;
 }
@@ -167,13 +98,7 @@ ParallelPlan parse_plan(const JsonReader& in) {
   p.gpus_per_node = in.integer("gpus_per_node", Range::between(1, 1024));
   if (auto pp = in.optional_object("pipeline")) {
     p.pp = pp->integer_or("degree", 1, Range::between(1, kMaxCount));
-    constexpr PipelineSchedule kSchedules[] = {PipelineSchedule::one_f_one_b, PipelineSchedule::interleaved_1f1b,
-                                               PipelineSchedule::one_f_one_b_v, PipelineSchedule::zb_h1,
-                                               PipelineSchedule::zbv};
-    const auto sched = pp->choice_or("schedule", "1f1b", {"1f1b", "interleaved_1f1b", "1f1b_v", "zb_h1", "zbv"});
-    for (const PipelineSchedule k : kSchedules) {
-      if (name_of(k) == sched) p.pp_schedule = k;
-    }
+    p.pp_schedule = pp->choice_of("schedule", kPipelineScheduleNames, PipelineSchedule::one_f_one_b);
     p.pp_virtual = pp->integer_or("virtual_stages", 1, Range::between(1, 64));
     p.pp_layer_split = pp->integer_list_or("layer_split", Range::between(1, 4096));
     pp->finish();
@@ -196,9 +121,7 @@ ParallelPlan parse_plan(const JsonReader& in) {
   if (auto d = in.optional_object("ddp")) {
     p.distributed_optimizer = d->boolean_or("distributed_optimizer", true);
     p.bucket_cap_bytes = d->number_or("bucket_cap_MiB", 250.0, Range::positive()) * kMiB;
-    p.grad_sync = d->choice_or("grad_sync", "all_reduce", {"all_reduce", "reduce_scatter"}) == "all_reduce"
-                      ? GradSync::all_reduce
-                      : GradSync::reduce_scatter;
+    p.grad_sync = d->choice_of("grad_sync", kGradSyncNames, GradSync::all_reduce);
     d->finish();
   }
   if (auto o = in.optional_object("optimizer")) {
@@ -216,28 +139,17 @@ ParallelPlan parse_plan(const JsonReader& in) {
   p.global_batch_tokens = batch.integer("global_batch_tokens", Range::between(1, 1e15));
   batch.finish();
   if (auto act = in.optional_object("activations")) {
-    const auto rc = act->choice_or("recompute", "none", {"none", "full", "selective", "selective_op"});
-    for (Recompute r : {Recompute::none, Recompute::full, Recompute::selective, Recompute::selective_op}) {
-      if (rc == name_of(r)) p.recompute = r;
-    }
-    p.loss =
-        act->choice_or("loss", "standard", {"standard", "fused"}) == "standard" ? LossImpl::standard : LossImpl::fused;
+    p.recompute = act->choice_of("recompute", kRecomputeNames, Recompute::none);
+    p.loss = act->choice_of("loss", kLossImplNames, LossImpl::standard);
     act->finish();
   }
   if (auto al = in.optional_object("allocator")) {
-    p.allocator.model =
-        al->choice_or("model", "pytorch_caching", {"pytorch_caching", "fixed_fraction"}) == "pytorch_caching"
-            ? AllocatorModel::pytorch_caching
-            : AllocatorModel::fixed_fraction;
+    p.allocator.model = al->choice_of("model", kAllocatorModelNames, AllocatorModel::pytorch_caching);
     p.allocator.expandable_segments = al->boolean_or("expandable_segments", false);
     al->finish();
   }
   if (auto r = in.optional_object("routing")) {
-    const auto kind = r->choice_or("model", "uniform", {"uniform", "random", "zipf", "measured"});
-    p.routing.kind = kind == "uniform"    ? RoutingKind::uniform
-                     : kind == "random"   ? RoutingKind::random
-                     : kind == "measured" ? RoutingKind::measured
-                                          : RoutingKind::zipf;
+    p.routing.kind = r->choice_of("model", kRoutingKindNames, RoutingKind::uniform);
     if (p.routing.kind == RoutingKind::measured) parse_measured_loads(*r, p.routing);
     p.routing.zipf_exponent = r->number_or("zipf_exponent", 1.0, Range::between(0.0, 8.0));
     p.routing.seed = static_cast<std::uint64_t>(r->integer_or("seed", 0x5eed, Range::between(0, 9.007199254740992e15)));

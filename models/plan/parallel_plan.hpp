@@ -7,8 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "models/common/cost_types.hpp"
+#include "models/common/enum_names.hpp"
 #include "models/common/units.hpp"
-#include "models/costs/cost_types.hpp"
 #include "models/moe/routing.hpp"
 
 namespace moesim {
@@ -24,11 +25,15 @@ enum class ShardLayout { per_tensor, concat_then_shard, same_param_count };
 // selective_op (torchtitan's op-level selective checkpointing, dense blocks: see activations.hpp).
 enum class Recompute { none, full, selective, selective_op };
 enum class LossImpl { standard, fused };
+inline constexpr EnumNames<LossImpl, 2> kLossImplNames{
+    "loss", {{{LossImpl::standard, "standard"}, {LossImpl::fused, "fused"}}}};
 // How each pipeline stage orders its passes (sim/pipeline_schedule.hpp): 1F1B, Megatron-LM's
 // interleaved 1F1B, the V-shape 1F1B (two chunks per stage, the model going down the stages and
 // back up), Zero Bubble H1 and ZB-V (the backward split into input- and weight-gradient passes).
 enum class PipelineSchedule { one_f_one_b, interleaved_1f1b, one_f_one_b_v, zb_h1, zbv };
 enum class GradSync { all_reduce, reduce_scatter };
+inline constexpr EnumNames<GradSync, 2> kGradSyncNames{
+    "gradient sync", {{{GradSync::all_reduce, "all_reduce"}, {GradSync::reduce_scatter, "reduce_scatter"}}}};
 // How the optimizer update is written, which sets how many passes it makes over HBM:
 // one fused kernel, PyTorch's foreach AdamW (torch.optim.adamw _multi_tensor_adamw), or Olmo-core's
 // hand-written foreach AdamW (olmo_core/optim/adamw.py foreach_adamw_step).
@@ -67,7 +72,13 @@ struct OptimizerSpec {
 // it out (torchtitan's MXFP8 MoE recipe excludes router.gate; too small to gain).
 enum class LinearClass : std::uint8_t { attention, dense_mlp, shared_expert, routed_expert, lm_head };
 inline constexpr std::size_t kLinearClasses = static_cast<std::size_t>(LinearClass::lm_head) + 1;  // the last one
-std::string_view name_of(LinearClass c);
+inline constexpr EnumNames<LinearClass, 5> kLinearClassNames{"linear class",
+                                                             {{{LinearClass::attention, "attention"},
+                                                               {LinearClass::dense_mlp, "dense_mlp"},
+                                                               {LinearClass::shared_expert, "shared_expert"},
+                                                               {LinearClass::routed_expert, "routed_expert"},
+                                                               {LinearClass::lm_head, "lm_head"}}}};
+constexpr std::string_view name_of(LinearClass value) { return kLinearClassNames.name(value); }
 
 // Whose FP8 / MXFP8 linear layers run the recipe; it sets what a converted linear keeps of its
 // input for the weight gradient (models/memory/activations.cpp):
@@ -79,7 +90,10 @@ std::string_view name_of(LinearClass c);
 //                       False); layernorm_linear.py keeps the norm output only quantized;
 //                       grouped_linear.py likewise per expert); Megatron-Core's TE layers.
 enum class LowPrecisionLibrary : std::uint8_t { torchao, transformer_engine };
-std::string_view name_of(LowPrecisionLibrary library);
+inline constexpr EnumNames<LowPrecisionLibrary, 2> kLowPrecisionLibraryNames{
+    "low-precision library",
+    {{{LowPrecisionLibrary::torchao, "torchao"}, {LowPrecisionLibrary::transformer_engine, "transformer_engine"}}}};
+constexpr std::string_view name_of(LowPrecisionLibrary value) { return kLowPrecisionLibraryNames.name(value); }
 
 struct PrecisionSpec {
   DType compute = DType::bf16;                          // compute weights and activations
@@ -171,13 +185,42 @@ struct ParallelPlan {
 };
 
 std::string_view name_of(Design d);
-std::string_view name_of(OptimizerKind k);
-std::string_view name_of(ShardLayout l);
-std::string_view name_of(Recompute r);
-std::string_view name_of(OptimizerKernels k);
-std::string_view name_of(WeightRebuild w);
-std::string_view name_of(AllocatorModel m);
-std::string_view name_of(PipelineSchedule s);  // the scenario key's value: "1f1b", "zb_h1", ...
+inline constexpr EnumNames<OptimizerKind, 3> kOptimizerKindNames{
+    "optimizer", {{{OptimizerKind::adamw, "adamw"}, {OptimizerKind::muon, "muon"}, {OptimizerKind::sgd, "sgd"}}}};
+constexpr std::string_view name_of(OptimizerKind value) { return kOptimizerKindNames.name(value); }
+inline constexpr EnumNames<ShardLayout, 3> kShardLayoutNames{"optimizer layout",
+                                                             {{{ShardLayout::per_tensor, "per_tensor"},
+                                                               {ShardLayout::concat_then_shard, "concat_then_shard"},
+                                                               {ShardLayout::same_param_count, "same_param_count"}}}};
+constexpr std::string_view name_of(ShardLayout value) { return kShardLayoutNames.name(value); }
+inline constexpr EnumNames<Recompute, 4> kRecomputeNames{"recompute mode",
+                                                         {{{Recompute::none, "none"},
+                                                           {Recompute::full, "full"},
+                                                           {Recompute::selective, "selective"},
+                                                           {Recompute::selective_op, "selective_op"}}}};
+constexpr std::string_view name_of(Recompute value) { return kRecomputeNames.name(value); }
+inline constexpr EnumNames<OptimizerKernels, 3> kOptimizerKernelsNames{
+    "optimizer kernels",
+    {{{OptimizerKernels::fused, "fused"},
+      {OptimizerKernels::foreach, "foreach"},
+      {OptimizerKernels::olmo_core_foreach, "olmo_core_foreach"}}}};
+constexpr std::string_view name_of(OptimizerKernels value) { return kOptimizerKernelsNames.name(value); }
+inline constexpr EnumNames<WeightRebuild, 2> kWeightRebuildNames{
+    "weight rebuild", {{{WeightRebuild::coalesced_copy, "coalesced_copy"}, {WeightRebuild::in_place, "in_place"}}}};
+constexpr std::string_view name_of(WeightRebuild value) { return kWeightRebuildNames.name(value); }
+inline constexpr EnumNames<AllocatorModel, 2> kAllocatorModelNames{
+    "allocator model",
+    {{{AllocatorModel::pytorch_caching, "pytorch_caching"}, {AllocatorModel::fixed_fraction, "fixed_fraction"}}}};
+constexpr std::string_view name_of(AllocatorModel value) { return kAllocatorModelNames.name(value); }
+// The scenario key's value: "1f1b", "zb_h1", ...
+inline constexpr EnumNames<PipelineSchedule, 5> kPipelineScheduleNames{
+    "pipeline schedule",
+    {{{PipelineSchedule::one_f_one_b, "1f1b"},
+      {PipelineSchedule::interleaved_1f1b, "interleaved_1f1b"},
+      {PipelineSchedule::one_f_one_b_v, "1f1b_v"},
+      {PipelineSchedule::zb_h1, "zb_h1"},
+      {PipelineSchedule::zbv, "zbv"}}}};
+constexpr std::string_view name_of(PipelineSchedule value) { return kPipelineScheduleNames.name(value); }
 
 ParallelPlan parse_plan(const JsonReader& in);
 

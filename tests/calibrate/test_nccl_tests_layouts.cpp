@@ -7,9 +7,9 @@
 
 #include "calibrate/fit/measurements.hpp"
 #include "calibrate/fit/nccl_tests_import.hpp"
+#include "models/common/cost_types.hpp"
 #include "models/common/errors.hpp"
 #include "models/common/json_file.hpp"
-#include "models/costs/cost_types.hpp"
 #include "tests/calibrate/synthetic_nccl_logs.hpp"
 #include "tests/support/fixtures.hpp"
 

@@ -17,13 +17,22 @@
 #include <string_view>
 #include <vector>
 
+#include "models/common/enum_names.hpp"
+
 namespace moesim {
 
 enum class CollectiveKind : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv, broadcast };
 inline constexpr std::size_t kCollectiveKinds =
     static_cast<std::size_t>(CollectiveKind::broadcast) + 1;  // the last one
 
-std::string_view name_of(CollectiveKind k);
+inline constexpr EnumNames<CollectiveKind, 6> kCollectiveKindNames{"collective kind",
+                                                                   {{{CollectiveKind::all_reduce, "all_reduce"},
+                                                                     {CollectiveKind::all_gather, "all_gather"},
+                                                                     {CollectiveKind::reduce_scatter, "reduce_scatter"},
+                                                                     {CollectiveKind::all_to_all, "all_to_all"},
+                                                                     {CollectiveKind::send_recv, "send_recv"},
+                                                                     {CollectiveKind::broadcast, "broadcast"}}}};
+constexpr std::string_view name_of(CollectiveKind value) { return kCollectiveKindNames.name(value); }
 // Throws UnknownNameError listing the valid kinds.
 CollectiveKind parse_collective_kind(std::string_view name);
 const std::vector<CollectiveKind>& all_collective_kinds();
@@ -32,7 +41,9 @@ const std::vector<CollectiveKind>& all_collective_kinds();
 // local GPU on the destination's rail, then that rail): the profile's interconnect.inter_node.pxn,
 // or forced by the plan (expert_parallel.pxn) or `moesim cost --pxn`.
 enum class PxnChoice : std::uint8_t { profile, on, off };
-std::string_view name_of(PxnChoice choice);
+inline constexpr EnumNames<PxnChoice, 3> kPxnChoiceNames{
+    "PXN choice", {{{PxnChoice::profile, "profile"}, {PxnChoice::on, "on"}, {PxnChoice::off, "off"}}}};
+constexpr std::string_view name_of(PxnChoice value) { return kPxnChoiceNames.name(value); }
 PxnChoice parse_pxn_choice(std::string_view name);  // "profile", "on", "off"; throws UnknownNameError
 
 struct CollectiveRequest {
@@ -72,7 +83,11 @@ struct CollectiveCost {
 //   deepep            DeepEP's normal kernels: each token sent once per destination rank, across
 //                     nodes once per destination node over RDMA then forwarded over NVLink.
 enum class EpTransport : std::uint8_t { nccl_all_to_all, symmetric_memory, deepep };
-std::string_view name_of(EpTransport transport);
+inline constexpr EnumNames<EpTransport, 3> kEpTransportNames{"EP transport",
+                                                             {{{EpTransport::nccl_all_to_all, "nccl_all_to_all"},
+                                                               {EpTransport::symmetric_memory, "symmetric_memory"},
+                                                               {EpTransport::deepep, "deepep"}}}};
+constexpr std::string_view name_of(EpTransport value) { return kEpTransportNames.name(value); }
 const std::vector<EpTransport>& all_ep_transports();
 
 // One dispatch or combine of a rank's routed rows over the EP-MP group.
@@ -156,9 +171,19 @@ struct GroupedGemmShape {
 enum class MemoryKernel : std::uint8_t { copy, elementwise, permute, cross_entropy, optimizer };
 inline constexpr std::size_t kMemoryKernels = static_cast<std::size_t>(MemoryKernel::optimizer) + 1;  // the last one
 
-std::string_view name_of(GemmPass pass);
-std::string_view name_of(GemmPrecision precision);
-std::string_view name_of(MemoryKernel kind);
+inline constexpr EnumNames<GemmPass, 3> kGemmPassNames{
+    "GEMM pass", {{{GemmPass::forward, "forward"}, {GemmPass::dgrad, "dgrad"}, {GemmPass::wgrad, "wgrad"}}}};
+constexpr std::string_view name_of(GemmPass value) { return kGemmPassNames.name(value); }
+inline constexpr EnumNames<GemmPrecision, 3> kGemmPrecisionNames{
+    "GEMM precision", {{{GemmPrecision::bf16, "bf16"}, {GemmPrecision::fp8, "fp8"}, {GemmPrecision::mxfp8, "mxfp8"}}}};
+constexpr std::string_view name_of(GemmPrecision value) { return kGemmPrecisionNames.name(value); }
+inline constexpr EnumNames<MemoryKernel, 5> kMemoryKernelNames{"memory-kernel class",
+                                                               {{{MemoryKernel::copy, "copy"},
+                                                                 {MemoryKernel::elementwise, "elementwise"},
+                                                                 {MemoryKernel::permute, "permute"},
+                                                                 {MemoryKernel::cross_entropy, "cross_entropy"},
+                                                                 {MemoryKernel::optimizer, "optimizer"}}}};
+constexpr std::string_view name_of(MemoryKernel value) { return kMemoryKernelNames.name(value); }
 // Throw UnknownNameError listing the valid names.
 GemmPass parse_gemm_pass(std::string_view name);
 GemmPrecision parse_gemm_precision(std::string_view name);
