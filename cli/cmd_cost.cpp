@@ -287,7 +287,7 @@ std::vector<ModelFamily> registered_models() {
           family(collective_models(), "cost_models.collective"),
           family(resource_sharing_models(), "cost_models.resource_sharing"),
           family(ep_transport_models(), "plan.expert_parallel.transport"),
-          family(param_sync_models(), "plan.design: ddp or fsdp"),
+          family(param_sync_models(), "the plan's design (moesim list designs)"),
           family(optimizer_layouts(), "plan.optimizer.layout"),
           family(flop_conventions(), "flop_convention")};
 }

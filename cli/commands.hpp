@@ -47,5 +47,7 @@ Runner add_import_command(CLI::App& app);
 // `import trainer-log`, a subcommand of `import` (cmd_import_trainer_log.cpp).
 Runner add_import_trainer_log_command(CLI::App& import);
 Runner add_plan_command(CLI::App& app);
+// `list designs` (cmd_list.cpp).
+Runner add_list_command(CLI::App& app);
 
 }  // namespace moesim::cli

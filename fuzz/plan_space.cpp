@@ -38,7 +38,7 @@ std::vector<std::string> plan_space_overrides(std::string_view data) {
   const std::int64_t seq = in.pick<std::int64_t>({8192, 1, 2, 128, 4096});
   const std::int64_t mbs = in.pick<std::int64_t>({2, 1, 4});
   const std::int64_t microbatches = in.pick<std::int64_t>({1, 2, 3, 8, 32});
-  s.push_back(set("plan.design", in.pick<const char*>({"ddp", "fsdp"})));
+  s.push_back(set("plan.design", in.pick<const char*>({"ddp", "fsdp", "zero2"})));
   s.push_back(set("plan.nodes", nodes));
   s.push_back(set("plan.gpus_per_node", gpn));
   s.push_back(set("plan.pipeline.degree", pp));

@@ -105,7 +105,7 @@ nlohmann::json ledger_json(const LedgerInputs& in) {
   const auto& worst = in.ledger.stages[in.ledger.worst_stage];
   return {{"schema", "moesim-ledger/1"},
           {"scenario", in.scenario.name},
-          {"design", name_of(p.design)},
+          {"design", p.design},
           {"model", model_json(in)},
           {"plan",
            {{"world", p.world()},
@@ -137,8 +137,8 @@ std::string ledger_table(const LedgerInputs& in) {
   std::ostringstream os;
   const auto& p = in.scenario.plan;
   const BatchShape batch = batch_shape(p, in.scenario.arch);
-  os << "scenario " << in.scenario.name << "  (design " << name_of(p.design) << ", hardware "
-     << in.scenario.hardware.name << ")\n";
+  os << "scenario " << in.scenario.name << "  (design " << p.design << ", hardware " << in.scenario.hardware.name
+     << ")\n";
   os << "model    " << in.scenario.arch.name << ": " << fmt("%.2f", in.inventory.params_total / 1e9) << "B total, "
      << fmt("%.2f", in.inventory.params_active / 1e9) << "B active, " << fmt("%.3f", in.flops.total / 1e9)
      << " GFLOP/token (" << in.flops.convention << ")\n";

@@ -116,9 +116,8 @@ class StepBuilder {
     st.edge = edge_work(arch_, plan_, costs_, tokens_);
     // Each stage has the same number of simulated ranks, so the ratio is the step's.
     if (routed_rows_ + dropped_rows_ > 0) out_.dropped_fraction = dropped_rows_ / (routed_rows_ + dropped_rows_);
-    st.sync = param_sync_for(plan_.design)
-                  .make({r, sr, plan_, shape_.microbatches, arch_.num_layers, arch_.tie_embeddings, st.tensors,
-                         st.local_params, st.unit_numel, emit_});
+    st.sync = param_sync_for(plan_).make({r, sr, plan_, shape_.microbatches, arch_.num_layers, arch_.tie_embeddings,
+                                          st.tensors, st.local_params, st.unit_numel, emit_});
   }
 
   // The host's share of the step first (the GPU waits for it: optimizer launch, loss and

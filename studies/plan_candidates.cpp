@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "models/plan/design_spec.hpp"
+#include "models/plan/designs/design.hpp"
 #include "models/plan/parallel_plan.hpp"
 #include "studies/plan_space.hpp"
 
@@ -19,7 +20,8 @@ const std::vector<nlohmann::json>& values_of(const PlanSpace& space, const std::
 }
 
 struct Choice {
-  std::string family, schedule = "1f1b", recompute, layout, split = "even", precision = "scenario";
+  PlannerFamily family;
+  std::string schedule = "1f1b", recompute, layout, split = "even", precision = "scenario";
   std::int64_t hsdp = 0, ep = 1, pp = 1, microbatch = 1;
   std::vector<std::pair<std::string, nlohmann::json>> paths;
 };
@@ -37,11 +39,10 @@ class Enumerator {
   std::vector<PlanCandidate> all() {
     for (const auto& family : values_of(space_, "design")) {
       Choice c;
-      c.family = family.get<std::string>();
-      const bool hsdp = c.family == "hsdp", distopt = c.family == "ddp";
-      for_each(hsdp ? values_of(space_, "hsdp") : one(0), [&](const nlohmann::json& f) {
+      c.family = planner_family(family.get<std::string>());
+      for_each(c.family.hsdp_axis ? values_of(space_, "hsdp") : one(0), [&](const nlohmann::json& f) {
         c.hsdp = f.get<std::int64_t>();
-        for_each(distopt ? values_of(space_, "layout") : one(""), [&](const nlohmann::json& l) {
+        for_each(c.family.layout_axis ? values_of(space_, "layout") : one(""), [&](const nlohmann::json& l) {
           c.layout = l.get<std::string>();
           pipelines(c);
         });
@@ -57,7 +58,6 @@ class Enumerator {
   }
 
   void pipelines(Choice& c) {
-    const bool fsdp = c.family == "fsdp" || c.family == "hsdp";
     for (const auto& pp : values_of(space_, "pp")) {
       c.pp = pp.get<std::int64_t>();
       // Without PP there is no schedule to choose; FSDP with EP is not modelled (validate_plan).
@@ -65,7 +65,7 @@ class Enumerator {
         c.schedule = s.get<std::string>();
         for_each(c.pp > 1 ? values_of(space_, "split") : one("even"), [&](const nlohmann::json& split) {
           c.split = split.get<std::string>();
-          for_each(fsdp ? one(1) : values_of(space_, "ep"), [&](const nlohmann::json& ep) {
+          for_each(c.family.ep_axis ? values_of(space_, "ep") : one(1), [&](const nlohmann::json& ep) {
             c.ep = ep.get<std::int64_t>();
             for_each(values_of(space_, "microbatch"), [&](const nlohmann::json& mb) {
               c.microbatch = mb.get<std::int64_t>();
@@ -125,11 +125,10 @@ class Enumerator {
   void add(const Choice& c) {
     PlanCandidate p;
     p.index = out_.size();
-    p.family = c.family;
-    const bool fsdp = c.family == "fsdp" || c.family == "hsdp";
+    p.family = std::string(c.family.name);
     p.values = nlohmann::json::object();
-    p.values["design"] = c.family;
-    if (c.family == "hsdp") p.values["hsdp"] = c.hsdp;
+    p.values["design"] = p.family;
+    if (c.family.hsdp_axis) p.values["hsdp"] = c.hsdp;
     p.values["ep"] = c.ep;
     p.values["pp"] = c.pp;
     if (c.pp > 1) p.values["schedule"] = c.schedule;
@@ -141,17 +140,16 @@ class Enumerator {
     const std::int64_t v = plan_schedule_virtual_stages(c.schedule);
     p.changes = {{"plan.nodes", space_.gpus / space_.gpus_per_node},
                  {"plan.gpus_per_node", space_.gpus_per_node},
-                 {"plan.batch.global_batch_tokens", space_.global_batch_tokens},
-                 {"plan.design", fsdp ? "fsdp" : "ddp"},
-                 {"plan.expert_parallel.degree", c.ep},
-                 {"plan.pipeline.degree", c.pp},
-                 {"plan.pipeline.schedule", plan_schedule_key(c.schedule)},
-                 {"plan.pipeline.virtual_stages", v},
-                 {"plan.pipeline.layer_split", nlohmann::json::array()},
-                 {"plan.batch.rank_microbatch_sequences", c.microbatch},
-                 {"plan.activations.recompute", c.recompute}};
-    if (fsdp) p.changes.emplace_back("plan.fsdp.shard_degree", c.hsdp);
-    if (!fsdp) p.changes.emplace_back("plan.ddp.distributed_optimizer", c.family == "ddp");
+                 {"plan.batch.global_batch_tokens", space_.global_batch_tokens}};
+    for (const auto& [path, value] : c.family.changes) p.changes.emplace_back(path, nlohmann::json::parse(value));
+    p.changes.insert(p.changes.end(), {{"plan.expert_parallel.degree", c.ep},
+                                       {"plan.pipeline.degree", c.pp},
+                                       {"plan.pipeline.schedule", plan_schedule_key(c.schedule)},
+                                       {"plan.pipeline.virtual_stages", v},
+                                       {"plan.pipeline.layer_split", nlohmann::json::array()},
+                                       {"plan.batch.rank_microbatch_sequences", c.microbatch},
+                                       {"plan.activations.recompute", c.recompute}});
+    if (c.family.hsdp_axis) p.changes.emplace_back("plan.fsdp.shard_degree", c.hsdp);
     if (!c.layout.empty()) p.changes.emplace_back("plan.optimizer.layout", c.layout);
     if (c.precision != "scenario") {
       p.values["precision"] = c.precision;

@@ -6,13 +6,13 @@
 
 #include "models/common/json_reader.hpp"
 #include "models/common/suggest.hpp"
+#include "models/plan/designs/design.hpp"
 #include "studies/sweep.hpp"
 
 namespace moesim {
 
 namespace {
 
-const std::vector<std::string> kFamilies = {"fsdp", "hsdp", "ddp", "ddp-nodistopt"};
 const std::vector<std::string> kRecompute = {"none", "selective", "full"};
 const std::vector<std::string> kLayouts = {"per_tensor", "concat_then_shard", "same_param_count"};
 // The layer split with PP: even (ceil per virtual stage, the short one last) or balanced by
@@ -36,6 +36,16 @@ const std::vector<std::int64_t> kMicrobatches = {1, 2, 4, 8};
 
 std::vector<nlohmann::json> as_values(const std::vector<std::string>& words) { return {words.begin(), words.end()}; }
 
+// The design axis: every registered design's planner families (models/plan/designs/), all of them
+// or those searched unless asked.
+std::vector<std::string> family_names(bool defaults_only) {
+  std::vector<std::string> out;
+  for (const PlannerFamily& f : planner_families()) {
+    if (f.searched_by_default || !defaults_only) out.emplace_back(f.name);
+  }
+  return out;
+}
+
 std::vector<nlohmann::json> divisors_up_to(std::int64_t n, std::int64_t limit) {
   std::vector<nlohmann::json> out;
   for (std::int64_t d = 1; d <= std::min(n, limit); ++d)
@@ -49,7 +59,8 @@ void check_values(const std::string& expr, const PlanAxis& axis) {
   for (const auto& v : axis.values) {
     if (axis.name == "design" || axis.name == "recompute" || axis.name == "layout" || axis.name == "split" ||
         axis.name == "precision") {
-      const auto& allowed = axis.name == "design"      ? kFamilies
+      static const std::vector<std::string> families = family_names(false);
+      const auto& allowed = axis.name == "design"      ? families
                             : axis.name == "recompute" ? kRecompute
                             : axis.name == "layout"    ? kLayouts
                             : axis.name == "split"     ? kSplits
@@ -129,7 +140,7 @@ PlanSpace plan_space(const ScenarioSource& source, const Scenario& base, const P
   std::vector<nlohmann::json> microbatch(kMicrobatches.begin(), kMicrobatches.end());
   if (std::find(microbatch.begin(), microbatch.end(), base.plan.microbatch_sequences) == microbatch.end())
     microbatch.emplace_back(base.plan.microbatch_sequences);
-  space.axes = {{"design", as_values(kFamilies)},
+  space.axes = {{"design", as_values(family_names(true))},
                 {"hsdp", hsdp},
                 {"ep", divisors_up_to(std::gcd(experts, space.gpus), space.gpus)},
                 {"pp", divisors_up_to(space.gpus, base.arch.num_layers)},

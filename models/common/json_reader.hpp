@@ -62,6 +62,8 @@ class JsonReader {
   std::string choice(std::string_view key, std::initializer_list<std::string_view> allowed) const;
   std::string choice_or(std::string_view key, std::string fallback,
                         std::initializer_list<std::string_view> allowed) const;
+  // The same for a list made at run time (a registry's names).
+  std::string choice_in(std::string_view key, const std::vector<std::string>& allowed) const;
   // A value named in `names` (an enum's table, models/common/enum_names.hpp); `fallback` when
   // the key is absent. The error lists the table's names.
   template <class E, std::size_t N>
@@ -83,7 +85,6 @@ class JsonReader {
   [[noreturn]] void fail(std::string_view key, const std::string& message) const;
 
  private:
-  std::string choice_in(std::string_view key, const std::vector<std::string>& allowed) const;
   const nlohmann::json& require(std::string_view key) const;
   const nlohmann::json* find(std::string_view key) const;
   std::int64_t as_integer(const nlohmann::json& v, const std::string& path, Range range) const;

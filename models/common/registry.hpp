@@ -53,7 +53,11 @@ class Registry {
     if (!items_.emplace(key, std::move(impl)).second) {
       throw std::logic_error("duplicate " + kind_ + " \"" + key + "\": a registry takes each name once");
     }
+    order_.push_back(key);
   }
+
+  // The names in the order they were registered (names() sorts them).
+  const std::vector<std::string>& registration_order() const { return order_; }
 
   const Interface& get(std::string_view name) const {
     auto it = items_.find(std::string(name));
@@ -82,6 +86,7 @@ class Registry {
  private:
   std::string kind_;
   std::map<std::string, std::unique_ptr<Interface>, std::less<>> items_;
+  std::vector<std::string> order_;
 };
 
 // A registry holding one default-constructed instance of each implementation.

@@ -7,6 +7,7 @@
 #include "models/common/units.hpp"
 #include "models/memory/caching_allocator.hpp"
 #include "models/memory/working_terms.hpp"
+#include "models/plan/designs/design.hpp"
 
 namespace moesim {
 
@@ -62,7 +63,8 @@ class StageWalk {
       : plan_(plan), trace_(plan.allocator.expandable_segments, limit) {
     const double T = dbl(plan.microbatch_sequences * a.sequence_length);
     const double e = bytes_of(plan.precision.compute);
-    const bool fsdp = plan.design == Design::fsdp;
+    const DesignEntry& design = design_of(plan);
+    keeps_gathered_ = design.keeps_gathered_units();
     bool any_moe = false;
     for (const auto l : v.layers) any_moe = any_moe || a.is_moe_layer(l);
     const double staging = ep_transient_staging(a, plan, T, routed, any_moe).bytes;
@@ -81,14 +83,10 @@ class StageWalk {
       }
       b.grads = T * backward_working_per_token(a, l, plan, routed);
       b.rebuilt = T * recomputed_per_token(a, l, plan, routed);
-      const double unit = v.unit_numel.count(l) ? v.unit_numel.at(l) : 0.0;
-      if (fsdp) {
-        b.gathered = unit * e;
-        b.weight_grad = unit * e;
-        b.reduce_input = unit * bytes_of(plan.precision.reduce);
-      } else {
-        b.weight_grad = (v.largest_local.count(l) ? v.largest_local.at(l) : 0.0) * e;
-      }
+      const UnitHold hold = design.unit_hold(plan, v, l);
+      b.gathered = hold.gathered;
+      b.weight_grad = hold.weight_grad;
+      b.reduce_input = hold.reduce_input;
       layers_.push_back(b);
       layer_index_.push_back(l);
     }
@@ -124,7 +122,7 @@ class StageWalk {
           for (int k = 0; k < plan.optimizer.states(); ++k) lazy_states_.push_back(per * lt.local_numel);
         continue;
       }
-      if (item.cls == MemClass::grad_buffers && plan.design == Design::fsdp) {
+      if (item.cls == MemClass::grad_buffers && design_of(plan).gradients_made_each_step()) {
         double unit_total = 0;
         for (const auto& [layer, n] : v.unit_numel) unit_total += n;
         for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -207,7 +205,7 @@ class StageWalk {
       saved.push_back(trace_.take(b.saved_mlp));
       trace_.drop(st);
       trace_.drop(q);
-      trace_.drop(gathered_[i]);
+      if (!keeps_gathered_) trace_.drop(gathered_[i]);  // else freed after its backward
     }
     if (has_head_ && static_cast<std::size_t>(p.chunk) == head_chunk_)
       loss_steps(loss_.forward_steps, loss_held_[{p.microbatch, p.chunk}]);
@@ -262,6 +260,7 @@ class StageWalk {
   std::map<Key, std::vector<std::uint32_t>> held_, loss_held_;
   std::uint32_t pending_reduce_ = kNone;
   bool has_head_ = false;
+  bool keeps_gathered_ = false;  // a unit gathered for its forward stays until its backward
   std::size_t head_chunk_ = 0;
   LossBuffers loss_;
   double head_weight_grad_ = 0, optimizer_temporaries_ = 0;
@@ -315,7 +314,7 @@ double persistent_rounding(const ParallelPlan& plan, const std::vector<LocalTens
   };
   for (const LedgerItem* kept_item : persistent) {
     const LedgerItem& item = *kept_item;
-    if (item.cls == MemClass::grad_buffers && plan.design == Design::ddp) {
+    if (item.cls == MemClass::grad_buffers && design_of(plan).bucketed_gradients()) {
       // Flat buckets of at most the bucket cap each.
       const double n = std::max(1.0, std::ceil(item.bytes / plan.bucket_cap_bytes));
       for (double k = 0; k < n; ++k) kept(item.bytes / n);

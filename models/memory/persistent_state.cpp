@@ -1,11 +1,12 @@
-// Persistent training state per rank: compute weights, gradient buffers, main weights and
-// optimizer states, for Olmo-core DDP (optionally with the distributed optimizer) and FSDP2.
+#include "models/memory/persistent_state.hpp"
+
 #include <cmath>
 #include <map>
 
 #include "models/costs/low_precision.hpp"
 #include "models/memory/ledger.hpp"
 #include "models/memory/optimizer_layouts.hpp"
+#include "models/plan/designs/design.hpp"
 #include "models/plan/rank_layout.hpp"
 
 namespace moesim {
@@ -21,37 +22,34 @@ double fsdp_shard_numel(const TensorInfo& t, std::int64_t group) {
 
 }  // namespace
 
-std::vector<LedgerItem> persistent_state(const std::vector<LocalTensor>& tensors, const ParallelPlan& plan,
-                                         OptimizerShardReport& report) {
+std::vector<LedgerItem> fsdp_sharded_state(const std::vector<LocalTensor>& tensors, const ParallelPlan& plan,
+                                           OptimizerShardReport& report) {
   const auto& opt = plan.optimizer;
   const double main_b = bytes_of(opt.main_weight_dtype);
   const double state_b = bytes_of(opt.state_dtype) * opt.states();
-  const double optim_b = main_b + state_b;
   std::vector<LedgerItem> items;
   report = {};
   report.layout = std::string(name_of(opt.layout));
+  // FSDP2 mixed precision: sharded FP32 parameters (the main weights), sharded gradients in the
+  // same dtype, sharded optimizer states; BF16 compute weights exist only while gathered.
+  const std::int64_t f = plan.shard_group();
+  double shard = 0;
+  for (const auto& lt : tensors) shard += fsdp_shard_numel(*lt.tensor, f);
+  items.push_back({"sharded main weights", MemClass::main_weights, shard * main_b,
+                   "ceil(dim0/F) rows per tensor x " + std::to_string(int(main_b)) + " B, F=" + std::to_string(f)});
+  items.push_back({"sharded gradients", MemClass::grad_buffers, shard * main_b, "same shard, param dtype"});
+  items.push_back({"sharded optimizer states", MemClass::optimizer_states, shard * state_b,
+                   std::to_string(opt.states()) + " state(s) x " + std::string(name_of(opt.state_dtype))});
+  report.largest_bytes = report.even_share_bytes = shard * (main_b + state_b);
+  report.sharded_tensors = static_cast<std::int64_t>(tensors.size());
+  return items;
+}
 
-  if (plan.design == Design::fsdp) {
-    // FSDP2 mixed precision: sharded FP32 parameters (the main weights), sharded gradients in the
-    // same dtype, sharded optimizer states; BF16 compute weights exist only while gathered.
-    const std::int64_t f = plan.shard_group();
-    double shard = 0;
-    for (const auto& lt : tensors) shard += fsdp_shard_numel(*lt.tensor, f);
-    items.push_back({"sharded main weights", MemClass::main_weights, shard * main_b,
-                     "ceil(dim0/F) rows per tensor x " + std::to_string(int(main_b)) + " B, F=" + std::to_string(f)});
-    items.push_back({"sharded gradients", MemClass::grad_buffers, shard * main_b, "same shard, param dtype"});
-    items.push_back({"sharded optimizer states", MemClass::optimizer_states, shard * state_b,
-                     std::to_string(opt.states()) + " state(s) x " + std::string(name_of(opt.state_dtype))});
-    report.largest_bytes = report.even_share_bytes = shard * optim_b;
-    report.sharded_tensors = static_cast<std::int64_t>(tensors.size());
-    return items;
-  }
-
+void add_compute_weights(const std::vector<LocalTensor>& tensors, const ParallelPlan& plan,
+                         std::vector<LedgerItem>& items) {
   double local = 0;
   for (const auto& lt : tensors) local += lt.local_numel;
-  const double compute_b = bytes_of(plan.precision.compute);
-  const double grad_b = bytes_of(plan.precision.grad_accum);
-  items.push_back({"compute weights", MemClass::compute_weights, local * compute_b,
+  items.push_back({"compute weights", MemClass::compute_weights, local * bytes_of(plan.precision.compute),
                    "rank-local params x " + std::string(name_of(plan.precision.compute))});
   const CachedWeights caches = cached_weights(tensors, plan);
   if (caches.elements > 0) {
@@ -59,12 +57,27 @@ std::vector<LedgerItem> persistent_state(const std::vector<LocalTensor>& tensors
                      "forward + dgrad orientations of " + std::to_string(static_cast<long long>(caches.elements)) +
                          " cached params (seed 4.4.3)"});
   }
-  items.push_back({"gradient buckets", MemClass::grad_buffers, local * grad_b,
-                   "rank-local params x " + std::string(name_of(plan.precision.grad_accum)) + " (flat bucket views)"});
+}
 
+void add_gradient_buckets(const std::vector<LocalTensor>& tensors, const ParallelPlan& plan,
+                          std::vector<LedgerItem>& items) {
+  double local = 0;
+  for (const auto& lt : tensors) local += lt.local_numel;
+  items.push_back({"gradient buckets", MemClass::grad_buffers, local * bytes_of(plan.precision.grad_accum),
+                   "rank-local params x " + std::string(name_of(plan.precision.grad_accum)) + " (flat bucket views)"});
+}
+
+double add_optimizer_state(const std::vector<LocalTensor>& tensors, const ParallelPlan& plan, bool sharded,
+                           std::vector<LedgerItem>& items, OptimizerShardReport& report) {
+  const auto& opt = plan.optimizer;
+  const double main_b = bytes_of(opt.main_weight_dtype);
+  const double state_b = bytes_of(opt.state_dtype) * opt.states();
+  const double optim_b = main_b + state_b;
+  report = {};
+  report.layout = std::string(name_of(opt.layout));
   // Main weights and optimizer states: one layout per replica group (dense: DP; experts: EP-DP).
   double main_elems = 0;
-  if (plan.distributed_optimizer) {
+  if (sharded) {
     std::map<std::int64_t, std::vector<double>> groups;
     for (const auto& lt : tensors) groups[lt.replica_group].push_back(lt.local_numel);
     const auto& layout = optimizer_layouts().get(name_of(opt.layout));
@@ -77,16 +90,27 @@ std::vector<LedgerItem> persistent_state(const std::vector<LocalTensor>& tensors
     }
     report.largest_bytes = main_elems * optim_b;
   } else {
-    main_elems = local;
-    report.largest_bytes = report.even_share_bytes = local * optim_b;
+    for (const auto& lt : tensors) main_elems += lt.local_numel;
+    report.largest_bytes = report.even_share_bytes = main_elems * optim_b;
     report.replicated_tensors = static_cast<std::int64_t>(tensors.size());
   }
-  const std::string where = plan.distributed_optimizer ? "largest rank's shard (" + report.layout + ")" : "replicated";
+  const std::string where = sharded ? "largest rank's shard (" + report.layout + ")" : "replicated";
   items.push_back({"main weights", MemClass::main_weights, main_elems * main_b,
                    where + " x " + std::string(name_of(opt.main_weight_dtype))});
   items.push_back({"optimizer states", MemClass::optimizer_states, main_elems * state_b,
                    where + " x " + std::to_string(opt.states()) + " x " + std::string(name_of(opt.state_dtype))});
-  return items;
+  return main_elems;
+}
+
+void add_gradient_partition(double elements, const ParallelPlan& plan, std::vector<LedgerItem>& items) {
+  items.push_back(
+      {"gradient partition", MemClass::grad_buffers, elements * bytes_of(plan.precision.grad_accum),
+       "the rank's shard of the gradients (as the optimizer's) x " + std::string(name_of(plan.precision.grad_accum))});
+}
+
+std::vector<LedgerItem> persistent_state(const std::vector<LocalTensor>& tensors, const ParallelPlan& plan,
+                                         OptimizerShardReport& report) {
+  return design_of(plan).persistent_state(tensors, plan, report);
 }
 
 }  // namespace moesim

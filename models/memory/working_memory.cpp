@@ -12,6 +12,7 @@
 #include "models/memory/optimizer_layouts.hpp"
 #include "models/memory/working_terms.hpp"
 #include "models/moe/routing.hpp"
+#include "models/plan/designs/design.hpp"
 #include "models/plan/rank_layout.hpp"
 
 namespace moesim {
@@ -171,7 +172,7 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
                                      const RoutedRows& routed, const std::vector<std::int64_t>& held_chunks) {
   const double T = dbl(plan.microbatch_sequences * a.sequence_length);
   const double e = bytes_of(plan.precision.compute);
-  const bool fsdp = plan.design == Design::fsdp;
+  const DesignEntry& design = design_of(plan);
 
   std::vector<std::int64_t> moe_layers;
   for (auto l : v.layers)
@@ -214,8 +215,6 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
   mb += " per chunk) x " + std::to_string(static_cast<long long>(T)) + " tokens";
 
   const LossBuffers loss = loss_per_token(a, plan);
-  const double fsdp_unit = fsdp ? max_value(v.unit_numel) : 0.0;
-  const double materialized = dbl(1 + plan.fsdp_prefetch) * fsdp_unit * e;
   const std::vector<LedgerItem> ep_static = ep_static_buffers(a, plan, T, dbl(moe_layers.size()), routed);
   const LedgerItem ep_staging = ep_transient_staging(a, plan, T, routed, !moe_layers.empty());
   auto with_static = [&](PhaseSet p) {
@@ -229,9 +228,7 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
     f.items.push_back({"saved activations", MemClass::activations, held_all, mb, formats(held_split)});
     if (v.has_head)
       f.items.push_back({"logits and loss", MemClass::logits_loss, T * loss.forward, "T x per-token loss buffers"});
-    if (fsdp)
-      f.items.push_back({"gathered units (current + prefetch)", MemClass::fsdp_materialized, materialized,
-                         "(1 + prefetch) x largest unit x compute dtype"});
+    for (LedgerItem& item : design.forward_items(plan, v)) f.items.push_back(std::move(item));
     if (ep_staging.bytes > 0) f.items.push_back(ep_staging);
     if (plan.precision.any_low_precision()) {
       LedgerItem widest;
@@ -285,18 +282,7 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
         p.items.push_back(
             {"activation gradients", MemClass::activation_grads, grads,
              "residual grad in/out + widest internal grad" + std::string(rebuilt > 0 ? " + recomputed block" : "")});
-        if (fsdp) {
-          const double unit = v.unit_numel.count(l) ? v.unit_numel.at(l) : 0.0;
-          p.items.push_back({"gathered units (current + prefetch)", MemClass::fsdp_materialized, materialized,
-                             "(1 + prefetch) x largest unit x compute dtype"});
-          p.items.push_back({"unsharded unit gradients", MemClass::fsdp_grad_unsharded,
-                             unit * (e + bytes_of(plan.precision.reduce)),
-                             "unit grads in compute dtype + reduce-scatter input in reduce dtype"});
-        } else {
-          p.items.push_back({"weight gradient (one tensor)", MemClass::weight_grad_transient,
-                             (v.largest_local.count(l) ? v.largest_local.at(l) : 0.0) * e,
-                             "largest local tensor of the layer in compute dtype, added to its FP32 bucket, freed"});
-        }
+        for (LedgerItem& item : design.backward_items(plan, v, l)) p.items.push_back(std::move(item));
         if (ep_staging.bytes > 0 && a.is_moe_layer(l)) p.items.push_back(ep_staging);
         const LedgerItem quantized = quantized_operands(a, plan, l, T, routed, true);
         if (quantized.bytes > 0) p.items.push_back(quantized);
@@ -315,7 +301,7 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
   const UpdateBuffers update = update_buffers(plan, tensors);
   const double rebuild = update.rebuild_bytes();
   phases.push_back(with_static({Phase::optimizer_step, {optimizer_temporaries(plan.optimizer, update.shard)}}));
-  if (!fsdp && plan.distributed_optimizer) {
+  if (design.rebuilds_weights(plan)) {
     const bool in_place = plan.optimizer.rebuild == WeightRebuild::in_place;
     phases.push_back(with_static({Phase::weight_rebuild,
                                   {{"coalesced all-gather buffers", MemClass::weight_rebuild, in_place ? 0.0 : rebuild,
@@ -344,17 +330,19 @@ double UpdateBuffers::rebuild_bytes() const {
 // The distributed optimizer's layout of each replica group, once: its largest shard sizes the
 // update's temporaries, its sharded part the rebuild buffers.
 UpdateBuffers update_buffers(const ParallelPlan& plan, const std::vector<LocalTensor>& tensors) {
+  return design_of(plan).update_buffers(plan, tensors);
+}
+
+UpdateBuffers whole_update(const std::vector<LocalTensor>& tensors, double divisor) {
   UpdateBuffers out;
   double local = 0;
   for (const auto& lt : tensors) local += lt.local_numel;
-  if (plan.design == Design::fsdp) {
-    out.shard = local / dbl(plan.shard_group());
-    return out;
-  }
-  if (!plan.distributed_optimizer) {
-    out.shard = local;
-    return out;
-  }
+  out.shard = local / divisor;
+  return out;
+}
+
+UpdateBuffers sharded_update(const ParallelPlan& plan, const std::vector<LocalTensor>& tensors) {
+  UpdateBuffers out;
   const double e = bytes_of(plan.precision.compute);
   std::map<std::int64_t, std::vector<double>> groups;
   for (const auto& lt : tensors) groups[lt.replica_group].push_back(lt.local_numel);

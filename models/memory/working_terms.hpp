@@ -53,5 +53,10 @@ struct UpdateBuffers {
   double rebuild_bytes() const;
 };
 UpdateBuffers update_buffers(const ParallelPlan& plan, const std::vector<LocalTensor>& tensors);
+// The pieces designs build theirs from: every local parameter over `divisor` ranks with no
+// rebuild (FSDP: the shard group; naive DDP: 1), or the distributed optimizer's layout per replica
+// group with its pack and gather buffers.
+UpdateBuffers whole_update(const std::vector<LocalTensor>& tensors, double divisor);
+UpdateBuffers sharded_update(const ParallelPlan& plan, const std::vector<LocalTensor>& tensors);
 
 }  // namespace moesim

@@ -6,14 +6,19 @@
 
 #include "models/common/errors.hpp"
 #include "models/common/suggest.hpp"
+#include "models/plan/designs/design.hpp"
 #include "models/plan/parallel_plan.hpp"
 
 namespace moesim {
 
 namespace {
-constexpr const char* kAllowed =
-    "fsdp or ddp, then +epN, +ppN, +vN (interleaved virtual stages), +1f1b_v, +zb_h1 or +zbv (pipeline schedules), "
-    "+hsdpN (fsdp), +nodistopt (ddp), +fp8, +mxfp8 or +bf16 (every linear but the LM head)";
+
+// The parts every design takes: pipeline degree, interleaving, the named schedules and the
+// low-precision recipes.
+constexpr GrammarPart kCommonParts[] = {{"pp", "plan.pipeline.degree", true, ""}};
+constexpr const char* kCommonAllowed =
+    "+ppN, +vN (interleaved virtual stages), +1f1b_v, +zb_h1 or +zbv (pipeline schedules), +fp8, +mxfp8 or +bf16 "
+    "(every linear but the LM head)";
 
 // The pipeline schedules a design names by their scenario key (plan.pipeline.schedule) and the
 // model chunks each runs per stage.
@@ -26,32 +31,77 @@ constexpr std::pair<PipelineSchedule, std::int64_t> kNamedSchedules[] = {
 constexpr LinearClass kRecipeClasses[] = {LinearClass::attention, LinearClass::dense_mlp, LinearClass::shared_expert,
                                           LinearClass::routed_expert};
 
-// What a bad part ("epp8", or "ep8" after fsdp) was likely meant as, its digits set aside, then
-// the allowed parts.
-std::string part_hint(const std::string& token, bool fsdp) {
-  const std::string allowed = std::string("allowed: ") + kAllowed;
-  const std::string word = token.substr(0, token.find_first_of("0123456789"));
-  const std::vector<std::string> fsdp_parts = {"pp", "v", "1f1b_v", "zb_h1", "zbv", "hsdp", "fp8", "mxfp8", "bf16"},
-                                 ddp_parts = {"ep",  "pp",        "v",   "1f1b_v", "zb_h1",
-                                              "zbv", "nodistopt", "fp8", "mxfp8",  "bf16"};
-  const auto& own = fsdp ? fsdp_parts : ddp_parts;
-  const auto& other = fsdp ? ddp_parts : fsdp_parts;
-  const auto holds = [&word](const std::vector<std::string>& parts) {
-    return std::find(parts.begin(), parts.end(), word) != parts.end();
-  };
-  if (holds(own)) return "; " + allowed;
-  if (holds(other)) return std::string("; +") + word + " is a " + (fsdp ? "ddp" : "fsdp") + " part; " + allowed;
-  return did_you_mean(word, own, allowed);
+// The registered designs that answer to `word`.
+std::vector<const DesignEntry*> entries_of(std::string_view word) {
+  std::vector<const DesignEntry*> out;
+  for (const auto& name : design_entries().names()) {
+    const DesignEntry& entry = design_entries().get(name);
+    if (entry.word() == word) out.push_back(&entry);
+  }
+  return out;
 }
 
-std::int64_t number_after(const std::string& token, std::size_t prefix, const std::string& spec, bool fsdp) {
+// Every part a word's designs take, without repeats.
+std::vector<GrammarPart> parts_of(std::string_view word) {
+  std::vector<GrammarPart> out;
+  for (const DesignEntry* entry : entries_of(word)) {
+    for (const GrammarPart& part : entry->parts()) {
+      const bool known = std::any_of(out.begin(), out.end(), [&](const GrammarPart& p) { return p.word == part.word; });
+      if (!known) out.push_back(part);
+    }
+  }
+  return out;
+}
+
+std::string allowed_text() {
+  std::string out;
+  for (const std::string& word : design_words()) {
+    out += (out.empty() ? "" : " or ") + word;
+    std::string own;
+    for (const GrammarPart& part : parts_of(word)) {
+      own += (own.empty() ? "" : ", ") + std::string("+") + std::string(part.word) + (part.numbered ? "N" : "");
+    }
+    if (!own.empty()) out += " (" + own + ")";
+  }
+  return out + ", then " + kCommonAllowed;
+}
+
+// What a bad part ("epp8", or "ep8" after fsdp) was likely meant as, its digits set aside, then
+// the allowed parts.
+std::string part_hint(const std::string& token, std::string_view word) {
+  const std::string allowed = "allowed: " + allowed_text();
+  const std::string stem = token.substr(0, token.find_first_of("0123456789"));
+  std::vector<std::string> own;
+  for (const GrammarPart& part : parts_of(word)) own.emplace_back(part.word);
+  own.insert(own.end(), {"pp", "v", "1f1b_v", "zb_h1", "zbv", "fp8", "mxfp8", "bf16"});
+  if (std::find(own.begin(), own.end(), stem) != own.end()) return "; " + allowed;
+  for (const std::string& other : design_words()) {
+    if (other == word) continue;
+    for (const GrammarPart& part : parts_of(other)) {
+      if (part.word == stem) return "; +" + stem + " is a " + other + " part; " + allowed;
+    }
+  }
+  return did_you_mean(stem, own, allowed);
+}
+
+std::int64_t number_after(const std::string& token, std::size_t prefix, const std::string& spec,
+                          std::string_view word) {
   const std::string digits = token.substr(prefix);
   if (digits.empty() || digits.size() > 7 || digits.find_first_not_of("0123456789") != std::string::npos ||
       std::stoll(digits) < 1) {
-    throw InputError("design", spec, "bad part '" + token + "'" + part_hint(token, fsdp));
+    throw InputError("design", spec, "bad part '" + token + "'" + part_hint(token, word));
   }
   return std::stoll(digits);
 }
+
+// The part `token` names among `parts`: a flag by its whole word, a numbered one by its prefix.
+const GrammarPart* find_part(const std::vector<GrammarPart>& parts, const std::string& token) {
+  for (const GrammarPart& part : parts) {
+    if (part.numbered ? token.rfind(part.word, 0) == 0 : token == part.word) return &part;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, nlohmann::json>> precision_recipe_overrides(const std::string& format) {
@@ -73,15 +123,21 @@ std::vector<std::pair<std::string, nlohmann::json>> design_overrides(const std::
     if (plus == std::string::npos) break;
     start = plus + 1;
   }
-  if (tokens.front() != "fsdp" && tokens.front() != "ddp") {
+  const std::string& word = tokens.front();
+  const std::vector<const DesignEntry*> entries = entries_of(word);
+  if (entries.empty()) {
+    const std::vector<std::string> words = design_words();
+    std::string either;
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      either += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
+    }
     throw InputError("design", spec,
-                     "must start with fsdp or ddp" +
-                         did_you_mean(tokens.front(), {"fsdp", "ddp"}, "allowed: " + std::string(kAllowed)));
+                     "must start with " + either + did_you_mean(word, words, "allowed: " + allowed_text()));
   }
-  const bool fsdp = tokens.front() == "fsdp";
-  std::vector<std::pair<std::string, nlohmann::json>> out = {
-      {"plan.design", tokens.front()}, {"plan.expert_parallel.degree", 1}, {"plan.pipeline.degree", 1}};
-  if (fsdp) out.emplace_back("plan.fsdp.shard_degree", 0);
+  std::vector<std::pair<std::string, nlohmann::json>> out;
+  for (const auto& [path, value] : entries.front()->word_fields()) out.emplace_back(path, nlohmann::json::parse(value));
+  std::vector<GrammarPart> parts = parts_of(word);
+  parts.insert(parts.end(), std::begin(kCommonParts), std::end(kCommonParts));
   for (std::size_t i = 1; i < tokens.size(); ++i) {
     const std::string& t = tokens[i];
     const auto named = std::find_if(std::begin(kNamedSchedules), std::end(kNamedSchedules),
@@ -89,30 +145,28 @@ std::vector<std::pair<std::string, nlohmann::json>> design_overrides(const std::
     if (named != std::end(kNamedSchedules)) {
       out.emplace_back("plan.pipeline.schedule", t);
       out.emplace_back("plan.pipeline.virtual_stages", named->second);
-    } else if (t.rfind("hsdp", 0) == 0 && fsdp)
-      out.emplace_back("plan.fsdp.shard_degree", number_after(t, 4, spec, fsdp));
-    else if (t.rfind("ep", 0) == 0 && !fsdp)
-      out.emplace_back("plan.expert_parallel.degree", number_after(t, 2, spec, fsdp));
-    else if (t.rfind("pp", 0) == 0)
-      out.emplace_back("plan.pipeline.degree", number_after(t, 2, spec, fsdp));
-    else if (t.rfind("v", 0) == 0 && t.size() > 1) {
+    } else if (const GrammarPart* part = find_part(parts, t)) {
+      if (part->numbered) {
+        out.emplace_back(std::string(part->path), number_after(t, part->word.size(), spec, word));
+      } else {
+        out.emplace_back(std::string(part->path), nlohmann::json::parse(part->value));
+      }
+    } else if (t.rfind("v", 0) == 0 && t.size() > 1) {
       out.emplace_back("plan.pipeline.schedule", "interleaved_1f1b");
-      out.emplace_back("plan.pipeline.virtual_stages", number_after(t, 1, spec, fsdp));
-    } else if (t == "nodistopt" && !fsdp) {
-      out.emplace_back("plan.ddp.distributed_optimizer", false);
+      out.emplace_back("plan.pipeline.virtual_stages", number_after(t, 1, spec, word));
     } else if (t == "fp8" || t == "mxfp8" || t == "bf16") {
       const auto recipe = precision_recipe_overrides(t);
       out.insert(out.end(), recipe.begin(), recipe.end());
-    } else
-      throw InputError("design", spec, "bad part '" + t + "'" + part_hint(t, fsdp));
+    } else {
+      throw InputError("design", spec, "bad part '" + t + "'" + part_hint(t, word));
+    }
   }
   return out;
 }
 
 std::string design_name(const ParallelPlan& p) {
-  std::string out(name_of(p.design));
-  if (p.design == Design::fsdp && p.fsdp_shard != 0 && p.fsdp_shard < p.dp())
-    out += "+hsdp" + std::to_string(p.fsdp_shard);
+  const NameParts own = design_of(p).name_parts(p);
+  std::string out = p.design + own.after_word;
   if (p.ep > 1) out += "+ep" + std::to_string(p.ep);
   if (p.pp > 1) out += "+pp" + std::to_string(p.pp);
   if (p.pp > 1 && p.pp_schedule == PipelineSchedule::interleaved_1f1b) out += "+v" + std::to_string(p.pp_virtual);
@@ -121,7 +175,7 @@ std::string design_name(const ParallelPlan& p) {
     out += '+';
     out += name_of(p.pp_schedule);
   }
-  if (p.design == Design::ddp && !p.distributed_optimizer) out += "+nodistopt";
+  out += own.after_pipeline;
   if (p.precision.any_low_precision()) {
     // The recipe's name when every class it converts shares one format and the head stays BF16;
     // otherwise each converted class with its format.

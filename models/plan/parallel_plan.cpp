@@ -5,6 +5,7 @@
 #include "models/arch/architecture.hpp"
 #include "models/common/json_reader.hpp"
 #include "models/moe/measured_loads.hpp"
+#include "models/plan/designs/design.hpp"
 
 namespace moesim {
 
@@ -25,8 +26,6 @@ std::int64_t ParallelPlan::domain_gpus() const {
   return gpus_per_node;  // one host per domain
 }
 
-std::string_view name_of(Design d) { return d == Design::fsdp ? "fsdp" : "ddp"; }
-
 namespace {
 constexpr double kMaxCount = 1 << 24;
 
@@ -34,30 +33,13 @@ DType parse_dtype(const JsonReader& in, std::string_view key, DType fallback) {
   return in.choice_of(key, kDTypeNames, fallback);
 }
 
-// Olmo-core's DDP design runs EP on its production rowwise NVSHMEM path (symmetric buffers,
-// olmo_core/nn/moe/v2/ep_config.py); FSDP2 stacks (torchtitan) dispatch with NCCL all_to_all_single.
-EpTransport default_ep_transport(Design design) {
-  return design == Design::ddp ? EpTransport::symmetric_memory : EpTransport::nccl_all_to_all;
-}
-
-EpTransport parse_ep_transport(const JsonReader& ep, Design design) {
-  return ep.choice_of("transport", kEpTransportNames, default_ep_transport(design));
-}
-
-// Defaults follow the two designs' code: Olmo-core DDP steps its sharded optimizer with its own
-// foreach AdamW (OLMoDDPOptimizer._step_foreach), its FSDP path with torch's AdamW, whose default
-// on CUDA is the foreach implementation (fused=None, foreach=None).
-OptimizerKernels default_kernels(Design design) {
-  return design == Design::ddp ? OptimizerKernels::olmo_core_foreach : OptimizerKernels::foreach;
-}
-
-OptimizerSpec parse_optimizer(const JsonReader& in, Design design) {
+OptimizerSpec parse_optimizer(const JsonReader& in, const DesignDefaults& defaults) {
   OptimizerSpec o;
-  o.kernels = in.choice_of("implementation", kOptimizerKernelsNames, default_kernels(design));
+  o.kernels = in.choice_of("implementation", kOptimizerKernelsNames, defaults.optimizer_kernels);
   o.kind = in.choice_of("type", kOptimizerKindNames, OptimizerKind::adamw);
   o.main_weight_dtype = parse_dtype(in, "main_weight_dtype", DType::fp32);
   o.state_dtype = parse_dtype(in, "state_dtype", DType::fp32);
-  o.layout = in.choice_of("layout", kShardLayoutNames, ShardLayout::per_tensor);
+  o.layout = in.choice_of("layout", kShardLayoutNames, defaults.optimizer_layout);
   o.min_shard_numel = in.integer_or("min_shard_numel", o.min_shard_numel, Range::at_least(1));
   o.foreach_chunk_numel = in.integer_or("foreach_chunk_numel", o.foreach_chunk_numel, Range::at_least(1));
   o.rebuild = in.choice_of("weight_rebuild", kWeightRebuildNames, WeightRebuild::coalesced_copy);
@@ -65,11 +47,7 @@ OptimizerSpec parse_optimizer(const JsonReader& in, Design design) {
   return o;
 }
 
-// Olmo-core's DDP keeps low-precision weight caches (seed 4.4.3); FSDP2 gathers weights per use
-// and has none to keep.
-bool default_weight_caches(Design design) { return design == Design::ddp; }
-
-PrecisionSpec parse_precision(const JsonReader& in, Design design) {
+PrecisionSpec parse_precision(const JsonReader& in, const DesignDefaults& defaults) {
   PrecisionSpec p;
   p.compute = parse_dtype(in, "compute_dtype", DType::bf16);
   p.grad_accum = parse_dtype(in, "grad_accum_dtype", DType::fp32);
@@ -82,7 +60,7 @@ PrecisionSpec parse_precision(const JsonReader& in, Design design) {
     l->finish();
   }
   p.ep_dispatch = in.choice_of("ep_dispatch", kGemmPrecisionNames, GemmPrecision::bf16);
-  p.weight_caches = in.boolean_or("weight_caches", default_weight_caches(design));
+  p.weight_caches = in.boolean_or("weight_caches", defaults.weight_caches);
   p.library = in.choice_of("library", kLowPrecisionLibraryNames, LowPrecisionLibrary::torchao);
   in.finish();
   return p;
@@ -93,7 +71,9 @@ ParallelPlan parse_plan(const JsonReader& in) {
   ParallelPlan p;
   in.string_or("name", "");
   in.string_or("description", "");
-  p.design = in.choice("design", {"fsdp", "ddp"}) == "fsdp" ? Design::fsdp : Design::ddp;
+  p.design = in.choice_in("design", design_words());
+  // What the design decides when the plan does not (each entry cites its stack's code).
+  const DesignDefaults defaults = design_defaults(p.design);
   p.nodes = in.integer("nodes", Range::between(1, kMaxCount));
   p.gpus_per_node = in.integer("gpus_per_node", Range::between(1, 1024));
   if (auto pp = in.optional_object("pipeline")) {
@@ -105,17 +85,18 @@ ParallelPlan parse_plan(const JsonReader& in) {
   }
   if (auto ep = in.optional_object("expert_parallel")) {
     p.ep = ep->integer_or("degree", 1, Range::between(1, kMaxCount));
-    p.ep_transport = parse_ep_transport(*ep, p.design);
+    p.ep_transport = ep->choice_of("transport", kEpTransportNames, defaults.ep_transport);
     p.ep_buffer_capacity_factor = ep->number_or("buffer_capacity_factor", 1.25, Range::between(0.01, 1024));
     p.ep_buffers_shared = ep->boolean_or("shared_buffers", false);
     if (ep->has("pxn")) p.ep_pxn = ep->boolean("pxn") ? PxnChoice::on : PxnChoice::off;
     ep->finish();
   } else {
-    p.ep_transport = default_ep_transport(p.design);
+    p.ep_transport = defaults.ep_transport;
   }
   if (auto f = in.optional_object("fsdp")) {
     p.fsdp_shard = f->integer_or("shard_degree", 0, Range::between(0, kMaxCount));
     p.fsdp_prefetch = f->integer_or("prefetch_depth", 1, Range::between(0, 8));
+    p.fsdp_reshard_after_forward = f->boolean_or("reshard_after_forward", true);
     f->finish();
   }
   if (auto d = in.optional_object("ddp")) {
@@ -125,14 +106,15 @@ ParallelPlan parse_plan(const JsonReader& in) {
     d->finish();
   }
   if (auto o = in.optional_object("optimizer")) {
-    p.optimizer = parse_optimizer(*o, p.design);
+    p.optimizer = parse_optimizer(*o, defaults);
   } else {
-    p.optimizer.kernels = default_kernels(p.design);
+    p.optimizer.kernels = defaults.optimizer_kernels;
+    p.optimizer.layout = defaults.optimizer_layout;
   }
   if (auto pr = in.optional_object("precision")) {
-    p.precision = parse_precision(*pr, p.design);
+    p.precision = parse_precision(*pr, defaults);
   } else {
-    p.precision.weight_caches = default_weight_caches(p.design);
+    p.precision.weight_caches = defaults.weight_caches;
   }
   const auto batch = in.object("batch");
   p.microbatch_sequences = batch.integer("rank_microbatch_sequences", Range::between(1, kMaxCount));

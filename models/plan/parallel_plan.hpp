@@ -17,7 +17,6 @@ namespace moesim {
 class JsonReader;
 struct Architecture;
 
-enum class Design { fsdp, ddp };
 enum class OptimizerKind { adamw, muon, sgd };
 enum class ShardLayout { per_tensor, concat_then_shard, same_param_count };
 // Activation recomputation: none; full (each block keeps its input and runs its forward again
@@ -119,7 +118,9 @@ struct PrecisionSpec {
 };
 
 struct ParallelPlan {
-  Design design = Design::ddp;
+  // The data-parallel design's word ("ddp", "fsdp", "zero2"); with the design options below it
+  // selects one registered design entry (models/plan/designs/design.hpp design_of).
+  std::string design = "ddp";
   std::int64_t nodes = 1;
   std::int64_t gpus_per_node = 8;  // GPUs of each host (node) the job uses
   // Hosts one NVLink domain joins: a hardware fact, copied from the profile when a scenario is
@@ -147,6 +148,9 @@ struct ParallelPlan {
   std::int64_t fsdp_shard = 0;  // FSDP shard group F (0: the whole DP group; < DP: HSDP)
   std::int64_t fsdp_prefetch = 1;
   bool distributed_optimizer = true;
+  // FSDP2's reshard_after_forward: true frees each gathered unit after its forward and gathers it
+  // again for backward; false keeps it gathered from forward to backward (FSDP1 SHARD_GRAD_OP).
+  bool fsdp_reshard_after_forward = true;
   double bucket_cap_bytes = 250 * kMiB;  // DDP bucket cap in comm-dtype bytes (DESIGN.md)
   GradSync grad_sync = GradSync::all_reduce;
   PipelineSchedule pp_schedule = PipelineSchedule::one_f_one_b;
@@ -184,7 +188,6 @@ struct ParallelPlan {
   }
 };
 
-std::string_view name_of(Design d);
 inline constexpr EnumNames<OptimizerKind, 3> kOptimizerKindNames{
     "optimizer", {{{OptimizerKind::adamw, "adamw"}, {OptimizerKind::muon, "muon"}, {OptimizerKind::sgd, "sgd"}}}};
 constexpr std::string_view name_of(OptimizerKind value) { return kOptimizerKindNames.name(value); }

@@ -3,6 +3,7 @@
 #include "models/arch/architecture.hpp"
 #include "models/common/errors.hpp"
 #include "models/moe/measured_loads.hpp"
+#include "models/plan/designs/design.hpp"
 #include "models/plan/parallel_plan.hpp"
 
 namespace moesim {
@@ -33,13 +34,6 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
     msg += name_of(experts);
     msg += "\"); allowed: bf16 or the routed experts' format";
     fail("precision.ep_dispatch", msg);
-  }
-  if (p.design == Design::fsdp && p.precision.weight_caches) {
-    // FSDP2 frees each gathered weight after use (reshard_after_forward), so no resident weight
-    // is there to keep quantized copies of.
-    fail("precision.weight_caches",
-         "true needs the ddp design's resident compute weights; FSDP2 full reshard quantizes each gathered weight on "
-         "use (allowed: false)");
   }
   if (p.v_shape() && p.pp_virtual > 2) {
     // A V has exactly two chunks per stage (ScheduleZBVZeroBubble: "requires exactly two stages per rank").
@@ -82,9 +76,8 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
     if (p.dp() % p.ep != 0) {
       fail("expert_parallel.degree", "EP-MP degree " + s(p.ep) + " does not divide the DP degree " + s(p.dp()));
     }
-    if (p.design == Design::fsdp)
-      fail("expert_parallel.degree", "EP with design \"fsdp\" is not modeled; use design \"ddp\"");
   }
+  design_of(p).check(p, a, fail);
   if (p.routing.kind == RoutingKind::measured) {
     if (!a.moe) fail("routing.model", "\"measured\" routing needs an MoE architecture");
     std::vector<std::int64_t> moe_layers;
@@ -92,9 +85,6 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
       if (a.is_moe_layer(l)) moe_layers.push_back(l);
     }
     check_measured_loads(p.routing, a.moe->num_experts, moe_layers, fail);
-  }
-  if (p.design == Design::fsdp && p.fsdp_shard != 0 && p.dp() % p.fsdp_shard != 0) {
-    fail("fsdp.shard_degree", "shard degree " + s(p.fsdp_shard) + " does not divide the DP degree " + s(p.dp()));
   }
   const BatchShape shape = batch_shape(p, a);
   const std::int64_t step_tokens_per_mb = shape.microbatch_tokens * p.dp();

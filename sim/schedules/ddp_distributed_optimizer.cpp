@@ -9,38 +9,15 @@
 #include <algorithm>
 
 #include "models/costs/low_precision.hpp"
-#include "sim/schedules/param_sync.hpp"
+#include "sim/schedules/gradient_buckets.hpp"
 
 namespace moesim {
 
 namespace {
 
-struct Bucket {
-  double numel = 0;
-  Communicator communicator = Communicator::dp;  // its replica group: DP, or EP-DP for routed experts
-  std::int64_t ready_layer = 0;                  // complete once this layer's gradients exist
-};
-
-// Olmo-core DDP gradient buckets: reverse parameter order, a new bucket on a change of replica
-// group or when the cap (in reduce-dtype bytes) would be exceeded; a larger tensor is its own.
-std::vector<Bucket> ddp_buckets(const std::vector<LocalTensor>& tensors, const ParallelPlan& plan) {
-  std::vector<Bucket> out;
-  const double elem = bytes_of(plan.precision.reduce);
-  for (auto it = tensors.rbegin(); it != tensors.rend(); ++it) {
-    const Communicator group = it->tensor->cls == TensorClass::routed_expert ? Communicator::ep_dp : Communicator::dp;
-    const bool fits = !out.empty() && out.back().communicator == group &&
-                      (out.back().numel + it->local_numel) * elem <= plan.bucket_cap_bytes;
-    if (!fits) out.push_back({0.0, group, it->tensor->layer});
-    out.back().numel += it->local_numel;
-    out.back().ready_layer = std::min(out.back().ready_layer, it->tensor->layer);
-  }
-  return out;
-}
-
-class DdpDistributedOptimizer final : public ParamSync {
+class DdpDistributedOptimizer final : public BucketedSync {
  public:
-  explicit DdpDistributedOptimizer(const RankContext& rank)
-      : rank_(rank), buckets_(ddp_buckets(rank.tensors, rank.plan)) {}
+  using BucketedSync::BucketedSync;
 
   void start_of_step() override {
     // zero_grad(set_to_none=False): one FP32 fill of each bucket's flat storage per step
@@ -88,8 +65,7 @@ class DdpDistributedOptimizer final : public ParamSync {
     const TaskPlace update_at{rank_.rank, StreamKind::compute, PhaseTag::optimizer, -1, -1};
     // The cross-entropy loss, averaged over the data-parallel ranks once per step.
     loss_all_reduce(rank_);
-    std::map<Communicator, double> by_group;
-    for (const auto& bucket : buckets_) by_group[bucket.communicator] += bucket.numel;
+    const std::map<Communicator, double> by_group = elements_by_group(buckets_);
     if (!plan.distributed_optimizer) {
       double local = 0;
       for (double n : rank_.local_params.values()) local += n;
@@ -101,31 +77,9 @@ class DdpDistributedOptimizer final : public ParamSync {
       refresh_weight_caches(cast);
       return;
     }
-    double shard = 0;
-    for (const auto& [group, n] : by_group) shard += n / dbl(communicator_shape(plan, group).ranks);
     // OLMoDDPOptimizer.step: clip the FP32 main gradients (this rank's shard of each tensor),
-    // foreach AdamW on the shard, then the weight rebuild.
-    const TaskId clipped = clip_gradients(rank_, shard, reductions_);
-    const TaskId updated =
-        rank_.emit.memory_kernel(update_at, shard * update.bytes_per_element, update.kind, "sharded update", clipped);
-    // Rebuild: cast the updated shard into a pack buffer, one coalesced all-gather per replica
-    // group, copy each tensor's slice into place (seed 4.3.1); in place, the cast writes the
-    // shard's slice of the parameter buffer and the all-gather fills the rest.
-    TaskId previous = updated;
-    for (const auto& [group, n] : by_group) {
-      const double members = dbl(communicator_shape(plan, group).ranks);
-      if (members <= 1) continue;
-      const TaskPlace at{rank_.rank, StreamKind::compute, PhaseTag::weight_rebuild, -1, -1};
-      const TaskId pack = rank_.emit.memory_kernel(at, n / members * (bytes_of(optimizer.main_weight_dtype) + weight),
-                                                   MemoryKernel::elementwise, "pack shard", previous);
-      const TaskId gathered = rank_.emit.collective(
-          {rank_.rank, StreamKind::comm_dp, PhaseTag::weight_rebuild, -1, -1},
-          {group, CollectivePurpose::weight_rebuild, CollectiveKind::all_gather, n * weight}, pack);
-      previous = optimizer.rebuild == WeightRebuild::in_place
-                     ? gathered
-                     : rank_.emit.memory_kernel(at, 2 * n * weight, MemoryKernel::copy, "copy out", gathered);
-    }
-    refresh_weight_caches(previous);
+    // foreach AdamW on the shard, then the weight rebuild (seed 4.3.1).
+    refresh_weight_caches(sharded_update_and_rebuild(rank_, by_group, reductions_));
   }
 
   // Low-precision weight caches are rebuilt from the refreshed BF16 compute weights, both
@@ -136,11 +90,6 @@ class DdpDistributedOptimizer final : public ParamSync {
     rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::weight_rebuild, -1, -1},
                              caches.refresh_traffic, MemoryKernel::elementwise, "refresh weight caches", after);
   }
-
- private:
-  RankContext rank_;
-  std::vector<Bucket> buckets_;
-  std::vector<TaskId> reductions_;  // what the optimizer waits for
 };
 
 }  // namespace
@@ -149,8 +98,8 @@ std::unique_ptr<ParamSyncModel> make_ddp_distributed_optimizer() {
   return std::make_unique<StrategyModel<DdpDistributedOptimizer>>(
       "ddp_distributed_optimizer",
       "Olmo-core DDP: FP32 bucket accumulation every microbatch, bucketed reduction on the last, sharded update and "
-      "coalesced BF16 weight rebuild per replica group",
-      Design::ddp);
+      "coalesced BF16 weight rebuild per replica group (without the distributed optimizer: every rank updates "
+      "everything)");
 }
 
 }  // namespace moesim

@@ -16,16 +16,19 @@
 //   which first waits for the previous unit's reduce-scatter; ReduceOp.AVG divides in NCCL;
 //   microbatches after the first add their output into the sharded gradient on the
 //   reduce-scatter stream;
-// - HSDP: the replica all-reduce on its own stream and communicator, on the final microbatch.
+// - HSDP: the replica all-reduce on its own stream and communicator, on the final microbatch;
+// - with reshard_after_forward=False (fsdp2_shard_grad_op) no unit is gathered for backward: each
+//   stays gathered from its forward.
 #include "sim/schedules/param_sync.hpp"
 
 namespace moesim {
 
 namespace {
 
-class Fsdp2FullReshard final : public ParamSync {
+class Fsdp2 final : public ParamSync {
  public:
-  explicit Fsdp2FullReshard(const RankContext& rank) : rank_(rank), copy_outs_(rank.last_unit, kNoTask) {}
+  Fsdp2(const RankContext& rank, bool regather_for_backward)
+      : rank_(rank), copy_outs_(rank.last_unit, kNoTask), regather_for_backward_(regather_for_backward) {}
 
   TaskId before_unit(const UnitVisit& visit, TaskId ready) override {
     if (visit.index == 0) copy_outs_.fill(kNoTask);
@@ -94,20 +97,17 @@ class Fsdp2FullReshard final : public ParamSync {
   }
 
  private:
-  double numel(std::int64_t unit) const {
-    return rank_.unit_numel[unit];
-  }
+  double numel(std::int64_t unit) const { return rank_.unit_numel[unit]; }
 
   // Olmo-core keeps the LM head gathered through backward and skips the embedding's backward
   // gather (its backward needs no weight); with tied embeddings both live in the root unit.
+  // Without reshard_after_forward every unit is still gathered from its forward.
   bool gathered_for_backward(std::int64_t unit) const {
     const bool edge = unit == -1 || unit == rank_.last_unit;
-    return !edge || rank_.tied_embeddings;
+    return regather_for_backward_ && (!edge || rank_.tied_embeddings);
   }
 
-  TaskId copy_out_of(std::int64_t unit) const {
-    return copy_outs_[unit];
-  }
+  TaskId copy_out_of(std::int64_t unit) const { return copy_outs_[unit]; }
 
   // Copy-in (cast the FP32 shard to BF16, copy it into the flat buffer) and the all-gather.
   TaskId gather(const UnitVisit& visit, std::int64_t unit, TaskId after) {
@@ -139,20 +139,45 @@ class Fsdp2FullReshard final : public ParamSync {
   }
 
   RankContext rank_;
-  UnitTable<TaskId> copy_outs_;               // this pass's copy-out of each unit
-  TaskId pending_gather_ = kNoTask;           // backward: the prefetched gather of the next unit
-  TaskId last_reduce_scatter_ = kNoTask;      // the compute stream waits for it before a copy-in
-  std::vector<TaskId> reductions_;            // what the optimizer waits for
+  UnitTable<TaskId> copy_outs_;           // this pass's copy-out of each unit
+  TaskId pending_gather_ = kNoTask;       // backward: the prefetched gather of the next unit
+  TaskId last_reduce_scatter_ = kNoTask;  // the compute stream waits for it before a copy-in
+  std::vector<TaskId> reductions_;        // what the optimizer waits for
+  bool regather_for_backward_ = true;     // reshard_after_forward: gather each unit again for backward
+};
+
+// A registered FSDP2 strategy: the same placement, gathering for backward or not.
+class Fsdp2Model final : public ParamSyncModel {
+ public:
+  constexpr Fsdp2Model(std::string_view name, std::string_view description, bool regather_for_backward)
+      : ParamSyncModel(name, description), regather_(regather_for_backward) {}
+  std::unique_ptr<ParamSync> make(const RankContext& rank) const override {
+    return std::make_unique<Fsdp2>(rank, regather_);
+  }
+
+ private:
+  bool regather_;
 };
 
 }  // namespace
 
 std::unique_ptr<ParamSyncModel> make_fsdp2_full_reshard() {
-  return std::make_unique<StrategyModel<Fsdp2FullReshard>>(
+  return std::make_unique<Fsdp2Model>(
       "fsdp2_full_reshard",
       "FSDP2 full reshard as fully_shard places it: gathers and reduce-scatters on one communicator, copy-in "
       "streams, implicit prefetch, LM head kept and embedding not re-gathered for backward; sharded update",
-      Design::fsdp);
+      true);
+}
+
+// fully_shard(reshard_after_forward=False): FSDPParamGroup.post_forward leaves the unit
+// unsharded, so its backward issues no all-gather (pre_backward finds it unsharded); it is
+// resharded after its backward (reshard_after_backward), as with full reshard.
+std::unique_ptr<ParamSyncModel> make_fsdp2_shard_grad_op() {
+  return std::make_unique<Fsdp2Model>(
+      "fsdp2_shard_grad_op",
+      "FSDP2 with reshard_after_forward=False (FSDP1 SHARD_GRAD_OP): each unit gathered once per microbatch for its "
+      "forward and kept through its backward; the rest as fsdp2_full_reshard",
+      false);
 }
 
 }  // namespace moesim

@@ -1,6 +1,6 @@
 #include "sim/schedules/param_sync.hpp"
 
-#include <stdexcept>
+#include "models/plan/designs/design.hpp"
 
 namespace moesim {
 
@@ -14,18 +14,16 @@ const Registry<ParamSyncModel>& param_sync_models() {
   static const auto registry = [] {
     Registry<ParamSyncModel> r("parameter-sync strategy");
     r.add(make_fsdp2_full_reshard());
+    r.add(make_fsdp2_shard_grad_op());
+    r.add(make_zero2());
     r.add(make_ddp_distributed_optimizer());
     return r;
   }();
   return registry;
 }
 
-const ParamSyncModel& param_sync_for(Design design) {
-  for (const auto& entry : param_sync_models().entries()) {
-    const ParamSyncModel& model = param_sync_models().get(entry.name);
-    if (model.design() == design) return model;
-  }
-  throw std::logic_error("no parameter-sync strategy for design " + std::string(name_of(design)));
+const ParamSyncModel& param_sync_for(const ParallelPlan& plan) {
+  return param_sync_models().get(design_of(plan).param_sync());
 }
 
 TaskId clip_gradients(const RankContext& rank, double elements, const std::vector<TaskId>& reductions) {

@@ -24,19 +24,19 @@ struct RankContext {
   const SimRank& coords;
   const ParallelPlan& plan;
   std::int64_t microbatches = 1;
-  std::int64_t last_unit = 0;                          // the final norm and LM head (num_layers)
-  bool tied_embeddings = false;                        // the LM head is the embedding
-  const std::vector<LocalTensor>& tensors;             // the stage's tensors as this rank holds them
-  const UnitTable<double>& local_params;  // elements held per unit
-  const UnitTable<double>& unit_numel;    // full (unsharded) elements per unit
+  std::int64_t last_unit = 0;               // the final norm and LM head (num_layers)
+  bool tied_embeddings = false;             // the LM head is the embedding
+  const std::vector<LocalTensor>& tensors;  // the stage's tensors as this rank holds them
+  const UnitTable<double>& local_params;    // elements held per unit
+  const UnitTable<double>& unit_numel;      // full (unsharded) elements per unit
   StepEmitter& emit;
 };
 
 // A unit about to run in a forward or backward pass.
 struct UnitVisit {
   bool backward = false;
-  const std::vector<std::int64_t>& units;      // the pass's units in execution order
-  std::size_t index = 0;                       // this one
+  const std::vector<std::int64_t>& units;  // the pass's units in execution order
+  std::size_t index = 0;                   // this one
   std::int32_t microbatch = 0;
 };
 
@@ -56,7 +56,6 @@ class ParamSync {
 class ParamSyncModel : public Registered {
  public:
   using Registered::Registered;
-  virtual Design design() const = 0;  // the plan design it implements
   virtual std::unique_ptr<ParamSync> make(const RankContext& rank) const = 0;
 };
 
@@ -64,17 +63,13 @@ class ParamSyncModel : public Registered {
 template <class Strategy>
 class StrategyModel final : public ParamSyncModel {
  public:
-  constexpr StrategyModel(std::string_view name, std::string_view description, Design design)
-      : ParamSyncModel(name, description), design_(design) {}
-  Design design() const override { return design_; }
+  using ParamSyncModel::ParamSyncModel;
   std::unique_ptr<ParamSync> make(const RankContext& rank) const override { return std::make_unique<Strategy>(rank); }
-
- private:
-  Design design_;
 };
 
 const Registry<ParamSyncModel>& param_sync_models();  // "fsdp2_full_reshard", "ddp_distributed_optimizer"
-const ParamSyncModel& param_sync_for(Design design);
+// The strategy the plan's design names (models/plan/designs/ DesignEntry::param_sync).
+const ParamSyncModel& param_sync_for(const ParallelPlan& plan);
 
 // Pieces both designs' optimizer steps share.
 // Gradient clipping over `elements` FP32 gradient elements held by this rank, after every
@@ -87,6 +82,8 @@ TaskId loss_all_reduce(const RankContext& rank);
 
 // Registration hooks of the strategies (one per file).
 std::unique_ptr<ParamSyncModel> make_fsdp2_full_reshard();
+std::unique_ptr<ParamSyncModel> make_fsdp2_shard_grad_op();
+std::unique_ptr<ParamSyncModel> make_zero2();
 std::unique_ptr<ParamSyncModel> make_ddp_distributed_optimizer();
 
 }  // namespace moesim

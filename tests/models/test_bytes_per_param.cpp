@@ -3,24 +3,21 @@
 
 #include "models/memory/ledger.hpp"
 #include "models/plan/rank_layout.hpp"
+#include "tests/support/fixtures.hpp"
 
 using namespace moesim;
 
 namespace {
 double bytes_per_param(const TensorInfo& t, std::int64_t dp, std::int64_t ep, bool dist_opt) {
   ParallelPlan plan;
-  plan.design = Design::ddp;
+  plan.design = "ddp";
   plan.nodes = dp / 8 > 0 ? dp / 8 : 1;
   plan.gpus_per_node = dp / plan.nodes;
   plan.ep = ep;
   plan.distributed_optimizer = dist_opt;
   const bool routed = t.cls == TensorClass::routed_expert;
-  LocalTensor lt{&t, static_cast<double>(t.numel) / static_cast<double>(routed ? ep : 1),
-                 routed ? plan.ep_dp() : plan.dp()};
-  OptimizerShardReport report;
-  double sum = 0;
-  for (const auto& item : persistent_state({lt}, plan, report)) sum += item.bytes;
-  return sum / static_cast<double>(t.numel);
+  return test::persistent_bytes_per_param(t, static_cast<double>(t.numel) / static_cast<double>(routed ? ep : 1),
+                                          routed ? plan.ep_dp() : plan.dp(), plan);
 }
 }  // namespace
 

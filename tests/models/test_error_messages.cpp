@@ -141,7 +141,8 @@ TEST_CASE("Unknown keys and names suggest the closest allowed one", "[unit]") {
   CHECK_THAT(load_error(file, {"hardware.gpu.hbm_bw_GBs.value=1"}).message(), Contains("did you mean 'hbm_bw_GBps'?"));
   CHECK_THAT(unknown_name([] { design_overrides("ddp+epp8"); }), Contains("did you mean 'ep'?"));
   CHECK_THAT(unknown_name([] { design_overrides("fsdp+ep8"); }), Contains("+ep is a ddp part"));
-  CHECK_THAT(unknown_name([] { design_overrides("zero3"); }), !Contains("did you mean"));
+  CHECK_THAT(unknown_name([] { design_overrides("megatron"); }), !Contains("did you mean"));
+  CHECK_THAT(unknown_name([] { design_overrides("zero3"); }), Contains("did you mean 'zero2'?"));
   CHECK_THAT(unknown_name([] { parse_collective_kind("all_reduc"); }), Contains("did you mean 'all_reduce'?"));
   CHECK_THAT(unknown_name([] { gemm_cost_models().get("tabel"); }), Contains("did you mean 'table'?"));
   CHECK_THAT(unknown_name([] { resolve_profile("b300-hgz"); }), Contains("did you mean 'b300-hgx'?"));

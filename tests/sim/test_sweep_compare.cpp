@@ -75,7 +75,7 @@ TEST_CASE("Malformed axes stop the sweep before any point runs", "[unit]") {
   CHECK_THROWS_WITH(expand("plan.batch.global_batch=1,2"), Catch::Contains("unknown key"));
   CHECK_THROWS_WITH(expand("architecture.num_layers=eight"), Catch::Contains("expected an integer"));
   CHECK_THROWS_WITH(expand("hardware.memory.fragmentation_fraction.value=2"), Catch::Contains("out of range"));
-  CHECK_THROWS_WITH(expand("design=zero3"), Catch::Contains("must start with fsdp or ddp"));
+  CHECK_THROWS_WITH(expand("design=megatron"), Catch::Contains("must start with ddp, fsdp or zero2"));
   // An impossible plan is not malformed: it becomes an invalid point.
   CHECK(expand("plan.expert_parallel.degree=1,5,8").size() == 3);
 }

@@ -1,5 +1,6 @@
 #include "tests/support/fixtures.hpp"
 
+#include "models/plan/rank_layout.hpp"
 #include "sim/step_simulation.hpp"
 
 #include <atomic>
@@ -48,6 +49,15 @@ nlohmann::json inline_fig8_document(const std::string& plan) {
           {"architecture", read_json_file(source_path("scenarios/architectures/olmo-ddp-bench-moe.json"))},
           {"plan", read_json_file(source_path("scenarios/plans/" + plan + "-1node.json"))},
           {"hardware", read_json_file(source_path("hardware_profiles/b300-hgx.json"))}};
+}
+
+double persistent_bytes_per_param(const TensorInfo& tensor, double local_numel, std::int64_t group,
+                                  const ParallelPlan& plan) {
+  const LocalTensor lt{&tensor, local_numel, group};
+  OptimizerShardReport report;
+  double sum = 0;
+  for (const auto& item : persistent_state({lt}, plan, report)) sum += item.bytes;
+  return sum / static_cast<double>(tensor.numel);
 }
 
 int run_cli(const std::string& args) {

@@ -40,6 +40,11 @@ nlohmann::json inline_fig8_document(const std::string& plan);
 int run_cli(const std::string& args);
 std::string slurp(const std::string& path);
 
+// Persistent bytes per parameter of one tensor held whole by a rank under `plan` (its replica
+// group: `group` ranks).
+double persistent_bytes_per_param(const TensorInfo& tensor, double local_numel, std::int64_t group,
+                                  const ParallelPlan& plan);
+
 struct LedgerRun {
   Scenario scenario;
   Inventory inventory;

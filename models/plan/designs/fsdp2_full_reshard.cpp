@@ -1,0 +1,49 @@
+// FSDP2 full reshard, the Olmo-core report's baseline (seed Section 4): every parameter sharded
+// on dim 0 over the shard group (the DP group, or F ranks under HSDP with a replica all-reduce),
+// each unit (a block; the embedding and the LM head their own) gathered for its forward, freed,
+// gathered again for its backward, and its gradient reduce-scattered every microbatch
+// (torch/distributed/fsdp/_fully_shard, reshard_after_forward=True). Its tasks:
+// sim/schedules/fsdp2_full_reshard.cpp.
+#include "models/plan/designs/fsdp_family.hpp"
+
+namespace moesim {
+
+namespace {
+
+class Fsdp2FullReshard final : public FsdpFamilyDesign {
+ public:
+  Fsdp2FullReshard()
+      : FsdpFamilyDesign("fsdp2_full_reshard",
+                         "FSDP2 full reshard: sharded parameters, gradients and optimizer states; each unit gathered "
+                         "for its forward and again for its backward, gradients reduce-scattered every microbatch "
+                         "(HSDP: +hsdpN shards over N ranks and all-reduces across replicas)") {}
+
+  bool selected_by(const ParallelPlan& plan) const override { return plan.fsdp_reshard_after_forward; }
+  NameParts name_parts(const ParallelPlan& plan) const override { return {hsdp_part(plan), ""}; }
+  std::vector<PlannerFamily> families() const override {
+    PlannerFamily fsdp{"fsdp", true,  false,
+                       false,  false, {{"plan.design", "\"fsdp\""}, {"plan.fsdp.shard_degree", "0"}}};
+    PlannerFamily hsdp{"hsdp", true, true, false, false, {{"plan.design", "\"fsdp\""}}};
+    return {fsdp, hsdp};
+  }
+
+  // One unit gathered for the layer that runs and `prefetch` more gathered ahead.
+  std::vector<LedgerItem> forward_items(const ParallelPlan& plan, const StageView& view) const override {
+    return {gathered_units(plan, view)};
+  }
+  std::vector<LedgerItem> backward_items(const ParallelPlan& plan, const StageView& view,
+                                         std::int64_t layer) const override {
+    return {gathered_units(plan, view), unsharded_gradients(plan, view, layer)};
+  }
+  UnitHold unit_hold(const ParallelPlan& plan, const StageView& view, std::int64_t unit) const override {
+    return gathered_unit_hold(plan, view, unit);
+  }
+
+  std::string_view param_sync() const override { return "fsdp2_full_reshard"; }
+};
+
+}  // namespace
+
+std::unique_ptr<DesignEntry> make_fsdp2_full_reshard_design() { return std::make_unique<Fsdp2FullReshard>(); }
+
+}  // namespace moesim

@@ -1,0 +1,81 @@
+#include "models/plan/designs/fsdp_family.hpp"
+
+#include "models/arch/architecture.hpp"
+#include "models/memory/persistent_state.hpp"
+
+namespace moesim {
+
+namespace {
+constexpr GrammarPart kFsdpParts[] = {{"hsdp", "plan.fsdp.shard_degree", true, ""},
+                                      {"noreshard", "plan.fsdp.reshard_after_forward", false, "false"}};
+
+double unit_numel(const StageView& view, std::int64_t unit) {
+  return view.unit_numel.count(unit) ? view.unit_numel.at(unit) : 0.0;
+}
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> FsdpFamilyDesign::word_fields() const {
+  return {{"plan.design", "\"fsdp\""},
+          {"plan.expert_parallel.degree", "1"},
+          {"plan.pipeline.degree", "1"},
+          {"plan.fsdp.shard_degree", "0"}};
+}
+
+std::span<const GrammarPart> FsdpFamilyDesign::parts() const { return kFsdpParts; }
+
+// torchtitan's FSDP2 stack: EP dispatch by NCCL all_to_all_single, torch's AdamW (its CUDA
+// default is the foreach implementation: fused=None, foreach=None), every weight quantized on use.
+DesignDefaults FsdpFamilyDesign::defaults() const {
+  return {EpTransport::nccl_all_to_all, OptimizerKernels::foreach, false};
+}
+
+void FsdpFamilyDesign::check(const ParallelPlan& p, const Architecture&, const PlanFail& fail) const {
+  if (p.precision.weight_caches) {
+    // FSDP2 frees each gathered weight after use, so no resident weight is there to keep
+    // quantized copies of.
+    fail("precision.weight_caches",
+         "true needs the ddp design's resident compute weights; FSDP2 quantizes each gathered weight on use "
+         "(allowed: false)");
+  }
+  if (p.ep > 1) fail("expert_parallel.degree", "EP with design \"fsdp\" is not modeled; use design \"ddp\"");
+  if (p.fsdp_shard != 0 && p.dp() % p.fsdp_shard != 0) {
+    fail("fsdp.shard_degree",
+         "shard degree " + std::to_string(p.fsdp_shard) + " does not divide the DP degree " + std::to_string(p.dp()));
+  }
+}
+
+std::vector<LedgerItem> FsdpFamilyDesign::persistent_state(const std::vector<LocalTensor>& tensors,
+                                                           const ParallelPlan& plan,
+                                                           OptimizerShardReport& report) const {
+  return fsdp_sharded_state(tensors, plan, report);
+}
+
+UpdateBuffers FsdpFamilyDesign::update_buffers(const ParallelPlan& plan,
+                                               const std::vector<LocalTensor>& tensors) const {
+  return whole_update(tensors, dbl(plan.shard_group()));
+}
+
+std::string FsdpFamilyDesign::hsdp_part(const ParallelPlan& p) {
+  return p.fsdp_shard != 0 && p.fsdp_shard < p.dp() ? "+hsdp" + std::to_string(p.fsdp_shard) : "";
+}
+
+LedgerItem FsdpFamilyDesign::gathered_units(const ParallelPlan& plan, const StageView& view) {
+  const double e = bytes_of(plan.precision.compute);
+  return {"gathered units (current + prefetch)", MemClass::fsdp_materialized,
+          dbl(1 + plan.fsdp_prefetch) * max_value(view.unit_numel) * e,
+          "(1 + prefetch) x largest unit x compute dtype"};
+}
+
+LedgerItem FsdpFamilyDesign::unsharded_gradients(const ParallelPlan& plan, const StageView& view, std::int64_t layer) {
+  const double e = bytes_of(plan.precision.compute);
+  return {"unsharded unit gradients", MemClass::fsdp_grad_unsharded,
+          unit_numel(view, layer) * (e + bytes_of(plan.precision.reduce)),
+          "unit grads in compute dtype + reduce-scatter input in reduce dtype"};
+}
+
+UnitHold FsdpFamilyDesign::gathered_unit_hold(const ParallelPlan& plan, const StageView& view, std::int64_t unit) {
+  const double n = unit_numel(view, unit), e = bytes_of(plan.precision.compute);
+  return {n * e, n * e, n * bytes_of(plan.precision.reduce)};
+}
+
+}  // namespace moesim

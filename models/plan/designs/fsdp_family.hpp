@@ -1,0 +1,42 @@
+// What the FSDP2 designs share (models/plan/designs/fsdp2_*.cpp): the "fsdp" word and its +hsdpN
+// part, torchtitan's defaults, the rules, FSDP2's sharded persistent state and update, and the
+// ledger items of gathered units and unsharded unit gradients. Each design adds how long a
+// gathered unit lives.
+#pragma once
+
+#include <string>
+
+#include "models/memory/ledger.hpp"
+#include "models/memory/working_terms.hpp"
+#include "models/plan/designs/design.hpp"
+
+namespace moesim {
+
+class FsdpFamilyDesign : public DesignEntry {
+ public:
+  constexpr FsdpFamilyDesign(std::string_view name, std::string_view description)
+      : DesignEntry(name, description, "fsdp") {}
+
+  std::vector<std::pair<std::string, std::string>> word_fields() const override;
+  std::span<const GrammarPart> parts() const override;
+  DesignDefaults defaults() const override;
+  void check(const ParallelPlan& plan, const Architecture& arch, const PlanFail& fail) const override;
+  std::vector<LedgerItem> persistent_state(const std::vector<LocalTensor>& tensors, const ParallelPlan& plan,
+                                           OptimizerShardReport& report) const override;
+  UpdateBuffers update_buffers(const ParallelPlan& plan, const std::vector<LocalTensor>& tensors) const override;
+  bool rebuilds_weights(const ParallelPlan&) const override { return false; }
+  bool bucketed_gradients() const override { return false; }
+  bool gradients_made_each_step() const override { return true; }
+
+ protected:
+  // "+hsdpF" when the shard group is smaller than the DP group.
+  static std::string hsdp_part(const ParallelPlan& plan);
+  // (1 + prefetch) x the largest unit, gathered in the compute dtype.
+  static LedgerItem gathered_units(const ParallelPlan& plan, const StageView& view);
+  // The unit's gradients in the compute dtype and the reduce-scatter's input in the reduce dtype.
+  static LedgerItem unsharded_gradients(const ParallelPlan& plan, const StageView& view, std::int64_t layer);
+  // A gathered unit, its gradients and its reduce-scatter input.
+  static UnitHold gathered_unit_hold(const ParallelPlan& plan, const StageView& view, std::int64_t unit);
+};
+
+}  // namespace moesim

@@ -1,0 +1,45 @@
+// What the bucketed designs share (ddp_distributed_optimizer.cpp, zero2.cpp): gradient buckets
+// built as Olmo-core's DDP and DeepSpeed build them, and the sharded end of a step.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "sim/schedules/param_sync.hpp"
+
+namespace moesim {
+
+struct Bucket {
+  double numel = 0;
+  Communicator communicator = Communicator::dp;  // its replica group: DP, or EP-DP for routed experts
+  std::int64_t ready_layer = 0;                  // complete once this layer's gradients exist
+};
+
+// Gradient buckets in reverse parameter order, a new bucket on a change of replica group or when
+// the cap (in reduce-dtype bytes) would be exceeded; a larger tensor is its own (Olmo-core
+// MultiGroupDistributedDataParallel; DeepSpeed's reduce bucket likewise fills in backward order).
+std::vector<Bucket> gradient_buckets(const std::vector<LocalTensor>& tensors, const ParallelPlan& plan);
+
+// Elements per replica group's communicator over all the buckets.
+std::map<Communicator, double> elements_by_group(const std::vector<Bucket>& buckets);
+
+// A strategy that reduces gradients in buckets: the rank it serves, its buckets and the
+// reductions its optimizer step waits for.
+class BucketedSync : public ParamSync {
+ public:
+  explicit BucketedSync(const RankContext& rank) : rank_(rank), buckets_(gradient_buckets(rank.tensors, rank.plan)) {}
+
+ protected:
+  RankContext rank_;
+  std::vector<Bucket> buckets_;
+  std::vector<TaskId> reductions_;
+};
+
+// The sharded optimizer step once every reduction in `reductions` is done: gradient clipping over
+// this rank's shard, the update of the shard, then the rebuild of the compute weights (cast the
+// updated shard into a pack buffer, one coalesced all-gather per replica group, copy each tensor
+// out; in place, the all-gather fills the parameter buffer). Returns the last task.
+TaskId sharded_update_and_rebuild(const RankContext& rank, const std::map<Communicator, double>& by_group,
+                                  const std::vector<TaskId>& reductions);
+
+}  // namespace moesim
