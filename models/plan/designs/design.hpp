@@ -114,6 +114,10 @@ class DesignEntry : public Registered {
   // Whether a unit gathered for its forward stays gathered until its backward has run (FSDP2
   // without reshard_after_forward) instead of being freed and gathered again.
   virtual bool keeps_gathered_units() const { return false; }
+  // Whether it moves parameters or gradients every microbatch (FSDP2, ZeRO-2), so its
+  // communication does not shrink per token as the batch grows, unlike a design that reduces
+  // once per step (DDP): `moesim compare` looks for the batch where the second overtakes the first.
+  virtual bool syncs_every_microbatch() const = 0;
 
   // The parameter-sync strategy (sim/schedules/param_sync.hpp) that places its tasks.
   virtual std::string_view param_sync() const = 0;
@@ -128,8 +132,10 @@ const Registry<DesignEntry>& design_entries();
 const DesignEntry& design_of(const ParallelPlan& plan);
 // The design words in registry order, without repeats ("ddp", "fsdp", "zero2").
 std::vector<std::string> design_words();
-// The defaults of a design word (its entries agree on them).
+// The defaults of a design word (its entries agree on them), and whether its designs sync every
+// microbatch (the same for every entry of a word).
 DesignDefaults design_defaults(std::string_view word);
+bool syncs_every_microbatch(std::string_view word);
 // Every design's planner families, in the order the designs are registered; and one by name
 // (throws UnknownNameError listing them).
 std::vector<PlannerFamily> planner_families();

@@ -27,6 +27,7 @@ class FsdpFamilyDesign : public DesignEntry {
   bool rebuilds_weights(const ParallelPlan&) const override { return false; }
   bool bucketed_gradients() const override { return false; }
   bool gradients_made_each_step() const override { return true; }
+  bool syncs_every_microbatch() const override { return true; }
 
  protected:
   // "+hsdpF" when the shard group is smaller than the DP group.

@@ -38,13 +38,19 @@ std::vector<std::string> design_words() {
   return out;
 }
 
-DesignDefaults design_defaults(std::string_view word) {
-  for (const auto& name : design_entries().names()) {
+namespace {
+const DesignEntry& first_of(std::string_view word) {
+  for (const auto& name : design_entries().registration_order()) {
     const DesignEntry& entry = design_entries().get(name);
-    if (entry.word() == word) return entry.defaults();
+    if (entry.word() == word) return entry;
   }
   throw std::logic_error("no registered design for the word \"" + std::string(word) + "\"");
 }
+}  // namespace
+
+DesignDefaults design_defaults(std::string_view word) { return first_of(word).defaults(); }
+
+bool syncs_every_microbatch(std::string_view word) { return first_of(word).syncs_every_microbatch(); }
 
 std::vector<PlannerFamily> planner_families() {
   std::vector<PlannerFamily> out;
