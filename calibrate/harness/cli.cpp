@@ -30,6 +30,8 @@ std::string usage_text() {
          "  --quick                small sweeps and few iterations, for smoke runs\n"
          "  --seed N               base seed for data and routing (default 20240611)\n"
          "  --max-bytes N          cap on any one device buffer (default: from free memory)\n"
+         "  --sequence-grouped M   the sequence group's grouped GEMMs: batched (cublasGemmGroupedBatchedEx,\n"
+         "                         default, where cuBLAS has it) or per_expert (one cuBLASLt GEMM per expert)\n"
          "  --write-default-shapes FILE   write the built-in shapes as JSON and exit\n"
          "  --inject-failure LIB:NAME     test the failure path: the first cuda|nccl|cublas call inside a\n"
          "                         measurement whose name contains NAME fails as the library would\n"
@@ -106,7 +108,11 @@ Options parse_options(int argc, char** argv) {
             o.seed = parse_number<std::uint64_t>(a, next());
         else if (a == "--max-bytes")
             o.max_bytes = parse_number<std::int64_t>(a, next());
-        else if (a == "--write-default-shapes")
+        else if (a == "--sequence-grouped") {
+            o.sequence_grouped = next();
+            if (o.sequence_grouped != "batched" && o.sequence_grouped != "per_expert")
+                bad("--sequence-grouped expects batched or per_expert, got '" + o.sequence_grouped + "'");
+        } else if (a == "--write-default-shapes")
             o.write_default_shapes = next();
         else if (a == "--inject-failure") {
             const std::string v = next();

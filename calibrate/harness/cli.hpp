@@ -21,6 +21,7 @@ struct Options {
     bool quick = false;                        // --quick: small sweeps for smoke runs
     std::uint64_t seed = 20240611;             // --seed: base seed of all random data and routing
     std::int64_t max_bytes = 0;                // --max-bytes: cap on any one buffer (0 = from free memory)
+    std::string sequence_grouped = "batched";  // --sequence-grouped: batched | per_expert
     std::string write_default_shapes;          // --write-default-shapes FILE: write built-ins and exit
     std::string inject_library;                // --inject-failure LIB:NAME, for testing: cuda|nccl|cublas
     std::string inject_measurement;            //   and NAME ("" = no injection)

@@ -61,7 +61,11 @@ fi
 compile() {
   local src=$1 obj
   obj="$BUILD/$(basename "$src").o"
-  local common=(-O3 -I"$HERE" -isystem "$NCCL_INC" -isystem "$CUBLAS_INC" "-DMOESIM_BUILD_KIND=\"nvcc\"")
+  local common=(-O3 -I"$HERE" "-DMOESIM_BUILD_KIND=\"nvcc\"") dir
+  # A default system folder is never named: -isystem /usr/include breaks libstdc++'s #include_next.
+  for dir in "$NCCL_INC" "$CUBLAS_INC"; do
+    case "$dir" in /usr/include | /usr/local/include) ;; *) common+=(-isystem "$dir") ;; esac
+  done
   case "$src" in
     *.cu) "$NVCC" -std=c++17 $GENCODE "${common[@]}" -Xcompiler=-Wall,-Wextra -c "$src" -o "$obj" ;;
     *) "$NVCC" -std=c++20 "${common[@]}" -Xcompiler=-Wall,-Wextra,-Wshadow -c "$src" -o "$obj" ;;

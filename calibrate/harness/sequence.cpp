@@ -278,9 +278,10 @@ void run_sequence(GroupEnv& g) {
     CAL_CUBLAS(cublasCreate(&handle));
     CAL_CUBLAS(cublasSetStream(handle, slot.stream));
     CAL_CUBLAS(cublasSetWorkspace(handle, lt.workspace(), LtGemm::kWorkspaceBytes));
-    Tools t{slot, lt, handle, MOESIM_HAVE_GROUPED_BATCHED != 0};
+    const bool batched = MOESIM_HAVE_GROUPED_BATCHED != 0 && g.opts.sequence_grouped == "batched";
+    Tools t{slot, lt, handle, batched};
     for (const SeqPlan& p : sequence_plans(g.shapes)) {
-        t.batched_ok = MOESIM_HAVE_GROUPED_BATCHED != 0;
+        t.batched_ok = batched;
         measure_block(g, t, p);
         g.ctx.sync();  // the block's buffers are freed before the next block allocates
     }
