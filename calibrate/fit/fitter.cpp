@@ -64,7 +64,7 @@ FitResult fit_profile(const std::vector<std::string>& measurement_files, const s
   for (const auto& f : in.files) files += (files.empty() ? "" : ", ") + f.file;
   const HardwareProfile fitted = apply_updates(profile, out.updates, files, base_profile);
   check_against_cost_model(fitted, out.curves, warnings);
-  return {profile, out.curves, out.updates, warnings};
+  return {profile, out.curves, out.updates, warnings, check_sequences(in.files, fitted)};
 }
 
 std::string format_fit_table(const FitResult& r) {
@@ -101,6 +101,7 @@ std::string format_fit_table(const FitResult& r) {
   }
   if (header) os << "\n";
   for (const auto& u : r.updates) os << "  " << join_path(u.path) << " = " << u.summary << "\n";
+  if (!r.sequences.empty()) os << "\n" << format_sequence_checks(r.sequences);
   return os.str();
 }
 

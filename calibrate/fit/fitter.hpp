@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/fit/fitted_fields.hpp"
+#include "calibrate/fit/sequence_check.hpp"
 
 namespace moesim::fit {
 
@@ -17,7 +18,8 @@ struct FitResult {
   nlohmann::ordered_json profile;  // key order of the base file kept
   std::vector<CurveReport> curves;
   std::vector<FieldUpdate> updates;
-  std::vector<std::string> warnings;  // device and plausibility findings, for stderr
+  std::vector<std::string> warnings;     // device and plausibility findings, for stderr
+  std::vector<SequenceCheck> sequences;  // the harness's block sequences against the fitted profile
 };
 
 // Throws InputError for bad measurement files, a bad base profile, measurements of different
@@ -25,7 +27,8 @@ struct FitResult {
 FitResult fit_profile(const std::vector<std::string>& measurement_files, const std::string& base_profile,
                       const FitOptions& options);
 
-// The table `moesim fit` prints: one row per curve with its model, residuals and target field.
+// The table `moesim fit` prints: one row per curve with its model, residuals and target field, then the
+// sequence check.
 std::string format_fit_table(const FitResult& result);
 
 }  // namespace moesim::fit

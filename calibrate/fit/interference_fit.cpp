@@ -38,6 +38,7 @@ void fit_compute_side(const FitInputs& in, FitOutput& out) {
   for (const auto& f : in.files) {
     for (const auto& m : f.measurements) {
       if (m.kind != "interference" || !m.usable || m.check == "failed") continue;
+      if (m.group_size < 2) continue;  // one_rank_records()
       ratios.push_back(m.median_us / m.alone_median_us);
       what += (what.empty() ? "" : ", ") + m.background + " " + sig4(ratios.back() - 1);
       files.insert(f.file);
@@ -64,6 +65,7 @@ Ratios comm_side_ratios(const FitInputs& in) {
   for (const auto& f : in.files) {
     for (const auto& m : f.measurements) {
       if (m.kind != "interference_comm" || !m.usable || m.check == "failed") continue;
+      if (m.group_size < 2) continue;  // one_rank_records()
       const double ratio = m.median_us / m.alone_median_us;
       r.by_key[m.collective + " " + m.dtype].push_back(ratio);
       r.all.push_back(ratio);
@@ -132,8 +134,31 @@ void fit_comm_side(const FitInputs& in, FitOutput& out) {
 
 }  // namespace
 
+// On a one-rank communicator NCCL moves no byte over a link: an all-reduce or all-gather is a
+// device-local copy (or nothing), so a slowdown measured beside it is that of a copy kernel, not
+// of the collective the profile's fields describe. Such records are reported and not fitted.
+void one_rank_records(const FitInputs& in, FitOutput& out) {
+  for (const char* kind : {"interference", "interference_comm"}) {
+    std::vector<double> ratios;
+    for (const auto& f : in.files) {
+      for (const auto& m : f.measurements) {
+        if (m.kind == kind && m.usable && m.check != "failed" && m.group_size < 2) {
+          ratios.push_back(m.median_us / m.alone_median_us);
+        }
+      }
+    }
+    if (ratios.empty()) continue;
+    const double ratio = median_of(ratios);
+    const Spread s = relative_spread(ratios, std::vector<double>(ratios.size(), ratio));
+    out.curves.push_back({std::string(kind) + " on one rank", static_cast<int>(ratios.size()),
+                          ratio_text(ratio) + " time", s.rms_rel, s.max_rel, "",
+                          "not mapped: a one-rank communicator copies locally, no link traffic"});
+  }
+}
+
 FitOutput fit_interference(const FitInputs& in) {
   FitOutput out;
+  one_rank_records(in, out);
   fit_compute_side(in, out);
   fit_comm_side(in, out);
   return out;

@@ -7,6 +7,7 @@
 #include <map>
 #include <utility>
 
+#include "calibrate/fit/measurement_keys.hpp"
 #include "models/common/cost_types.hpp"
 #include "models/common/json_file.hpp"
 #include "models/common/json_reader.hpp"
@@ -16,122 +17,7 @@ namespace moesim::fit {
 
 namespace {
 
-enum class T { integer, number, number_or_null, string, boolean, int_list, any };
-using Keys = std::vector<std::pair<const char*, T>>;
-
-const Keys kCommonOptional = {{"iters", T::integer}, {"warmup", T::integer}, {"median_us", T::number},
-                              {"p10_us", T::number}, {"p90_us", T::number},  {"mean_us", T::number},
-                              {"min_us", T::number}, {"max_us", T::number}};
-const Keys kCollective = {{"count", T::integer},
-                          {"op", T::string},
-                          {"algbw_GBps", T::number},
-                          {"busbw_GBps", T::number},
-                          {"check_mismatches", T::integer},
-                          {"in_place", T::boolean}};
-// Both sides of the interference group.
-const Keys kInterferenceBoth = {  // the slowed kernel alone, and its time beside the background over alone
-    {"alone_median_us", T::number},
-    {"alone_p10_us", T::number},
-    {"alone_p90_us", T::number},
-    {"slowdown", T::number_or_null},
-    // the background: its repetitions, its time alone and beside
-    {"background_reps", T::integer},
-    {"background_alone_median_us", T::number},
-    {"background_overlapped_mean_us", T::number},
-    {"background_slowdown", T::number},
-    {"check_rel_error", T::number_or_null}};
-
-// The class kernels' shapes: row width (gather, softmax); the multi-tensor AdamW's tensor list.
-const Keys kMemoryClassKernels = {{"row_elements", T::integer},
-                                  {"tensors", T::integer},
-                                  {"chunks", T::integer},
-                                  {"chunk_elements", T::integer},
-                                  {"shard_ranks", T::integer}};
-
-Keys joined(Keys a, const Keys& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-const std::map<std::string, Keys> kKindExtras = {
-    {"all_reduce_bucketed",
-     {{"buckets", T::integer},
-      {"bucket_bytes", T::int_list},
-      {"cap_bytes", T::integer},
-      {"pool_bytes", T::integer},
-      {"buffers_reused", T::boolean}}},
-    {"all_gather", {{"send_count", T::integer}}},
-    {"reduce_scatter", {{"recv_count", T::integer}}},
-    {"all_to_all",
-     {{"d", T::integer},
-      {"row_bytes", T::integer},
-      {"rows_per_rank", T::integer},
-      {"max_send_rows", T::integer},
-      {"max_recv_rows", T::integer},
-      {"counts", T::any},
-      {"zipf_s", T::number},
-      {"experts", T::integer},
-      {"top_k", T::integer},
-      {"seed", T::integer}}},
-    {"send_recv", {{"src_rank", T::integer}, {"dst_rank", T::integer}}},
-    {"gemm",
-     {{"name", T::string},
-      {"count", T::integer},
-      {"accumulate", T::string},
-      {"library", T::string},
-      {"algo", T::string},
-      {"workspace_bytes", T::integer},
-      {"operand_sets", T::integer},
-      {"flops", T::number},
-      {"tflops", T::number},
-      {"check_rel_error", T::number_or_null}}},
-    {"grouped_gemm",
-     {{"rows_dim", T::string},
-      {"tokens", T::integer},
-      {"experts", T::integer},
-      {"top_k", T::integer},
-      {"seed", T::integer},
-      {"active_experts", T::integer},
-      {"flops", T::number},
-      {"tflops", T::number},
-      {"check_rel_error", T::number_or_null}}},
-    {"memory", joined(kMemoryClassKernels, {{"elements", T::integer},
-                                            {"bytes_per_element", T::number},
-                                            {"buffer_copies", T::integer},
-                                            {"GBps", T::number},
-                                            {"check_mismatches", T::integer}})},
-    {"interference",
-     joined(kInterferenceBoth, {{"background_bytes", T::integer}, {"tflops_alone", T::number}, {"tflops", T::number}})},
-    {"interference_comm", joined(kInterferenceBoth, {{"count", T::integer},
-                                                     {"op", T::string},
-                                                     {"algbw_GBps", T::number},
-                                                     {"busbw_GBps", T::number},
-                                                     {"launched_iters", T::integer},
-                                                     {"window_us", T::number},
-                                                     {"alone_busbw_GBps", T::number},
-                                                     {"background_name", T::string},
-                                                     {"background_layout", T::string},
-                                                     {"background_method", T::string},
-                                                     {"background_flops", T::number}})},
-};
-
-// Type-checks an informational key (present or not) so that a null, NaN-like or mistyped value
-// is still reported with its path, even though the fitter does not use it.
-void info(const JsonReader& r, const nlohmann::json& raw, const char* key, T type) {
-  if (!r.has(key)) return;
-  const auto& v = raw.at(key);
-  switch (type) {
-    case T::integer: r.integer(key, Range::non_negative()); break;
-    case T::number: r.number(key, Range::non_negative()); break;
-    case T::number_or_null:
-      if (!v.is_null()) r.number(key, Range::non_negative());
-      break;
-    case T::string: r.string(key); break;
-    case T::boolean: r.boolean(key); break;
-    case T::int_list: r.integer_list(key, Range::non_negative()); break;
-    case T::any: break;
-  }
-}
+using namespace keys;
 
 // A non-empty array of finite, positive times in microseconds.
 std::vector<double> times(const JsonReader& r, const nlohmann::json& raw, const char* key, bool allow_empty) {
@@ -165,6 +51,39 @@ std::string kind_family(const std::string& kind) {
   return kind == "all_reduce" ? "" : kind;
 }
 
+// One kernel of a sequence record: its shape as the GEMM and memory records give it, and its time alone.
+SequenceKernel parse_sequence_kernel(const JsonReader& r, const nlohmann::json& raw) {
+  SequenceKernel k;
+  k.name = r.string("name");
+  k.phase = r.choice("phase", {"forward", "backward", "grad_accumulate"});
+  k.op = r.string("op");
+  const bool grouped = k.op == "grouped_gemm";
+  if (k.op == "gemm" || grouped) {
+    k.m = dim(r, raw, "m", grouped);
+    k.n = dim(r, raw, "n", false);
+    k.k = dim(r, raw, "k", grouped);
+    k.layout = r.choice("layout", {"fwd", "dgrad", "wgrad"});
+    if (grouped && (k.m == 0) == (k.k == 0))
+      r.fail("m", "exactly one of m and k must be \"rows\" (the routed dimension)");
+    info(r, raw, "rows_dim", T::string);
+    k.method = r.string_or("method", "");
+    for (const char* key : {"tflops", "check_rel_error"}) info(r, raw, key, T::number_or_null);
+  } else if (is_memory_kind(k.op)) {
+    k.bytes = r.integer("bytes", Range::positive());
+    r.string("dtype");
+    r.integer("elements", Range::positive());
+    info(r, raw, "GBps", T::number_or_null);
+  } else {
+    r.fail("op", "unknown kernel op \"" + k.op + "\"; known: gemm, grouped_gemm and the memory kinds");
+  }
+  info(r, raw, "flops", T::number);
+  info(r, raw, "iters", T::integer);
+  for (const char* key : {"p10_us", "p90_us"}) info(r, raw, key, T::number_or_null);
+  if (r.has("median_us") && !raw.at("median_us").is_null()) k.median_us = r.number("median_us", Range::positive());
+  r.finish();
+  return k;
+}
+
 Measurement parse_record(const JsonReader& r, const nlohmann::json& raw) {
   Measurement m;
   m.path = r.path();
@@ -190,8 +109,8 @@ Measurement parse_record(const JsonReader& r, const nlohmann::json& raw) {
   m.source = r.string_or("source", "");
   m.algorithm =
       r.choice_or("algorithm", "", {"ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain", "pat"});
-  for (const auto& [key, type] : kCommonOptional) info(r, raw, key, type);
-  if (auto it = kKindExtras.find(kind_family(m.kind)); it != kKindExtras.end()) {
+  for (const auto& [key, type] : common_optional_keys()) info(r, raw, key, type);
+  if (auto it = kind_extra_keys().find(kind_family(m.kind)); it != kind_extra_keys().end()) {
     for (const auto& [key, type] : it->second) info(r, raw, key, type);
   }
   if (m.kind == "interference" || m.kind == "interference_comm") {
@@ -217,10 +136,19 @@ Measurement parse_record(const JsonReader& r, const nlohmann::json& raw) {
     m.times_us = times(r, raw, "times_us", false);
   }
   if (!m.times_us.empty()) m.median_us = median_of(m.times_us);
+  if (m.kind == "sequence") {
+    m.block = r.choice("block", {"moe", "dense"});
+    if (m.block == "moe") m.rows_per_expert = r.integer_list("rows_per_expert", Range::non_negative());
+    const auto kernels = r.object_list("kernels");
+    for (std::size_t i = 0; i < kernels.size(); ++i) {
+      m.kernels.push_back(parse_sequence_kernel(kernels[i], raw.at("kernels")[i]));
+    }
+    if (m.kernels.empty()) r.fail("kernels", "is empty: a sequence needs at least one kernel");
+  }
   if (is_collective_kind(m.kind) || is_memory_kind(m.kind)) {
     m.bytes = r.integer("bytes", Range::positive());
     if (is_collective_kind(m.kind)) {
-      for (const auto& [key, type] : kCollective) info(r, raw, key, type);
+      for (const auto& [key, type] : collective_keys()) info(r, raw, key, type);
     }
   }
   if (m.kind == "gemm" || m.kind == "interference" || m.kind == "grouped_gemm") {
@@ -303,7 +231,8 @@ const std::vector<std::string>& measurement_kinds() {
                                                  "cast_bf16_to_fp32",
                                                  "permute_rows_bf16",
                                                  "softmax_rows_bf16",
-                                                 "adamw_fp32_multi_tensor"};
+                                                 "adamw_fp32_multi_tensor",
+                                                 "sequence"};
   return kinds;
 }
 

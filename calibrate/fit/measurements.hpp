@@ -23,6 +23,17 @@ struct MeasurementEnvironment {
   nlohmann::json raw;        // the whole environment object, as written
 };
 
+// One kernel of a `sequence` record (one microbatch through one block, in launch order) and its
+// time alone; median_us is 0 when the budget left it untimed.
+struct SequenceKernel {
+  std::string name, phase, op;       // phase: forward, backward, grad_accumulate; op: gemm, grouped_gemm, memory kinds
+  std::int64_t m = 0, n = 0, k = 0;  // GEMMs; 0 = "rows", the routed dimension of a grouped GEMM
+  std::string layout;                // fwd, dgrad, wgrad
+  std::string method;                // grouped GEMMs: the harness's method (cublasGemmGroupedBatchedEx, ...)
+  std::int64_t bytes = 0;            // memory kernels: read + written
+  double median_us = 0;
+};
+
 struct Measurement {
   std::string path;  // JSON path inside the file, e.g. "measurements[12]"
   std::string kind, group, label, dtype;
@@ -49,6 +60,9 @@ struct Measurement {
   bool usable = true;
   // interference_comm: the collective timed (times_us beside the background, alone_times_us alone).
   std::string collective;
+  // sequence: the block ("moe", "dense") and its kernels; rows_per_expert above is the routing.
+  std::string block;
+  std::vector<SequenceKernel> kernels;
 };
 
 struct MeasurementFile {

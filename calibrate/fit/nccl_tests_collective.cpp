@@ -134,9 +134,8 @@ std::string kind_of_binary(const std::string& stem) {
 }  // namespace
 
 void NamedCollectives::add(const std::string& text) {
-  static const std::regex binary(
-      R"((all_reduce|all_gather|reduce_scatter|alltoallv|alltoall|sendrecv|)"
-      R"(broadcast|reduce|gather|scatter|hypercube)_perf)");
+  static const std::regex binary(R"((all_reduce|all_gather|reduce_scatter|alltoallv|alltoall|sendrecv|)"
+                                 R"(broadcast|reduce|gather|scatter|hypercube)_perf)");
   for (auto it = std::sregex_iterator(text.begin(), text.end(), binary); it != std::sregex_iterator(); ++it) {
     const std::string stem = (*it)[1].str();
     const bool ours = stem == "all_reduce" || stem == "all_gather" || stem == "reduce_scatter" || stem == "alltoall" ||
