@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <random>
+#include <tuple>
 
 namespace moesim {
 
@@ -99,9 +102,11 @@ std::vector<double> rows_per_rank(const ExpertLoad& load, std::int64_t ranks) {
   return out;
 }
 
-double peak_rank_load_factor(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k, double tokens_per_rank,
-                             std::int64_t ranks, const std::vector<std::int64_t>& layers) {
-  if (layers.empty() || ranks < 1 || tokens_per_rank <= 0) return 1.0;
+namespace {
+
+double compute_peak_rank_load_factor(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k,
+                                     double tokens_per_rank, std::int64_t ranks,
+                                     const std::vector<std::int64_t>& layers) {
   std::vector<double> per_rank(static_cast<std::size_t>(ranks), 0.0);
   for (const std::int64_t l : layers) {
     const auto rows = rows_per_rank(
@@ -112,6 +117,38 @@ double peak_rank_load_factor(const RoutingSpec& spec, std::int64_t experts, std:
   double peak = 0;
   for (double x : per_rank) peak = std::max(peak, x);
   return peak / (static_cast<double>(layers.size()) * tokens_per_rank * static_cast<double>(top_k));
+}
+
+// Everything the factor depends on, for a drawn (uniform or Zipf) routing. A plan search asks for
+// the same stage's factor for every candidate that shares its microbatch and EP degree, and each
+// answer redraws every MoE layer's routing.
+using DrawnLoadKey = std::tuple<RoutingKind, std::uint64_t, double, double, bool, std::int64_t, std::int64_t, double,
+                                std::int64_t, std::vector<std::int64_t>>;
+// Bounded: a search's distinct keys are its (microbatch, EP, stage) combinations, a few hundred.
+constexpr std::size_t kMaxMemoisedLoads = 4096;
+
+}  // namespace
+
+double peak_rank_load_factor(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k, double tokens_per_rank,
+                             std::int64_t ranks, const std::vector<std::int64_t>& layers) {
+  if (layers.empty() || ranks < 1 || tokens_per_rank <= 0) return 1.0;
+  if (spec.kind == RoutingKind::measured) {
+    return compute_peak_rank_load_factor(spec, experts, top_k, tokens_per_rank, ranks, layers);
+  }
+  static std::mutex mutex;
+  static std::map<DrawnLoadKey, double> memo;
+  DrawnLoadKey key{
+      spec.kind, spec.seed, spec.zipf_exponent, spec.capacity_factor, spec.dropless, experts, top_k, tokens_per_rank,
+      ranks,     layers};
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = memo.find(key); it != memo.end()) return it->second;
+  }
+  const double factor = compute_peak_rank_load_factor(spec, experts, top_k, tokens_per_rank, ranks, layers);
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (memo.size() >= kMaxMemoisedLoads) memo.clear();
+  memo.emplace(std::move(key), factor);
+  return factor;
 }
 
 }  // namespace moesim
