@@ -21,12 +21,20 @@ struct PassTimes {  // one part of a block, compute-stream time of each directio
   double input_grad() const { return bwd - wgrad; }
 };
 
+PassTimes add(PassTimes a, PassTimes b);
+
 // The GEMM format of a class of linears and whether its weights are cached quantized.
 struct Format {
   GemmPrecision gemm = GemmPrecision::bf16;
   bool weight_caches = false;
   bool input_quantized = false;  // X arrives cast along K (FP8 EP dispatch)
 };
+// The plan's format for a class of linears.
+Format format_of(const ParallelPlan& plan, LinearClass c);
+
+// A memory-bound kernel of class `kind`: forward moves `bytes`; backward reads the saved input and
+// the incoming gradient and writes the outgoing one, about twice the traffic.
+PassTimes streaming(const CostBook& c, double bytes, MemoryKernel kind);
 
 // The quantization kernels a low-precision linear [rows, in] x [in, out] runs around its GEMMs
 // (models/costs/low_precision.hpp), priced as elementwise-class memory kernels; zero for BF16.
@@ -41,6 +49,8 @@ PassTimes linear(const CostBook& c, Format f, double tokens, double in, double o
 // cast for every expert in `rows`.
 PassTimes grouped(const CostBook& c, Format f, const std::vector<double>& rows, double n, double k);
 
+// A block as the step runs it: its ops (layer_ops.hpp) summed into the segments between the EP
+// all-to-alls.
 struct LayerWork {
   bool moe = false;
   PassTimes pre;              // attention block (+ dense MLP, or + norm/router/permute before dispatch)

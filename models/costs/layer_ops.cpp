@@ -1,0 +1,134 @@
+#include "models/costs/layer_ops.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "models/common/units.hpp"
+#include "models/costs/ep_transports.hpp"
+#include "models/costs/low_precision.hpp"
+
+namespace moesim {
+
+namespace {
+
+constexpr double kFp32 = bytes_of(DType::fp32);
+
+PassTimes linear(const CostBook& c, double tokens, double in, double out) { return linear(c, {}, tokens, in, out); }
+PassTimes elementwise(const CostBook& c, double bytes) { return streaming(c, bytes, MemoryKernel::elementwise); }
+
+// Causal flash attention over the microbatch's sequences (GQA: K/V heads from the architecture).
+PassTimes attention(const Architecture& a, const CostBook& c, double tokens) {
+  AttentionShape shape;
+  shape.sequences = tokens / dbl(a.sequence_length);
+  shape.seq_len = dbl(a.sequence_length);
+  shape.heads = dbl(a.attention.num_heads);
+  shape.kv_heads = dbl(a.attention.num_kv_heads);
+  shape.head_dim = dbl(a.attention.head_dim);
+  shape.causal = true;
+  return {c.attention(shape, false), c.attention(shape, true)};
+}
+
+// A SwiGLU MLP d -> h -> d: up/gate [T, d] x [d, 2h], down [T, h] x [h, d], and its elementwise
+// kernels (the activation's product and the residual add).
+PassTimes swiglu_mlp(const CostBook& c, Format f, double T, double d, double h, double e) {
+  return add(add(linear(c, f, T, d, 2 * h), linear(c, f, T, h, d)), elementwise(c, T * e * 3 * h));
+}
+
+}  // namespace
+
+LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBook& c, std::int64_t layer, double T,
+                   const std::vector<double>& rows) {
+  const double e = bytes_of(plan.precision.compute);
+  const double d = dbl(a.d_model), q = dbl(a.attn_dim()), kv = dbl(a.kv_dim());
+  LayerOps out;
+  auto& ops = out.ops;
+  // Attention: norm, QKV, (QK-norm), RoPE, flash attention, out-projection, residual.
+  const Format attn_f = format_of(plan, LinearClass::attention);
+  const double attn_elem = T * e * (2 * d + 2 * (q + kv) * (a.attention.qk_norm ? 2 : 1) + 3 * d);
+  ops.push_back({LayerOpKind::attention_elementwise, OpPlace::main, elementwise(c, attn_elem)});
+  ops.push_back({LayerOpKind::qkv_projection, OpPlace::main, linear(c, attn_f, T, d, q + 2 * kv)});
+  ops.push_back({LayerOpKind::attention_core, OpPlace::main, attention(a, c, T)});
+  ops.push_back({LayerOpKind::output_projection, OpPlace::main, linear(c, attn_f, T, q, d)});
+  if (!a.is_moe_layer(layer)) {
+    const double h = dbl(a.dense_hidden);
+    const Format mlp_f = format_of(plan, LinearClass::dense_mlp);
+    // The MLP's elementwise kernels: its norm and input (2d), the SwiGLU (3h), the residual (3d).
+    const double mlp_elem = T * e * (2 * d + 3 * h + 3 * d);
+    ops.push_back({LayerOpKind::dense_mlp, OpPlace::main,
+                   add(add(linear(c, mlp_f, T, d, 2 * h), linear(c, mlp_f, T, h, d)), elementwise(c, mlp_elem))});
+    if (plan.recompute == Recompute::selective)
+      out.partial_recompute = c.memory(T * e * 3 * h, MemoryKernel::elementwise);
+    if (plan.recompute == Recompute::selective_op) {
+      // The even-numbered matmuls (wk, wo, w3; activations.hpp) and the memory-bound kernels run
+      // again; the saved flash-attention output spares its forward.
+      out.partial_recompute = linear(c, attn_f, T, d, kv).fwd + linear(c, attn_f, T, q, d).fwd +
+                              linear(c, mlp_f, T, d, h).fwd + elementwise(c, attn_elem).fwd +
+                              elementwise(c, mlp_elem).fwd;
+    }
+    return out;
+  }
+  const MoeSpec& m = *a.moe;
+  const double K = dbl(m.top_k), N = dbl(m.num_experts), he = dbl(m.expert_hidden), hs = dbl(m.shared_hidden);
+  const double routed = std::accumulate(rows.begin(), rows.end(), 0.0);
+  out.moe = true;
+  // Norm, router GEMM, FP32 softmax/top-K, then the permutation of the K routed copies of each
+  // token (read the token, write K rows), unless the EP transport writes each row into its
+  // expert's slot itself (ep_transports.hpp); unpermuting after combine likewise.
+  const bool permutes = plan.ep == 1 || !ep_transport_model(plan.ep_transport).fuses_permutation();
+  const PassTimes permutation = permutes ? streaming(c, T * K * d * e + T * d * e, MemoryKernel::permute) : PassTimes{};
+  ops.push_back({LayerOpKind::router, OpPlace::main, linear(c, T, d, N)});
+  ops.push_back({LayerOpKind::router_elementwise, OpPlace::main, elementwise(c, T * (2 * d * e + 2 * N * kFp32))});
+  ops.push_back({LayerOpKind::permute, OpPlace::main, permutation});
+  // FP8 dispatch: each token is cast once before the all-to-all (not once per routed copy), and
+  // the up/gate GEMM takes the rows as they arrive.
+  const Format expert_f = format_of(plan, LinearClass::routed_expert);
+  Format up_f = expert_f;
+  const GemmPrecision dispatch = plan.precision.ep_dispatch;
+  if (dispatch != GemmPrecision::bf16) {
+    up_f.input_quantized = true;
+    const double cast = c.memory(T * d * quantize_traffic_per_element(dispatch), MemoryKernel::elementwise);
+    ops.push_back({LayerOpKind::dispatch_cast, OpPlace::main, {cast, 0, 0}});
+  }
+  ops.push_back({LayerOpKind::ep_dispatch, OpPlace::point, {}});
+  // Up/gate [rows, d] x [d, 2h_e] and down [rows, h_e] x [h_e, d], and the SwiGLU between them.
+  ops.push_back({LayerOpKind::routed_experts, OpPlace::main,
+                 add(add(grouped(c, up_f, rows, 2 * he, d), grouped(c, expert_f, rows, d, he)),
+                     elementwise(c, routed * e * 3 * he))});
+  ops.push_back({LayerOpKind::ep_combine, OpPlace::point, {}});
+  // Unpermute the K copies back to token order, then the weighted combine and the residual.
+  ops.push_back({LayerOpKind::unpermute, OpPlace::main, permutation});
+  ops.push_back({LayerOpKind::combine_elementwise, OpPlace::main, elementwise(c, 3 * T * d * e)});
+  const Format shared_f = format_of(plan, LinearClass::shared_expert);
+  for (std::int64_t s = 0; s < m.shared_experts; ++s) {
+    ops.push_back({LayerOpKind::shared_expert, OpPlace::side, swiglu_mlp(c, shared_f, T, d, hs, e)});
+  }
+  // Dispatch sends every routed copy (the off-rank share is the collective model's business);
+  // a skewed rank's receive side is larger, and the slower side sets its time.
+  out.a2a_bytes = std::max(T * K, routed) * d * e;
+  out.dispatch_bytes = dispatch == GemmPrecision::bf16
+                           ? out.a2a_bytes
+                           : std::max(T * K, routed) * d * quantized_bytes_per_element(dispatch);
+  if (plan.recompute == Recompute::selective)  // selective_op is refused for MoE blocks (parallel_plan.cpp)
+    out.partial_recompute = c.memory(routed * e * 3 * he + T * e * 3 * hs, MemoryKernel::elementwise);
+  return out;
+}
+
+LayerWork segments(const LayerOps& l) {
+  LayerWork w;
+  w.moe = l.moe;
+  w.a2a_bytes = l.a2a_bytes;
+  w.dispatch_bytes = l.dispatch_bytes;
+  w.partial_recompute = l.partial_recompute;
+  PassTimes* main = &w.pre;
+  for (const LayerOp& op : l.ops) {
+    if (op.place == OpPlace::point) {
+      main = op.kind == LayerOpKind::ep_dispatch ? &w.experts : &w.post;
+      continue;
+    }
+    PassTimes& into = op.place == OpPlace::side ? w.shared : *main;
+    into = add(into, op.times);
+  }
+  return w;
+}
+
+}  // namespace moesim
