@@ -49,23 +49,14 @@ json datum(const PlanRow& plan, double tokens_per_s, const char* kind) {
   return d;
 }
 
-// The replayed plans that fit and that no other such plan beats with as little memory or less:
-// by memory ascending (on a tie the faster first), each that raises the best tokens/s/GPU so far.
-json frontier(const std::vector<PlanRow>& plans) {
-  std::vector<const PlanRow*> fitting;
-  for (const auto& p : plans)
-    if (p.replayed && p.fits) fitting.push_back(&p);
-  std::sort(fitting.begin(), fitting.end(), [](const PlanRow* a, const PlanRow* b) {
-    if (a->peak_reserved_GiB != b->peak_reserved_GiB) return a->peak_reserved_GiB < b->peak_reserved_GiB;
-    if (a->tokens_per_s_per_gpu != b->tokens_per_s_per_gpu) return a->tokens_per_s_per_gpu > b->tokens_per_s_per_gpu;
-    return a->candidate < b->candidate;
-  });
+// The search's memory frontier (studies/plan_search.cpp), as the document lists it by candidate;
+// a document written before it carried one draws none.
+json frontier(const DocumentNode& doc, const std::vector<PlanRow>& plans) {
   json out = json::array();
-  double best = -1;
-  for (const PlanRow* p : fitting) {
-    if (p->tokens_per_s_per_gpu <= best) continue;
-    best = p->tokens_per_s_per_gpu;
-    out.push_back(datum(*p, best, kFrontier));
+  if (!doc.has("frontier")) return out;
+  for (const auto& candidate : doc.at("frontier").elements()) {
+    const PlanRow& p = plan_of(plans, candidate);
+    out.push_back(datum(p, p.tokens_per_s_per_gpu, kFrontier));
   }
   return out;
 }
@@ -137,7 +128,7 @@ json plan_frontier_chart(const DocumentNode& doc) {
                {"color", color},
                {"tooltip", json::array({{{"field", "GiB"}, {"title", "usable GiB"}, {"format", ".1f"}}})}}));
   }
-  const json frontier_points = frontier(plans);
+  const json frontier_points = frontier(doc, plans);
   if (!frontier_points.empty()) {
     layers.push_back(layer("frontier", frontier_points,
                            {{"type", "line"}, {"interpolate", "step-after"}, {"strokeWidth", 2}, {"point", true}},

@@ -81,13 +81,6 @@ std::string values_text(const DocumentNode& values, const std::vector<std::strin
   return out;
 }
 
-const PlanRow& plan_of(const std::vector<PlanRow>& plans, const DocumentNode& candidate) {
-  const long long wanted = candidate.integer();
-  for (const auto& p : plans)
-    if (p.candidate == wanted) return p;
-  candidate.fail("candidate " + std::to_string(wanted) + " is not one of the document's plans");
-}
-
 std::string objective_text(const DocumentNode& objective) {
   const std::string& o = objective.string();
   if (o == "tokens_per_s") return "tokens/s/GPU (highest first)";
@@ -105,6 +98,13 @@ std::string nodes_text(long long gpus, long long per_node) {
 }
 
 }  // namespace
+
+const PlanRow& plan_of(const std::vector<PlanRow>& plans, const DocumentNode& candidate) {
+  const long long wanted = candidate.integer();
+  for (const auto& p : plans)
+    if (p.candidate == wanted) return p;
+  candidate.fail("candidate " + std::to_string(wanted) + " is not one of the document's plans");
+}
 
 std::vector<PlanRow> plan_rows(const DocumentNode& doc) {
   const auto axes = axis_order(doc);

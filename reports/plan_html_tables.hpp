@@ -33,6 +33,8 @@ struct PlanRow {
 };
 
 std::vector<PlanRow> plan_rows(const DocumentNode& plan_document);
+// The row of the candidate `candidate` names; throws naming its path when there is none.
+const PlanRow& plan_of(const std::vector<PlanRow>& plans, const DocumentNode& candidate);
 
 // Each returns a fragment of the page's <main>; every text in it is HTML-escaped.
 std::string request_tables_html(const DocumentNode& plan_document);

@@ -85,6 +85,8 @@ nlohmann::json plan_json(const std::string& scenario_name, const PlanSearchResul
                    {"candidate", result.records[result.top[k]].candidate},
                    {"point", sweep_point_json(result.top_points[k])}});
   }
+  nlohmann::json frontier = nlohmann::json::array();
+  for (const std::size_t i : result.frontier) frontier.push_back(result.records[i].candidate);
   const PlanCounts& n = result.counts;
   return {{"schema", "moesim-plan/1"},
           {"scenario", scenario_name},
@@ -105,7 +107,8 @@ nlohmann::json plan_json(const std::string& scenario_name, const PlanSearchResul
           {"plans", plans},
           {"top", top},
           {"best_vs_runner_up", best_vs_runner_up(result)},
-          {"families", families_json(result)}};
+          {"families", families_json(result)},
+          {"frontier", frontier}};
 }
 
 std::string plan_csv(const nlohmann::json& doc) {

@@ -10,27 +10,6 @@ namespace moesim {
 
 namespace {
 
-struct Summary {
-  std::size_t n = 0;
-  double sum = 0, max = 0;
-  std::size_t wrong = 0;
-};
-
-std::map<std::string, Summary> summarize(const ValidationReport& r) {
-  std::map<std::string, Summary> out;
-  for (const auto& rec : r.records) {
-    for (const auto& c : rec.checks) {
-      const std::string key = c.metric.rfind("mfu", 0) == 0 ? "mfu" : c.metric;
-      Summary& s = out[key];
-      ++s.n;
-      s.sum += std::fabs(c.error);
-      s.max = std::max(s.max, std::fabs(c.error));
-      s.wrong += c.pass ? 0 : 1;
-    }
-  }
-  return out;
-}
-
 std::string status_of(const ValidationRecord& rec) {
   if (!rec.error.empty()) return "error";
   if (rec.pass()) return rec.known_gap.empty() ? "pass" : "pass (documented gap closed)";
@@ -67,11 +46,11 @@ nlohmann::json validation_json(const ValidationReport& r) {
                        {"checks", checks}});
   }
   nlohmann::json summary = nlohmann::json::object();
-  for (const auto& [metric, s] : summarize(r)) {
-    summary[metric] = {{"checks", s.n},
-                       {"mean_abs_error", s.n ? s.sum / static_cast<double>(s.n) : 0.0},
-                       {"max_abs_error", s.max},
-                       {"outside_tolerance", s.wrong}};
+  for (const auto& [metric, s] : r.summary()) {
+    summary[metric] = {{"checks", s.checks},
+                       {"mean_abs_error", s.mean_abs_error},
+                       {"max_abs_error", s.max_abs_error},
+                       {"outside_tolerance", s.outside_tolerance}};
   }
   return {{"schema", "moesim-validation-report/1"},
           {"dataset", r.name},
@@ -108,10 +87,10 @@ std::string validation_table(const ValidationReport& r) {
     if (!rec.pass() && !rec.known_gap.empty()) os << "      documented gap: " << rec.known_gap << "\n";
   }
   os << "summary:\n";
-  for (const auto& [metric, s] : summarize(r)) {
-    os << "  " << metric << ": " << s.n << " checks, mean |error| "
-       << fmt("%.3g", s.n ? s.sum / static_cast<double>(s.n) : 0.0) << ", max |error| " << fmt("%.3g", s.max)
-       << unit_of(metric) << ", " << s.wrong << " outside tolerance\n";
+  for (const auto& [metric, s] : r.summary()) {
+    os << "  " << metric << ": " << s.checks << " checks, mean |error| " << fmt("%.3g", s.mean_abs_error)
+       << ", max |error| " << fmt("%.3g", s.max_abs_error) << unit_of(metric) << ", " << s.outside_tolerance
+       << " outside tolerance\n";
   }
   os << "records: " << r.records.size() << ", failures " << r.failures() << ", documented gaps " << r.known_gaps()
      << ", gaps closed " << r.closed_gaps() << "\n";

@@ -11,6 +11,7 @@
 #include "models/common/suggest.hpp"
 #include "models/common/units.hpp"
 #include "models/plan/design_spec.hpp"
+#include "studies/plan_frontier.hpp"
 
 namespace moesim {
 
@@ -337,6 +338,7 @@ class Search {
       out_.families.push_back(f);
     }
     if (out_.top_points.size() >= 2) out_.runner_up_phases = phase_differences(out_.top_points[0], out_.top_points[1]);
+    out_.frontier = memory_frontier(out_.records);
   }
 
   const ScenarioSource& source_;

@@ -79,6 +79,9 @@ struct PlanSearchResult {
   std::vector<SweepPoint> top_points;             // the replayed points of `top`, same order
   std::vector<PlanFamilyBest> families;           // in design-axis order
   std::vector<PhaseDifference> runner_up_phases;  // empty with fewer than two ranked plans
+  // The replayed plans that fit and that no other such plan beats with as little memory or less,
+  // as record indices by peak reserved memory ascending (each raises the best tokens/s/GPU so far).
+  std::vector<std::size_t> frontier;
 };
 
 PlanSearchResult search_plans(const ScenarioSource& source, const PlanSpace& space, const PlanSearchOptions& options);

@@ -25,6 +25,20 @@ std::size_t ValidationReport::known_gaps() const {
   return static_cast<std::size_t>(
       std::count_if(records.begin(), records.end(), [](const auto& r) { return !r.pass() && !r.known_gap.empty(); }));
 }
+std::map<std::string, MetricSummary> ValidationReport::summary() const {
+  std::map<std::string, MetricSummary> out;
+  for (const auto& rec : records) {
+    for (const auto& c : rec.checks) {
+      MetricSummary& s = out[c.metric.rfind("mfu", 0) == 0 ? "mfu" : c.metric];
+      ++s.checks;
+      s.mean_abs_error += std::fabs(c.error);  // the sum until divided below
+      s.max_abs_error = std::max(s.max_abs_error, std::fabs(c.error));
+      s.outside_tolerance += c.pass ? 0 : 1;
+    }
+  }
+  for (auto& [metric, s] : out) s.mean_abs_error /= static_cast<double>(s.checks);
+  return out;
+}
 std::size_t ValidationReport::closed_gaps() const {
   return static_cast<std::size_t>(
       std::count_if(records.begin(), records.end(), [](const auto& r) { return r.pass() && !r.known_gap.empty(); }));

@@ -2,6 +2,7 @@
 // ledger / layout / schedule computed) and compared with the measurement and its tolerance.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -34,13 +35,21 @@ struct ValidationRecord {
   bool pass() const;
 };
 
+// The checks of one metric over a dataset ("mfu" pools every MFU convention).
+struct MetricSummary {
+  std::size_t checks = 0;
+  double mean_abs_error = 0, max_abs_error = 0;
+  std::size_t outside_tolerance = 0;
+};
+
 struct ValidationReport {
   std::string name;
   std::string file;
   std::vector<ValidationRecord> records;
-  std::size_t failures() const;     // failing records without a documented gap
-  std::size_t known_gaps() const;   // failing records with one
-  std::size_t closed_gaps() const;  // records with a documented gap that now pass
+  std::size_t failures() const;                          // failing records without a documented gap
+  std::size_t known_gaps() const;                        // failing records with one
+  std::size_t closed_gaps() const;                       // records with a documented gap that now pass
+  std::map<std::string, MetricSummary> summary() const;  // by metric
 };
 
 struct MemoryLedger;
