@@ -172,11 +172,12 @@ void run_sendrecv(GroupEnv& g) {
     }
     ctx.sync();
     auto index_of = [&](const Slot& s) { return static_cast<std::size_t>(&s - ctx.slots.data()); };
+    const auto fitting = static_cast<std::size_t>(
+        std::count_if(sizes.begin(), sizes.end(), [need](std::int64_t x) { return x <= need; }));
     for (const auto& [a, b] : pairs) {
-        double last_s = 0, last_b = 0;
         const std::string label = "pair:" + std::to_string(a) + "->" + std::to_string(b);
-        for (std::size_t i = 0; i < sizes.size() && sizes[i] <= need; ++i) {
-            const std::int64_t bytes = sizes[i], count = bytes / 2;
+        sweep_sizes(g, "send_recv " + label, sizes, fitting, [&, a = a, b = b](std::int64_t bytes, double est) {
+            const std::int64_t count = bytes / 2;
             CollectivePoint p{"send_recv", label, "bf16", "", bytes, count, 1.0};
             p.enqueue = [&, count, a, b] {
                 nccl_group(ctx, [&](Slot& s) {
@@ -199,13 +200,8 @@ void run_sendrecv(GroupEnv& g) {
             };
             p.extra.set("src_rank", a);
             p.extra.set("dst_rank", b);
-            if (!measure_collective(g, p, extrapolate_s(last_s, last_b, static_cast<double>(bytes)))) {
-                skip_rest(g, "send_recv " + label, sizes, i + 1, "time budget");
-                break;
-            }
-            last_s = g.timer.last_iter_s();
-            last_b = static_cast<double>(bytes);
-        }
+            return measure_collective(g, p, est);
+        });
     }
 }
 

@@ -71,22 +71,15 @@ void run_allgather(GroupEnv& g) {
         p.extra.set("send_count", sc);
         return measure_collective(g, p, est);
     };
-    double last_s = 0, last_b = 0;
-    for (std::size_t i = 0; i < usable; ++i) {
-        if (!point("sweep", sizes[i], extrapolate_s(last_s, last_b, static_cast<double>(sizes[i])))) {
-            skip_rest(g, "all_gather", sizes, i + 1, "time budget");
-            break;
-        }
-        last_s = g.timer.last_iter_s();
-        last_b = static_cast<double>(sizes[i]);
-    }
+    const SweepEstimate last =
+        sweep_sizes(g, "all_gather", sizes, usable, [&](std::int64_t b, double est) { return point("sweep", b, est); });
     for (const auto& e : extra) {
         if (e.bytes > cap) {
             skip_point(g, "all_gather " + e.label,
                        "needs " + human_bytes(static_cast<double>(e.bytes)) + " per GPU, over the free-memory cap");
             continue;
         }
-        point(e.label, e.bytes, extrapolate_s(last_s, last_b, static_cast<double>(e.bytes)));
+        point(e.label, e.bytes, last.at(e.bytes));
     }
 }
 

@@ -49,9 +49,8 @@ void run_allreduce(GroupEnv& g) {
     auto send = alloc_per_slot(ctx, sizes[usable - 1]);
     auto recv = alloc_per_slot(ctx, sizes[usable - 1]);
     fill_ranks_f32(g, send, kRoleAllReduce);
-    double last_s = 0, last_b = 0;
-    for (std::size_t i = 0; i < usable; ++i) {
-        const std::int64_t b = sizes[i], count = b / 4;
+    sweep_sizes(g, "all_reduce", sizes, usable, [&](std::int64_t b, double est) {
+        const std::int64_t count = b / 4;
         CollectivePoint p{"all_reduce", "sweep", "fp32", "sum", b, count, busbw_factor_allreduce(n)};
         p.enqueue = [&, count] {
             nccl_group(ctx, [&](Slot& s) {
@@ -66,13 +65,8 @@ void run_allreduce(GroupEnv& g) {
                           kRoleAllReduce, n, 0, 1.0f, s.counter->ptr(), s.stream);
         };
         p.extra.set("in_place", false);
-        if (!measure_collective(g, p, extrapolate_s(last_s, last_b, static_cast<double>(b)))) {
-            skip_rest(g, "all_reduce", sizes, i + 1, "time budget");
-            break;
-        }
-        last_s = g.timer.last_iter_s();
-        last_b = static_cast<double>(b);
-    }
+        return measure_collective(g, p, est);
+    });
 }
 
 void run_bucketed(GroupEnv& g) {
@@ -190,21 +184,14 @@ void run_reducescatter(GroupEnv& g) {
         p.extra.set("recv_count", rc);
         return measure_collective(g, p, est);
     };
-    double last_s = 0, last_b = 0;
-    for (std::size_t i = 0; i < usable; ++i) {
-        if (!point("sweep", sizes[i], extrapolate_s(last_s, last_b, static_cast<double>(sizes[i])))) {
-            skip_rest(g, "reduce_scatter", sizes, i + 1, "time budget");
-            break;
-        }
-        last_s = g.timer.last_iter_s();
-        last_b = static_cast<double>(sizes[i]);
-    }
+    const SweepEstimate last = sweep_sizes(g, "reduce_scatter", sizes, usable,
+                                           [&](std::int64_t b, double est) { return point("sweep", b, est); });
     for (const auto& [name, b] : units) {
         if (b > cap) {
             skip_point(g, "reduce_scatter fsdp_unit:" + name, "exceeds the free-memory cap");
             continue;
         }
-        point("fsdp_unit:" + name, b, extrapolate_s(last_s, last_b, static_cast<double>(b)));
+        point("fsdp_unit:" + name, b, last.at(b));
     }
 }
 

@@ -124,4 +124,18 @@ void skip_rest(GroupEnv& g, const std::string& kind, const std::vector<std::int6
     skip_point(g, kind + " sizes " + std::to_string(sizes[from]) + ".." + std::to_string(sizes.back()) + " B", reason);
 }
 
+SweepEstimate sweep_sizes(GroupEnv& g, const std::string& kind, const std::vector<std::int64_t>& sizes,
+                          std::size_t count, const std::function<bool(std::int64_t bytes, double est_s)>& point) {
+    SweepEstimate e;
+    for (std::size_t i = 0; i < count && i < sizes.size(); ++i) {
+        if (!point(sizes[i], e.at(sizes[i]))) {
+            skip_rest(g, kind, sizes, i + 1, "time budget");
+            break;
+        }
+        e.last_s = g.timer.last_iter_s();
+        e.last_bytes = static_cast<double>(sizes[i]);
+    }
+    return e;
+}
+
 }  // namespace moesim::cal

@@ -97,6 +97,19 @@ bool measure_collective(GroupEnv& g, CollectivePoint& p, double est_iter_s);
 void skip_rest(GroupEnv& g, const std::string& kind, const std::vector<std::int64_t>& sizes, std::size_t from,
                const std::string& reason);
 
+// The last point a size sweep measured, which estimates the time of a larger one.
+struct SweepEstimate {
+    double last_s = 0, last_bytes = 0;
+    double at(std::int64_t bytes) const { return extrapolate_s(last_s, last_bytes, static_cast<double>(bytes)); }
+};
+
+// A size sweep under the time budget: point(bytes, estimated iteration seconds) for the first
+// `count` sizes in order, each estimate extrapolated from the point before; at the first point
+// the budget refuses (point returns false), the sizes after it are skipped as `kind`. Returns the
+// last measured point, for the points measured after the sweep.
+SweepEstimate sweep_sizes(GroupEnv& g, const std::string& kind, const std::vector<std::int64_t>& sizes,
+                          std::size_t count, const std::function<bool(std::int64_t bytes, double est_s)>& point);
+
 // ncclGroupStart, body(slot) for every local slot, ncclGroupEnd.
 void nccl_group(Context& ctx, const std::function<void(Slot&)>& body);
 
