@@ -8,7 +8,7 @@
 
 #include "models/arch/flops.hpp"
 #include "models/arch/inventory.hpp"
-#include "models/input/scenario.hpp"
+#include "models/input/composed_scenario.hpp"
 #include "models/memory/ledger.hpp"
 
 namespace moesim {

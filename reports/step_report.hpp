@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/input/scenario.hpp"
+#include "models/input/composed_scenario.hpp"
 #include "sim/step_simulation.hpp"
 
 namespace moesim {

@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "models/common/errors.hpp"
 #include "models/common/units.hpp"
 #include "models/costs/profile_cost_book.hpp"
 #include "models/plan/design_spec.hpp"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "models/arch/flops.hpp"
-#include "models/input/scenario.hpp"
+#include "models/input/composed_scenario.hpp"
 #include "models/memory/ledger.hpp"
 #include "sim/step_bound.hpp"
 #include "sim/step_builder.hpp"

@@ -77,6 +77,11 @@ TEST_CASE("sim/ includes nothing from studies/, reports/ or cli/ (how time passe
   CHECK(breaches("sim", {"studies/", "reports/", "cli/", "calibrate/", "fuzz/"}) == std::vector<std::string>{});
 }
 
+TEST_CASE("sim/ and reports/ take a composed scenario, never the scenario reader", "[unit][layering]") {
+  CHECK(breaches("sim", {"models/input/scenario.hpp"}) == std::vector<std::string>{});
+  CHECK(breaches("reports", {"models/input/scenario.hpp"}) == std::vector<std::string>{});
+}
+
 TEST_CASE("studies/ runs replays but prices no kernel and writes no report", "[unit][layering]") {
   std::vector<std::string> forbidden = {"reports/", "cli/", "calibrate/", "fuzz/"};
   for (const auto& h : kComputesCosts) {

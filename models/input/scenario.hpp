@@ -17,22 +17,12 @@
 #include "models/common/json_file.hpp"
 #include "models/costs/profile_cost_book.hpp"
 #include "models/hw/hardware_profile.hpp"
+#include "models/input/composed_scenario.hpp"
 #include "models/input/overrides.hpp"
 #include "models/input/sweep_spec.hpp"
 #include "models/plan/parallel_plan.hpp"
 
 namespace moesim {
-
-struct Scenario {
-  std::string name;
-  std::string file;
-  std::string flop_convention;
-  CostModelChoice cost_models;  // the cost models and resource-sharing policy, by name
-  Architecture arch;
-  ParallelPlan plan;
-  HardwareProfile hardware;
-  nlohmann::json resolved;  // {architecture, plan, hardware} after every override
-};
 
 // Where a section's JSON came from, for error messages.
 struct SectionOrigin {
