@@ -56,7 +56,10 @@ ExpertLoad measured_route(const RoutingSpec& spec, std::int64_t experts, double 
 
 }  // namespace
 
-ExpertLoad route(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k, double tokens, std::uint64_t draw) {
+namespace {
+
+ExpertLoad draw_route(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k, double tokens,
+                      std::uint64_t draw) {
   const double total = tokens * static_cast<double>(top_k);
   if (spec.kind == RoutingKind::measured) return measured_route(spec, experts, total, static_cast<std::int64_t>(draw));
   const auto p = probabilities(spec, experts);
@@ -82,6 +85,33 @@ ExpertLoad route(const RoutingSpec& spec, std::int64_t experts, std::int64_t top
     }
   }
   if (!spec.dropless) cap_rows(load, spec.capacity_factor, total, experts);
+  return load;
+}
+
+// Everything a drawn (uniform or Zipf) routing depends on. The step builder and the step-time
+// bound ask for every MoE layer's routing once per simulated rank, and a plan search asks again
+// for every candidate that shares the microbatch and EP degree.
+using DrawKey =
+    std::tuple<RoutingKind, std::uint64_t, double, double, bool, std::int64_t, std::int64_t, double, std::uint64_t>;
+// Bounded: a search's distinct keys are its (microbatch, EP) pairs times the MoE layers.
+constexpr std::size_t kMaxMemoisedDraws = 1 << 14;
+
+}  // namespace
+
+ExpertLoad route(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k, double tokens, std::uint64_t draw) {
+  if (spec.kind == RoutingKind::measured) return draw_route(spec, experts, top_k, tokens, draw);
+  static std::mutex mutex;
+  static std::map<DrawKey, ExpertLoad> memo;
+  DrawKey key{spec.kind, spec.seed, spec.zipf_exponent, spec.capacity_factor, spec.dropless, experts, top_k,
+              tokens,    draw};
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = memo.find(key); it != memo.end()) return it->second;
+  }
+  ExpertLoad load = draw_route(spec, experts, top_k, tokens, draw);
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (memo.size() >= kMaxMemoisedDraws) memo.clear();
+  memo.emplace(std::move(key), load);
   return load;
 }
 
