@@ -49,5 +49,6 @@ Runner add_import_trainer_log_command(CLI::App& import);
 Runner add_plan_command(CLI::App& app);
 // `list designs` (cmd_list.cpp).
 Runner add_list_command(CLI::App& app);
+Runner add_profile_command(CLI::App& app);
 
 }  // namespace moesim::cli

@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
       moesim::cli::add_validate_command(app), moesim::cli::add_cost_command(app),
       moesim::cli::add_fit_command(app),      moesim::cli::add_import_command(app),
       moesim::cli::add_plan_command(app),     moesim::cli::add_list_command(app),
+      moesim::cli::add_profile_command(app),
   };
   try {
     // Inside the try: option callbacks (--profile NAME) throw InputError too.
