@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "calibrate/fit/attention_fit.hpp"
 #include "calibrate/fit/collective_fit.hpp"
 #include "calibrate/fit/compute_fit.hpp"
 #include "calibrate/fit/fit_check.hpp"
@@ -49,6 +50,7 @@ FitResult fit_profile(const std::vector<std::string>& measurement_files, const s
   FitOutput out = fit_collectives(in);
   out.add(fit_compute(in));
   out.add(fit_interference(in));
+  out.add(fit_attention(in));
   warnings.insert(warnings.end(), out.warnings.begin(), out.warnings.end());
   if (out.updates.empty()) {
     std::string why;
@@ -57,7 +59,7 @@ FitResult fit_profile(const std::vector<std::string>& measurement_files, const s
     }
     throw InputError(measurement_files.front(), "",
                      "no measurement could be fitted to a profile field (need collective sweeps, dense GEMMs, "
-                     "grouped GEMMs, memory kernels or interference records)" +
+                     "grouped GEMMs, memory kernels, interference or attention records)" +
                          why);
   }
   std::string files;

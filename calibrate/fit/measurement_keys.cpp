@@ -85,6 +85,8 @@ const std::map<std::string, Keys> kKindExtras = {
                                             {"buffer_copies", T::integer},
                                             {"GBps", T::number},
                                             {"check_mismatches", T::integer}})},
+    {"attention",
+     {{"backend", T::string}, {"gqa", T::string}, {"tflops", T::number}, {"check_rel_error", T::number_or_null}}},
     {"sequence",
      {{"example_layer", T::integer},
       {"layers_of_kind", T::integer},

@@ -133,9 +133,19 @@ Measurement parse_record(const JsonReader& r, const nlohmann::json& raw) {
       m.bytes = r.integer("bytes", Range::positive());
     }
   } else {
-    m.times_us = times(r, raw, "times_us", false);
+    // An attention backend that failed its check is recorded without times.
+    m.times_us = times(r, raw, "times_us", m.kind == "attention" && m.check == "failed");
   }
   if (!m.times_us.empty()) m.median_us = median_of(m.times_us);
+  if (m.kind == "attention") {
+    m.method = r.string("backend");
+    m.direction = r.choice("pass", {"forward", "backward"});
+    m.causal = r.boolean("causal");
+    m.flops = r.number("flops", Range::positive());
+    const auto dim = [&](const char* key) { return std::to_string(r.integer(key, Range::positive())); };
+    m.shape = dim("sequences") + " x " + dim("seq_len") + ", " + dim("heads") + "/" + dim("kv_heads") + " x " +
+              dim("head_dim");
+  }
   if (m.kind == "sequence") {
     m.block = r.choice("block", {"moe", "dense"});
     if (m.block == "moe") m.rows_per_expert = r.integer_list("rows_per_expert", Range::non_negative());
@@ -232,7 +242,8 @@ const std::vector<std::string>& measurement_kinds() {
                                                  "permute_rows_bf16",
                                                  "softmax_rows_bf16",
                                                  "adamw_fp32_multi_tensor",
-                                                 "sequence"};
+                                                 "sequence",
+                                                 "attention"};
   return kinds;
 }
 

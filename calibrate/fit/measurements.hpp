@@ -60,6 +60,12 @@ struct Measurement {
   bool usable = true;
   // interference_comm: the collective timed (times_us beside the background, alone_times_us alone).
   std::string collective;
+  // attention (calibrate/attention/attention_bench.py): the pass (forward, backward), whether causal,
+  // the FLOPs it counts and the shape as "sequences x seq_len, heads/kv_heads x head_dim";
+  // `method` holds the backend.
+  std::string direction, shape;
+  bool causal = false;
+  double flops = 0;
   // sequence: the block ("moe", "dense") and its kernels; rows_per_expert above is the routing.
   std::string block;
   std::vector<SequenceKernel> kernels;

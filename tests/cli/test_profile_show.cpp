@@ -55,16 +55,19 @@ TEST_CASE("moesim profile show names each field's basis and what the dominant ke
   std::string out, err;
   REQUIRE(run(dir, "profile show h200-hgx --json " + dir.path("p.json"), out, err) == 0);
   INFO(out + err);
-  // The H200's GEMM tables are measured (calibrate/measured/), its attention rates are not.
+  // The H200's GEMM tables and attention rates are measured (calibrate/measured/).
   CHECK(out.find("dense GEMM: 3 fitted") != std::string::npos);
   CHECK(out.find("grouped GEMM: 3 fitted") != std::string::npos);
-  CHECK(out.find("attention: 2 assumption  <- rests on an assumption") != std::string::npos);
+  CHECK(out.find("attention: 2 fitted\n") != std::string::npos);
   CHECK(out.find("compute.gemm_bf16_TFLOPs_by_rows") != std::string::npos);
   CHECK(out.find("10 points (rows 128 to 65536)") != std::string::npos);
   const auto doc = nlohmann::json::parse(test::slurp(dir.path("p.json")));
   CHECK(doc.at("schema") == "moesim-profile-provenance/1");
-  CHECK(doc.at("by_kind").at("fitted") == 11);
-  CHECK(doc.at("dominant_kernels")[2].at("rests_on_assumption") == true);
+  CHECK(doc.at("by_kind").at("fitted") == 13);
+  CHECK(doc.at("dominant_kernels")[2].at("rests_on_assumption") == false);
+  // The H100's attention rates are still assumptions, and the listing says so.
+  REQUIRE(run(dir, "profile show h100-hgx", out, err) == 0);
+  CHECK(out.find("attention: 2 assumption  <- rests on an assumption") != std::string::npos);
   // A whole source only with --full.
   REQUIRE(run(dir, "profile show h200-hgx --full", out, err) == 0);
   CHECK(out.find("(sources cut at") == std::string::npos);
