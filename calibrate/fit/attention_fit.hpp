@@ -1,4 +1,4 @@
-// The attention rates from calibrate/attention/attention_bench.py's records: the sustained causal
+// The attention rates from calibrate/pytorch/attention_bench.py's records: the sustained causal
 // flash-attention rate forward and backward (compute.attention_fwd_TFLOPs, attention_bwd_TFLOPs),
 // the numbers models/costs/attention_memory_costs.cpp divides the score FLOPs by.
 #pragma once

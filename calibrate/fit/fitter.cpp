@@ -8,6 +8,7 @@
 #include "calibrate/fit/compute_fit.hpp"
 #include "calibrate/fit/fit_check.hpp"
 #include "calibrate/fit/interference_fit.hpp"
+#include "calibrate/fit/low_precision_fit.hpp"
 #include "models/common/errors.hpp"
 #include "models/common/json_file.hpp"
 #include "models/common/json_reader.hpp"
@@ -51,6 +52,7 @@ FitResult fit_profile(const std::vector<std::string>& measurement_files, const s
   out.add(fit_compute(in));
   out.add(fit_interference(in));
   out.add(fit_attention(in));
+  out.add(fit_low_precision(in));
   warnings.insert(warnings.end(), out.warnings.begin(), out.warnings.end());
   if (out.updates.empty()) {
     std::string why;
@@ -59,7 +61,7 @@ FitResult fit_profile(const std::vector<std::string>& measurement_files, const s
     }
     throw InputError(measurement_files.front(), "",
                      "no measurement could be fitted to a profile field (need collective sweeps, dense GEMMs, "
-                     "grouped GEMMs, memory kernels, interference or attention records)" +
+                     "grouped GEMMs, memory kernels, interference, attention or FP8 GEMM records)" +
                          why);
   }
   std::string files;

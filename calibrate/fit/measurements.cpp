@@ -137,6 +137,21 @@ Measurement parse_record(const JsonReader& r, const nlohmann::json& raw) {
     m.times_us = times(r, raw, "times_us", m.kind == "attention" && m.check == "failed");
   }
   if (!m.times_us.empty()) m.median_us = median_of(m.times_us);
+  if (m.kind == "gemm_fp8" || m.kind == "grouped_gemm_fp8") {
+    const bool grouped = m.kind == "grouped_gemm_fp8";
+    m.reference_times_us = times(r, raw, "bf16_times_us", false);
+    m.reference_median_us = median_of(m.reference_times_us);
+    m.m = dim(r, raw, "m", grouped);
+    m.n = dim(r, raw, "n", false);
+    m.k = dim(r, raw, "k", false);
+    m.layout = r.choice("layout", {"fwd"});
+    if (grouped) {
+      if (m.m != 0) r.fail("m", "must be \"rows\": the grouped GEMM's routed dimension");
+      m.method = r.string("method");
+      m.rows_per_expert = r.integer_list("rows_per_expert", Range::positive());
+      if (m.rows_per_expert.empty()) r.fail("rows_per_expert", "is empty: a grouped GEMM needs experts");
+    }
+  }
   if (m.kind == "attention") {
     m.method = r.string("backend");
     m.direction = r.choice("pass", {"forward", "backward"});
@@ -243,7 +258,9 @@ const std::vector<std::string>& measurement_kinds() {
                                                  "softmax_rows_bf16",
                                                  "adamw_fp32_multi_tensor",
                                                  "sequence",
-                                                 "attention"};
+                                                 "attention",
+                                                 "gemm_fp8",
+                                                 "grouped_gemm_fp8"};
   return kinds;
 }
 

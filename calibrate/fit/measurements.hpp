@@ -60,10 +60,14 @@ struct Measurement {
   bool usable = true;
   // interference_comm: the collective timed (times_us beside the background, alone_times_us alone).
   std::string collective;
-  // attention (calibrate/attention/attention_bench.py): the pass (forward, backward), whether causal,
+  // attention (calibrate/pytorch/attention_bench.py): the pass (forward, backward), whether causal,
   // the FLOPs it counts and the shape as "sequences x seq_len, heads/kv_heads x head_dim";
   // `method` holds the backend.
   std::string direction, shape;
+  // gemm_fp8, grouped_gemm_fp8 (calibrate/pytorch/fp8_gemm_bench.py): the BF16 reference on the same
+  // shape, timed beside the FP8 product (times_us).
+  std::vector<double> reference_times_us;
+  double reference_median_us = 0;
   bool causal = false;
   double flops = 0;
   // sequence: the block ("moe", "dense") and its kernels; rows_per_expert above is the routing.

@@ -1,4 +1,4 @@
-// The attention rates from calibrate/attention/attention_bench.py's records: the best backend
+// The attention rates from calibrate/pytorch/attention_bench.py's records: the best backend
 // per shape, the median over shapes, per pass; failed backends, non-causal records and an
 // implausible rate are kept out.
 #include <catch2/catch.hpp>

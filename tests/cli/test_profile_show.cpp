@@ -63,7 +63,7 @@ TEST_CASE("moesim profile show names each field's basis and what the dominant ke
   CHECK(out.find("10 points (rows 128 to 65536)") != std::string::npos);
   const auto doc = nlohmann::json::parse(test::slurp(dir.path("p.json")));
   CHECK(doc.at("schema") == "moesim-profile-provenance/1");
-  CHECK(doc.at("by_kind").at("fitted") == 13);
+  CHECK(doc.at("by_kind").at("fitted") == 15);
   CHECK(doc.at("dominant_kernels")[2].at("rests_on_assumption") == false);
   // The H100's attention rates are still assumptions, and the listing says so.
   REQUIRE(run(dir, "profile show h100-hgx", out, err) == 0);

@@ -4,7 +4,7 @@ scaled_dot_product_attention: the attention kernels torchtitan and Olmo-core cal
 cuDNN backends; Megatron's Transformer Engine calls the same cuDNN fused attention). cuBLAS has no
 stand-in for them, so the CUDA harness (calibrate/harness/) does not measure attention.
 
-    python3 calibrate/attention/attention_bench.py -o attention.json [--iters 30] [--warmup 5]
+    python3 calibrate/pytorch/attention_bench.py -o attention.json [--iters 30] [--warmup 5]
 
 Writes a moesim-measurements/1 document with one `attention` record per (backend, shape, pass);
 `moesim fit` reads it with the harness's files. Inputs are random (never zero), BF16, causal, GQA;
@@ -23,6 +23,8 @@ import sys
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from bench_common import pct, time_us
 
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
             "efficient": SDPBackend.EFFICIENT_ATTENTION}
@@ -76,29 +78,6 @@ def check(backend, gqa):
     if any(e != e for e in errors):  # NaN never passes
         return float("nan")
     return max(errors)
-
-
-def time_us(fn, iters, warmup):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return times
-
-
-def pct(values, p):
-    v = sorted(values)
-    pos = p * (len(v) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
 
 
 def record(backend, gqa, shape, direction, times, iters, warmup, err, status):
