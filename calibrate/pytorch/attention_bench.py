@@ -13,18 +13,15 @@ input gradients, relative L2 error), and a backend that fails the check or canno
 recorded as such, never timed. Times are CUDA events around each call (median over iterations);
 the backward is timed alone, by repeating autograd over one retained forward graph.
 """
-import argparse
-import datetime
 import json
 import os
-import socket
 import sys
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from bench_common import pct, time_us
+from bench_common import arguments, environment, pct, time_us
 
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
             "efficient": SDPBackend.EFFICIENT_ATTENTION}
@@ -96,22 +93,10 @@ def record(backend, gqa, shape, direction, times, iters, warmup, err, status):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("-o", "--output", required=True)
-    ap.add_argument("--iters", type=int, default=30)
-    ap.add_argument("--warmup", type=int, default=5)
-    a = ap.parse_args()
-    if not torch.cuda.is_available():
-        print("attention_bench: no CUDA device", file=sys.stderr)
+    a = arguments(__doc__, 30)
+    env = environment("attention_bench")
+    if env is None:
         return 3
-    props = torch.cuda.get_device_properties(0)
-    env = {"hostname": socket.gethostname(),
-           "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "torch_version": torch.__version__, "cuda_runtime_version": torch.version.cuda,
-           "cudnn_version": torch.backends.cudnn.version(), "gpu_count": 1, "node_count": 1, "process_count": 1,
-           "device": {"index": 0, "name": props.name, "sm_count": props.multi_processor_count,
-                      "memory_bytes": props.total_memory,
-                      "compute_capability": f"{props.major}.{props.minor}"}}
     measurements, notes = [], []
     for backend in BACKENDS:
         gqa, err = None, None

@@ -12,16 +12,13 @@ bf16_times_us: BF16 on the same shape), so `moesim fit` takes their ratio withou
 reference into the profile's BF16 tables. Inputs are random, never zero; each shape is checked
 once against a float64 product of the same (dequantized) operands: relative L2 error within 2e-2.
 """
-import argparse
-import datetime
 import json
 import os
-import socket
 import sys
 
 import torch
 
-from bench_common import pct, time_us
+from bench_common import arguments, environment, pct, time_us
 
 E4M3 = torch.float8_e4m3fn
 E4M3_MAX = 448.0
@@ -99,21 +96,10 @@ def grouped(rows, n, k, iters, warmup, g):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("-o", "--output", required=True)
-    ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=5)
-    a = ap.parse_args()
-    if not torch.cuda.is_available():
-        print("fp8_gemm_bench: no CUDA device", file=sys.stderr)
+    a = arguments(__doc__, 20)
+    env = environment("fp8_gemm_bench")
+    if env is None:
         return 3
-    props = torch.cuda.get_device_properties(0)
-    env = {"hostname": socket.gethostname(),
-           "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "torch_version": torch.__version__, "cuda_runtime_version": torch.version.cuda,
-           "gpu_count": 1, "node_count": 1, "process_count": 1,
-           "device": {"index": 0, "name": props.name, "sm_count": props.multi_processor_count,
-                      "memory_bytes": props.total_memory, "compute_capability": f"{props.major}.{props.minor}"}}
     g = torch.Generator(device="cuda").manual_seed(20240611)
     out = []
     for n, k in DENSE_NK:
