@@ -16,6 +16,7 @@
 #include "reports/output_file.hpp"
 #include "reports/plan_html.hpp"
 #include "reports/plan_report.hpp"
+#include "reports/step_report.hpp"
 #include "reports/sweep_report.hpp"
 #include "studies/plan_search.hpp"
 
@@ -86,7 +87,7 @@ Runner add_plan_command(CLI::App& app) {
     if (world.rank() != 0) return kExitOk;
     if (world.size() > 1) std::cerr << "moesim: plan search split over " << world.size() << " MPI ranks\n";
     const nlohmann::json doc = plan_json(base.name, result);
-    listing << plan_listing(doc);
+    listing << plan_listing(doc) << kernel_basis_line(base);
     // Every candidate refused by a rule (a --search no plan of this GPU count can meet) is bad
     // input, as an all-invalid sweep is: no report.
     require_a_valid_point(!result.records.empty(), result.counts.enumerated, "candidate plan", args->scenario);

@@ -1,4 +1,5 @@
 #include "reports/step_report.hpp"
+#include "models/hw/profile_provenance.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -245,6 +246,18 @@ nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
 
 // Which linears run in an FP8 format, and MFU's two views: the BF16 peak (the Olmo-core report's
 // convention, which the step line uses) and the FP8 peak.
+// Which of the kernels that dominate the step rest on assumed rates in the profile (empty when
+// none): the prediction carries them.
+std::string kernel_basis_line(const Scenario& sc) {
+  const auto assumed = assumed_kernel_classes(sc.hardware, sc.arch.moe.has_value());
+  if (assumed.empty()) return "";
+  std::string classes;
+  for (std::size_t i = 0; i < assumed.size(); ++i)
+    classes += (i == 0 ? "" : i + 1 == assumed.size() ? " and " : ", ") + assumed[i];
+  return "basis    assumed in " + sc.hardware.name + ", not measured: " + classes + " (moesim profile show " +
+         sc.hardware.name + ")\n";
+}
+
 std::string step_table(const Scenario& sc, const StepResult& r) {
   std::ostringstream os;
   const auto& worst = r.ledger.stages[r.ledger.worst_stage];
@@ -258,6 +271,7 @@ std::string step_table(const Scenario& sc, const StepResult& r) {
      << " tokens (m=" << r.microbatches << "), " << fmt("%.0f", r.tokens_per_s_per_gpu) << " tokens/s/GPU, MFU "
      << fmt("%.1f", 100 * r.mfu) << "% of " << fmt("%.0f", sc.hardware.gpu.peak_bf16_TFLOPs.value) << " TFLOP/s\n";
   if (sc.plan.precision.any_low_precision()) os << low_precision_line(sc, r);
+  os << kernel_basis_line(sc);
   if (!r.routing.empty()) os << routing_line(sc, r);
   os << "time split on the critical rank (compute first, then exposed communication, then idle):\n";
   for (std::size_t p = 0; p < kPhases; ++p) {

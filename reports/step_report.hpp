@@ -19,4 +19,8 @@ nlohmann::json step_json(const Scenario& scenario, const StepResult& r);
 nlohmann::json step_headline_json(const Scenario& scenario, const StepResult& r);
 std::string step_table(const Scenario& scenario, const StepResult& r);
 
+// One line ("basis    assumed in PROFILE, not measured: ...") naming the kernels that dominate a step
+// whose rates the scenario's profile assumes; "" when every one is measured, published or fitted.
+std::string kernel_basis_line(const Scenario& scenario);
+
 }  // namespace moesim

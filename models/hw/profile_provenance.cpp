@@ -1,5 +1,7 @@
 #include "models/hw/profile_provenance.hpp"
 
+#include "models/hw/hardware_profile.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -47,6 +49,23 @@ const std::vector<std::pair<const char*, std::vector<const char*>>> kDominant = 
     {"attention", {"compute.attention_fwd_TFLOPs", "compute.attention_bwd_TFLOPs"}}};
 
 }  // namespace
+
+std::vector<std::string> assumed_kernel_classes(const HardwareProfile& hw, bool moe) {
+  const ComputeSpec& c = hw.compute;
+  const auto assumed = [](auto... kinds) { return ((kinds == SourceKind::assumption) || ...); };
+  std::vector<std::string> out;
+  if (assumed(c.gemm_bf16_TFLOPs_by_rows.kind))
+    out.emplace_back("dense GEMM rates");
+  else if (assumed(c.gemm_dgrad_over_forward.kind, c.gemm_wgrad_over_forward.kind))
+    out.emplace_back("dense GEMM backward ratios");
+  if (moe && assumed(c.grouped_gemm_efficiency_by_rows_per_expert.kind))
+    out.emplace_back("grouped GEMM efficiencies");
+  else if (moe && assumed(c.grouped_gemm_dgrad_over_forward_by_rows_per_expert.kind,
+                          c.grouped_gemm_wgrad_over_forward_by_rows_per_expert.kind))
+    out.emplace_back("grouped GEMM backward ratios");
+  if (assumed(c.attention_fwd_TFLOPs.kind, c.attention_bwd_TFLOPs.kind)) out.emplace_back("attention rates");
+  return out;
+}
 
 bool KernelClassProvenance::rests_on_assumption() const {
   return std::any_of(fields.begin(), fields.end(), [](const ProvenanceEntry* e) { return e->kind == "assumption"; });

@@ -33,6 +33,12 @@ struct ProfileProvenance {
   std::vector<KernelClassProvenance> dominant;  // points into `entries`: keep the object whole
 };
 
+// What the kernels that dominate a step rest on where `hw` assumes it: "dense GEMM rates" (or only
+// its "backward ratios"), the same for grouped GEMM (when the model routes experts), "attention
+// rates"; empty when every one is measured, published or fitted.
+struct HardwareProfile;
+std::vector<std::string> assumed_kernel_classes(const HardwareProfile& hw, bool moe);
+
 // `doc` must parse as a profile (parse_hardware_profile first: this reads it as written, in the
 // file's key order). The result is not copyable: `dominant` points into `entries`.
 std::unique_ptr<ProfileProvenance> profile_provenance(const nlohmann::ordered_json& doc, const std::string& file);

@@ -85,3 +85,25 @@ TEST_CASE("moesim profile show refuses a bad profile with its path, and an unkno
   CHECK(run(dir, "profile show h300-hgx", out, err) == 2);
   CHECK(err.find("h200-hgx") != std::string::npos);  // the closest bundled name
 }
+
+TEST_CASE("simulate and plan say which dominant kernels the profile assumes", "[unit]") {
+  test::TempDir dir;
+  std::string out, err;
+  const std::string moe = test::source_path("scenarios/fig8/moe-ddp.json");
+  REQUIRE(run(dir, "simulate " + moe + " --profile h100-hgx", out, err) == 0);
+  CHECK(out.find("basis    assumed in h100-hgx, not measured: dense GEMM rates, grouped GEMM efficiencies and "
+                 "attention rates (moesim profile show h100-hgx)") != std::string::npos);
+  // B300's forward GEMM tables are published; their backward ratios are not.
+  REQUIRE(run(dir, "simulate " + moe, out, err) == 0);
+  CHECK(out.find("not measured: dense GEMM backward ratios, grouped GEMM backward ratios and attention rates") !=
+        std::string::npos);
+  // Every dominant kernel of the H200 is measured: no line.
+  REQUIRE(run(dir, "simulate " + moe + " --profile h200-hgx", out, err) == 0);
+  CHECK(out.find("basis ") == std::string::npos);
+  // A dense model has no grouped GEMM to name.
+  REQUIRE(run(dir, "simulate " + test::source_path("scenarios/fig8/dense-ddp.json") + " --profile h100-hgx", out,
+              err) == 0);
+  CHECK(out.find("not measured: dense GEMM rates and attention rates") != std::string::npos);
+  REQUIRE(run(dir, "plan " + test::source_path("scenarios/fig8/moe-ddp-ep8.json") + " --gpus 8 -j 1", out, err) == 0);
+  CHECK(out.find("basis    assumed in b300-hgx") != std::string::npos);
+}
