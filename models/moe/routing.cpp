@@ -88,6 +88,31 @@ ExpertLoad draw_route(const RoutingSpec& spec, std::int64_t experts, std::int64_
   return load;
 }
 
+// A pure function's results kept by key across threads, up to `cap` of them (then started
+// afresh): the memos below store what a drawn routing gives.
+template <typename Key, typename Value>
+class BoundedMemo {
+ public:
+  explicit BoundedMemo(std::size_t cap) : cap_(cap) {}
+  template <typename Compute>
+  Value get(Key key, Compute compute) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (const auto it = memo_.find(key); it != memo_.end()) return it->second;
+    }
+    Value value = compute();
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (memo_.size() >= cap_) memo_.clear();
+    memo_.emplace(std::move(key), value);
+    return value;
+  }
+
+ private:
+  std::size_t cap_;
+  std::mutex mutex_;
+  std::map<Key, Value> memo_;
+};
+
 // Everything a drawn (uniform or Zipf) routing depends on. The step builder and the step-time
 // bound ask for every MoE layer's routing once per simulated rank, and a plan search asks again
 // for every candidate that shares the microbatch and EP degree.
@@ -100,19 +125,10 @@ constexpr std::size_t kMaxMemoisedDraws = 1 << 14;
 
 ExpertLoad route(const RoutingSpec& spec, std::int64_t experts, std::int64_t top_k, double tokens, std::uint64_t draw) {
   if (spec.kind == RoutingKind::measured) return draw_route(spec, experts, top_k, tokens, draw);
-  static std::mutex mutex;
-  static std::map<DrawKey, ExpertLoad> memo;
-  DrawKey key{spec.kind, spec.seed, spec.zipf_exponent, spec.capacity_factor, spec.dropless, experts, top_k,
-              tokens,    draw};
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    if (const auto it = memo.find(key); it != memo.end()) return it->second;
-  }
-  ExpertLoad load = draw_route(spec, experts, top_k, tokens, draw);
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (memo.size() >= kMaxMemoisedDraws) memo.clear();
-  memo.emplace(std::move(key), load);
-  return load;
+  static BoundedMemo<DrawKey, ExpertLoad> memo(kMaxMemoisedDraws);
+  return memo.get(
+      {spec.kind, spec.seed, spec.zipf_exponent, spec.capacity_factor, spec.dropless, experts, top_k, tokens, draw},
+      [&] { return draw_route(spec, experts, top_k, tokens, draw); });
 }
 
 double rank_imbalance(const ExpertLoad& load, std::int64_t ranks) {
@@ -165,20 +181,10 @@ double peak_rank_load_factor(const RoutingSpec& spec, std::int64_t experts, std:
   if (spec.kind == RoutingKind::measured) {
     return compute_peak_rank_load_factor(spec, experts, top_k, tokens_per_rank, ranks, layers);
   }
-  static std::mutex mutex;
-  static std::map<DrawnLoadKey, double> memo;
-  DrawnLoadKey key{
-      spec.kind, spec.seed, spec.zipf_exponent, spec.capacity_factor, spec.dropless, experts, top_k, tokens_per_rank,
-      ranks,     layers};
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    if (const auto it = memo.find(key); it != memo.end()) return it->second;
-  }
-  const double factor = compute_peak_rank_load_factor(spec, experts, top_k, tokens_per_rank, ranks, layers);
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (memo.size() >= kMaxMemoisedLoads) memo.clear();
-  memo.emplace(std::move(key), factor);
-  return factor;
+  static BoundedMemo<DrawnLoadKey, double> memo(kMaxMemoisedLoads);
+  return memo.get({spec.kind, spec.seed, spec.zipf_exponent, spec.capacity_factor, spec.dropless, experts, top_k,
+                   tokens_per_rank, ranks, layers},
+                  [&] { return compute_peak_rank_load_factor(spec, experts, top_k, tokens_per_rank, ranks, layers); });
 }
 
 }  // namespace moesim
