@@ -204,6 +204,14 @@ void fit_memory_fractions(const FitInputs& in, const MemoryRates& rates, std::pa
 
 }  // namespace
 
+MemoryKernel memory_class_of(const std::string& kind) {
+  for (const auto& [cls, kinds, fastest] : kClassKernels) {
+    for (const char* k : kinds)
+      if (kind == k) return kMemoryKernelNames.parse(cls);
+  }
+  return MemoryKernel::copy;
+}
+
 FitOutput fit_compute(const FitInputs& in) {
   FitOutput out;
   DenseForward dense;

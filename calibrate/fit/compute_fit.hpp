@@ -12,4 +12,8 @@ namespace moesim::fit {
 // it (or, when the files hold no forward dense GEMMs, by the base profile's table).
 FitOutput fit_compute(const FitInputs& in);
 
+// The memory-kernel class a harness memory kind measures (the classes the fit sets fractions
+// for; memcpy_d2d, the copy rate itself, is `copy`).
+MemoryKernel memory_class_of(const std::string& kind);
+
 }  // namespace moesim::fit

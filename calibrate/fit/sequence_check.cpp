@@ -4,19 +4,12 @@
 #include <map>
 #include <sstream>
 
+#include "calibrate/fit/compute_fit.hpp"
 #include "models/costs/compute_costs.hpp"
 
 namespace moesim::fit {
 
 namespace {
-
-MemoryKernel memory_class(const std::string& op) {
-  if (op == "memcpy_d2d") return MemoryKernel::copy;
-  if (op == "permute_rows_bf16") return MemoryKernel::permute;
-  if (op == "softmax_rows_bf16") return MemoryKernel::cross_entropy;
-  if (op == "adamw_fp32" || op == "adamw_fp32_multi_tensor") return MemoryKernel::optimizer;
-  return MemoryKernel::elementwise;  // grad_accum_bf16_to_fp32, cast_bf16_to_fp32
-}
 
 GemmPass pass_of(const std::string& layout) {
   if (layout == "dgrad") return GemmPass::dgrad;
@@ -37,7 +30,7 @@ double model_seconds(const HardwareProfile& hw, const SequenceKernel& k, const s
     const GroupedGemmShape shape{rows, rows_in_k ? d(k.m) : d(k.n), rows_in_k ? d(k.n) : d(k.k), pass_of(k.layout)};
     return grouped_gemm_cost_models().get(kDefaultGroupedGemmCost).time(hw, shape).time_s;
   }
-  return memory_bound_cost_models().get(kDefaultMemoryBoundCost).time(hw, d(k.bytes), memory_class(k.op)).time_s;
+  return memory_bound_cost_models().get(kDefaultMemoryBoundCost).time(hw, d(k.bytes), memory_class_of(k.op)).time_s;
 }
 
 }  // namespace

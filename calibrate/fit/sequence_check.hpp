@@ -30,8 +30,7 @@ struct SequenceCheck {
 };
 
 // One entry per sequence record with at least one timed kernel. Memory kernels are priced by
-// their own class (memcpy_d2d: copy; grad_accum_bf16_to_fp32 and cast_bf16_to_fp32: elementwise;
-// permute_rows_bf16: permute; softmax_rows_bf16: cross_entropy; the AdamW kernels: optimizer).
+// their own class (memory_class_of, compute_fit.hpp).
 std::vector<SequenceCheck> check_sequences(const std::vector<MeasurementFile>& files, const HardwareProfile& fitted);
 
 // The table `moesim fit` prints after the fitted fields ("" when there is no sequence record).
