@@ -49,6 +49,7 @@ std::string headline(const nlohmann::json& doc) {
 std::string top_table(const nlohmann::json& doc, const std::map<std::size_t, const nlohmann::json*>& plans) {
   TextTable table({{"rank", Align::right},
                    {"design"},
+                   {"tp", Align::right},
                    {"ep", Align::right},
                    {"pp", Align::right},
                    {"schedule"},
@@ -66,7 +67,7 @@ std::string top_table(const nlohmann::json& doc, const std::map<std::size_t, con
   for (const auto& t : doc.at("top")) {
     const nlohmann::json& p = *plans.at(t.at("candidate").get<std::size_t>());
     const auto& v = p.at("values");
-    table.add({t.at("rank").dump(), p.at("design").get<std::string>(), cell(v, "ep"), cell(v, "pp"),
+    table.add({t.at("rank").dump(), p.at("design").get<std::string>(), cell(v, "tp"), cell(v, "ep"), cell(v, "pp"),
                cell(v, "schedule"), split_cell(v), cell(v, "microbatch"), cell(v, "recompute"), cell(v, "layout"),
                fmt("%.0f", p.at("tokens_per_s_per_gpu").get<double>()), fmt("%.1f", 100 * p.at("mfu").get<double>()),
                fmt("%.3f", p.at("step_time_s").get<double>()), fmt("%.1f", p.at("peak_reserved_GiB").get<double>()),

@@ -9,10 +9,11 @@ std::string trace_json(const Simulation& sim) {
   nlohmann::json events = nlohmann::json::array();
   for (std::uint32_t r = 0; r < g.ranks(); ++r) {
     const SimRank& sr = sim.step.ranks[r];
-    events.push_back({{"ph", "M"},
-                      {"name", "process_name"},
-                      {"pid", r},
-                      {"args", {{"name", "stage " + std::to_string(sr.stage) + " rank " + std::to_string(sr.dp)}}}});
+    events.push_back(
+        {{"ph", "M"},
+         {"name", "process_name"},
+         {"pid", r},
+         {"args", {{"name", "stage " + std::to_string(sr.stage) + " rank " + std::to_string(sr.stage_rank)}}}});
     for (int s = 0; s < static_cast<int>(StreamKind::count); ++s) {
       events.push_back({{"ph", "M"},
                         {"name", "thread_name"},

@@ -59,10 +59,10 @@ class BoundBuilder {
         c.input += t.input;
         c.wgrad += t.wgrad;
       };
-      add(places.front(), edge_times(edge.embed));
+      add(places.front(), edge_times(edge.embed, TpPoint::exit));
       for (std::int64_t l = 0; l < arch_.num_layers; ++l)
         add(places[static_cast<std::size_t>(l + 1)], layer_times(l, e));
-      add(places.back(), edge_times(edge.head));
+      add(places.back(), edge_times(edge.head, TpPoint::enter));
       for (std::size_t s = 0; s < stages; ++s) {
         double w = 0;
         for (const PipeOp& op : ops[s]) {
@@ -114,22 +114,36 @@ class BoundBuilder {
  private:
   ChunkTimes layer_times(std::int64_t layer, std::int64_t ep_mp) {
     const bool moe = arch_.is_moe_layer(layer);
-    const ShardRows shard = moe ? shard_expert_rows(arch_, plan_, tokens_, layer, ep_mp) : ShardRows{};
+    const ShardRows shard =
+        moe ? shard_expert_rows(arch_, plan_, tokens_ * plan_.sequence_share(), layer, ep_mp) : ShardRows{};
     const LayerWork& w = work_.get(layer, shard.rows);
     const double recompute = w.partial_recompute;  // what a partial recompute redoes in backward
+    // The TP collectives between the parts before the dispatch, and around the shared experts.
+    double tp_fwd = 0, tp_bwd = 0;
+    for (TpPoint p : w.pre_points) {
+      tp_fwd += tp_s(p, false, w.tp_bytes);
+      tp_bwd += tp_s(p, true, w.tp_bytes);
+    }
+    const double shared_tp_fwd =
+        w.shared_tp ? tp_s(TpPoint::enter, false, w.tp_bytes) + tp_s(TpPoint::exit, false, w.tp_bytes) : 0.0;
+    const double shared_tp_bwd =
+        w.shared_tp ? tp_s(TpPoint::enter, true, w.tp_bytes) + tp_s(TpPoint::exit, true, w.tp_bytes) : 0.0;
     ChunkTimes t;
     if (!w.moe) {
-      t.fwd = w.pre.fwd;
-      t.bwd = w.pre.bwd + recompute;
-      t.input = w.pre.input_grad() + recompute;
+      t.fwd = w.pre.fwd + tp_fwd;
+      t.bwd = w.pre.bwd + recompute + tp_bwd;
+      t.input = w.pre.input_grad() + recompute + tp_bwd;
     } else {
       // Dispatch + combine (the forward dispatch may send FP8 rows; backward both BF16).
       const double combine = plan_.ep > 1 ? all_to_all_s(w.a2a_bytes) : 0.0;
       const double dispatch = plan_.ep > 1 ? all_to_all_s(w.dispatch_bytes) : 0.0;
-      t.fwd = w.pre.fwd + std::max(dispatch + combine + w.experts.fwd, w.shared.fwd) + w.post.fwd;
-      t.bwd = w.post.bwd + std::max(2 * combine + w.experts.bwd + recompute, w.shared.bwd) + w.pre.bwd;
-      t.input = w.post.input_grad() +
-                std::max(2 * combine + w.experts.input_grad() + recompute, w.shared.input_grad()) + w.pre.input_grad();
+      const double shared_fwd = w.shared.fwd > 0 ? w.shared.fwd + shared_tp_fwd : 0.0;
+      const double shared_bwd = w.shared.bwd > 0 ? w.shared.bwd + shared_tp_bwd : 0.0;
+      const double shared_input = w.shared.bwd > 0 ? w.shared.input_grad() + shared_tp_bwd : 0.0;
+      t.fwd = w.pre.fwd + tp_fwd + std::max(dispatch + combine + w.experts.fwd, shared_fwd) + w.post.fwd;
+      t.bwd = w.post.bwd + std::max(2 * combine + w.experts.bwd + recompute, shared_bwd) + w.pre.bwd + tp_bwd;
+      t.input = w.post.input_grad() + std::max(2 * combine + w.experts.input_grad() + recompute, shared_input) +
+                w.pre.input_grad() + tp_bwd;
     }
     // W as the step builder runs it: every weight gradient of the block in one kernel.
     t.wgrad = w.weight_gradients();
@@ -142,17 +156,42 @@ class BoundBuilder {
 
   static ChunkTimes edge_times(const PassTimes& t) { return {t.fwd, t.bwd, t.input_grad(), t.wgrad}; }
 
+  // The embedding's (exit) or the LM head's (enter, and the vocab-parallel loss's three
+  // all-reduces) TP collectives added to its times.
+  ChunkTimes edge_times(const PassTimes& t, TpPoint point) const {
+    ChunkTimes c = edge_times(t);
+    if (plan_.tp == 1) return c;
+    const double bytes = tokens_ * dbl(arch_.d_model) * bytes_of(plan_.precision.compute);
+    c.fwd += tp_s(point, false, bytes);
+    c.bwd += tp_s(point, true, bytes);
+    c.input += tp_s(point, true, bytes);
+    if (point == TpPoint::enter) {
+      constexpr int kReductions = 3;  // sim/schedules/tensor_parallel.hpp vocab_parallel_loss
+      c.fwd +=
+          kReductions * collective_s(CollectiveKind::all_reduce, tokens_ * bytes_of(DType::fp32), Communicator::tp);
+    }
+    return c;
+  }
+
+  // A TP point's collective in one direction (zero where it has none, or without TP).
+  double tp_s(TpPoint point, bool backward, double bytes) const {
+    if (plan_.tp == 1) return 0.0;
+    const TpCollective c = tp_collective(point, backward, plan_.sequence_parallel);
+    return c.has ? collective_s(c.kind, bytes, Communicator::tp) : 0.0;
+  }
+
+  double collective_s(CollectiveKind kind, double bytes, Communicator communicator) const {
+    return costs_.collective(collective_request(kind, bytes, communicator_shape(plan_, communicator))).time_s;
+  }
+
   double all_to_all_s(double bytes) const {
     return costs_.ep_transfer(plan_.ep_transport, ep_transfer_request(arch_, plan_, bytes)).time_s;
   }
 
   // One microbatch's hidden states between neighbouring stages (sim/schedules/pipeline_transfers).
   double transfer_s() const {
-    const double bytes = tokens_ * dbl(arch_.d_model) * bytes_of(plan_.precision.compute);
-    return costs_
-        .collective(collective_request(CollectiveKind::send_recv, bytes,
-                                       communicator_shape(plan_, Communicator::pp_neighbours)))
-        .time_s;
+    const double bytes = tokens_ * dbl(arch_.d_model) * bytes_of(plan_.precision.compute) * plan_.sequence_share();
+    return collective_s(CollectiveKind::send_recv, bytes, Communicator::pp_neighbours);
   }
 
   const Architecture& arch_;

@@ -1,6 +1,8 @@
 #include "sim/step_builder.hpp"
 
+#include <algorithm>
 #include <array>
+#include <iterator>
 #include <memory>
 
 #include "models/costs/layer_work.hpp"
@@ -8,6 +10,7 @@
 #include "sim/schedules/expert_parallel.hpp"
 #include "sim/schedules/param_sync.hpp"
 #include "sim/schedules/pipeline_transfers.hpp"
+#include "sim/schedules/tensor_parallel.hpp"
 #include "sim/step_emitter.hpp"
 
 namespace moesim {
@@ -22,6 +25,9 @@ struct RankState {
   UnitTable<double> local_params;  // elements held per unit (-1 embedding, L head)
   UnitTable<double> unit_numel;    // full elements per unit
   std::unique_ptr<ParamSync> sync;
+  // By microbatch: the end of its loss under TP (the vocab-parallel reductions after the head's
+  // kernel), which the head's backward waits for.
+  std::vector<TaskId> loss_done;
   // The units a pass runs, by direction and model chunk ([forward][chunk]), worked out on first use:
   // a step runs each of them once per microbatch.
   std::array<std::vector<std::vector<std::int64_t>>, 2> pass_units;
@@ -41,7 +47,8 @@ class StepBuilder {
         out_(std::move(recycled)),
         work_(arch, plan, costs, tokens_),
         emit_(arch, plan, costs, out_),
-        pipeline_(plan, tokens_ * dbl(arch.d_model) * bytes_of(plan.precision.compute)) {
+        edge_tp_bytes_(tokens_ * dbl(arch.d_model) * bytes_of(plan.precision.compute)),
+        pipeline_(plan, edge_tp_bytes_ * plan.sequence_share()) {
     const std::vector<LayerPlace> all = layer_places(plan, arch);  // embedding, layers, head
     place_.assign(all.begin() + 1, all.end() - 1);
   }
@@ -84,7 +91,8 @@ class StepBuilder {
     const std::int64_t per_stage = simulated_ranks_per_stage(arch_, plan_, options_);
     for (std::int64_t s = 0; s < plan_.pp; ++s) {
       for (std::int64_t i = 0; i < per_stage; ++i) {
-        out_.ranks.push_back({coords_of(plan_, s * plan_.dp() + i), dbl(plan_.dp()) / dbl(per_stage)});
+        out_.ranks.push_back(
+            {coords_of(plan_, s * plan_.stage_ranks() + i), dbl(plan_.stage_ranks()) / dbl(per_stage)});
       }
     }
   }
@@ -97,14 +105,14 @@ class StepBuilder {
     st.unit_numel = UnitTable<double>(arch_.num_layers);
     for (const auto& lt : st.tensors) {
       st.local_params[lt.tensor->layer] += lt.local_numel;
-      st.unit_numel[lt.tensor->layer] += dbl(lt.tensor->numel);
+      st.unit_numel[lt.tensor->layer] += dbl(lt.tensor->numel) * lt.tp_share;
     }
     st.layers.resize(static_cast<std::size_t>(arch_.num_layers));
     for (std::int64_t l = 0; l < arch_.num_layers; ++l) {
       if (place_[static_cast<std::size_t>(l)].stage != sr.stage) continue;
       ShardRows shard;
       if (arch_.is_moe_layer(l)) {
-        shard = shard_expert_rows(arch_, plan_, tokens_, l, sr.ep_mp);
+        shard = shard_expert_rows(arch_, plan_, tokens_ * plan_.sequence_share(), l, sr.ep_mp);
         routed_rows_ += shard.routed;
         dropped_rows_ += shard.dropped;
         if (sr.ep_mp == 0 && plan_.routing.kind != RoutingKind::uniform) {  // the layer's group, once
@@ -188,29 +196,69 @@ class StepBuilder {
     return kNoTask;
   }
 
+  // A TP point of unit `u` in `pass` (nothing without TP, or where the point has no collective).
+  TaskId tp(const TaskPlace& at, TpPoint point, TpPass pass, std::size_t index, double bytes, TaskId ready) {
+    return tp_point(emit_, plan_, at, point, pass, static_cast<std::int32_t>(index), bytes, ready);
+  }
+
   void forward_unit(std::uint32_t r, std::int64_t u, std::int32_t mb, PhaseTag phase, TaskId& cursor) {
     const RankState& st = ranks_[r];
+    const TpPass tp_pass = phase == PhaseTag::recompute ? TpPass::recompute : TpPass::forward;
     if (u == -1) {
-      cursor = emit_.kernel({r, StreamKind::compute, phase, mb, u}, TaskKind::memory, st.edge.embed.fwd, "embedding",
-                            cursor);
+      const TaskPlace at{r, StreamKind::compute, phase, mb, u};
+      cursor = emit_.kernel(at, TaskKind::memory, st.edge.embed.fwd, "embedding", cursor);
+      // The vocab-parallel lookup's partial rows summed (scattered under SP) over the TP group.
+      cursor = tp(at, TpPoint::exit, tp_pass, 0, edge_tp_bytes_, cursor);
       return;
     }
     if (u == arch_.num_layers) {
-      cursor = emit_.kernel({r, StreamKind::compute, phase, mb, u}, TaskKind::compute, st.edge.head.fwd,
-                            "LM head + loss", cursor);
+      const TaskPlace at{r, StreamKind::compute, phase, mb, u};
+      cursor = tp(at, TpPoint::enter, tp_pass, 0, edge_tp_bytes_, cursor);
+      cursor = emit_.kernel(at, TaskKind::compute, st.edge.head.fwd, "LM head + loss", cursor);
+      cursor = vocab_parallel_loss(emit_, plan_, at, 1, tokens_, cursor);
+      if (plan_.tp > 1) {
+        auto& done = ranks_[r].loss_done;
+        if (done.size() <= static_cast<std::size_t>(mb)) done.resize(static_cast<std::size_t>(mb) + 1, kNoTask);
+        done[static_cast<std::size_t>(mb)] = cursor;
+      }
       return;
     }
     const LayerWork& w = st.layers[static_cast<std::size_t>(u)];
     const TaskPlace at{r, StreamKind::compute, phase, mb, u};
-    const TaskId pre = emit_.kernel(at, TaskKind::compute, w.pre.fwd, w.moe ? "attention + router" : "block", cursor);
+    TaskId pre = cursor;
+    for (std::size_t i = 0; i < w.pre_parts.size(); ++i) {
+      if (i > 0) pre = tp(at, w.pre_points[i - 1], tp_pass, i - 1, w.tp_bytes, pre);
+      if (!w.pre_points.empty() && w.pre_parts[i].fwd <= 0) continue;
+      pre = emit_.kernel(at, TaskKind::compute, w.pre_parts[i].fwd, part_label(w, i, false), pre);
+    }
     cursor = pre;
     if (!w.moe) return;
-    const TaskId shared = w.shared.fwd > 0 ? emit_.kernel({r, StreamKind::side, phase, mb, u}, TaskKind::compute,
-                                                          w.shared.fwd, "shared expert", pre)
-                                           : kNoTask;
+    TaskId shared = kNoTask;
+    if (w.shared.fwd > 0) {
+      const TaskPlace side{r, StreamKind::side, phase, mb, u};
+      const std::size_t n = w.pre_points.size();
+      shared = w.shared_tp ? tp(at, TpPoint::enter, tp_pass, n, w.tp_bytes, pre) : pre;
+      shared = emit_.kernel(side, TaskKind::compute, w.shared.fwd, "shared expert", shared);
+      if (w.shared_tp) shared = tp(at, TpPoint::exit, tp_pass, n + 1, w.tp_bytes, shared);
+    }
     const ExpertPass pass = phase == PhaseTag::recompute ? ExpertPass::recompute : ExpertPass::forward;
     const TaskId x = routed_experts(emit_, plan_, at, pass, {w.a2a_bytes, w.dispatch_bytes, w.experts.fwd}, pre);
     cursor = emit_.kernel(at, TaskKind::compute, w.post.fwd, "combine", x, shared);
+  }
+
+  // The trace label of the block's part `i` before the EP dispatch: the whole of it without TP,
+  // else the ops between two TP points.
+  static const char* part_label(const LayerWork& w, std::size_t i, bool backward) {
+    if (w.pre_points.empty()) {
+      if (backward) return w.moe ? "attention + router backward" : "block backward";
+      return w.moe ? "attention + router" : "block";
+    }
+    static constexpr const char* kForward[] = {"norm", "attention", "residual + norm", "MLP", "residual"};
+    static constexpr const char* kBackward[] = {"norm backward", "attention backward", "residual + norm backward",
+                                                "MLP backward", "residual backward"};
+    if (w.moe && i == 2) return backward ? "router backward" : "router";
+    const std::size_t k = std::min(i, std::size(kForward) - 1);
+    return backward ? kBackward[k] : kForward[k];
   }
 
   // The unit's whole backward, or only its input-gradient part (B) when the schedule splits it:
@@ -221,28 +269,51 @@ class StepBuilder {
     const bool whole = part == BackwardPart::whole;
     const auto time = [whole](const PassTimes& t) { return whole ? t.bwd : t.input_grad(); };
     if (u == arch_.num_layers) {
-      cursor = emit_.kernel(at, TaskKind::compute, time(st.edge.head), "LM head + loss backward", cursor);
+      const TaskId loss =
+          static_cast<std::size_t>(mb) < st.loss_done.size() ? st.loss_done[static_cast<std::size_t>(mb)] : kNoTask;
+      cursor = emit_.kernel(at, TaskKind::compute, time(st.edge.head), "LM head + loss backward", cursor, loss);
+      cursor = tp(at, TpPoint::enter, TpPass::backward, 0, edge_tp_bytes_, cursor);
       return;
     }
     if (u == -1) {
+      cursor = tp(at, TpPoint::exit, TpPass::backward, 0, edge_tp_bytes_, cursor);
       cursor = emit_.kernel(at, TaskKind::memory, time(st.edge.embed), "embedding backward", cursor);
       return;
     }
     const LayerWork& w = st.layers[static_cast<std::size_t>(u)];
     if (plan_.recompute == Recompute::full) forward_unit(r, u, mb, PhaseTag::recompute, cursor);
     const double recompute = w.partial_recompute;  // what a partial recompute redoes in backward
-    if (!w.moe) {
-      cursor = emit_.kernel(at, TaskKind::compute, time(w.pre) + recompute, "block backward", cursor);
-      return;
+    TaskId joined = kNoTask;                       // the routed and shared experts' backward, both done
+    TaskId also = kNoTask;
+    if (w.moe) {
+      const TaskId post = emit_.kernel(at, TaskKind::compute, time(w.post), "combine backward", cursor);
+      TaskId shared = kNoTask;
+      if (w.shared.bwd > 0) {
+        const std::size_t n = w.pre_points.size();
+        shared = w.shared_tp ? tp(at, TpPoint::exit, TpPass::backward, n + 1, w.tp_bytes, post) : post;
+        shared = emit_.kernel({r, StreamKind::side, PhaseTag::backward, mb, u}, TaskKind::compute, time(w.shared),
+                              "shared expert backward", shared);
+        if (w.shared_tp) shared = tp(at, TpPoint::enter, TpPass::backward, n, w.tp_bytes, shared);
+      }
+      joined = routed_experts(emit_, plan_, at, ExpertPass::backward,
+                              {w.a2a_bytes, w.a2a_bytes, time(w.experts) + recompute}, post);
+      also = shared;
+    } else {
+      joined = cursor;
     }
-    const TaskId post = emit_.kernel(at, TaskKind::compute, time(w.post), "combine backward", cursor);
-    const TaskId shared = w.shared.bwd > 0
-                              ? emit_.kernel({r, StreamKind::side, PhaseTag::backward, mb, u}, TaskKind::compute,
-                                             time(w.shared), "shared expert backward", post)
-                              : kNoTask;
-    const TaskId x = routed_experts(emit_, plan_, at, ExpertPass::backward,
-                                    {w.a2a_bytes, w.a2a_bytes, time(w.experts) + recompute}, post);
-    cursor = emit_.kernel(at, TaskKind::compute, time(w.pre), "attention + router backward", x, shared);
+    // The parts before the dispatch in reverse, each TP point's backward collective between them;
+    // a dense block's partial recompute runs with its first backward kernel.
+    bool first = true;
+    for (std::size_t i = w.pre_parts.size(); i-- > 0;) {
+      const double t = time(w.pre_parts[i]) + (!w.moe && first ? recompute : 0.0);
+      if (w.pre_points.empty() || t > 0) {
+        joined = emit_.kernel(at, TaskKind::compute, t, part_label(w, i, true), joined, also);
+        also = kNoTask;
+        first = false;
+      }
+      if (i > 0) joined = tp(at, w.pre_points[i - 1], TpPass::backward, i - 1, w.tp_bytes, joined);
+    }
+    cursor = joined;
   }
 
   // The unit's W pass: its GEMMs' weight gradients as one kernel on the compute stream (the
@@ -267,6 +338,7 @@ class StepBuilder {
   BuiltStep out_;
   LayerWorkCache work_;
   StepEmitter emit_;
+  double edge_tp_bytes_ = 0;  // the [T, d] activations the embedding's and LM head's TP collectives move
   PipelineTransfers pipeline_;
   std::vector<LayerPlace> place_;  // by layer index
   std::vector<RankState> ranks_;
@@ -292,7 +364,7 @@ ShardRows shard_expert_rows(const Architecture& arch, const ParallelPlan& plan, 
 
 std::int64_t simulated_ranks_per_stage(const Architecture& arch, const ParallelPlan& plan, const SimOptions& options) {
   const bool uneven = arch.moe && plan.routing.kind != RoutingKind::uniform;
-  return options.all_ranks ? plan.dp() : (uneven ? plan.ep : 1);
+  return options.all_ranks ? plan.stage_ranks() : (uneven ? plan.ep : 1);
 }
 
 BuiltStep build_step(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan, const CostBook& costs,

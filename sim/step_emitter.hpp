@@ -33,6 +33,9 @@ enum class CollectivePurpose : std::uint8_t {
   grad_norm,                // gradient-norm reduction before clipping
   loss,                     // the loss averaged over the ranks
   weight_rebuild,           // distributed optimizer's coalesced all-gather
+  tp_forward,               // tensor-parallel collectives of activations (bucket: the point's index)
+  tp_backward,
+  tp_recompute,
 };
 
 // One collective call as every member names it: ranks whose keys are equal run it together.
@@ -61,7 +64,7 @@ struct CollectiveKeyHash {
 struct TransferKey {
   std::int64_t from_stage = 0;
   std::int64_t to_stage = 0;
-  std::int64_t dp = 0;  // the DP index both ends share
+  std::int64_t dp = 0;  // the index in its stage both ends share (RankCoords::stage_rank)
   std::int32_t microbatch = 0;
   std::int32_t chunk = 0;  // the model chunk both sides name the transfer by
   bool gradients = false;  // backward: activation gradients

@@ -12,6 +12,7 @@ const char* name_of(StreamKind s) {
     case StreamKind::comm_rs: return "comm_rs";
     case StreamKind::comm_replica: return "comm_replica";
     case StreamKind::comm_pp: return "comm_pp";
+    case StreamKind::comm_tp: return "comm_tp";
     default: return "?";
   }
 }
@@ -30,6 +31,7 @@ const char* name_of(PhaseTag p) {
     case PhaseTag::ep_dispatch: return "ep_dispatch";
     case PhaseTag::ep_combine: return "ep_combine";
     case PhaseTag::pp_p2p: return "pp_p2p";
+    case PhaseTag::tp_comm: return "tp_comm";
     default: return "?";
   }
 }

@@ -33,6 +33,7 @@ enum class StreamKind : std::uint8_t {
   comm_rs,
   comm_replica,
   comm_pp,
+  comm_tp,  // tensor-parallel collectives (the compute stream waits for each)
   count
 };
 inline bool stream_is_ordered(StreamKind s) { return s != StreamKind::comm_pp; }
@@ -55,6 +56,7 @@ enum class PhaseTag : std::uint8_t {
   ep_dispatch,
   ep_combine,
   pp_p2p,
+  tp_comm,  // tensor-parallel all-reduces, all-gathers and reduce-scatters of activations
   count
 };
 // Link classes for bandwidth sharing and per-rank byte ledgers.

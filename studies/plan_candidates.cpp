@@ -22,7 +22,7 @@ const std::vector<nlohmann::json>& values_of(const PlanSpace& space, const std::
 struct Choice {
   PlannerFamily family;
   std::string schedule = "1f1b", recompute, layout, split = "even", precision = "scenario";
-  std::int64_t hsdp = 0, ep = 1, pp = 1, microbatch = 1;
+  std::int64_t hsdp = 0, tp = 1, ep = 1, pp = 1, microbatch = 1;
   std::vector<std::pair<std::string, nlohmann::json>> paths;
 };
 
@@ -44,7 +44,10 @@ class Enumerator {
         c.hsdp = f.get<std::int64_t>();
         for_each(c.family.layout_axis ? values_of(space_, "layout") : one(""), [&](const nlohmann::json& l) {
           c.layout = l.get<std::string>();
-          pipelines(c);
+          for_each(values_of(space_, "tp"), [&](const nlohmann::json& t) {
+            c.tp = t.get<std::int64_t>();
+            pipelines(c);
+          });
         });
       });
     }
@@ -99,15 +102,17 @@ class Enumerator {
   std::string refusal(const Choice& c) const {
     const std::int64_t v = plan_schedule_virtual_stages(c.schedule);
     if (space_.gpus % c.pp != 0) return "PP degree does not divide the GPU count";
-    const std::int64_t dp = space_.gpus / c.pp;
+    if (space_.gpus % (c.pp * c.tp) != 0) return "PP x TP does not divide the GPU count";
+    const std::int64_t dp = space_.gpus / (c.pp * c.tp);
     if (c.hsdp > 0 && dp % c.hsdp != 0) return "HSDP shard degree does not divide the DP degree";
     if (c.hsdp >= dp) return "HSDP shard degree is not below the DP degree (that is plain FSDP)";
-    if (c.ep > 1 && dp % c.ep != 0) return "EP degree does not divide the DP degree";
+    if (c.ep > 1 && (dp * c.tp) % c.ep != 0) return "EP degree does not divide the ranks of a stage (TP x DP)";
     if ((c.precision == "fp8" && !base_.hardware.compute.fp8_gemm) ||
         (c.precision == "mxfp8" && !base_.hardware.compute.mxfp8_gemm))
       return "the hardware profile has no " + c.precision + " GEMM rates";
     if (arch_changes_) return "";  // the architecture varies: compose checks the rest
     if (c.pp * v > base_.arch.num_layers) return "PP stages x virtual stages exceed the layers";
+    if (const std::string why = tp_refusal(c.tp); !why.empty()) return why;
     if (c.ep > 1 && (!base_.arch.moe || base_.arch.moe->num_experts % c.ep != 0))
       return "EP degree does not divide the routed experts";
     const std::int64_t step_tokens = c.microbatch * base_.arch.sequence_length * dp;
@@ -122,6 +127,22 @@ class Enumerator {
     return "";
   }
 
+  // The TP rules of validate_plan (plan_validation.cpp check_tensor_parallel).
+  std::string tp_refusal(std::int64_t t) const {
+    if (t == 1) return "";
+    const Architecture& a = base_.arch;
+    if (a.attention.num_heads % t != 0) return "TP degree does not divide the attention heads";
+    if (a.attention.num_kv_heads % t != 0 && t % a.attention.num_kv_heads != 0)
+      return "TP degree and the KV heads: neither divides the other";
+    bool dense = false;
+    for (std::int64_t l = 0; l < a.num_layers && !dense; ++l) dense = !a.is_moe_layer(l);
+    if (dense && a.dense_hidden % t != 0) return "TP degree does not divide the dense MLP hidden size";
+    if (a.moe && a.moe->shared_experts > 0 && a.moe->shared_hidden % t != 0)
+      return "TP degree does not divide the shared expert hidden size";
+    if (a.moe && !base_.plan.sequence_parallel) return "an MoE model with TP needs sequence parallelism";
+    return "";
+  }
+
   void add(const Choice& c) {
     PlanCandidate p;
     p.index = out_.size();
@@ -129,6 +150,7 @@ class Enumerator {
     p.values = nlohmann::json::object();
     p.values["design"] = p.family;
     if (c.family.hsdp_axis) p.values["hsdp"] = c.hsdp;
+    p.values["tp"] = c.tp;
     p.values["ep"] = c.ep;
     p.values["pp"] = c.pp;
     if (c.pp > 1) p.values["schedule"] = c.schedule;
@@ -142,7 +164,8 @@ class Enumerator {
                  {"plan.gpus_per_node", space_.gpus_per_node},
                  {"plan.batch.global_batch_tokens", space_.global_batch_tokens}};
     for (const auto& [path, value] : c.family.changes) p.changes.emplace_back(path, nlohmann::json::parse(value));
-    p.changes.insert(p.changes.end(), {{"plan.expert_parallel.degree", c.ep},
+    p.changes.insert(p.changes.end(), {{"plan.tensor_parallel.degree", c.tp},
+                                       {"plan.expert_parallel.degree", c.ep},
                                        {"plan.pipeline.degree", c.pp},
                                        {"plan.pipeline.schedule", plan_schedule_key(c.schedule)},
                                        {"plan.pipeline.virtual_stages", v},

@@ -34,6 +34,13 @@ const std::vector<std::string> kSchedules = {"1f1b", "v2", "v4"};
 // configurations span (larger ones rarely fit beside an MoE's activations).
 const std::vector<std::int64_t> kMicrobatches = {1, 2, 4, 8};
 
+// Tensor-parallel degrees searched by default for a dense model: powers of two up to 8 inside one
+// NVLink domain, the range Megatron-LM's and torchtitan's published configurations use (TP
+// crosses no NIC). An MoE model searches TP 1 unless asked (--search tp=1,2,4): its experts are
+// not tensor-parallel here, and fine-grained MoE runs (DeepSeek-V3, Olmo-core's) use EP instead;
+// searching TP for them would quadruple a search's candidates for plans rarely chosen.
+constexpr std::int64_t kMaxDefaultTp = 8;
+
 std::vector<nlohmann::json> as_values(const std::vector<std::string>& words) { return {words.begin(), words.end()}; }
 
 // The design axis: every registered design's planner families (models/plan/designs/), all of them
@@ -94,7 +101,7 @@ std::string plan_schedule_key(const std::string& schedule) {
 }
 
 const std::vector<std::string>& plan_axis_names() {
-  static const std::vector<std::string> names = {"design",     "hsdp",      "ep",     "pp",    "schedule",
+  static const std::vector<std::string> names = {"design",     "hsdp",      "tp",     "ep",    "pp",       "schedule",
                                                  "microbatch", "recompute", "layout", "split", "precision"};
   return names;
 }
@@ -140,8 +147,15 @@ PlanSpace plan_space(const ScenarioSource& source, const Scenario& base, const P
   std::vector<nlohmann::json> microbatch(kMicrobatches.begin(), kMicrobatches.end());
   if (std::find(microbatch.begin(), microbatch.end(), base.plan.microbatch_sequences) == microbatch.end())
     microbatch.emplace_back(base.plan.microbatch_sequences);
+  std::vector<nlohmann::json> tp;
+  const std::int64_t domain = base.plan.domain_hosts * space.gpus_per_node;
+  const std::int64_t max_tp = base.arch.moe ? 1 : std::min(kMaxDefaultTp, domain);
+  for (std::int64_t t = 1; t <= max_tp; t *= 2) {
+    if (space.gpus % t == 0) tp.emplace_back(t);
+  }
   space.axes = {{"design", as_values(family_names(true))},
                 {"hsdp", hsdp},
+                {"tp", tp},
                 {"ep", divisors_up_to(std::gcd(experts, space.gpus), space.gpus)},
                 {"pp", divisors_up_to(space.gpus, base.arch.num_layers)},
                 {"schedule", as_values(kSchedules)},

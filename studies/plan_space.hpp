@@ -1,5 +1,5 @@
 // The space `moesim plan` searches: the axes of a parallel plan (design family, HSDP shard
-// degree, EP-MP degree, PP degree, schedule and layer split, rank microbatch, recompute, optimizer layout,
+// degree, TP degree, EP-MP degree, PP degree, schedule and layer split, rank microbatch, recompute, optimizer layout,
 // plus any scenario path the user adds), their default values for a GPU count, the user's
 // restrictions (--search AXIS=V1,V2,...), and the candidates they enumerate. An axis that does
 // not apply to a candidate (the schedule without PP, the layout without a distributed
@@ -37,7 +37,7 @@ struct PlanSpace {
   std::vector<PlanAxis> axes;  // the named axes first, in plan_axis_names order, then path axes
 };
 
-// design (fsdp, hsdp, ddp, ddp-nodistopt), hsdp, ep, pp, schedule (1f1b, vN, 1f1b_v, zb_h1, zbv), microbatch,
+// design (fsdp, hsdp, ddp, ddp-nodistopt), hsdp, tp, ep, pp, schedule (1f1b, vN, 1f1b_v, zb_h1, zbv), microbatch,
 // recompute, layout, split (even, balanced), precision (scenario, bf16, fp8, mxfp8).
 const std::vector<std::string>& plan_axis_names();
 

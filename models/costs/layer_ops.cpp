@@ -16,13 +16,14 @@ constexpr double kFp32 = bytes_of(DType::fp32);
 PassTimes linear(const CostBook& c, double tokens, double in, double out) { return linear(c, {}, tokens, in, out); }
 PassTimes elementwise(const CostBook& c, double bytes) { return streaming(c, bytes, MemoryKernel::elementwise); }
 
-// Causal flash attention over the microbatch's sequences (GQA: K/V heads from the architecture).
-PassTimes attention(const Architecture& a, const CostBook& c, double tokens) {
+// Causal flash attention over the microbatch's sequences (GQA: K/V heads from the architecture),
+// on this rank's `heads` and `kv_heads` (all of them, or a TP shard).
+PassTimes attention(const Architecture& a, const CostBook& c, double tokens, double heads, double kv_heads) {
   AttentionShape shape;
   shape.sequences = tokens / dbl(a.sequence_length);
   shape.seq_len = dbl(a.sequence_length);
-  shape.heads = dbl(a.attention.num_heads);
-  shape.kv_heads = dbl(a.attention.num_kv_heads);
+  shape.heads = heads;
+  shape.kv_heads = kv_heads;
   shape.head_dim = dbl(a.attention.head_dim);
   shape.causal = true;
   return {c.attention(shape, false), c.attention(shape, true)};
@@ -34,28 +35,55 @@ PassTimes swiglu_mlp(const CostBook& c, Format f, double T, double d, double h, 
   return add(add(linear(c, f, T, d, 2 * h), linear(c, f, T, h, d)), elementwise(c, T * e * 3 * h));
 }
 
+// One rank's share of a block under tensor parallelism (Megatron-LM ColumnParallelLinear /
+// RowParallelLinear): heads, KV groups (one per rank when TP exceeds them) and hidden widths
+// split by TP; the norms and residuals run on `outside` tokens (1/TP of them under sequence
+// parallelism), the linears and attention on the whole microbatch.
+struct TpShare {
+  double t = 1, heads = 0, kv_heads = 0, q = 0, kv = 0, outside = 0;
+  TpShare(const Architecture& a, const ParallelPlan& plan, double T)
+      : t(dbl(plan.tp)),
+        heads(dbl(a.attention.num_heads) / t),
+        kv_heads(std::max(1.0, dbl(a.attention.num_kv_heads) / t)),
+        q(dbl(a.attn_dim()) / t),
+        kv(kv_heads * dbl(a.attention.head_dim)),
+        outside(T * plan.sequence_share()) {}
+};
+
 }  // namespace
 
 LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBook& c, std::int64_t layer, double T,
                    const std::vector<double>& rows) {
   const double e = bytes_of(plan.precision.compute);
-  const double d = dbl(a.d_model), q = dbl(a.attn_dim()), kv = dbl(a.kv_dim());
+  const double d = dbl(a.d_model);
+  const TpShare s(a, plan, T);
+  const bool tp = plan.tp > 1;
+  const double q = s.q, kv = s.kv;
   LayerOps out;
   auto& ops = out.ops;
+  const auto point = [&](LayerOpKind kind) {
+    if (tp) ops.push_back({kind, OpPlace::point, {}});
+  };
+  if (tp) out.tp_bytes = T * d * e;
   // Attention: norm, QKV, (QK-norm), RoPE, flash attention, out-projection, residual.
   const Format attn_f = format_of(plan, LinearClass::attention);
-  const double attn_elem = T * e * (2 * d + 2 * (q + kv) * (a.attention.qk_norm ? 2 : 1) + 3 * d);
+  const double f = s.outside / T;  // the norms' and residuals' share of the tokens
+  const double attn_elem = T * e * (2 * d * f + 2 * (q + kv) * (a.attention.qk_norm ? 2 : 1) + 3 * d * f);
   ops.push_back({LayerOpKind::attention_elementwise, OpPlace::main, elementwise(c, attn_elem)});
+  point(LayerOpKind::tp_enter);
   ops.push_back({LayerOpKind::qkv_projection, OpPlace::main, linear(c, attn_f, T, d, q + 2 * kv)});
-  ops.push_back({LayerOpKind::attention_core, OpPlace::main, attention(a, c, T)});
+  ops.push_back({LayerOpKind::attention_core, OpPlace::main, attention(a, c, T, s.heads, s.kv_heads)});
   ops.push_back({LayerOpKind::output_projection, OpPlace::main, linear(c, attn_f, T, q, d)});
+  point(LayerOpKind::tp_exit);
   if (!a.is_moe_layer(layer)) {
-    const double h = dbl(a.dense_hidden);
+    const double h = dbl(a.dense_hidden) / s.t;
     const Format mlp_f = format_of(plan, LinearClass::dense_mlp);
     // The MLP's elementwise kernels: its norm and input (2d), the SwiGLU (3h), the residual (3d).
-    const double mlp_elem = T * e * (2 * d + 3 * h + 3 * d);
+    const double mlp_elem = T * e * (2 * d * f + 3 * h + 3 * d * f);
+    point(LayerOpKind::tp_enter);
     ops.push_back({LayerOpKind::dense_mlp, OpPlace::main,
                    add(add(linear(c, mlp_f, T, d, 2 * h), linear(c, mlp_f, T, h, d)), elementwise(c, mlp_elem))});
+    point(LayerOpKind::tp_exit);
     if (plan.recompute == Recompute::selective)
       out.partial_recompute = c.memory(T * e * 3 * h, MemoryKernel::elementwise);
     if (plan.recompute == Recompute::selective_op) {
@@ -67,6 +95,9 @@ LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBo
     }
     return out;
   }
+  // An MoE block under TP runs on the rank's sequence share (sequence parallelism is required
+  // there: validate_plan): it routes its own tokens; the routed experts are not tensor-parallel.
+  T = s.outside;
   const MoeSpec& m = *a.moe;
   const double K = dbl(m.top_k), N = dbl(m.num_experts), he = dbl(m.expert_hidden), hs = dbl(m.shared_hidden);
   const double routed = std::accumulate(rows.begin(), rows.end(), 0.0);
@@ -98,9 +129,11 @@ LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBo
   // Unpermute the K copies back to token order, then the weighted combine and the residual.
   ops.push_back({LayerOpKind::unpermute, OpPlace::main, permutation});
   ops.push_back({LayerOpKind::combine_elementwise, OpPlace::main, elementwise(c, 3 * T * d * e)});
+  // A shared expert under TP is a TP MLP of its own (Megatron-Core SharedExpertMLP): the whole
+  // microbatch through 1/TP of its hidden width, between its own all-gather and reduce-scatter.
   const Format shared_f = format_of(plan, LinearClass::shared_expert);
-  for (std::int64_t s = 0; s < m.shared_experts; ++s) {
-    ops.push_back({LayerOpKind::shared_expert, OpPlace::side, swiglu_mlp(c, shared_f, T, d, hs, e)});
+  for (std::int64_t x = 0; x < m.shared_experts; ++x) {
+    ops.push_back({LayerOpKind::shared_expert, OpPlace::side, swiglu_mlp(c, shared_f, T * s.t, d, hs / s.t, e)});
   }
   // Dispatch sends every routed copy (the off-rank share is the collective model's business);
   // a skewed rank's receive side is larger, and the slower side sets its time.
@@ -119,14 +152,26 @@ LayerWork segments(const LayerOps& l) {
   w.a2a_bytes = l.a2a_bytes;
   w.dispatch_bytes = l.dispatch_bytes;
   w.partial_recompute = l.partial_recompute;
-  PassTimes* main = &w.pre;
+  w.tp_bytes = l.tp_bytes;
+  w.shared_tp = l.tp_bytes > 0;
+  w.pre_parts.emplace_back();
+  PassTimes* main = &w.pre_parts.back();
+  bool before_dispatch = true;
   for (const LayerOp& op : l.ops) {
     if (op.place == OpPlace::point) {
+      if (op.kind == LayerOpKind::tp_enter || op.kind == LayerOpKind::tp_exit) {
+        w.pre_points.push_back(op.kind == LayerOpKind::tp_enter ? TpPoint::enter : TpPoint::exit);
+        w.pre_parts.emplace_back();
+        main = &w.pre_parts.back();
+        continue;
+      }
+      before_dispatch = false;
       main = op.kind == LayerOpKind::ep_dispatch ? &w.experts : &w.post;
       continue;
     }
     PassTimes& into = op.place == OpPlace::side ? w.shared : *main;
     into = add(into, op.times);
+    if (op.place == OpPlace::main && before_dispatch) w.pre = add(w.pre, op.times);
   }
   return w;
 }

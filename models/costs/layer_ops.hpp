@@ -34,9 +34,11 @@ enum class LayerOpKind : std::uint8_t {
   unpermute,              // the routed copies back to token order
   combine_elementwise,    // weighting of the K copies, their sum and the residual add
   shared_expert,          // one shared expert's SwiGLU MLP, beside the routed path
+  tp_enter,               // point: a TP region opens (SP: all-gather; without SP: its backward's all-reduce)
+  tp_exit,                // point: a TP region closes (SP: reduce-scatter; without SP: all-reduce)
 };
 
-inline constexpr EnumNames<LayerOpKind, 15> kLayerOpKindNames{
+inline constexpr EnumNames<LayerOpKind, 17> kLayerOpKindNames{
     "layer op",
     {{{LayerOpKind::attention_elementwise, "attention_elementwise"},
       {LayerOpKind::qkv_projection, "qkv_projection"},
@@ -52,12 +54,14 @@ inline constexpr EnumNames<LayerOpKind, 15> kLayerOpKindNames{
       {LayerOpKind::ep_combine, "ep_combine"},
       {LayerOpKind::unpermute, "unpermute"},
       {LayerOpKind::combine_elementwise, "combine_elementwise"},
-      {LayerOpKind::shared_expert, "shared_expert"}}}};
+      {LayerOpKind::shared_expert, "shared_expert"},
+      {LayerOpKind::tp_enter, "tp_enter"},
+      {LayerOpKind::tp_exit, "tp_exit"}}}};
 constexpr std::string_view name_of(LayerOpKind value) { return kLayerOpKindNames.name(value); }
 
 // Where an op runs: on the block's main compute stream, beside it on the side stream (from the
-// last main op before the EP dispatch to the op after the combine), or a point with no kernel of
-// its own where communication sits.
+// last main op before the EP dispatch to the op after the combine; under TP between its own
+// TP collectives), or a point with no kernel of its own where communication sits.
 enum class OpPlace : std::uint8_t { main, side, point };
 
 struct LayerOp {
@@ -72,6 +76,7 @@ struct LayerOps {
   double a2a_bytes = 0;          // all_to_all send buffer per rank: combine (= BF16 dispatch, every backward)
   double dispatch_bytes = 0;     // the forward dispatch's (smaller when precision.ep_dispatch is FP8)
   double partial_recompute = 0;  // kernels the plan's partial recompute adds to the block's backward
+  double tp_bytes = 0;           // what each TP collective moves: the microbatch's [T, d] activations
 };
 
 // The ops of layer `layer` for `tokens` tokens; `rank_rows`: routed rows per local expert on this
@@ -80,8 +85,9 @@ LayerOps layer_ops(const Architecture& arch, const ParallelPlan& plan, const Cos
                    double tokens, const std::vector<double>& rank_rows);
 
 // The list cut at its points into what the step runs as tasks: the main ops before the EP
-// dispatch (`pre`; all of a dense block), those between dispatch and combine (`experts`), the
-// main ops after the combine (`post`) and the side ops (`shared`), each summed in list order.
+// dispatch (`pre`; all of a dense block; under TP also cut at each TP point into `pre_parts`),
+// those between dispatch and combine (`experts`), the main ops after the combine (`post`) and
+// the side ops (`shared`), each summed in list order.
 LayerWork segments(const LayerOps& ops);
 
 }  // namespace moesim

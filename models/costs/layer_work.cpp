@@ -18,6 +18,18 @@ PassTimes elementwise(const CostBook& c, double bytes) { return streaming(c, byt
 
 PassTimes add(PassTimes a, PassTimes b) { return {a.fwd + b.fwd, a.bwd + b.bwd, a.wgrad + b.wgrad}; }
 
+TpCollective tp_collective(TpPoint point, bool backward, bool sequence_parallel) {
+  // Megatron-LM tensor_parallel/mappings.py: without SP, copy_to (f: identity, all-reduce in
+  // backward) and reduce_from (g: all-reduce, identity in backward); with SP,
+  // gather_from_sequence_parallel_region (all-gather, reduce-scatter in backward) and
+  // reduce_scatter_to_sequence_parallel_region (reduce-scatter, all-gather in backward).
+  const bool opens = point == TpPoint::enter;
+  if (sequence_parallel) {
+    return {true, opens != backward ? CollectiveKind::all_gather : CollectiveKind::reduce_scatter};
+  }
+  return {opens == backward, CollectiveKind::all_reduce};
+}
+
 Format format_of(const ParallelPlan& plan, LinearClass c) {
   return {plan.precision.linear(c), plan.precision.weight_caches, false};
 }
@@ -52,7 +64,6 @@ PassTimes grouped(const CostBook& c, Format f, const std::vector<double>& rows, 
   return add(gemms, quantization(c, f, routed, k, n, dbl(rows.size()) * k * n));
 }
 
-
 const LayerWork& LayerWorkCache::get(std::int64_t layer, const std::vector<double>& rank_rows) {
   auto key = std::make_pair(arch_.is_moe_layer(layer), rank_rows);
   auto it = priced_.find(key);
@@ -68,7 +79,11 @@ LayerWork layer_work(const Architecture& a, const ParallelPlan& plan, const Cost
 
 EdgeWork edge_work(const Architecture& a, const ParallelPlan& plan, const CostBook& c, double T) {
   const double e = bytes_of(plan.precision.compute);
-  const double d = dbl(a.d_model), V = dbl(a.vocab_size);
+  // Under TP the embedding and the head are vocab-parallel (1/TP of the vocabulary on each rank,
+  // every token looked up or projected: Megatron-LM VocabParallelEmbedding, the output layer and
+  // vocab_parallel_cross_entropy); the final norm runs on the rank's sequence share.
+  const double d = dbl(a.d_model), V = dbl(a.vocab_size) / dbl(plan.tp);
+  const double outside = T * plan.sequence_share();
   EdgeWork w;
   // Embedding lookup (a gather of rows); backward scatters the gradient rows into the FP32
   // embedding gradient (read the row gradient, read + write the FP32 row).
@@ -78,7 +93,7 @@ EdgeWork edge_work(const Architecture& a, const ParallelPlan& plan, const CostBo
   // A tied head multiplies by the embedding, which no cache holds (low_precision.hpp).
   Format head_f = format_of(plan, LinearClass::lm_head);
   head_f.weight_caches = head_f.weight_caches && !a.tie_embeddings;
-  w.head = add(linear(c, head_f, T, d, V), elementwise(c, 2 * T * d * e));
+  w.head = add(linear(c, head_f, T, d, V), elementwise(c, 2 * outside * d * e));
   const double ce = plan.loss == LossImpl::standard ? T * V * (e + 2 * kFp32) : T * V * e;
   w.head = add(w.head, {c.memory(ce, MemoryKernel::cross_entropy), c.memory(ce, MemoryKernel::cross_entropy)});
   return w;

@@ -49,11 +49,31 @@ PassTimes linear(const CostBook& c, Format f, double tokens, double in, double o
 // cast for every expert in `rows`.
 PassTimes grouped(const CostBook& c, Format f, const std::vector<double>& rows, double n, double k);
 
+// Where a tensor-parallel region opens or closes (Megatron-LM's f and g operators, Shoeybi et al.
+// 2019 Section 3; with sequence parallelism Korthikanti et al. 2022 Section 4.2.2): what runs there
+// forward and backward.
+enum class TpPoint : std::uint8_t {
+  enter,  // SP: all-gather forward, reduce-scatter backward; without SP: nothing, all-reduce
+  exit,   // SP: reduce-scatter forward, all-gather backward; without SP: all-reduce, nothing
+};
+// The collective a TP point runs in one direction (`has` false: none).
+struct TpCollective {
+  bool has = false;
+  CollectiveKind kind = CollectiveKind::all_reduce;
+};
+TpCollective tp_collective(TpPoint point, bool backward, bool sequence_parallel);
+
 // A block as the step runs it: its ops (layer_ops.hpp) summed into the segments between the EP
 // all-to-alls.
 struct LayerWork {
   bool moe = false;
-  PassTimes pre;              // attention block (+ dense MLP, or + norm/router/permute before dispatch)
+  PassTimes pre;  // attention block (+ dense MLP, or + norm/router/permute before dispatch)
+  // `pre` cut at the TP points: part i runs, then the collective of `pre_points[i]`; one part
+  // (no point) without TP.
+  std::vector<PassTimes> pre_parts;
+  std::vector<TpPoint> pre_points;
+  bool shared_tp = false;     // the side ops sit between a TP enter and exit of their own
+  double tp_bytes = 0;        // what each TP collective moves (nccl-tests convention: [T, d] activations)
   PassTimes experts;          // routed-expert grouped GEMMs on this rank's rows
   PassTimes post;             // unpermute / combine weighting / residual
   PassTimes shared;           // shared experts (side stream)

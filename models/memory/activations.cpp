@@ -39,16 +39,34 @@ RoutedRows routed_rows_per_token(const Architecture& a, const ParallelPlan& plan
 
 namespace {
 
+// One rank's widths under tensor parallelism (Korthikanti et al. 2022 Section 4: what TP splits
+// is saved split; with sequence parallelism what lies between the TP regions is saved split by
+// the sequence): per token of the microbatch, the tokens outside the TP regions count `seq`
+// (1/TP under SP, else 1), the heads, KV groups (one per rank when TP exceeds them) and hidden
+// widths inside them 1/TP. An MoE block runs on the sequence share (SP is required there).
+struct TpWidths {
+  double seq, q, kv, heads, h, hs;
+  TpWidths(const Architecture& a, const ParallelPlan& plan)
+      : seq(plan.sequence_share()),
+        q(dbl(a.attn_dim()) / dbl(plan.tp)),
+        kv(std::max(1.0, dbl(a.attention.num_kv_heads) / dbl(plan.tp)) * dbl(a.attention.head_dim)),
+        heads(dbl(a.attention.num_heads) / dbl(plan.tp)),
+        h(dbl(a.dense_hidden) / dbl(plan.tp)),
+        hs(a.moe ? dbl(a.moe->shared_hidden) / dbl(plan.tp) : 0.0) {}
+};
+
 // torchtitan's op-level checkpointing of a dense block (see the header): the block input, the
-// flash-attention outputs and the outputs of the odd-numbered matmuls in call order.
-BlockActivations op_checkpointed(const Architecture& a, double e) {
-  const double d = dbl(a.d_model), q = dbl(a.attn_dim()), kv = dbl(a.kv_dim()), h = dbl(a.dense_hidden);
+// flash-attention outputs and the outputs of the odd-numbered matmuls in call order (under TP the
+// row-parallel w2 keeps its whole [T, d] partial sum).
+BlockActivations op_checkpointed(const Architecture& a, const ParallelPlan& plan, double e) {
+  const TpWidths w(a, plan);
+  const double d = dbl(a.d_model), q = w.q, kv = w.kv, h = w.h;
   // Output widths of the block's matmuls in call order: wq, wk, wv, wo, then w1, w3, w2.
   constexpr std::size_t kAttentionMatmuls = 4;
   const double widths[] = {q, kv, kv, d, h, h, d};
   BlockActivations b;
-  const double lse = kFp32 * dbl(a.attention.num_heads);
-  b.attention = e * d + e * q + lse;                        // input, attention output, LSE
+  const double lse = kFp32 * w.heads;
+  b.attention = e * d * w.seq + e * q + lse;                // input, attention output, LSE
   for (std::size_t i = 0; i < std::size(widths); i += 2) {  // the 1st, 3rd, ... matmul
     (i < kAttentionMatmuls ? b.attention : b.mlp) += e * widths[i];
   }
@@ -100,7 +118,8 @@ class SavedTerms {
 
 BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,
                                              const RoutedRows& routed) {
-  const double d = dbl(a.d_model), q = dbl(a.attn_dim()), kv = dbl(a.kv_dim());
+  const TpWidths w(a, plan);
+  const double d = dbl(a.d_model), q = w.q, kv = w.kv, seq = w.seq;
   constexpr auto attention = &BlockActivations::attention;
   constexpr auto mlp = &BlockActivations::mlp;
   SavedTerms t(plan);
@@ -108,44 +127,47 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
   // LayerNormLinear keeps only its quantized copy); q/k before QK-norm; q/k/v after RoPE (the
   // flash-attention inputs); the attention output, which flash attention saves and the
   // out-projection shares (Megatron-Core's attention.py set_save_original_input(linear_proj) for
-  // every FP8 recipe but delayed scaling); the FP32 log-sum-exp.
-  t.activations(attention, d);
-  t.linear_input(attention, LinearClass::attention, d);
+  // every FP8 recipe but delayed scaling); the FP32 log-sum-exp. Under SP the QKV input is kept
+  // as the rank's sequence shard and gathered again in backward (Megatron-LM
+  // LinearWithGradAccumulationAndAsyncCommunication saves the input before its all-gather).
+  t.activations(attention, d * seq);
+  t.linear_input(attention, LinearClass::attention, d * seq);
   if (a.attention.qk_norm) t.activations(attention, q + kv);
   t.activations(attention, q + 2 * kv + q);
-  t.add(attention, SavedFormat::fp32, kFp32 * dbl(a.attention.num_heads));
+  t.add(attention, SavedFormat::fp32, kFp32 * w.heads);
   const bool recompute_swiglu = plan.recompute == Recompute::selective;
   if (a.is_moe_layer(layer)) {
     const MoeSpec& m = *a.moe;
-    const double K = dbl(m.top_k), h = dbl(m.expert_hidden), hs = dbl(m.shared_hidden), shared = dbl(m.shared_experts);
-    const double rows = routed.computed;
+    const double K = dbl(m.top_k), h = dbl(m.expert_hidden), hs = w.hs, shared = dbl(m.shared_experts);
+    const double rows = routed.computed * seq;
     // Norm input and output (the router's BF16 input), FP32 router logits, FP32 probs + int64
     // indices of the top-K.
-    t.activations(mlp, 2 * d);
-    t.add(mlp, SavedFormat::fp32, kFp32 * dbl(m.num_experts) + K * kFp32);
-    t.add(mlp, SavedFormat::int64, K * kIndex);
+    t.activations(mlp, 2 * d * seq);
+    t.add(mlp, SavedFormat::fp32, (kFp32 * dbl(m.num_experts) + K * kFp32) * seq);
+    t.add(mlp, SavedFormat::int64, K * kIndex * seq);
     // The dispatched input, the grouped GEMM's saved input: as it arrives when dispatched in FP8
     // (torchao's grouped GEMM saves a quantized input as given), else as the expert linear keeps it.
     const GemmPrecision dispatched = plan.precision.ep_dispatch;
     if (dispatched != GemmPrecision::bf16) {
-      t.add(mlp, SavedTerms::format_of(dispatched), routed.dispatch * d * quantized_bytes_per_element(dispatched));
+      t.add(mlp, SavedTerms::format_of(dispatched),
+            routed.dispatch * seq * d * quantized_bytes_per_element(dispatched));
     } else {
-      t.linear_input(mlp, LinearClass::routed_expert, routed.dispatch * d);
+      t.linear_input(mlp, LinearClass::routed_expert, routed.dispatch * seq * d);
     }
     // Per routed row: up/gate output (the SwiGLU input), the SwiGLU product (down input), the
     // expert output kept for the combine weights' gradient.
     t.activations(mlp, rows * 2 * h);
     if (!recompute_swiglu) t.linear_input(mlp, LinearClass::routed_expert, rows * h);
     t.activations(mlp, rows * d);
-    t.extra_quantized_copy(mlp, LinearClass::shared_expert, shared * d);
+    t.extra_quantized_copy(mlp, LinearClass::shared_expert, shared * d * seq);
     t.activations(mlp, shared * 2 * hs);
     if (!recompute_swiglu) t.linear_input(mlp, LinearClass::shared_expert, shared * hs);
   } else {
     // Norm input; its output, the up/gate GEMM's input (fused into Transformer Engine's
     // LayerNormLinear like the QKV one); the up/gate output; the SwiGLU product (down input).
-    const double h = dbl(a.dense_hidden);
-    t.activations(mlp, d);
-    t.linear_input(mlp, LinearClass::dense_mlp, d);
+    const double h = w.h;
+    t.activations(mlp, d * seq);
+    t.linear_input(mlp, LinearClass::dense_mlp, d * seq);
     t.activations(mlp, 2 * h);
     if (!recompute_swiglu) t.linear_input(mlp, LinearClass::dense_mlp, h);
   }
@@ -158,12 +180,12 @@ BlockActivations saved_per_token(const Architecture& a, std::int64_t layer, cons
                                  const RoutedRows& routed) {
   const double e = bytes_of(plan.precision.compute);
   switch (plan.recompute) {
-    case Recompute::full: {  // the block input
-      BlockActivations b{e * dbl(a.d_model), 0.0, {}};
+    case Recompute::full: {  // the block input (the rank's sequence shard under SP)
+      BlockActivations b{e * dbl(a.d_model) * plan.sequence_share(), 0.0, {}};
       b.by_format[static_cast<std::size_t>(SavedFormat::compute)] = b.attention;
       return b;
     }
-    case Recompute::selective_op: return op_checkpointed(a, e);
+    case Recompute::selective_op: return op_checkpointed(a, plan, e);
     case Recompute::none:
     case Recompute::selective: break;
   }
@@ -176,7 +198,7 @@ double recomputed_per_token(const Architecture& a, std::int64_t layer, const Par
     case Recompute::full: return saved_without_checkpointing(a, layer, plan, routed).total();
     case Recompute::selective_op:
       return saved_without_checkpointing(a, layer, plan, routed).total() -
-             op_checkpointed(a, bytes_of(plan.precision.compute)).total();
+             op_checkpointed(a, plan, bytes_of(plan.precision.compute)).total();
     case Recompute::none:
     case Recompute::selective: break;
   }
@@ -187,19 +209,21 @@ double backward_working_per_token(const Architecture& a, std::int64_t layer, con
                                   const RoutedRows& routed) {
   const double e = bytes_of(plan.precision.compute);
   const double d = dbl(a.d_model);
+  const TpWidths w(a, plan);
   // Residual-stream gradient in and out, plus the widest internal gradient of the block.
-  double widest = e * (dbl(a.attn_dim()) + 2 * dbl(a.kv_dim()));
+  double widest = e * (w.q + 2 * w.kv);
   if (a.is_moe_layer(layer)) {
-    widest = std::max(widest, routed.computed * e * 2 * dbl(a.moe->expert_hidden));
+    widest = std::max(widest, routed.computed * w.seq * e * 2 * dbl(a.moe->expert_hidden));
   } else {
-    widest = std::max(widest, e * 2 * dbl(a.dense_hidden));
+    widest = std::max(widest, e * 2 * w.h);
   }
-  return 2 * e * d + widest;
+  return 2 * e * d * w.seq + widest;
 }
 
 LossBuffers loss_per_token(const Architecture& a, const ParallelPlan& plan) {
   const double e = bytes_of(plan.precision.compute);
-  const double v = dbl(a.vocab_size), d = dbl(a.d_model);
+  // Under TP the logits are vocab-parallel: each rank holds 1/TP of every token's row.
+  const double v = dbl(a.vocab_size) / dbl(plan.tp), d = dbl(a.d_model);
   LossBuffers l;
   if (plan.loss == LossImpl::standard) {
     // PyTorch cross-entropy on upcast logits (torchtitan's cross_entropy_loss; Olmo-core's

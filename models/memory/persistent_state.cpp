@@ -34,7 +34,7 @@ std::vector<LedgerItem> fsdp_sharded_state(const std::vector<LocalTensor>& tenso
   // same dtype, sharded optimizer states; BF16 compute weights exist only while gathered.
   const std::int64_t f = plan.shard_group();
   double shard = 0;
-  for (const auto& lt : tensors) shard += fsdp_shard_numel(*lt.tensor, f);
+  for (const auto& lt : tensors) shard += fsdp_shard_numel(*lt.tensor, f) * lt.tp_share;
   items.push_back({"sharded main weights", MemClass::main_weights, shard * main_b,
                    "ceil(dim0/F) rows per tensor x " + std::to_string(int(main_b)) + " B, F=" + std::to_string(f)});
   items.push_back({"sharded gradients", MemClass::grad_buffers, shard * main_b, "same shard, param dtype"});

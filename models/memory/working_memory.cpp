@@ -26,7 +26,7 @@ StageView view_of(const Architecture& a, const ParallelPlan& plan, const std::ve
   }
   v.has_head = v.places.back().stage == stage;  // the last stage, or stage 0 in a V
   for (const auto& lt : tensors) {
-    v.unit_numel[lt.tensor->layer] += dbl(lt.tensor->numel);
+    v.unit_numel[lt.tensor->layer] += dbl(lt.tensor->numel) * lt.tp_share;
     auto& big = v.largest_local[lt.tensor->layer];
     big = std::max(big, lt.local_numel);
   }
@@ -47,6 +47,7 @@ LedgerItem ep_transient_staging(const Architecture& a, const ParallelPlan& plan,
                                 bool any_moe) {
   if (plan.ep == 1 || !any_moe || plan.ep_transport == EpTransport::symmetric_memory) return {};
   const double e = bytes_of(plan.precision.compute), d = dbl(a.d_model);
+  T *= plan.sequence_share();  // an MoE block under TP routes the rank's sequence share
   return {"EP all-to-all staging", MemClass::ep_comm_buffers, T * (dbl(a.moe->top_k) + routed.computed) * e * d,
           "send K x T rows + receive the rank's routed rows, x d x compute dtype"};
 }
@@ -61,6 +62,7 @@ std::vector<LedgerItem> ep_static_buffers(const Architecture& a, const ParallelP
   if (plan.ep == 1 || moe_blocks == 0 || plan.ep_transport != EpTransport::symmetric_memory) return {};
   constexpr std::int64_t kOlmoIntraNodeFloor = 8;  // _rowwise_symm_auto_enabled's minimum node size
   const double e = bytes_of(plan.precision.compute), d = dbl(a.d_model);
+  T *= plan.sequence_share();  // an MoE block under TP routes the rank's sequence share
   const double blocks = plan.ep_buffers_shared ? 1.0 : moe_blocks;
   const std::string per =
       plan.ep_buffers_shared ? "one shared slot" : std::to_string(int(moe_blocks)) + " MoE block(s)";
@@ -86,22 +88,25 @@ double widest_quantized_operands(const Architecture& a, const ParallelPlan& plan
     double rows, in, out, weights;
     bool input_quantized = false;
   };
-  const double d = dbl(a.d_model), q = dbl(a.attn_dim()), kv = dbl(a.kv_dim());
+  // One rank's linears under TP: heads and hidden widths split, the MoE block on the sequence share.
+  const double t = dbl(plan.tp);
+  const double d = dbl(a.d_model), q = dbl(a.attn_dim()) / t, kv = dbl(a.kv_dim()) / t;
   std::array<Linear, 6> linears{};  // a block's linears at most (the allocation replay asks twice per layer)
   std::size_t count = 0;
   const auto add = [&](Linear x) { linears.at(count++) = x; };
   if (l == a.num_layers) {
-    add({LinearClass::lm_head, T, d, dbl(a.vocab_size), d * dbl(a.vocab_size)});
+    add({LinearClass::lm_head, T, d, dbl(a.vocab_size) / t, d * dbl(a.vocab_size) / t});
   } else {
     add({LinearClass::attention, T, d, q + 2 * kv, d * (q + 2 * kv)});
     add({LinearClass::attention, T, q, d, q * d});
     if (!a.is_moe_layer(l)) {
-      const double h = dbl(a.dense_hidden);
+      const double h = dbl(a.dense_hidden) / t;
       add({LinearClass::dense_mlp, T, d, 2 * h, d * 2 * h});
       add({LinearClass::dense_mlp, T, h, d, h * d});
     } else {
       const MoeSpec& m = *a.moe;
-      const double rows = T * routed.computed, he = dbl(m.expert_hidden), hs = dbl(m.shared_hidden);
+      const double rows = T * plan.sequence_share() * routed.computed, he = dbl(m.expert_hidden);
+      const double hs = dbl(m.shared_hidden) / t;
       const double local = dbl(m.num_experts / plan.ep);
       const bool dispatched = plan.precision.ep_dispatch != GemmPrecision::bf16;
       add({LinearClass::routed_expert, rows, d, 2 * he, local * d * 2 * he, dispatched});

@@ -15,10 +15,22 @@ namespace {
 
 // The parts every design takes: pipeline degree, interleaving, the named schedules and the
 // low-precision recipes.
-constexpr GrammarPart kCommonParts[] = {{"pp", "plan.pipeline.degree", true, ""}};
+constexpr GrammarPart kCommonParts[] = {{"pp", "plan.pipeline.degree", true, ""},
+                                        {"tp", "plan.tensor_parallel.degree", true, ""},
+                                        {"nosp", "plan.tensor_parallel.sequence_parallel", false, "false"}};
 constexpr const char* kCommonAllowed =
-    "+ppN, +vN (interleaved virtual stages), +1f1b_v, +zb_h1 or +zbv (pipeline schedules), +fp8, +mxfp8 or +bf16 "
+    "+tpN (tensor parallelism, with sequence parallelism unless +nosp), +ppN, +vN (interleaved virtual stages), "
+    "+1f1b_v, +zb_h1 or +zbv (pipeline schedules), +fp8, +mxfp8 or +bf16 "
     "(every linear but the LM head)";
+
+// The common fields a spec resets before its parts apply: no TP (with SP when TP is asked),
+// plain 1F1B, an even layer split.
+constexpr std::pair<std::string_view, std::string_view> kCommonResets[] = {
+    {"plan.tensor_parallel.degree", "1"},
+    {"plan.tensor_parallel.sequence_parallel", "true"},
+    {"plan.pipeline.schedule", "\"1f1b\""},
+    {"plan.pipeline.virtual_stages", "1"},
+    {"plan.pipeline.layer_split", "[]"}};
 
 // The pipeline schedules a design names by their scenario key (plan.pipeline.schedule) and the
 // model chunks each runs per stage.
@@ -73,7 +85,7 @@ std::string part_hint(const std::string& token, std::string_view word) {
   const std::string stem = token.substr(0, token.find_first_of("0123456789"));
   std::vector<std::string> own;
   for (const GrammarPart& part : parts_of(word)) own.emplace_back(part.word);
-  own.insert(own.end(), {"pp", "v", "1f1b_v", "zb_h1", "zbv", "fp8", "mxfp8", "bf16"});
+  own.insert(own.end(), {"tp", "nosp", "pp", "v", "1f1b_v", "zb_h1", "zbv", "fp8", "mxfp8", "bf16"});
   if (std::find(own.begin(), own.end(), stem) != own.end()) return "; " + allowed;
   for (const std::string& other : design_words()) {
     if (other == word) continue;
@@ -136,6 +148,9 @@ std::vector<std::pair<std::string, nlohmann::json>> design_overrides(const std::
   }
   std::vector<std::pair<std::string, nlohmann::json>> out;
   for (const auto& [path, value] : entries.front()->word_fields()) out.emplace_back(path, nlohmann::json::parse(value));
+  // A spec names the whole layout: what its parts do not set is reset, so that a plan's name
+  // (design_name) read back gives the same plan.
+  for (const auto& [path, value] : kCommonResets) out.emplace_back(path, nlohmann::json::parse(value));
   std::vector<GrammarPart> parts = parts_of(word);
   parts.insert(parts.end(), std::begin(kCommonParts), std::end(kCommonParts));
   for (std::size_t i = 1; i < tokens.size(); ++i) {
@@ -167,6 +182,7 @@ std::vector<std::pair<std::string, nlohmann::json>> design_overrides(const std::
 std::string design_name(const ParallelPlan& p) {
   const NameParts own = design_of(p).name_parts(p);
   std::string out = p.design + own.after_word;
+  if (p.tp > 1) out += "+tp" + std::to_string(p.tp) + (p.sequence_parallel ? "" : "+nosp");
   if (p.ep > 1) out += "+ep" + std::to_string(p.ep);
   if (p.pp > 1) out += "+pp" + std::to_string(p.pp);
   if (p.pp > 1 && p.pp_schedule == PipelineSchedule::interleaved_1f1b) out += "+v" + std::to_string(p.pp_virtual);

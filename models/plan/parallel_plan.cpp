@@ -83,6 +83,11 @@ ParallelPlan parse_plan(const JsonReader& in) {
     p.pp_layer_split = pp->integer_list_or("layer_split", Range::between(1, 4096));
     pp->finish();
   }
+  if (auto tp = in.optional_object("tensor_parallel")) {
+    p.tp = tp->integer_or("degree", 1, Range::between(1, 1024));
+    p.sequence_parallel = tp->boolean_or("sequence_parallel", true);
+    tp->finish();
+  }
   if (auto ep = in.optional_object("expert_parallel")) {
     p.ep = ep->integer_or("degree", 1, Range::between(1, kMaxCount));
     p.ep_transport = ep->choice_of("transport", kEpTransportNames, defaults.ep_transport);

@@ -128,6 +128,15 @@ struct ParallelPlan {
   // GB200/GB300 NVL72 rack (18 compute trays of 4 GPUs).
   std::int64_t domain_hosts = 1;
   std::int64_t pp = 1;  // pipeline stages
+  // Tensor parallelism (Megatron-LM, Shoeybi et al. 2019): each block's linears split over `tp`
+  // ranks (column-parallel QKV and MLP up/gate, row-parallel output projection and MLP down; the
+  // embedding, LM head and cross-entropy vocab-parallel), TP innermost in the rank order.
+  std::int64_t tp = 1;
+  // Sequence parallelism (Korthikanti et al. 2022): the norms, residuals and dropout between the
+  // TP regions run on 1/tp of the sequence; an all-gather opens and a reduce-scatter closes each
+  // TP region instead of one all-reduce after it. Megatron-Core and torchtitan run TP this way
+  // (torchtitan's parallelize_llama always applies SequenceParallel), so it is the default.
+  bool sequence_parallel = true;
   std::int64_t ep = 1;  // EP-MP degree M_E
   // How routed rows travel (cost_types.hpp EpTransport) and so where they live: NCCL all-to-all
   // stages them in per-layer tensors from the caching allocator, alive while the layer runs
@@ -166,11 +175,18 @@ struct ParallelPlan {
   AllocatorSpec allocator;
 
   std::int64_t world() const { return nodes * gpus_per_node; }
+  // Ranks of one pipeline stage: TP x DP (the routed experts' EP-MP x EP-DP split them too: the
+  // experts are not tensor-parallel, Megatron-Core's expert_tensor_parallel_size 1, so the EP group
+  // may span TP ranks).
+  std::int64_t stage_ranks() const { return world() / pp; }
   // GPUs of this job in one NVLink domain: its hosts spread evenly over the fewest domains that
   // can hold them (a job of 18 hosts fills one NVL72 rack; 24 hosts take 12 in each of two).
   std::int64_t domain_gpus() const;
-  std::int64_t dp() const { return world() / pp; }
-  std::int64_t ep_dp() const { return dp() / ep; }
+  std::int64_t dp() const { return world() / (pp * tp); }
+  std::int64_t ep_dp() const { return stage_ranks() / ep; }
+  // The sequence share of one rank outside the TP regions (and in the MoE layers): 1/tp under
+  // sequence parallelism, else the whole microbatch.
+  double sequence_share() const { return sequence_parallel ? 1.0 / static_cast<double>(tp) : 1.0; }
   std::int64_t shard_group() const { return fsdp_shard == 0 ? dp() : fsdp_shard; }
   // Model chunks each stage runs: v with the interleaved schedule, 2 with a V-shape one (1F1B-V,
   // ZB-V) under PP, else 1.

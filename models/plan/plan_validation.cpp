@@ -10,6 +10,45 @@ namespace moesim {
 
 namespace {
 std::string s(std::int64_t v) { return std::to_string(v); }
+
+// Tensor parallelism splits heads, KV groups and hidden widths over the TP ranks (Megatron-Core's
+// divisibility checks in megatron/training/arguments.py and transformer_config.py); a KV group
+// count below the degree is replicated, each rank holding one group (TP > num_query_groups).
+template <class Fail>
+void check_tensor_parallel(const ParallelPlan& p, const Architecture& a, const Fail& fail) {
+  const std::int64_t t = p.tp;
+  const std::string tp = "tensor_parallel.degree";
+  if (p.world() % (p.pp * t) != 0) {
+    fail(tp, "world size " + s(p.world()) + " is not divisible by PP x TP = " + s(p.pp) + " x " + s(t));
+  }
+  if (a.attention.num_heads % t != 0) {
+    fail(tp, "TP degree " + s(t) + " does not divide the " + s(a.attention.num_heads) + " attention heads");
+  }
+  const std::int64_t kv = a.attention.num_kv_heads;
+  if (kv % t != 0 && t % kv != 0) {
+    fail(tp, "TP degree " + s(t) + " and the " + s(kv) +
+                 " KV heads: allowed when one divides the other (KV heads are replicated when TP exceeds them)");
+  }
+  const auto hidden = [&](std::int64_t width, const char* what) {
+    if (width > 0 && width % t != 0) fail(tp, "TP degree " + s(t) + " does not divide the " + what + " " + s(width));
+  };
+  for (std::int64_t l = 0; l < a.num_layers; ++l) {
+    if (!a.is_moe_layer(l)) {
+      hidden(a.dense_hidden, "dense MLP hidden size");
+      break;
+    }
+  }
+  if (a.moe) {
+    if (a.moe->shared_experts > 0) hidden(a.moe->shared_hidden, "shared expert hidden size");
+    if (!p.sequence_parallel) {
+      // Megatron-LM megatron/training/arguments.py: "When using MoE and tensor parallelism,
+      // sequence parallelism must be used."; each TP rank routes its sequence shard.
+      fail("tensor_parallel.sequence_parallel",
+           "an MoE model with TP > 1 needs sequence parallelism (each TP rank routes its share of the sequence, as "
+           "Megatron-Core requires); allowed: true");
+    }
+  }
+}
 }  // namespace
 
 void validate_plan(const ParallelPlan& p, const Architecture& a, const std::string& file, const std::string& prefix) {
@@ -20,6 +59,7 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
     fail("pipeline.degree",
          "world size " + s(p.world()) + " (nodes x gpus_per_node) is not divisible by PP degree " + s(p.pp));
   }
+  if (p.tp > 1) check_tensor_parallel(p, a, fail);
   if (p.pp * p.model_chunks() > a.num_layers) {
     fail("pipeline.degree", "PP stages x virtual stages = " + s(p.pp * p.model_chunks()) + " exceeds the " +
                                 s(a.num_layers) + " layers of the model");
@@ -73,8 +113,9 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
       fail("expert_parallel.degree",
            "EP-MP degree " + s(p.ep) + " does not divide the " + s(a.moe->num_experts) + " routed experts");
     }
-    if (p.dp() % p.ep != 0) {
-      fail("expert_parallel.degree", "EP-MP degree " + s(p.ep) + " does not divide the DP degree " + s(p.dp()));
+    if (p.stage_ranks() % p.ep != 0) {
+      fail("expert_parallel.degree", "EP-MP degree " + s(p.ep) + " does not divide the " + s(p.stage_ranks()) +
+                                         " ranks of a pipeline stage (TP " + s(p.tp) + " x DP " + s(p.dp()) + ")");
     }
   }
   design_of(p).check(p, a, fail);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string_view>
 
 #include "models/arch/architecture.hpp"
 
@@ -9,11 +10,13 @@ namespace moesim {
 
 RankCoords coords_of(const ParallelPlan& plan, std::int64_t rank) {
   RankCoords c;
-  const std::int64_t per_stage = plan.dp();
+  const std::int64_t per_stage = plan.stage_ranks();
   c.stage = rank / per_stage;
-  c.dp = rank % per_stage;
-  c.ep_mp = c.dp % plan.ep;  // innermost: consecutive ranks hold different expert shards
-  c.ep_dp = c.dp / plan.ep;
+  c.stage_rank = rank % per_stage;
+  c.tp = c.stage_rank % plan.tp;  // innermost
+  c.dp = c.stage_rank / plan.tp;
+  c.ep_mp = c.stage_rank % plan.ep;  // innermost: consecutive ranks hold different expert shards
+  c.ep_dp = c.stage_rank / plan.ep;
   return c;
 }
 
@@ -28,36 +31,63 @@ std::int64_t members_per_domain(std::int64_t size, std::int64_t stride, std::int
   return std::gcd(size, std::max<std::int64_t>(1, domain / stride));
 }
 
+// What TP splits: the block's linears (attention, dense MLP, shared experts), the vocab-parallel
+// embedding and LM head (Megatron-LM VocabParallelEmbedding, ColumnParallelLinear output_layer);
+// norms and the router stay whole on every TP rank. K and V projections split by KV group, one
+// group on each rank when TP exceeds the groups (they are replicated then).
+double tensor_parallel_share(const TensorInfo& t, const Architecture& arch, const ParallelPlan& plan) {
+  const auto ends_with = [&t](std::string_view tail) {
+    return t.name.size() >= tail.size() && t.name.compare(t.name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  switch (t.cls) {
+    case TensorClass::attention:
+      if (ends_with(".w_k") || ends_with(".w_v"))
+        return 1.0 / static_cast<double>(std::min(plan.tp, arch.attention.num_kv_heads));
+      return 1.0 / static_cast<double>(plan.tp);
+    case TensorClass::embedding:
+    case TensorClass::dense_mlp:
+    case TensorClass::shared_expert:
+    case TensorClass::lm_head: return 1.0 / static_cast<double>(plan.tp);
+    case TensorClass::norm:
+    case TensorClass::router:
+    case TensorClass::routed_expert: break;
+  }
+  return 1.0;
+}
+
 }  // namespace
 
 CommunicatorShape communicator_shape(const ParallelPlan& plan, Communicator communicator) {
-  // Rank order PP, DP, EP-MP innermost: contiguous groups fill NVLink domains (an HGX host, an
-  // NVL72 rack), strided ones spread over them.
+  // Rank order PP, DP, TP innermost (EP-MP innermost for the experts): contiguous groups fill
+  // NVLink domains (an HGX host, an NVL72 rack), strided ones spread over them.
   const std::int64_t domain = plan.domain_gpus();
+  const std::int64_t t = plan.tp;
   switch (communicator) {
-    case Communicator::dp: return {plan.dp(), members_per_domain(plan.dp(), 1, domain)};
+    case Communicator::dp: return {plan.dp(), members_per_domain(plan.dp(), t, domain)};
+    case Communicator::tp: return {t, members_per_domain(t, 1, domain)};
     case Communicator::ep_mp: return {plan.ep, members_per_domain(plan.ep, 1, domain)};
     case Communicator::ep_dp: return {plan.ep_dp(), members_per_domain(plan.ep_dp(), plan.ep, domain)};
-    case Communicator::fsdp_shard: return {plan.shard_group(), members_per_domain(plan.shard_group(), 1, domain)};
+    case Communicator::fsdp_shard: return {plan.shard_group(), members_per_domain(plan.shard_group(), t, domain)};
     case Communicator::hsdp_replica: {
       const std::int64_t replicas = plan.dp() / plan.shard_group();
-      return {replicas, members_per_domain(replicas, plan.shard_group(), domain)};
+      return {replicas, members_per_domain(replicas, plan.shard_group() * t, domain)};
     }
     case Communicator::pp_neighbours:
       // Stage-major: neighbours share a domain only when a stage is smaller than it.
-      return {2, plan.dp() >= domain ? 1 : 2};
+      return {2, plan.stage_ranks() >= domain ? 1 : 2};
   }
   return {};
 }
 
 std::int64_t communicator_instance(const ParallelPlan& plan, const RankCoords& coords, Communicator communicator) {
   switch (communicator) {
-    case Communicator::dp: return 0;
+    case Communicator::dp: return coords.tp;
+    case Communicator::tp: return coords.dp;
     case Communicator::ep_mp: return coords.ep_dp;
     case Communicator::ep_dp: return coords.ep_mp;
-    case Communicator::fsdp_shard: return coords.dp / plan.shard_group();
-    case Communicator::hsdp_replica: return coords.dp % plan.shard_group();
-    case Communicator::pp_neighbours: return coords.dp;
+    case Communicator::fsdp_shard: return coords.dp / plan.shard_group() * plan.tp + coords.tp;
+    case Communicator::hsdp_replica: return coords.dp % plan.shard_group() * plan.tp + coords.tp;
+    case Communicator::pp_neighbours: return coords.stage_rank;
   }
   return 0;
 }
@@ -80,7 +110,8 @@ std::vector<LocalTensor> stage_tensors(const Inventory& inv, const Architecture&
       lt.local_numel = static_cast<double>(t.numel) / static_cast<double>(plan.ep);
       lt.replica_group = plan.ep_dp();
     } else {
-      lt.local_numel = static_cast<double>(t.numel);
+      lt.tp_share = tensor_parallel_share(t, arch, plan);
+      lt.local_numel = static_cast<double>(t.numel) * lt.tp_share;
       lt.replica_group = plan.dp();
     }
     out.push_back(lt);

@@ -1,7 +1,8 @@
-// Where a rank sits (PP outermost, then DP, EP-MP innermost: EP8 fills one HGX host, EP64 stays
-// inside one NVL72 rack), which parameter tensors it holds with each tensor's replica group, and
-// the communicators its collectives run on: their sizes and how many members share one NVLink
-// domain (plan.domain_gpus(): a host on HGX, a rack of 18 hosts on NVL72) are plan facts.
+// Where a rank sits (Megatron-LM's order: PP outermost, then DP, TP innermost, so a TP group fills
+// an NVLink domain first; the routed experts split the same ranks of a stage EP-MP innermost: EP8
+// fills one HGX host, EP64 stays inside one NVL72 rack), which parameter tensors it holds with each tensor's replica
+// group, and the communicators its collectives run on: their sizes and how many members share one NVLink domain
+// (plan.domain_gpus(): a host on HGX, a rack of 18 hosts on NVL72) are plan facts.
 #pragma once
 
 #include <cstdint>
@@ -13,22 +14,27 @@
 namespace moesim {
 
 struct RankCoords {
-  std::int64_t stage = 0;  // PP stage
-  std::int64_t dp = 0;     // index inside the DP group
-  std::int64_t ep_mp = 0;  // expert shard held (index inside the EP-MP group)
-  std::int64_t ep_dp = 0;  // replica index of that expert shard (EP-DP group)
+  std::int64_t stage = 0;       // PP stage
+  std::int64_t stage_rank = 0;  // index among the stage's ranks (TP x DP)
+  std::int64_t tp = 0;          // index inside the TP group
+  std::int64_t dp = 0;          // index inside the DP group
+  std::int64_t ep_mp = 0;       // expert shard held (index inside the EP-MP group)
+  std::int64_t ep_dp = 0;       // replica index of that expert shard (EP-DP group)
 };
 
 RankCoords coords_of(const ParallelPlan& plan, std::int64_t rank);
 
 // The groups of ranks collectives run on, all within one pipeline stage:
-//   dp            every rank of the stage (dense gradients, the grad-norm reduction);
+//   dp            the stage's ranks holding the same TP shard (dense gradients, the grad-norm
+//                 reduction): the whole stage without TP;
+//   tp            the ranks splitting each block's linears (activations' all-reduces, or SP's
+//                 all-gathers and reduce-scatters);
 //   ep_mp         ranks holding different expert shards (dispatch and combine);
 //   ep_dp         ranks holding copies of the same expert shard (their gradient reduction);
 //   fsdp_shard    FSDP's shard group (the whole DP group, or F ranks under HSDP);
 //   hsdp_replica  ranks holding the same FSDP shard (HSDP's replica all-reduce);
 //   pp_neighbours one rank of each of two neighbouring stages (activation transfers).
-enum class Communicator : std::uint8_t { dp, ep_mp, ep_dp, fsdp_shard, hsdp_replica, pp_neighbours };
+enum class Communicator : std::uint8_t { dp, ep_mp, ep_dp, fsdp_shard, hsdp_replica, pp_neighbours, tp };
 
 struct CommunicatorShape {
   std::int64_t ranks = 1;           // members
@@ -37,14 +43,15 @@ struct CommunicatorShape {
 CommunicatorShape communicator_shape(const ParallelPlan& plan, Communicator communicator);
 
 // Which instance of `communicator` the rank at `coords` belongs to inside its stage: ranks with
-// equal instances are members of the same group (0 for dp; the transfer's DP index for
-// pp_neighbours).
+// equal instances are members of the same group (the TP index for dp; the rank's index in its
+// stage for pp_neighbours).
 std::int64_t communicator_instance(const ParallelPlan& plan, const RankCoords& coords, Communicator communicator);
 
 struct LocalTensor {
   const TensorInfo* tensor = nullptr;
   double local_numel = 0;          // elements this rank holds as a compute weight
   std::int64_t replica_group = 1;  // ranks holding identical copies (DP, or EP-DP for experts)
+  double tp_share = 1;             // the share of the tensor in this rank's TP shard (1/TP or 1)
 };
 
 // The tensors of one PP stage as one rank of that stage holds them under `plan`.

@@ -20,7 +20,7 @@ TaskId PipelineTransfers::transfer(StepEmitter& emit, std::uint32_t rank, const 
   const LayerPlace sender = place_of_virtual_stage(plan_, from), receiver = place_of_virtual_stage(plan_, to);
   if (sender.stage == receiver.stage) return kNoTask;
   const auto chunk = static_cast<std::int32_t>(place_of_virtual_stage(plan_, std::max(from, to)).chunk);
-  return emit.transfer(rank, {sender.stage, receiver.stage, coords.dp, op.microbatch, chunk, !op.forward},
+  return emit.transfer(rank, {sender.stage, receiver.stage, coords.stage_rank, op.microbatch, chunk, !op.forward},
                        activation_bytes_, after);
 }
 

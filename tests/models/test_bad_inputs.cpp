@@ -124,7 +124,7 @@ const std::vector<BadCase>& cases() {
        {},
        "scenario.json",
        "plan.expert_parallel.degree",
-       "does not divide the DP degree 8"},
+       "does not divide the 8 ranks of a pipeline stage"},
       {"global batch below one microbatch per rank",
        [](json& d) { d["plan"]["batch"]["global_batch_tokens"] = 16384; },
        {},

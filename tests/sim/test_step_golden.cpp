@@ -15,13 +15,7 @@ using namespace moesim;
 namespace {
 Scenario tiny(const std::string& design, double bucket_cap_mib, std::int64_t global_tokens) {
   test::TempDir dir;
-  nlohmann::json doc = {{"architecture",
-                         {{"num_layers", 2},
-                          {"d_model", 64},
-                          {"vocab_size", 128},
-                          {"sequence_length", 16},
-                          {"attention", {{"num_heads", 4}, {"num_kv_heads", 4}, {"head_dim", 16}}},
-                          {"dense_hidden", 128}}},
+  nlohmann::json doc = {{"architecture", test::tiny_dense_architecture()},
                         {"plan",
                          {{"design", design},
                           {"nodes", 1},

@@ -44,6 +44,15 @@ Scenario fig8(const std::string& plan, int experts) {
                        {"architecture.moe.num_experts=" + std::to_string(experts)});
 }
 
+nlohmann::json tiny_dense_architecture(std::int64_t heads, std::int64_t kv_heads) {
+  return {{"num_layers", 2},
+          {"d_model", 64},
+          {"vocab_size", 128},
+          {"sequence_length", 16},
+          {"attention", {{"num_heads", heads}, {"num_kv_heads", kv_heads}, {"head_dim", 64 / heads}}},
+          {"dense_hidden", 128}};
+}
+
 nlohmann::json inline_fig8_document(const std::string& plan) {
   return {{"name", "inline-fig8"},
           {"architecture", read_json_file(source_path("scenarios/architectures/olmo-ddp-bench-moe.json"))},

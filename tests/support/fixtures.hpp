@@ -35,6 +35,9 @@ Scenario fig8(const std::string& plan, int experts);
 
 // A scenario document with every section inlined (architecture, plan, hardware), for mutation.
 nlohmann::json inline_fig8_document(const std::string& plan);
+// The 2-layer dense architecture of the golden step tests: d = 64, 16-token sequences, MLP 128,
+// vocabulary 128, `heads` query and `kv_heads` KV heads sharing d.
+nlohmann::json tiny_dense_architecture(std::int64_t heads = 4, std::int64_t kv_heads = 4);
 
 // Runs the built `moesim` with `args` (output discarded) and returns its exit code.
 int run_cli(const std::string& args);

@@ -1,0 +1,207 @@
+// Tensor (and sequence) parallelism worked out by hand on a 2-layer dense model with round-number
+// costs (every GEMM 1 ms, every collective 3 ms, memory-bound kernels and attention free), and
+// the rank groups of a TP x PP x DP layout listed rank by rank.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+
+#include "models/common/errors.hpp"
+#include "models/plan/design_spec.hpp"
+#include "models/plan/rank_layout.hpp"
+#include "sim/engine.hpp"
+#include "sim/step_builder.hpp"
+#include "sim/timeline_metrics.hpp"
+#include "tests/sim/fake_costs.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace moesim;
+
+namespace {
+
+// 2 layers, d = 64, 16-token sequences, one sequence per microbatch: each TP collective of
+// activations moves [16, 64] BF16 = 2048 bytes; the vocab-parallel loss's three all-reduces
+// one FP32 per token, 64 bytes each.
+Scenario tiny_tp(std::int64_t tp, bool sp, std::int64_t heads, std::int64_t kv_heads) {
+  test::TempDir dir;
+  nlohmann::json doc = {{"architecture", test::tiny_dense_architecture(heads, kv_heads)},
+                        {"plan",
+                         {{"design", "ddp"},
+                          {"nodes", 1},
+                          {"gpus_per_node", tp},
+                          {"tensor_parallel", {{"degree", tp}, {"sequence_parallel", sp}}},
+                          {"batch", {{"rank_microbatch_sequences", 1}, {"global_batch_tokens", 32}}}}},
+                        {"hardware", read_json_file(test::source_path("hardware_profiles/b300-hgx.json"))}};
+  return load_scenario(dir.write("tiny.json", doc.dump()), {});
+}
+
+struct TpCounts {
+  std::map<std::pair<PhaseTag, CollectiveKind>, int> by_kind;  // PhaseTag: forward or backward pass
+  std::set<double> bytes;
+  int total = 0;
+};
+
+// The TP-stream collectives of the built step, by the compute phase of the microbatch pass they
+// sit in (forward before the first backward kernel of that microbatch) and kind.
+TpCounts tp_collectives(const BuiltStep& step, std::int32_t microbatch) {
+  TpCounts out;
+  bool backward = false;
+  for (TaskId id = 0; id < step.graph.size(); ++id) {
+    const Task& t = step.graph.task(id);
+    if (t.microbatch != microbatch) continue;
+    if (t.stream == StreamKind::compute && t.phase == PhaseTag::backward) backward = true;
+    if (t.stream != StreamKind::comm_tp) continue;
+    ++out.total;
+    ++out.by_kind[{backward ? PhaseTag::backward : PhaseTag::forward, t.coll}];
+    out.bytes.insert(t.link_bytes[static_cast<std::size_t>(LinkClass::nvlink)]);
+  }
+  return out;
+}
+
+int count(const TpCounts& c, PhaseTag pass, CollectiveKind kind) {
+  const auto it = c.by_kind.find({pass, kind});
+  return it == c.by_kind.end() ? 0 : it->second;
+}
+
+}  // namespace
+
+TEST_CASE("TP golden: sequence parallelism gathers and scatters around each TP region", "[golden]") {
+  // TP 2 on 2 GPUs: DP 1, m = 32 / 16 = 2 microbatches. Forward of one microbatch: embedding
+  // (free) then its reduce-scatter 3; per layer all-gather 3, QKV + out-projection 2, reduce-
+  // scatter 3, all-gather 3, MLP up/gate + down 2, reduce-scatter 3 = 16, two layers 32; LM head:
+  // all-gather 3, head GEMM 1, the loss's three all-reduces 9 = 13. Forward 48 ms.
+  // Backward: head dgrad + wgrad 2, its reduce-scatter 3; per layer all-gather 3, MLP 4,
+  // reduce-scatter 3, all-gather 3, attention 4, reduce-scatter 3 = 20, two layers 40; the
+  // embedding's all-gather 3. Backward 48 ms. Two microbatches: 192 ms; DP 1 syncs nothing.
+  const Scenario s = tiny_tp(2, true, 4, 4);
+  REQUIRE(s.plan.tp == 2);
+  REQUIRE(s.plan.sequence_parallel);
+  REQUIRE(s.plan.dp() == 1);
+  const Inventory inv = build_inventory(s.arch);
+  const BuiltStep step = build_step(s.arch, inv, s.plan, test::FakeCosts{}, SimOptions{});
+  CHECK(step.microbatches == 2);
+  const TpCounts c = tp_collectives(step, 0);
+  CHECK(count(c, PhaseTag::forward, CollectiveKind::all_gather) == 5);      // 2 per layer + the head's
+  CHECK(count(c, PhaseTag::forward, CollectiveKind::reduce_scatter) == 5);  // 2 per layer + the embedding's
+  CHECK(count(c, PhaseTag::forward, CollectiveKind::all_reduce) == 3);      // the vocab-parallel loss
+  CHECK(count(c, PhaseTag::backward, CollectiveKind::all_gather) == 5);
+  CHECK(count(c, PhaseTag::backward, CollectiveKind::reduce_scatter) == 5);
+  CHECK(count(c, PhaseTag::backward, CollectiveKind::all_reduce) == 0);
+  CHECK(c.bytes == std::set<double>{64.0, 2048.0});
+  const ReplayResult r = replay(step.graph, *fair_share(0));
+  CHECK(r.makespan == Approx(0.192));
+  const TimelineMetrics m = measure(step.graph, r);
+  // 2 x (10 + 3 + 10) collectives of 3 ms
+  CHECK(m.ranks[0].exposed[static_cast<std::size_t>(PhaseTag::tp_comm)] == Approx(0.138));
+}
+
+TEST_CASE("TP golden: without sequence parallelism one all-reduce closes each region", "[golden]") {
+  // Forward: embedding all-reduce 3; per layer attention 2, all-reduce 3, MLP 2, all-reduce 3 =
+  // 10, two layers 20; head 1 and the loss's all-reduces 9. Forward 33 ms. Backward: head 2, its
+  // input gradient's all-reduce 3; per layer MLP 4, all-reduce 3, attention 4, all-reduce 3 = 14,
+  // two layers 28; the embedding none. Backward 33 ms. Two microbatches: 132 ms.
+  const Scenario s = tiny_tp(2, false, 4, 4);
+  REQUIRE_FALSE(s.plan.sequence_parallel);
+  const Inventory inv = build_inventory(s.arch);
+  const BuiltStep step = build_step(s.arch, inv, s.plan, test::FakeCosts{}, SimOptions{});
+  const TpCounts c = tp_collectives(step, 1);
+  CHECK(count(c, PhaseTag::forward, CollectiveKind::all_reduce) == 8);
+  CHECK(count(c, PhaseTag::backward, CollectiveKind::all_reduce) == 5);
+  CHECK(c.total == 13);
+  const ReplayResult r = replay(step.graph, *fair_share(0));
+  CHECK(r.makespan == Approx(0.132));
+}
+
+TEST_CASE("TP golden: TP 8 over 2 KV heads keeps the same collectives per layer", "[golden]") {
+  // 8 heads, 2 KV groups: each rank holds one head and one (replicated) KV group. The
+  // collectives do not depend on the degree: the same count and bytes as TP 2.
+  for (const bool sp : {true, false}) {
+    const Scenario s = tiny_tp(8, sp, 8, 2);
+    const Inventory inv = build_inventory(s.arch);
+    const BuiltStep step = build_step(s.arch, inv, s.plan, test::FakeCosts{}, SimOptions{});
+    const TpCounts c = tp_collectives(step, 0);
+    CHECK(c.total == (s.plan.sequence_parallel ? 23 : 13));
+    CHECK(c.bytes == std::set<double>{64.0, 2048.0});
+    // The K and V projections hold one of the two KV groups (1/2), the rest 1/8.
+    for (const LocalTensor& lt : stage_tensors(inv, s.arch, s.plan, 0)) {
+      const std::string& n = lt.tensor->name;
+      const bool kv = n.size() > 4 && (n.substr(n.size() - 4) == ".w_k" || n.substr(n.size() - 4) == ".w_v");
+      if (lt.tensor->cls == TensorClass::norm)
+        CHECK(lt.tp_share == 1.0);
+      else
+        CHECK(lt.tp_share == (kv ? 0.5 : 0.125));
+    }
+  }
+}
+
+TEST_CASE("TP x PP x DP on 64 GPUs: every group's ranks", "[golden]") {
+  // TP 4 innermost, then DP 8, PP 2 outermost (Megatron-LM's order): 32 ranks per stage.
+  ParallelPlan p;
+  p.nodes = p.gpus_per_node = 8;
+  p.tp = 4;
+  p.pp = 2;
+  REQUIRE(p.dp() == 8);
+  std::map<std::tuple<Communicator, std::int64_t, std::int64_t>, std::vector<std::int64_t>> groups;
+  for (std::int64_t r = 0; r < p.world(); ++r) {
+    const RankCoords c = coords_of(p, r);
+    for (Communicator k : {Communicator::tp, Communicator::dp, Communicator::pp_neighbours})
+      groups[{k, c.stage, communicator_instance(p, c, k)}].push_back(r);
+  }
+  const auto group = [&](Communicator k, std::int64_t stage, std::int64_t instance) {
+    return groups.at({k, stage, instance});
+  };
+  // 16 TP groups of 4 consecutive ranks.
+  for (std::int64_t s = 0; s < 2; ++s) {
+    for (std::int64_t i = 0; i < 8; ++i) {
+      const std::int64_t first = 32 * s + 4 * i;
+      CHECK(group(Communicator::tp, s, i) == std::vector<std::int64_t>{first, first + 1, first + 2, first + 3});
+    }
+  }
+  // 8 DP groups: the ranks of a stage with the same TP index, 4 apart.
+  for (std::int64_t s = 0; s < 2; ++s) {
+    for (std::int64_t t = 0; t < 4; ++t) {
+      std::vector<std::int64_t> want;
+      for (std::int64_t d = 0; d < 8; ++d) want.push_back(32 * s + 4 * d + t);
+      CHECK(group(Communicator::dp, s, t) == want);
+    }
+  }
+  // Pipeline neighbours: rank r of stage 0 and rank r + 32 of stage 1 share their index.
+  for (std::int64_t r = 0; r < 32; ++r) {
+    CHECK(group(Communicator::pp_neighbours, 0, r) == std::vector<std::int64_t>{r});
+    CHECK(group(Communicator::pp_neighbours, 1, r) == std::vector<std::int64_t>{r + 32});
+  }
+  CHECK(groups.size() == 16 + 8 + 64);
+  // Shapes: a TP group inside one HGX host, a DP group of 8 spread over 4 hosts (2 per host).
+  CHECK(communicator_shape(p, Communicator::tp).ranks == 4);
+  CHECK(communicator_shape(p, Communicator::tp).ranks_per_node == 4);
+  CHECK(communicator_shape(p, Communicator::dp).ranks == 8);
+  CHECK(communicator_shape(p, Communicator::dp).ranks_per_node == 2);
+}
+
+TEST_CASE("TP: the design notation round-trips and bad degrees name their key", "[unit]") {
+  const std::string dense = test::source_path("scenarios/fig8/dense-ddp.json");
+  const std::string moe = test::source_path("scenarios/fig8/moe-ddp-ep8.json");
+  const Scenario s = load_scenario(dense, {"design=ddp+tp4+nosp+pp2"});
+  CHECK(s.plan.tp == 4);
+  CHECK_FALSE(s.plan.sequence_parallel);
+  CHECK(s.plan.pp == 2);
+  CHECK(design_name(s.plan) == "ddp+tp4+nosp+pp2");
+  // A spec resets what it does not name: TP back to 1 when a TP plan is given "ddp".
+  CHECK(load_scenario(dense, {"plan.tensor_parallel.degree=2", "design=ddp"}).plan.tp == 1);
+  const auto error = [](const std::string& file, const std::vector<std::string>& sets) -> std::string {
+    try {
+      load_scenario(file, sets);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // 32 heads: TP 3 divides neither them nor the world of 8.
+  CHECK_THAT(error(dense, {"plan.nodes=3", "design=ddp+tp3"}),
+             Catch::Contains("plan.tensor_parallel.degree") && Catch::Contains("32 attention heads"));
+  CHECK_THAT(error(dense, {"design=ddp+tp16"}), Catch::Contains("not divisible by PP x TP"));
+  CHECK_THAT(error(moe, {"design=ddp+tp2+nosp+ep8"}), Catch::Contains("plan.tensor_parallel.sequence_parallel") &&
+                                                          Catch::Contains("needs sequence parallelism"));
+  CHECK_THAT(error(moe, {"design=ddp+tp2+ep16", "plan.nodes=1"}), Catch::Contains("8 ranks of a pipeline stage"));
+  CHECK_THAT(error(dense, {"plan.tensor_parallel.degree=0"}), Catch::Contains("plan.tensor_parallel.degree"));
+}
