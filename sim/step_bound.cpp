@@ -59,10 +59,10 @@ class BoundBuilder {
         c.input += t.input;
         c.wgrad += t.wgrad;
       };
-      add(places.front(), edge_times(edge.embed, TpPoint::exit));
+      add(places.front(), edge_times(edge.embed, LayerPoint::tp_exit));
       for (std::int64_t l = 0; l < arch_.num_layers; ++l)
         add(places[static_cast<std::size_t>(l + 1)], layer_times(l, e));
-      add(places.back(), edge_times(edge.head, TpPoint::enter));
+      add(places.back(), edge_times(edge.head, LayerPoint::tp_enter));
       for (std::size_t s = 0; s < stages; ++s) {
         double w = 0;
         for (const PipeOp& op : ops[s]) {
@@ -120,14 +120,32 @@ class BoundBuilder {
     const double recompute = w.partial_recompute;  // what a partial recompute redoes in backward
     // The TP collectives between the parts before the dispatch, and around the shared experts.
     double tp_fwd = 0, tp_bwd = 0;
-    for (TpPoint p : w.pre_points) {
+    for (LayerPoint p : w.pre_points) {
+      if (p != LayerPoint::tp_enter && p != LayerPoint::tp_exit) continue;
       tp_fwd += tp_s(p, false, w.tp_bytes);
       tp_bwd += tp_s(p, true, w.tp_bytes);
     }
+    // Context parallelism: a ring's passes beyond the attention they run beside, or the
+    // all-to-all variant's exchanges (sim/schedules/context_parallel.hpp); counted with TP's.
+    if (plan_.cp > 1) {
+      if (plan_.cp_variant == CpVariant::ring) {
+        const double steps = dbl(plan_.cp - 1);
+        const double pass = collective_s(CollectiveKind::send_recv, w.cp_ring_bytes, Communicator::cp_ring);
+        const double pass_bwd = collective_s(CollectiveKind::send_recv, 2 * w.cp_ring_bytes, Communicator::cp_ring);
+        tp_fwd += std::max(0.0, steps * pass - w.attention.fwd);
+        tp_bwd += std::max(0.0, steps * pass_bwd - w.attention.bwd);
+      } else {
+        const double a2a = collective_s(CollectiveKind::all_to_all, w.cp_qkv_bytes, Communicator::cp) +
+                           collective_s(CollectiveKind::all_to_all, w.cp_out_bytes, Communicator::cp);
+        tp_fwd += a2a;
+        tp_bwd += a2a;
+      }
+    }
     const double shared_tp_fwd =
-        w.shared_tp ? tp_s(TpPoint::enter, false, w.tp_bytes) + tp_s(TpPoint::exit, false, w.tp_bytes) : 0.0;
+        w.shared_tp ? tp_s(LayerPoint::tp_enter, false, w.tp_bytes) + tp_s(LayerPoint::tp_exit, false, w.tp_bytes)
+                    : 0.0;
     const double shared_tp_bwd =
-        w.shared_tp ? tp_s(TpPoint::enter, true, w.tp_bytes) + tp_s(TpPoint::exit, true, w.tp_bytes) : 0.0;
+        w.shared_tp ? tp_s(LayerPoint::tp_enter, true, w.tp_bytes) + tp_s(LayerPoint::tp_exit, true, w.tp_bytes) : 0.0;
     ChunkTimes t;
     if (!w.moe) {
       t.fwd = w.pre.fwd + tp_fwd;
@@ -158,14 +176,14 @@ class BoundBuilder {
 
   // The embedding's (exit) or the LM head's (enter, and the vocab-parallel loss's three
   // all-reduces) TP collectives added to its times.
-  ChunkTimes edge_times(const PassTimes& t, TpPoint point) const {
+  ChunkTimes edge_times(const PassTimes& t, LayerPoint point) const {
     ChunkTimes c = edge_times(t);
     if (plan_.tp == 1) return c;
     const double bytes = tokens_ * dbl(arch_.d_model) * bytes_of(plan_.precision.compute);
     c.fwd += tp_s(point, false, bytes);
     c.bwd += tp_s(point, true, bytes);
     c.input += tp_s(point, true, bytes);
-    if (point == TpPoint::enter) {
+    if (point == LayerPoint::tp_enter) {
       constexpr int kReductions = 3;  // sim/schedules/tensor_parallel.hpp vocab_parallel_loss
       c.fwd +=
           kReductions * collective_s(CollectiveKind::all_reduce, tokens_ * bytes_of(DType::fp32), Communicator::tp);
@@ -174,7 +192,7 @@ class BoundBuilder {
   }
 
   // A TP point's collective in one direction (zero where it has none, or without TP).
-  double tp_s(TpPoint point, bool backward, double bytes) const {
+  double tp_s(LayerPoint point, bool backward, double bytes) const {
     if (plan_.tp == 1) return 0.0;
     const TpCollective c = tp_collective(point, backward, plan_.sequence_parallel);
     return c.has ? collective_s(c.kind, bytes, Communicator::tp) : 0.0;

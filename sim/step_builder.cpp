@@ -5,8 +5,10 @@
 #include <iterator>
 #include <memory>
 
+#include "models/costs/layer_ops.hpp"
 #include "models/costs/layer_work.hpp"
 #include "models/moe/routing.hpp"
+#include "sim/block_parts.hpp"
 #include "sim/schedules/expert_parallel.hpp"
 #include "sim/schedules/param_sync.hpp"
 #include "sim/schedules/pipeline_transfers.hpp"
@@ -197,7 +199,7 @@ class StepBuilder {
   }
 
   // A TP point of unit `u` in `pass` (nothing without TP, or where the point has no collective).
-  TaskId tp(const TaskPlace& at, TpPoint point, TpPass pass, std::size_t index, double bytes, TaskId ready) {
+  TaskId tp(const TaskPlace& at, LayerPoint point, TpPass pass, std::size_t index, double bytes, TaskId ready) {
     return tp_point(emit_, plan_, at, point, pass, static_cast<std::int32_t>(index), bytes, ready);
   }
 
@@ -208,12 +210,12 @@ class StepBuilder {
       const TaskPlace at{r, StreamKind::compute, phase, mb, u};
       cursor = emit_.kernel(at, TaskKind::memory, st.edge.embed.fwd, "embedding", cursor);
       // The vocab-parallel lookup's partial rows summed (scattered under SP) over the TP group.
-      cursor = tp(at, TpPoint::exit, tp_pass, 0, edge_tp_bytes_, cursor);
+      cursor = tp(at, LayerPoint::tp_exit, tp_pass, 0, edge_tp_bytes_, cursor);
       return;
     }
     if (u == arch_.num_layers) {
       const TaskPlace at{r, StreamKind::compute, phase, mb, u};
-      cursor = tp(at, TpPoint::enter, tp_pass, 0, edge_tp_bytes_, cursor);
+      cursor = tp(at, LayerPoint::tp_enter, tp_pass, 0, edge_tp_bytes_, cursor);
       cursor = emit_.kernel(at, TaskKind::compute, st.edge.head.fwd, "LM head + loss", cursor);
       cursor = vocab_parallel_loss(emit_, plan_, at, 1, tokens_, cursor);
       if (plan_.tp > 1) {
@@ -225,11 +227,12 @@ class StepBuilder {
     }
     const LayerWork& w = st.layers[static_cast<std::size_t>(u)];
     const TaskPlace at{r, StreamKind::compute, phase, mb, u};
-    TaskId pre = cursor;
+    TaskId pre = cursor, ring = kNoTask, pending = kNoTask;
     for (std::size_t i = 0; i < w.pre_parts.size(); ++i) {
-      if (i > 0) pre = tp(at, w.pre_points[i - 1], tp_pass, i - 1, w.tp_bytes, pre);
+      if (i > 0) pre = layer_point(emit_, plan_, at, w, i - 1, false, tp_pass == TpPass::recompute, pre, ring, pending);
       if (!w.pre_points.empty() && w.pre_parts[i].fwd <= 0) continue;
-      pre = emit_.kernel(at, TaskKind::compute, w.pre_parts[i].fwd, part_label(w, i, false), pre);
+      pre = emit_.kernel(at, TaskKind::compute, w.pre_parts[i].fwd, part_label(w, i, false), pre, pending);
+      pending = kNoTask;
     }
     cursor = pre;
     if (!w.moe) return;
@@ -237,28 +240,13 @@ class StepBuilder {
     if (w.shared.fwd > 0) {
       const TaskPlace side{r, StreamKind::side, phase, mb, u};
       const std::size_t n = w.pre_points.size();
-      shared = w.shared_tp ? tp(at, TpPoint::enter, tp_pass, n, w.tp_bytes, pre) : pre;
+      shared = w.shared_tp ? tp(at, LayerPoint::tp_enter, tp_pass, n, w.tp_bytes, pre) : pre;
       shared = emit_.kernel(side, TaskKind::compute, w.shared.fwd, "shared expert", shared);
-      if (w.shared_tp) shared = tp(at, TpPoint::exit, tp_pass, n + 1, w.tp_bytes, shared);
+      if (w.shared_tp) shared = tp(at, LayerPoint::tp_exit, tp_pass, n + 1, w.tp_bytes, shared);
     }
     const ExpertPass pass = phase == PhaseTag::recompute ? ExpertPass::recompute : ExpertPass::forward;
     const TaskId x = routed_experts(emit_, plan_, at, pass, {w.a2a_bytes, w.dispatch_bytes, w.experts.fwd}, pre);
     cursor = emit_.kernel(at, TaskKind::compute, w.post.fwd, "combine", x, shared);
-  }
-
-  // The trace label of the block's part `i` before the EP dispatch: the whole of it without TP,
-  // else the ops between two TP points.
-  static const char* part_label(const LayerWork& w, std::size_t i, bool backward) {
-    if (w.pre_points.empty()) {
-      if (backward) return w.moe ? "attention + router backward" : "block backward";
-      return w.moe ? "attention + router" : "block";
-    }
-    static constexpr const char* kForward[] = {"norm", "attention", "residual + norm", "MLP", "residual"};
-    static constexpr const char* kBackward[] = {"norm backward", "attention backward", "residual + norm backward",
-                                                "MLP backward", "residual backward"};
-    if (w.moe && i == 2) return backward ? "router backward" : "router";
-    const std::size_t k = std::min(i, std::size(kForward) - 1);
-    return backward ? kBackward[k] : kForward[k];
   }
 
   // The unit's whole backward, or only its input-gradient part (B) when the schedule splits it:
@@ -272,11 +260,11 @@ class StepBuilder {
       const TaskId loss =
           static_cast<std::size_t>(mb) < st.loss_done.size() ? st.loss_done[static_cast<std::size_t>(mb)] : kNoTask;
       cursor = emit_.kernel(at, TaskKind::compute, time(st.edge.head), "LM head + loss backward", cursor, loss);
-      cursor = tp(at, TpPoint::enter, TpPass::backward, 0, edge_tp_bytes_, cursor);
+      cursor = tp(at, LayerPoint::tp_enter, TpPass::backward, 0, edge_tp_bytes_, cursor);
       return;
     }
     if (u == -1) {
-      cursor = tp(at, TpPoint::exit, TpPass::backward, 0, edge_tp_bytes_, cursor);
+      cursor = tp(at, LayerPoint::tp_exit, TpPass::backward, 0, edge_tp_bytes_, cursor);
       cursor = emit_.kernel(at, TaskKind::memory, time(st.edge.embed), "embedding backward", cursor);
       return;
     }
@@ -290,10 +278,10 @@ class StepBuilder {
       TaskId shared = kNoTask;
       if (w.shared.bwd > 0) {
         const std::size_t n = w.pre_points.size();
-        shared = w.shared_tp ? tp(at, TpPoint::exit, TpPass::backward, n + 1, w.tp_bytes, post) : post;
+        shared = w.shared_tp ? tp(at, LayerPoint::tp_exit, TpPass::backward, n + 1, w.tp_bytes, post) : post;
         shared = emit_.kernel({r, StreamKind::side, PhaseTag::backward, mb, u}, TaskKind::compute, time(w.shared),
                               "shared expert backward", shared);
-        if (w.shared_tp) shared = tp(at, TpPoint::enter, TpPass::backward, n, w.tp_bytes, shared);
+        if (w.shared_tp) shared = tp(at, LayerPoint::tp_enter, TpPass::backward, n, w.tp_bytes, shared);
       }
       joined = routed_experts(emit_, plan_, at, ExpertPass::backward,
                               {w.a2a_bytes, w.a2a_bytes, time(w.experts) + recompute}, post);
@@ -304,14 +292,16 @@ class StepBuilder {
     // The parts before the dispatch in reverse, each TP point's backward collective between them;
     // a dense block's partial recompute runs with its first backward kernel.
     bool first = true;
+    TaskId ring = kNoTask, pending = kNoTask;
     for (std::size_t i = w.pre_parts.size(); i-- > 0;) {
       const double t = time(w.pre_parts[i]) + (!w.moe && first ? recompute : 0.0);
       if (w.pre_points.empty() || t > 0) {
         joined = emit_.kernel(at, TaskKind::compute, t, part_label(w, i, true), joined, also);
-        also = kNoTask;
+        emit_.depend(pending, joined);
+        also = pending = kNoTask;
         first = false;
       }
-      if (i > 0) joined = tp(at, w.pre_points[i - 1], TpPass::backward, i - 1, w.tp_bytes, joined);
+      if (i > 0) joined = layer_point(emit_, plan_, at, w, i - 1, true, false, joined, ring, pending);
     }
     cursor = joined;
   }

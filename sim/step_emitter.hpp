@@ -36,6 +36,9 @@ enum class CollectivePurpose : std::uint8_t {
   tp_forward,               // tensor-parallel collectives of activations (bucket: the point's index)
   tp_backward,
   tp_recompute,
+  cp_forward,  // context-parallel ring passes or all-to-alls (bucket: the step or exchange index)
+  cp_backward,
+  cp_recompute,
 };
 
 // One collective call as every member names it: ranks whose keys are equal run it together.

@@ -13,6 +13,7 @@ const char* name_of(StreamKind s) {
     case StreamKind::comm_replica: return "comm_replica";
     case StreamKind::comm_pp: return "comm_pp";
     case StreamKind::comm_tp: return "comm_tp";
+    case StreamKind::comm_cp: return "comm_cp";
     default: return "?";
   }
 }
@@ -32,6 +33,7 @@ const char* name_of(PhaseTag p) {
     case PhaseTag::ep_combine: return "ep_combine";
     case PhaseTag::pp_p2p: return "pp_p2p";
     case PhaseTag::tp_comm: return "tp_comm";
+    case PhaseTag::cp_comm: return "cp_comm";
     default: return "?";
   }
 }

@@ -34,6 +34,7 @@ enum class StreamKind : std::uint8_t {
   comm_replica,
   comm_pp,
   comm_tp,  // tensor-parallel collectives (the compute stream waits for each)
+  comm_cp,  // context-parallel exchanges (a ring's passes beside the attention)
   count
 };
 inline bool stream_is_ordered(StreamKind s) { return s != StreamKind::comm_pp; }
@@ -57,6 +58,7 @@ enum class PhaseTag : std::uint8_t {
   ep_combine,
   pp_p2p,
   tp_comm,  // tensor-parallel all-reduces, all-gathers and reduce-scatters of activations
+  cp_comm,  // context-parallel K/V passes or all-to-alls
   count
 };
 // Link classes for bandwidth sharing and per-rank byte ledgers.

@@ -22,7 +22,7 @@ const std::vector<nlohmann::json>& values_of(const PlanSpace& space, const std::
 struct Choice {
   PlannerFamily family;
   std::string schedule = "1f1b", recompute, layout, split = "even", precision = "scenario";
-  std::int64_t hsdp = 0, tp = 1, ep = 1, pp = 1, microbatch = 1;
+  std::int64_t hsdp = 0, tp = 1, cp = 1, ep = 1, pp = 1, microbatch = 1;
   std::vector<std::pair<std::string, nlohmann::json>> paths;
 };
 
@@ -46,7 +46,10 @@ class Enumerator {
           c.layout = l.get<std::string>();
           for_each(values_of(space_, "tp"), [&](const nlohmann::json& t) {
             c.tp = t.get<std::int64_t>();
-            pipelines(c);
+            for_each(values_of(space_, "cp"), [&](const nlohmann::json& x) {
+              c.cp = x.get<std::int64_t>();
+              pipelines(c);
+            });
           });
         });
       });
@@ -103,6 +106,7 @@ class Enumerator {
     const std::int64_t v = plan_schedule_virtual_stages(c.schedule);
     if (space_.gpus % c.pp != 0) return "PP degree does not divide the GPU count";
     if (space_.gpus % (c.pp * c.tp) != 0) return "PP x TP does not divide the GPU count";
+    if (space_.gpus % (c.pp * c.tp * c.cp) != 0) return "PP x TP x CP does not divide the GPU count";
     const std::int64_t dp = space_.gpus / (c.pp * c.tp);
     if (c.hsdp > 0 && dp % c.hsdp != 0) return "HSDP shard degree does not divide the DP degree";
     if (c.hsdp >= dp) return "HSDP shard degree is not below the DP degree (that is plain FSDP)";
@@ -115,7 +119,8 @@ class Enumerator {
     if (const std::string why = tp_refusal(c.tp); !why.empty()) return why;
     if (c.ep > 1 && (!base_.arch.moe || base_.arch.moe->num_experts % c.ep != 0))
       return "EP degree does not divide the routed experts";
-    const std::int64_t step_tokens = c.microbatch * base_.arch.sequence_length * dp;
+    if (base_.arch.sequence_length % (2 * c.cp) != 0) return "the sequence does not split into 2 x CP chunks";
+    const std::int64_t step_tokens = c.microbatch * base_.arch.sequence_length * (dp / c.cp);
     if (space_.global_batch_tokens < step_tokens) return "global batch is smaller than one microbatch per DP rank";
     if (space_.global_batch_tokens % step_tokens != 0)
       return "global batch is not a whole number of microbatches per DP rank";
@@ -151,6 +156,7 @@ class Enumerator {
     p.values["design"] = p.family;
     if (c.family.hsdp_axis) p.values["hsdp"] = c.hsdp;
     p.values["tp"] = c.tp;
+    if (c.cp > 1) p.values["cp"] = c.cp;
     p.values["ep"] = c.ep;
     p.values["pp"] = c.pp;
     if (c.pp > 1) p.values["schedule"] = c.schedule;
@@ -165,6 +171,7 @@ class Enumerator {
                  {"plan.batch.global_batch_tokens", space_.global_batch_tokens}};
     for (const auto& [path, value] : c.family.changes) p.changes.emplace_back(path, nlohmann::json::parse(value));
     p.changes.insert(p.changes.end(), {{"plan.tensor_parallel.degree", c.tp},
+                                       {"plan.context_parallel.degree", c.cp},
                                        {"plan.expert_parallel.degree", c.ep},
                                        {"plan.pipeline.degree", c.pp},
                                        {"plan.pipeline.schedule", plan_schedule_key(c.schedule)},

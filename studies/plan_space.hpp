@@ -37,7 +37,7 @@ struct PlanSpace {
   std::vector<PlanAxis> axes;  // the named axes first, in plan_axis_names order, then path axes
 };
 
-// design (fsdp, hsdp, ddp, ddp-nodistopt), hsdp, tp, ep, pp, schedule (1f1b, vN, 1f1b_v, zb_h1, zbv), microbatch,
+// design (fsdp, hsdp, ddp, ddp-nodistopt), hsdp, tp, cp, ep, pp, schedule (1f1b, vN, 1f1b_v, zb_h1, zbv), microbatch,
 // recompute, layout, split (even, balanced), precision (scenario, bf16, fp8, mxfp8).
 const std::vector<std::string>& plan_axis_names();
 

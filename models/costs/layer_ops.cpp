@@ -72,7 +72,20 @@ LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBo
   ops.push_back({LayerOpKind::attention_elementwise, OpPlace::main, elementwise(c, attn_elem)});
   point(LayerOpKind::tp_enter);
   ops.push_back({LayerOpKind::qkv_projection, OpPlace::main, linear(c, attn_f, T, d, q + 2 * kv)});
+  // Context parallelism: T is the rank's share of each sequence (2 chunks of S / 2CP, one from
+  // each end), so the attention priced on it is 1/CP of the sequence's causal work, the balanced
+  // split's share. The ring passes every rank's K and V chunk around the CP - 1 others
+  // (Transformer Engine AttnFuncWithCPAndKVP2P); the all-to-all variant sends q, k, v to the
+  // ranks of their head shard and the output back (DeepSpeed-Ulysses).
+  const bool cp = plan.cp > 1;
+  if (cp) {
+    ops.push_back({LayerOpKind::cp_begin, OpPlace::point, {}});
+    out.cp_ring_bytes = T * 2 * kv * e;
+    out.cp_qkv_bytes = T * (q + 2 * kv) * e;
+    out.cp_out_bytes = T * q * e;
+  }
   ops.push_back({LayerOpKind::attention_core, OpPlace::main, attention(a, c, T, s.heads, s.kv_heads)});
+  if (cp) ops.push_back({LayerOpKind::cp_end, OpPlace::point, {}});
   ops.push_back({LayerOpKind::output_projection, OpPlace::main, linear(c, attn_f, T, q, d)});
   point(LayerOpKind::tp_exit);
   if (!a.is_moe_layer(layer)) {
@@ -154,14 +167,25 @@ LayerWork segments(const LayerOps& l) {
   w.partial_recompute = l.partial_recompute;
   w.tp_bytes = l.tp_bytes;
   w.shared_tp = l.tp_bytes > 0;
+  w.cp_ring_bytes = l.cp_ring_bytes;
+  w.cp_qkv_bytes = l.cp_qkv_bytes;
+  w.cp_out_bytes = l.cp_out_bytes;
   w.pre_parts.emplace_back();
+  w.pre_first.push_back(static_cast<std::uint8_t>(LayerOpKind::attention_elementwise));
+  bool named = false;
   PassTimes* main = &w.pre_parts.back();
   bool before_dispatch = true;
   for (const LayerOp& op : l.ops) {
     if (op.place == OpPlace::point) {
-      if (op.kind == LayerOpKind::tp_enter || op.kind == LayerOpKind::tp_exit) {
-        w.pre_points.push_back(op.kind == LayerOpKind::tp_enter ? TpPoint::enter : TpPoint::exit);
+      if (op.kind == LayerOpKind::tp_enter || op.kind == LayerOpKind::tp_exit || op.kind == LayerOpKind::cp_begin ||
+          op.kind == LayerOpKind::cp_end) {
+        w.pre_points.push_back(op.kind == LayerOpKind::tp_enter   ? LayerPoint::tp_enter
+                               : op.kind == LayerOpKind::tp_exit  ? LayerPoint::tp_exit
+                               : op.kind == LayerOpKind::cp_begin ? LayerPoint::cp_begin
+                                                                  : LayerPoint::cp_end);
         w.pre_parts.emplace_back();
+        w.pre_first.push_back(static_cast<std::uint8_t>(op.kind));  // until an op names it
+        named = false;
         main = &w.pre_parts.back();
         continue;
       }
@@ -170,7 +194,12 @@ LayerWork segments(const LayerOps& l) {
       continue;
     }
     PassTimes& into = op.place == OpPlace::side ? w.shared : *main;
+    if (before_dispatch && op.place == OpPlace::main && !named) {
+      w.pre_first.back() = static_cast<std::uint8_t>(op.kind);
+      named = true;
+    }
     into = add(into, op.times);
+    if (op.kind == LayerOpKind::attention_core) w.attention = op.times;
     if (op.place == OpPlace::main && before_dispatch) w.pre = add(w.pre, op.times);
   }
   return w;

@@ -36,9 +36,11 @@ enum class LayerOpKind : std::uint8_t {
   shared_expert,          // one shared expert's SwiGLU MLP, beside the routed path
   tp_enter,               // point: a TP region opens (SP: all-gather; without SP: its backward's all-reduce)
   tp_exit,                // point: a TP region closes (SP: reduce-scatter; without SP: all-reduce)
+  cp_begin,               // point: context parallelism's exchange around the attention core starts
+  cp_end,                 // point: and ends
 };
 
-inline constexpr EnumNames<LayerOpKind, 17> kLayerOpKindNames{
+inline constexpr EnumNames<LayerOpKind, 19> kLayerOpKindNames{
     "layer op",
     {{{LayerOpKind::attention_elementwise, "attention_elementwise"},
       {LayerOpKind::qkv_projection, "qkv_projection"},
@@ -56,7 +58,9 @@ inline constexpr EnumNames<LayerOpKind, 17> kLayerOpKindNames{
       {LayerOpKind::combine_elementwise, "combine_elementwise"},
       {LayerOpKind::shared_expert, "shared_expert"},
       {LayerOpKind::tp_enter, "tp_enter"},
-      {LayerOpKind::tp_exit, "tp_exit"}}}};
+      {LayerOpKind::tp_exit, "tp_exit"},
+      {LayerOpKind::cp_begin, "cp_begin"},
+      {LayerOpKind::cp_end, "cp_end"}}}};
 constexpr std::string_view name_of(LayerOpKind value) { return kLayerOpKindNames.name(value); }
 
 // Where an op runs: on the block's main compute stream, beside it on the side stream (from the
@@ -77,6 +81,9 @@ struct LayerOps {
   double dispatch_bytes = 0;     // the forward dispatch's (smaller when precision.ep_dispatch is FP8)
   double partial_recompute = 0;  // kernels the plan's partial recompute adds to the block's backward
   double tp_bytes = 0;           // what each TP collective moves: the microbatch's [T, d] activations
+  double cp_ring_bytes = 0;      // one ring step's K and V chunk (context parallelism, ring)
+  double cp_qkv_bytes = 0;       // the all-to-all variant's q, k, v exchange
+  double cp_out_bytes = 0;       // and its output exchange
 };
 
 // The ops of layer `layer` for `tokens` tokens; `rank_rows`: routed rows per local expert on this

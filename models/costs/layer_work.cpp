@@ -18,12 +18,12 @@ PassTimes elementwise(const CostBook& c, double bytes) { return streaming(c, byt
 
 PassTimes add(PassTimes a, PassTimes b) { return {a.fwd + b.fwd, a.bwd + b.bwd, a.wgrad + b.wgrad}; }
 
-TpCollective tp_collective(TpPoint point, bool backward, bool sequence_parallel) {
+TpCollective tp_collective(LayerPoint point, bool backward, bool sequence_parallel) {
   // Megatron-LM tensor_parallel/mappings.py: without SP, copy_to (f: identity, all-reduce in
   // backward) and reduce_from (g: all-reduce, identity in backward); with SP,
   // gather_from_sequence_parallel_region (all-gather, reduce-scatter in backward) and
   // reduce_scatter_to_sequence_parallel_region (reduce-scatter, all-gather in backward).
-  const bool opens = point == TpPoint::enter;
+  const bool opens = point == LayerPoint::tp_enter;
   if (sequence_parallel) {
     return {true, opens != backward ? CollectiveKind::all_gather : CollectiveKind::reduce_scatter};
   }

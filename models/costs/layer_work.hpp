@@ -49,19 +49,22 @@ PassTimes linear(const CostBook& c, Format f, double tokens, double in, double o
 // cast for every expert in `rows`.
 PassTimes grouped(const CostBook& c, Format f, const std::vector<double>& rows, double n, double k);
 
-// Where a tensor-parallel region opens or closes (Megatron-LM's f and g operators, Shoeybi et al.
-// 2019 Section 3; with sequence parallelism Korthikanti et al. 2022 Section 4.2.2): what runs there
-// forward and backward.
-enum class TpPoint : std::uint8_t {
-  enter,  // SP: all-gather forward, reduce-scatter backward; without SP: nothing, all-reduce
-  exit,   // SP: reduce-scatter forward, all-gather backward; without SP: all-reduce, nothing
+// The points between a block's parts before the EP dispatch where communication sits: where a
+// tensor-parallel region opens or closes (Megatron-LM's f and g operators, Shoeybi et al. 2019
+// Section 3; with sequence parallelism Korthikanti et al. 2022 Section 4.2.2), and around the
+// attention core under context parallelism.
+enum class LayerPoint : std::uint8_t {
+  tp_enter,  // SP: all-gather forward, reduce-scatter backward; without SP: nothing, all-reduce
+  tp_exit,   // SP: reduce-scatter forward, all-gather backward; without SP: all-reduce, nothing
+  cp_begin,  // ring: the K/V passes start beside the attention; all-to-all: q, k, v to head shards
+  cp_end,    // ring: the attention waits for the last pass; all-to-all: the output back
 };
 // The collective a TP point runs in one direction (`has` false: none).
 struct TpCollective {
   bool has = false;
   CollectiveKind kind = CollectiveKind::all_reduce;
 };
-TpCollective tp_collective(TpPoint point, bool backward, bool sequence_parallel);
+TpCollective tp_collective(LayerPoint point, bool backward, bool sequence_parallel);
 
 // A block as the step runs it: its ops (layer_ops.hpp) summed into the segments between the EP
 // all-to-alls.
@@ -71,9 +74,17 @@ struct LayerWork {
   // `pre` cut at the TP points: part i runs, then the collective of `pre_points[i]`; one part
   // (no point) without TP.
   std::vector<PassTimes> pre_parts;
-  std::vector<TpPoint> pre_points;
-  bool shared_tp = false;     // the side ops sit between a TP enter and exit of their own
-  double tp_bytes = 0;        // what each TP collective moves (nccl-tests convention: [T, d] activations)
+  std::vector<LayerPoint> pre_points;
+  std::vector<std::uint8_t> pre_first;  // each part's first op (a LayerOpKind: its trace label)
+  bool shared_tp = false;               // the side ops sit between a TP enter and exit of their own
+  double tp_bytes = 0;                  // what each TP collective moves (nccl-tests convention: [T, d] activations)
+  // Context parallelism: the attention core's times (what a ring's passes hide behind), the K and
+  // V chunk one ring step passes on (the backward passes their gradients too), and the
+  // all-to-all variant's exchanges of q, k, v before and of the output after the attention.
+  PassTimes attention;
+  double cp_ring_bytes = 0;
+  double cp_qkv_bytes = 0;
+  double cp_out_bytes = 0;
   PassTimes experts;          // routed-expert grouped GEMMs on this rank's rows
   PassTimes post;             // unpermute / combine weighting / residual
   PassTimes shared;           // shared experts (side stream)

@@ -61,7 +61,7 @@ class StageWalk {
             const std::vector<LedgerItem>& persistent, const StageView& v, const RoutedRows& routed, std::size_t chunks,
             std::uint64_t limit)
       : plan_(plan), trace_(plan.allocator.expandable_segments, limit) {
-    const double T = dbl(plan.microbatch_sequences * a.sequence_length);
+    const double T = dbl(batch_shape(plan, a).microbatch_tokens);
     const double e = bytes_of(plan.precision.compute);
     const DesignEntry& design = design_of(plan);
     keeps_gathered_ = design.keeps_gathered_units();

@@ -175,7 +175,7 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
 std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& plan,
                                      const std::vector<LocalTensor>& tensors, const StageView& v,
                                      const RoutedRows& routed, const std::vector<std::int64_t>& held_chunks) {
-  const double T = dbl(plan.microbatch_sequences * a.sequence_length);
+  const double T = dbl(batch_shape(plan, a).microbatch_tokens);
   const double e = bytes_of(plan.precision.compute);
   const DesignEntry& design = design_of(plan);
 
@@ -320,7 +320,7 @@ RoutedRows stage_routed_rows(const Architecture& a, const ParallelPlan& plan, co
   std::vector<std::int64_t> moe_layers;
   for (auto l : v.layers)
     if (a.is_moe_layer(l)) moe_layers.push_back(l);
-  const double T = dbl(plan.microbatch_sequences * a.sequence_length);
+  const double T = dbl(batch_shape(plan, a).microbatch_tokens);
   const double load =
       a.moe ? peak_rank_load_factor(plan.routing, a.moe->num_experts, a.moe->top_k, T, plan.ep, moe_layers) : 1.0;
   return routed_rows_per_token(a, plan, load);

@@ -88,6 +88,11 @@ ParallelPlan parse_plan(const JsonReader& in) {
     p.sequence_parallel = tp->boolean_or("sequence_parallel", true);
     tp->finish();
   }
+  if (auto cp = in.optional_object("context_parallel")) {
+    p.cp = cp->integer_or("degree", 1, Range::between(1, 1024));
+    p.cp_variant = cp->choice_of("variant", kCpVariantNames, CpVariant::ring);
+    cp->finish();
+  }
   if (auto ep = in.optional_object("expert_parallel")) {
     p.ep = ep->integer_or("degree", 1, Range::between(1, kMaxCount));
     p.ep_transport = ep->choice_of("transport", kEpTransportNames, defaults.ep_transport);
@@ -150,7 +155,8 @@ ParallelPlan parse_plan(const JsonReader& in) {
 
 BatchShape batch_shape(const ParallelPlan& p, const Architecture& a) {
   BatchShape b;
-  b.microbatch_tokens = p.microbatch_sequences * a.sequence_length;
+  // Each rank runs its 1/CP share of every sequence.
+  b.microbatch_tokens = p.microbatch_sequences * a.sequence_length / p.cp;
   b.microbatches = p.global_batch_tokens / (b.microbatch_tokens * p.dp());
   return b;
 }

@@ -31,6 +31,14 @@ inline constexpr EnumNames<LossImpl, 2> kLossImplNames{
 // back up), Zero Bubble H1 and ZB-V (the backward split into input- and weight-gradient passes).
 enum class PipelineSchedule { one_f_one_b, interleaved_1f1b, one_f_one_b_v, zb_h1, zbv };
 enum class GradSync { all_reduce, reduce_scatter };
+// How context parallelism runs attention over a sequence split across CP ranks: a ring passing
+// each rank's K and V chunks peer to peer, overlapped with the attention chunks (Megatron-Core /
+// Transformer Engine's default "p2p" cp_comm_type, torchtitan's ring attention), or all-to-alls
+// that trade the sequence split for a head split around the attention (DeepSpeed-Ulysses, TE's
+// "a2a").
+enum class CpVariant { ring, all_to_all };
+inline constexpr EnumNames<CpVariant, 2> kCpVariantNames{
+    "context-parallel variant", {{{CpVariant::ring, "ring"}, {CpVariant::all_to_all, "all_to_all"}}}};
 inline constexpr EnumNames<GradSync, 2> kGradSyncNames{
     "gradient sync", {{{GradSync::all_reduce, "all_reduce"}, {GradSync::reduce_scatter, "reduce_scatter"}}}};
 // How the optimizer update is written, which sets how many passes it makes over HBM:
@@ -137,6 +145,13 @@ struct ParallelPlan {
   // TP region instead of one all-reduce after it. Megatron-Core and torchtitan run TP this way
   // (torchtitan's parallelize_llama always applies SequenceParallel), so it is the default.
   bool sequence_parallel = true;
+  // Context parallelism: each sequence split over `cp` ranks (2 x cp chunks, each rank a chunk from
+  // either end so the causal work balances: Megatron-Core's get_batch_on_this_cp_rank), which
+  // hold the same weights: the gradient sync and the distributed optimizer span DP x CP
+  // (Megatron's data-parallel group with CP; torchtitan's FSDP over dp_shard x cp). Rank order
+  // TP, CP, DP, PP.
+  std::int64_t cp = 1;
+  CpVariant cp_variant = CpVariant::ring;
   std::int64_t ep = 1;  // EP-MP degree M_E
   // How routed rows travel (cost_types.hpp EpTransport) and so where they live: NCCL all-to-all
   // stages them in per-layer tensors from the caching allocator, alive while the layer runs
@@ -182,6 +197,7 @@ struct ParallelPlan {
   // GPUs of this job in one NVLink domain: its hosts spread evenly over the fewest domains that
   // can hold them (a job of 18 hosts fills one NVL72 rack; 24 hosts take 12 in each of two).
   std::int64_t domain_gpus() const;
+  // Ranks holding the same TP shard of a stage: the data-parallel replicas of a weight (DP x CP).
   std::int64_t dp() const { return world() / (pp * tp); }
   std::int64_t ep_dp() const { return stage_ranks() / ep; }
   // The sequence share of one rank outside the TP regions (and in the MoE layers): 1/tp under

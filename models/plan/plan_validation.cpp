@@ -49,6 +49,30 @@ void check_tensor_parallel(const ParallelPlan& p, const Architecture& a, const F
     }
   }
 }
+// Context parallelism splits each sequence into 2 x CP chunks (Megatron-Core's load-balanced
+// causal split) over CP ranks that hold the same TP shard; the all-to-all variant splits the
+// rank's heads over CP instead during the attention.
+template <class Fail>
+void check_context_parallel(const ParallelPlan& p, const Architecture& a, const Fail& fail) {
+  const std::string cp = "context_parallel.degree";
+  if (p.world() % (p.pp * p.tp * p.cp) != 0) {
+    fail(cp, "world size " + s(p.world()) + " is not divisible by PP x TP x CP = " + s(p.pp) + " x " + s(p.tp) + " x " +
+                 s(p.cp));
+  }
+  if (a.sequence_length % (2 * p.cp) != 0) {
+    fail(cp, "the sequence length " + s(a.sequence_length) + " does not split into 2 x CP = " + s(2 * p.cp) +
+                 " equal chunks (the load-balanced causal split)");
+  }
+  if (p.cp_variant == CpVariant::all_to_all) {
+    const std::int64_t heads = a.attention.num_heads / p.tp;
+    const std::int64_t kv = std::max<std::int64_t>(1, a.attention.num_kv_heads / p.tp);
+    if (heads % p.cp != 0 || kv % p.cp != 0) {
+      fail("context_parallel.variant", "\"all_to_all\" gives each CP rank a share of the heads: " + s(heads) +
+                                           " heads and " + s(kv) + " KV heads per TP rank do not divide by CP " +
+                                           s(p.cp) + "; allowed: \"ring\", or a CP degree dividing both");
+    }
+  }
+}
 }  // namespace
 
 void validate_plan(const ParallelPlan& p, const Architecture& a, const std::string& file, const std::string& prefix) {
@@ -60,6 +84,7 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
          "world size " + s(p.world()) + " (nodes x gpus_per_node) is not divisible by PP degree " + s(p.pp));
   }
   if (p.tp > 1) check_tensor_parallel(p, a, fail);
+  if (p.cp > 1) check_context_parallel(p, a, fail);
   if (p.pp * p.model_chunks() > a.num_layers) {
     fail("pipeline.degree", "PP stages x virtual stages = " + s(p.pp * p.model_chunks()) + " exceeds the " +
                                 s(a.num_layers) + " layers of the model");

@@ -15,6 +15,7 @@ RankCoords coords_of(const ParallelPlan& plan, std::int64_t rank) {
   c.stage_rank = rank % per_stage;
   c.tp = c.stage_rank % plan.tp;  // innermost
   c.dp = c.stage_rank / plan.tp;
+  c.cp = c.dp % plan.cp;             // CP inside DP: the ranks of one sequence are neighbours
   c.ep_mp = c.stage_rank % plan.ep;  // innermost: consecutive ranks hold different expert shards
   c.ep_dp = c.stage_rank / plan.ep;
   return c;
@@ -65,6 +66,11 @@ CommunicatorShape communicator_shape(const ParallelPlan& plan, Communicator comm
   switch (communicator) {
     case Communicator::dp: return {plan.dp(), members_per_domain(plan.dp(), t, domain)};
     case Communicator::tp: return {t, members_per_domain(t, 1, domain)};
+    case Communicator::cp: return {plan.cp, members_per_domain(plan.cp, t, domain)};
+    case Communicator::cp_ring:
+      // A ring step is a send to one neighbour and a receive from the other: inside the domain
+      // when the whole CP group is.
+      return {2, members_per_domain(plan.cp, t, domain) == plan.cp ? 2 : 1};
     case Communicator::ep_mp: return {plan.ep, members_per_domain(plan.ep, 1, domain)};
     case Communicator::ep_dp: return {plan.ep_dp(), members_per_domain(plan.ep_dp(), plan.ep, domain)};
     case Communicator::fsdp_shard: return {plan.shard_group(), members_per_domain(plan.shard_group(), t, domain)};
@@ -83,6 +89,8 @@ std::int64_t communicator_instance(const ParallelPlan& plan, const RankCoords& c
   switch (communicator) {
     case Communicator::dp: return coords.tp;
     case Communicator::tp: return coords.dp;
+    case Communicator::cp:
+    case Communicator::cp_ring: return coords.dp / plan.cp * plan.tp + coords.tp;
     case Communicator::ep_mp: return coords.ep_dp;
     case Communicator::ep_dp: return coords.ep_mp;
     case Communicator::fsdp_shard: return coords.dp / plan.shard_group() * plan.tp + coords.tp;

@@ -17,7 +17,8 @@ struct RankCoords {
   std::int64_t stage = 0;       // PP stage
   std::int64_t stage_rank = 0;  // index among the stage's ranks (TP x DP)
   std::int64_t tp = 0;          // index inside the TP group
-  std::int64_t dp = 0;          // index inside the DP group
+  std::int64_t dp = 0;          // index inside the DP group (the DP x CP ranks of one TP shard)
+  std::int64_t cp = 0;          // index inside the CP group (the sequence chunk pair it holds)
   std::int64_t ep_mp = 0;       // expert shard held (index inside the EP-MP group)
   std::int64_t ep_dp = 0;       // replica index of that expert shard (EP-DP group)
 };
@@ -29,12 +30,14 @@ RankCoords coords_of(const ParallelPlan& plan, std::int64_t rank);
 //                 reduction): the whole stage without TP;
 //   tp            the ranks splitting each block's linears (activations' all-reduces, or SP's
 //                 all-gathers and reduce-scatters);
+//   cp            the ranks splitting one sequence (the all-to-all variant's exchanges);
+//   cp_ring       one rank and its ring neighbour in the CP group (the ring's K/V passes);
 //   ep_mp         ranks holding different expert shards (dispatch and combine);
 //   ep_dp         ranks holding copies of the same expert shard (their gradient reduction);
 //   fsdp_shard    FSDP's shard group (the whole DP group, or F ranks under HSDP);
 //   hsdp_replica  ranks holding the same FSDP shard (HSDP's replica all-reduce);
 //   pp_neighbours one rank of each of two neighbouring stages (activation transfers).
-enum class Communicator : std::uint8_t { dp, ep_mp, ep_dp, fsdp_shard, hsdp_replica, pp_neighbours, tp };
+enum class Communicator : std::uint8_t { dp, ep_mp, ep_dp, fsdp_shard, hsdp_replica, pp_neighbours, tp, cp, cp_ring };
 
 struct CommunicatorShape {
   std::int64_t ranks = 1;           // members

@@ -22,7 +22,7 @@ var moesimCharts = (function () {
   var PHASES = [
     ["forward", "#1f4e79"], ["backward", "#2e75b6"], ["recompute", "#9dc3e6"], ["grad_accumulate", "#bf9000"],
     ["optimizer", "#ffd966"], ["fsdp_gather", "#548235"], ["fsdp_reduce_scatter", "#a9d18e"], ["grad_sync", "#c55a11"],
-    ["weight_rebuild", "#f4b183"], ["ep_dispatch", "#7030a0"], ["ep_combine", "#c9a0dc"], ["pp_p2p", "#833c0b"], ["tp_comm", "#00b0a0"],
+    ["weight_rebuild", "#f4b183"], ["ep_dispatch", "#7030a0"], ["ep_combine", "#c9a0dc"], ["pp_p2p", "#833c0b"], ["tp_comm", "#00b0a0"], ["cp_comm", "#70d0c0"],
     ["idle / bubble", "#bfbfbf"]];
 
 

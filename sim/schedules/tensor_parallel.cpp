@@ -17,7 +17,7 @@ CollectivePurpose purpose_of(TpPass pass) {
 
 }  // namespace
 
-TaskId tp_point(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, TpPoint point, TpPass pass,
+TaskId tp_point(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, LayerPoint point, TpPass pass,
                 std::int32_t index, double bytes, TaskId ready) {
   if (plan.tp == 1) return ready;
   const TpCollective c = tp_collective(point, pass == TpPass::backward, plan.sequence_parallel);

@@ -14,7 +14,7 @@ enum class TpPass { forward, recompute, backward };
 // The collective of TP point `point` in `pass` moving `bytes` (nccl-tests convention), after
 // `ready`; `index` tells the unit's points apart. Returns `ready` when the point has no
 // collective in that direction or TP is off.
-TaskId tp_point(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, TpPoint point, TpPass pass,
+TaskId tp_point(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, LayerPoint point, TpPass pass,
                 std::int32_t index, double bytes, TaskId ready);
 
 // Vocab-parallel cross-entropy's three all-reduces over the TP group, each of one FP32 value per

@@ -47,7 +47,6 @@ class Zero2 final : public BucketedSync {
     loss_all_reduce(rank_);
     sharded_update_and_rebuild(rank_, elements_by_group(buckets_), reductions_);
   }
-
 };
 
 }  // namespace

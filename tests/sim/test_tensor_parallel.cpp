@@ -205,3 +205,74 @@ TEST_CASE("TP: the design notation round-trips and bad degrees name their key", 
   CHECK_THAT(error(moe, {"design=ddp+tp2+ep16", "plan.nodes=1"}), Catch::Contains("8 ranks of a pipeline stage"));
   CHECK_THAT(error(dense, {"plan.tensor_parallel.degree=0"}), Catch::Contains("plan.tensor_parallel.degree"));
 }
+
+namespace {
+Scenario tiny_cp(const std::string& variant) {
+  test::TempDir dir;
+  nlohmann::json doc = {{"architecture", test::tiny_dense_architecture()},
+                        {"plan",
+                         {{"design", "ddp"},
+                          {"nodes", 1},
+                          {"gpus_per_node", 2},
+                          {"context_parallel", {{"degree", 2}, {"variant", variant}}},
+                          {"batch", {{"rank_microbatch_sequences", 1}, {"global_batch_tokens", 32}}}}},
+                        {"hardware", read_json_file(test::source_path("hardware_profiles/b300-hgx.json"))}};
+  return load_scenario(dir.write("tiny.json", doc.dump()), {});
+}
+
+std::vector<const Task*> on_stream(const BuiltStep& step, StreamKind stream, std::int32_t microbatch) {
+  std::vector<const Task*> out;
+  for (TaskId id = 0; id < step.graph.size(); ++id) {
+    const Task& t = step.graph.task(id);
+    if (t.stream == stream && t.microbatch == microbatch) out.push_back(&t);
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("CP golden: a ring's K/V passes run beside the attention", "[golden]") {
+  // CP 2 on 2 GPUs: each rank holds 8 of the 16 tokens of each sequence; the 2 ranks hold the same
+  // weights, so the gradient sync spans both (DP x CP = 2); m = 32 / (8 x 2) = 2. Attention 1 ms
+  // each way, every GEMM 1 ms, collectives 3 ms. Per layer forward: QKV 1, then the one ring pass
+  // (3) beside the attention (1), then out-projection and MLP 3 = 7; two layers 14, head 1:
+  // forward 15. Backward: head 2; per layer out-projection and MLP 6, the ring's backward pass 3
+  // beside the attention's backward 1, QKV 2 = 11, two layers 22: backward 24. Two microbatches
+  // 78 ms, then the DDP step's bucket all-reduce, loss, grad norm and weight rebuild, 3 ms each: 90.
+  const Scenario s = tiny_cp("ring");
+  REQUIRE(s.plan.dp() == 2);
+  test::FakeCosts costs;
+  costs.attention_s = 1e-3;
+  const Inventory inv = build_inventory(s.arch);
+  const BuiltStep step = build_step(s.arch, inv, s.plan, costs, SimOptions{});
+  CHECK(step.microbatches == 2);
+  const auto passes = on_stream(step, StreamKind::comm_cp, 0);
+  REQUIRE(passes.size() == 4);  // one pass per layer, forward and backward
+  // Each pass moves the rank's K and V chunk, 8 tokens x (64 + 64) x 2 bytes; backward also their
+  // gradients.
+  CHECK(passes[0]->coll == CollectiveKind::send_recv);
+  CHECK(passes[0]->link_bytes[static_cast<std::size_t>(LinkClass::nvlink)] == 2048.0);
+  CHECK(passes[3]->link_bytes[static_cast<std::size_t>(LinkClass::nvlink)] == 4096.0);
+  const ReplayResult r = replay(step.graph, *fair_share(0));
+  CHECK(r.makespan == Approx(0.090));
+  const TimelineMetrics m = measure(step.graph, r);
+  CHECK(m.ranks[0].exposed[static_cast<std::size_t>(PhaseTag::cp_comm)] == Approx(0.016));  // 2 ms x 8 passes
+}
+
+TEST_CASE("CP golden: the all-to-all variant exchanges q, k, v and the output around the attention", "[golden]") {
+  // Per layer forward: QKV 1, all-to-all 3, attention 1, all-to-all 3, out-projection and MLP 3 =
+  // 11; two layers 22, head 1: 23. Backward: head 2; per layer 6 + 3 + 1 + 3 + 2 = 15, two layers
+  // 30: 32. Two microbatches 110 ms, the step's end 12: 122.
+  const Scenario s = tiny_cp("all_to_all");
+  test::FakeCosts costs;
+  costs.attention_s = 1e-3;
+  const Inventory inv = build_inventory(s.arch);
+  const BuiltStep step = build_step(s.arch, inv, s.plan, costs, SimOptions{});
+  const auto a2a = on_stream(step, StreamKind::comm_cp, 1);
+  REQUIRE(a2a.size() == 8);
+  for (const Task* t : a2a) CHECK(t->coll == CollectiveKind::all_to_all);
+  // q, k, v of the rank's 8 tokens: 8 x (64 + 2 x 64) x 2 bytes; the output 8 x 64 x 2.
+  CHECK(a2a[0]->link_bytes[static_cast<std::size_t>(LinkClass::nvlink)] == 3072.0);
+  CHECK(a2a[1]->link_bytes[static_cast<std::size_t>(LinkClass::nvlink)] == 1024.0);
+  CHECK(replay(step.graph, *fair_share(0)).makespan == Approx(0.122));
+  CHECK(design_name(s.plan) == "ddp+cp2+ulysses");
+}
