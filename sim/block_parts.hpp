@@ -1,6 +1,7 @@
-// The parts of a block before the EP dispatch as the step runs them: the communication at the
-// points between them (tensor parallelism's collectives, context parallelism's ring passes or
-// all-to-alls) and each part's trace label.
+// The parts of a block before the EP dispatch as the step runs them: each part as one kernel, and
+// the communication at the points between them (tensor parallelism's collectives, run beside the
+// GEMM next to them under TP communication overlap; context parallelism's ring passes beside the
+// attention, or its all-to-alls).
 #pragma once
 
 #include "models/costs/layer_work.hpp"
@@ -8,15 +9,17 @@
 
 namespace moesim {
 
-// The communication at point `i` of a block's parts before the dispatch, in the pass's
-// direction (`recompute`: a forward again): returns what the next part waits for. A ring's
-// passes run beside the attention: where they open, `ring` takes their last pass; where they
-// close, it moves to `pending`, which the next kernel waits for too.
-TaskId layer_point(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, const LayerWork& w, std::size_t i,
-                   bool backward, bool recompute, TaskId ready, TaskId& ring, TaskId& pending);
+struct PartsPass {
+  bool backward = false;
+  bool recompute = false;       // a forward run again before the backward
+  bool whole = true;            // backward: the whole of it, else its input-gradient part (B)
+  double extra_first = 0;       // added to the first kernel (a dense block's partial recompute)
+  TaskId also_first = kNoTask;  // what the first kernel waits for too (the experts' backward)
+};
 
-// The trace label of part `i` (a literal): the whole block without points, else named by the
-// part's first op.
-const char* part_label(const LayerWork& w, std::size_t i, bool backward);
+// Emits the parts in the pass's order (backward: last part first) after `ready`; returns the
+// last task, after which everything of the parts has finished.
+TaskId emit_parts(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, const LayerWork& w,
+                  const PartsPass& pass, TaskId ready);
 
 }  // namespace moesim

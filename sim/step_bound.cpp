@@ -119,11 +119,13 @@ class BoundBuilder {
     const LayerWork& w = work_.get(layer, shard.rows);
     const double recompute = w.partial_recompute;  // what a partial recompute redoes in backward
     // The TP collectives between the parts before the dispatch, and around the shared experts.
-    double tp_fwd = 0, tp_bwd = 0;
-    for (LayerPoint p : w.pre_points) {
+    double tp_fwd = 0, tp_bwd = 0, tp_input = 0;
+    for (std::size_t i = 0; i < w.pre_points.size(); ++i) {
+      const LayerPoint p = w.pre_points[i];
       if (p != LayerPoint::tp_enter && p != LayerPoint::tp_exit) continue;
-      tp_fwd += tp_s(p, false, w.tp_bytes);
-      tp_bwd += tp_s(p, true, w.tp_bytes);
+      tp_fwd += overlapped_tp_s(p, false, w.tp_bytes, w.pre_parts[i], w.pre_parts[i + 1], false);
+      tp_bwd += overlapped_tp_s(p, true, w.tp_bytes, w.pre_parts[i], w.pre_parts[i + 1], true);
+      tp_input += overlapped_tp_s(p, true, w.tp_bytes, w.pre_parts[i], w.pre_parts[i + 1], false);
     }
     // Context parallelism: a ring's passes beyond the attention they run beside, or the
     // all-to-all variant's exchanges (sim/schedules/context_parallel.hpp); counted with TP's.
@@ -134,11 +136,13 @@ class BoundBuilder {
         const double pass_bwd = collective_s(CollectiveKind::send_recv, 2 * w.cp_ring_bytes, Communicator::cp_ring);
         tp_fwd += std::max(0.0, steps * pass - w.attention.fwd);
         tp_bwd += std::max(0.0, steps * pass_bwd - w.attention.bwd);
+        tp_input += std::max(0.0, steps * pass_bwd - w.attention.bwd);
       } else {
         const double a2a = collective_s(CollectiveKind::all_to_all, w.cp_qkv_bytes, Communicator::cp) +
                            collective_s(CollectiveKind::all_to_all, w.cp_out_bytes, Communicator::cp);
         tp_fwd += a2a;
         tp_bwd += a2a;
+        tp_input += a2a;
       }
     }
     const double shared_tp_fwd =
@@ -150,7 +154,7 @@ class BoundBuilder {
     if (!w.moe) {
       t.fwd = w.pre.fwd + tp_fwd;
       t.bwd = w.pre.bwd + recompute + tp_bwd;
-      t.input = w.pre.input_grad() + recompute + tp_bwd;
+      t.input = w.pre.input_grad() + recompute + tp_input;
     } else {
       // Dispatch + combine (the forward dispatch may send FP8 rows; backward both BF16).
       const double combine = plan_.ep > 1 ? all_to_all_s(w.a2a_bytes) : 0.0;
@@ -161,7 +165,7 @@ class BoundBuilder {
       t.fwd = w.pre.fwd + tp_fwd + std::max(dispatch + combine + w.experts.fwd, shared_fwd) + w.post.fwd;
       t.bwd = w.post.bwd + std::max(2 * combine + w.experts.bwd + recompute, shared_bwd) + w.pre.bwd + tp_bwd;
       t.input = w.post.input_grad() + std::max(2 * combine + w.experts.input_grad() + recompute, shared_input) +
-                w.pre.input_grad() + tp_bwd;
+                w.pre.input_grad() + tp_input;
     }
     // W as the step builder runs it: every weight gradient of the block in one kernel.
     t.wgrad = w.weight_gradients();
@@ -189,6 +193,23 @@ class BoundBuilder {
           kReductions * collective_s(CollectiveKind::all_reduce, tokens_ * bytes_of(DType::fp32), Communicator::tp);
     }
     return c;
+  }
+
+  // What a TP point's collective exposes in one direction: all of it, or under communication
+  // overlap what the GEMM part beside it does not cover (sim/block_parts.hpp: an all-gather beside
+  // the part that reads it, a reduce-scatter beside the part that writes it; `before` and `after`
+  // are the parts around the point in forward order, `whole` the backward's whole or its B part).
+  double overlapped_tp_s(LayerPoint point, bool backward, double bytes, const PassTimes& before, const PassTimes& after,
+                         bool whole) const {
+    const double comm = tp_s(point, backward, bytes);
+    if (!plan_.tp_comm_overlap || comm == 0) return comm;
+    const TpCollective c = tp_collective(point, backward, plan_.sequence_parallel);
+    // Forward an all-gather precedes its reader (after the point), a reduce-scatter follows its
+    // writer (before it); backward runs the other way round.
+    const bool reader_after = (c.kind == CollectiveKind::all_gather) != backward;
+    const PassTimes& beside = reader_after ? after : before;
+    const double covered = !backward ? beside.fwd : whole ? beside.bwd : beside.input_grad();
+    return std::max(0.0, comm - covered);
   }
 
   // A TP point's collective in one direction (zero where it has none, or without TP).

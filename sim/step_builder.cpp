@@ -227,13 +227,9 @@ class StepBuilder {
     }
     const LayerWork& w = st.layers[static_cast<std::size_t>(u)];
     const TaskPlace at{r, StreamKind::compute, phase, mb, u};
-    TaskId pre = cursor, ring = kNoTask, pending = kNoTask;
-    for (std::size_t i = 0; i < w.pre_parts.size(); ++i) {
-      if (i > 0) pre = layer_point(emit_, plan_, at, w, i - 1, false, tp_pass == TpPass::recompute, pre, ring, pending);
-      if (!w.pre_points.empty() && w.pre_parts[i].fwd <= 0) continue;
-      pre = emit_.kernel(at, TaskKind::compute, w.pre_parts[i].fwd, part_label(w, i, false), pre, pending);
-      pending = kNoTask;
-    }
+    PartsPass parts;
+    parts.recompute = phase == PhaseTag::recompute;
+    const TaskId pre = emit_parts(emit_, plan_, at, w, parts, cursor);
     cursor = pre;
     if (!w.moe) return;
     TaskId shared = kNoTask;
@@ -289,21 +285,14 @@ class StepBuilder {
     } else {
       joined = cursor;
     }
-    // The parts before the dispatch in reverse, each TP point's backward collective between them;
-    // a dense block's partial recompute runs with its first backward kernel.
-    bool first = true;
-    TaskId ring = kNoTask, pending = kNoTask;
-    for (std::size_t i = w.pre_parts.size(); i-- > 0;) {
-      const double t = time(w.pre_parts[i]) + (!w.moe && first ? recompute : 0.0);
-      if (w.pre_points.empty() || t > 0) {
-        joined = emit_.kernel(at, TaskKind::compute, t, part_label(w, i, true), joined, also);
-        emit_.depend(pending, joined);
-        also = pending = kNoTask;
-        first = false;
-      }
-      if (i > 0) joined = layer_point(emit_, plan_, at, w, i - 1, true, false, joined, ring, pending);
-    }
-    cursor = joined;
+    // The parts before the dispatch in reverse; a dense block's partial recompute runs with its
+    // first backward kernel.
+    PartsPass parts;
+    parts.backward = true;
+    parts.whole = whole;
+    parts.extra_first = w.moe ? 0.0 : recompute;
+    parts.also_first = also;
+    cursor = emit_parts(emit_, plan_, at, w, parts, joined);
   }
 
   // The unit's W pass: its GEMMs' weight gradients as one kernel on the compute stream (the

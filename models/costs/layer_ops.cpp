@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "models/common/units.hpp"
 #include "models/costs/ep_transports.hpp"
@@ -69,9 +70,16 @@ LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBo
   const Format attn_f = format_of(plan, LinearClass::attention);
   const double f = s.outside / T;  // the norms' and residuals' share of the tokens
   const double attn_elem = T * e * (2 * d * f + 2 * (q + kv) * (a.attention.qk_norm ? 2 : 1) + 3 * d * f);
-  ops.push_back({LayerOpKind::attention_elementwise, OpPlace::main, elementwise(c, attn_elem)});
+  // Under TP the residual add runs after the region closes, on the rank's sequence share (its
+  // 3d of the elementwise bytes), so the op list keeps the data flow the collectives sit in.
+  const double attn_residual = tp ? T * e * 3 * d * f : 0.0;
+  ops.push_back({LayerOpKind::attention_elementwise, OpPlace::main, elementwise(c, attn_elem - attn_residual)});
   point(LayerOpKind::tp_enter);
   ops.push_back({LayerOpKind::qkv_projection, OpPlace::main, linear(c, attn_f, T, d, q + 2 * kv)});
+  // With TP communication overlap each collective runs beside the GEMM next to it: a seam (a task
+  // boundary) keeps the attention core out of that GEMM's task.
+  const bool seams = tp && plan.tp_comm_overlap && plan.cp == 1;
+  if (seams) ops.push_back({LayerOpKind::tp_seam, OpPlace::point, {}});
   // Context parallelism: T is the rank's share of each sequence (2 chunks of S / 2CP, one from
   // each end), so the attention priced on it is 1/CP of the sequence's causal work, the balanced
   // split's share. The ring passes every rank's K and V chunk around the CP - 1 others
@@ -86,17 +94,31 @@ LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBo
   }
   ops.push_back({LayerOpKind::attention_core, OpPlace::main, attention(a, c, T, s.heads, s.kv_heads)});
   if (cp) ops.push_back({LayerOpKind::cp_end, OpPlace::point, {}});
+  if (seams) ops.push_back({LayerOpKind::tp_seam, OpPlace::point, {}});
   ops.push_back({LayerOpKind::output_projection, OpPlace::main, linear(c, attn_f, T, q, d)});
   point(LayerOpKind::tp_exit);
+  if (tp) ops.push_back({LayerOpKind::residual, OpPlace::main, elementwise(c, attn_residual)});
   if (!a.is_moe_layer(layer)) {
     const double h = dbl(a.dense_hidden) / s.t;
     const Format mlp_f = format_of(plan, LinearClass::dense_mlp);
     // The MLP's elementwise kernels: its norm and input (2d), the SwiGLU (3h), the residual (3d).
     const double mlp_elem = T * e * (2 * d * f + 3 * h + 3 * d * f);
-    point(LayerOpKind::tp_enter);
-    ops.push_back({LayerOpKind::dense_mlp, OpPlace::main,
-                   add(add(linear(c, mlp_f, T, d, 2 * h), linear(c, mlp_f, T, h, d)), elementwise(c, mlp_elem))});
-    point(LayerOpKind::tp_exit);
+    if (!tp) {
+      ops.push_back({LayerOpKind::dense_mlp, OpPlace::main,
+                     add(add(linear(c, mlp_f, T, d, 2 * h), linear(c, mlp_f, T, h, d)), elementwise(c, mlp_elem))});
+    } else {
+      // Its norm closes the attention's residual op; then the TP region: up/gate and the SwiGLU,
+      // the down projection (a seam between them under overlap), and the residual after it.
+      const double norm = T * e * 2 * d * f, residual = T * e * 3 * d * f;
+      ops.back().times = add(ops.back().times, elementwise(c, norm));
+      point(LayerOpKind::tp_enter);
+      ops.push_back(
+          {LayerOpKind::dense_mlp, OpPlace::main, add(linear(c, mlp_f, T, d, 2 * h), elementwise(c, T * e * 3 * h))});
+      if (seams) ops.push_back({LayerOpKind::tp_seam, OpPlace::point, {}});
+      ops.push_back({LayerOpKind::mlp_down, OpPlace::main, linear(c, mlp_f, T, h, d)});
+      point(LayerOpKind::tp_exit);
+      ops.push_back({LayerOpKind::residual, OpPlace::main, elementwise(c, residual)});
+    }
     if (plan.recompute == Recompute::selective)
       out.partial_recompute = c.memory(T * e * 3 * h, MemoryKernel::elementwise);
     if (plan.recompute == Recompute::selective_op) {
@@ -159,6 +181,22 @@ LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBo
   return out;
 }
 
+namespace {
+
+// The point a point op is between the parts before the dispatch (none for the EP points).
+std::optional<LayerPoint> layer_point_of(LayerOpKind kind) {
+  switch (kind) {
+    case LayerOpKind::tp_enter: return LayerPoint::tp_enter;
+    case LayerOpKind::tp_exit: return LayerPoint::tp_exit;
+    case LayerOpKind::cp_begin: return LayerPoint::cp_begin;
+    case LayerOpKind::cp_end: return LayerPoint::cp_end;
+    case LayerOpKind::tp_seam: return LayerPoint::seam;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
 LayerWork segments(const LayerOps& l) {
   LayerWork w;
   w.moe = l.moe;
@@ -177,12 +215,8 @@ LayerWork segments(const LayerOps& l) {
   bool before_dispatch = true;
   for (const LayerOp& op : l.ops) {
     if (op.place == OpPlace::point) {
-      if (op.kind == LayerOpKind::tp_enter || op.kind == LayerOpKind::tp_exit || op.kind == LayerOpKind::cp_begin ||
-          op.kind == LayerOpKind::cp_end) {
-        w.pre_points.push_back(op.kind == LayerOpKind::tp_enter   ? LayerPoint::tp_enter
-                               : op.kind == LayerOpKind::tp_exit  ? LayerPoint::tp_exit
-                               : op.kind == LayerOpKind::cp_begin ? LayerPoint::cp_begin
-                                                                  : LayerPoint::cp_end);
+      if (const auto point = layer_point_of(op.kind)) {
+        w.pre_points.push_back(*point);
         w.pre_parts.emplace_back();
         w.pre_first.push_back(static_cast<std::uint8_t>(op.kind));  // until an op names it
         named = false;

@@ -38,9 +38,12 @@ enum class LayerOpKind : std::uint8_t {
   tp_exit,                // point: a TP region closes (SP: reduce-scatter; without SP: all-reduce)
   cp_begin,               // point: context parallelism's exchange around the attention core starts
   cp_end,                 // point: and ends
+  tp_seam,                // point: a task boundary only (TP communication overlap's GEMM edges)
+  residual,               // under TP: a residual add (and the next norm) after its region closes
+  mlp_down,               // under TP: the dense MLP's down projection, apart from its up/gate
 };
 
-inline constexpr EnumNames<LayerOpKind, 19> kLayerOpKindNames{
+inline constexpr EnumNames<LayerOpKind, 22> kLayerOpKindNames{
     "layer op",
     {{{LayerOpKind::attention_elementwise, "attention_elementwise"},
       {LayerOpKind::qkv_projection, "qkv_projection"},
@@ -60,7 +63,10 @@ inline constexpr EnumNames<LayerOpKind, 19> kLayerOpKindNames{
       {LayerOpKind::tp_enter, "tp_enter"},
       {LayerOpKind::tp_exit, "tp_exit"},
       {LayerOpKind::cp_begin, "cp_begin"},
-      {LayerOpKind::cp_end, "cp_end"}}}};
+      {LayerOpKind::cp_end, "cp_end"},
+      {LayerOpKind::tp_seam, "tp_seam"},
+      {LayerOpKind::residual, "residual"},
+      {LayerOpKind::mlp_down, "mlp_down"}}}};
 constexpr std::string_view name_of(LayerOpKind value) { return kLayerOpKindNames.name(value); }
 
 // Where an op runs: on the block's main compute stream, beside it on the side stream (from the

@@ -58,6 +58,7 @@ enum class LayerPoint : std::uint8_t {
   tp_exit,   // SP: reduce-scatter forward, all-gather backward; without SP: all-reduce, nothing
   cp_begin,  // ring: the K/V passes start beside the attention; all-to-all: q, k, v to head shards
   cp_end,    // ring: the attention waits for the last pass; all-to-all: the output back
+  seam,      // nothing: a task boundary (TP communication overlap runs a collective beside one GEMM)
 };
 // The collective a TP point runs in one direction (`has` false: none).
 struct TpCollective {

@@ -15,13 +15,16 @@ namespace {
 
 // The parts every design takes: pipeline degree, interleaving, the named schedules and the
 // low-precision recipes.
+// A flag that starts like a numbered part comes before it ("tpoverlap" before "tp").
 constexpr GrammarPart kCommonParts[] = {{"pp", "plan.pipeline.degree", true, ""},
+                                        {"tpoverlap", "plan.tensor_parallel.comm_overlap", false, "true"},
                                         {"tp", "plan.tensor_parallel.degree", true, ""},
                                         {"cp", "plan.context_parallel.degree", true, ""},
                                         {"ulysses", "plan.context_parallel.variant", false, "\"all_to_all\""},
                                         {"nosp", "plan.tensor_parallel.sequence_parallel", false, "false"}};
 constexpr const char* kCommonAllowed =
-    "+tpN (tensor parallelism, with sequence parallelism unless +nosp), +cpN (context parallelism, a ring unless "
+    "+tpN (tensor parallelism, with sequence parallelism unless +nosp; +tpoverlap overlaps its collectives with "
+    "the GEMMs), +cpN (context parallelism, a ring unless "
     "+ulysses), +ppN, +vN (interleaved virtual stages), "
     "+1f1b_v, +zb_h1 or +zbv (pipeline schedules), +fp8, +mxfp8 or +bf16 "
     "(every linear but the LM head)";
@@ -29,10 +32,10 @@ constexpr const char* kCommonAllowed =
 // The common fields a spec resets before its parts apply: no TP (with SP when TP is asked),
 // plain 1F1B, an even layer split.
 constexpr std::pair<std::string_view, std::string_view> kCommonResets[] = {
-    {"plan.tensor_parallel.degree", "1"},   {"plan.tensor_parallel.sequence_parallel", "true"},
-    {"plan.context_parallel.degree", "1"},  {"plan.context_parallel.variant", "\"ring\""},
-    {"plan.pipeline.schedule", "\"1f1b\""}, {"plan.pipeline.virtual_stages", "1"},
-    {"plan.pipeline.layer_split", "[]"}};
+    {"plan.tensor_parallel.degree", "1"},           {"plan.tensor_parallel.sequence_parallel", "true"},
+    {"plan.tensor_parallel.comm_overlap", "false"}, {"plan.context_parallel.degree", "1"},
+    {"plan.context_parallel.variant", "\"ring\""},  {"plan.pipeline.schedule", "\"1f1b\""},
+    {"plan.pipeline.virtual_stages", "1"},          {"plan.pipeline.layer_split", "[]"}};
 
 // The pipeline schedules a design names by their scenario key (plan.pipeline.schedule) and the
 // model chunks each runs per stage.
@@ -87,7 +90,8 @@ std::string part_hint(const std::string& token, std::string_view word) {
   const std::string stem = token.substr(0, token.find_first_of("0123456789"));
   std::vector<std::string> own;
   for (const GrammarPart& part : parts_of(word)) own.emplace_back(part.word);
-  own.insert(own.end(), {"tp", "nosp", "cp", "ulysses", "pp", "v", "1f1b_v", "zb_h1", "zbv", "fp8", "mxfp8", "bf16"});
+  own.insert(own.end(),
+             {"tp", "nosp", "tpoverlap", "cp", "ulysses", "pp", "v", "1f1b_v", "zb_h1", "zbv", "fp8", "mxfp8", "bf16"});
   if (std::find(own.begin(), own.end(), stem) != own.end()) return "; " + allowed;
   for (const std::string& other : design_words()) {
     if (other == word) continue;
@@ -185,6 +189,7 @@ std::string design_name(const ParallelPlan& p) {
   const NameParts own = design_of(p).name_parts(p);
   std::string out = p.design + own.after_word;
   if (p.tp > 1) out += "+tp" + std::to_string(p.tp) + (p.sequence_parallel ? "" : "+nosp");
+  if (p.tp > 1 && p.tp_comm_overlap) out += "+tpoverlap";
   if (p.cp > 1) out += "+cp" + std::to_string(p.cp) + (p.cp_variant == CpVariant::ring ? "" : "+ulysses");
   if (p.ep > 1) out += "+ep" + std::to_string(p.ep);
   if (p.pp > 1) out += "+pp" + std::to_string(p.pp);

@@ -86,6 +86,7 @@ ParallelPlan parse_plan(const JsonReader& in) {
   if (auto tp = in.optional_object("tensor_parallel")) {
     p.tp = tp->integer_or("degree", 1, Range::between(1, 1024));
     p.sequence_parallel = tp->boolean_or("sequence_parallel", true);
+    p.tp_comm_overlap = tp->boolean_or("comm_overlap", false);
     tp->finish();
   }
   if (auto cp = in.optional_object("context_parallel")) {

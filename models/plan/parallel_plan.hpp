@@ -145,6 +145,10 @@ struct ParallelPlan {
   // TP region instead of one all-reduce after it. Megatron-Core and torchtitan run TP this way
   // (torchtitan's parallelize_llama always applies SequenceParallel), so it is the default.
   bool sequence_parallel = true;
+  // TP communication overlap (Megatron-Core's tp_comm_overlap with userbuffers, torchtitan's async
+  // TP): each all-gather is split and pipelined with the GEMM that reads it, each reduce-scatter
+  // with the GEMM that writes it; needs sequence parallelism.
+  bool tp_comm_overlap = false;
   // Context parallelism: each sequence split over `cp` ranks (2 x cp chunks, each rank a chunk from
   // either end so the causal work balances: Megatron-Core's get_batch_on_this_cp_rank), which
   // hold the same weights: the gradient sync and the distributed optimizer span DP x CP

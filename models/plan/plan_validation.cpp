@@ -24,6 +24,13 @@ void check_tensor_parallel(const ParallelPlan& p, const Architecture& a, const F
   if (a.attention.num_heads % t != 0) {
     fail(tp, "TP degree " + s(t) + " does not divide the " + s(a.attention.num_heads) + " attention heads");
   }
+  if (p.tp_comm_overlap && !p.sequence_parallel) {
+    // Megatron-LM arguments.py: "Tensor parallel communication/GEMM overlap can happen only when
+    // sequence parallelism is enabled".
+    fail("tensor_parallel.comm_overlap",
+         "overlaps the all-gathers and reduce-scatters of sequence parallelism; "
+         "allowed: false, or sequence_parallel true");
+  }
   const std::int64_t kv = a.attention.num_kv_heads;
   if (kv % t != 0 && t % kv != 0) {
     fail(tp, "TP degree " + s(t) + " and the " + s(kv) +

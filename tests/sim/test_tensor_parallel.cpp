@@ -276,3 +276,30 @@ TEST_CASE("CP golden: the all-to-all variant exchanges q, k, v and the output ar
   CHECK(replay(step.graph, *fair_share(0)).makespan == Approx(0.122));
   CHECK(design_name(s.plan) == "ddp+cp2+ulysses");
 }
+
+TEST_CASE("TP communication overlap runs each gather and scatter beside its GEMM", "[golden]") {
+  // The same collectives as without overlap (23 per microbatch under SP), now beside the GEMMs:
+  // the step is shorter than the 192 ms of the blocking golden and no shorter than the TP
+  // stream's own busy time (46 collectives of 3 ms, one stream in issue order).
+  test::TempDir dir;
+  nlohmann::json doc = {{"architecture", test::tiny_dense_architecture()},
+                        {"plan",
+                         {{"design", "ddp"},
+                          {"nodes", 1},
+                          {"gpus_per_node", 2},
+                          {"tensor_parallel", {{"degree", 2}, {"comm_overlap", true}}},
+                          {"batch", {{"rank_microbatch_sequences", 1}, {"global_batch_tokens", 32}}}}},
+                        {"hardware", read_json_file(test::source_path("hardware_profiles/b300-hgx.json"))}};
+  const Scenario s = load_scenario(dir.write("tiny.json", doc.dump()), {});
+  REQUIRE(s.plan.tp_comm_overlap);
+  CHECK(design_name(s.plan) == "ddp+tp2+tpoverlap");
+  const Inventory inv = build_inventory(s.arch);
+  const BuiltStep step = build_step(s.arch, inv, s.plan, test::FakeCosts{}, SimOptions{});
+  CHECK(tp_collectives(step, 0).total == 23);
+  const ReplayResult r = replay(step.graph, *fair_share(0));
+  CHECK(r.makespan < 0.192 - 1e-9);
+  CHECK(r.makespan >= 0.138 - 1e-9);
+  // Overlap needs sequence parallelism (Megatron-LM's rule).
+  CHECK_THROWS_WITH(load_scenario(dir.write("bad.json", doc.dump()), {"plan.tensor_parallel.sequence_parallel=false"}),
+                    Catch::Contains("plan.tensor_parallel.comm_overlap"));
+}
