@@ -22,17 +22,28 @@ namespace {
 // 2 layers, d = 64, 16-token sequences, one sequence per microbatch: each TP collective of
 // activations moves [16, 64] BF16 = 2048 bytes; the vocab-parallel loss's three all-reduces
 // one FP32 per token, 64 bytes each.
-Scenario tiny_tp(std::int64_t tp, bool sp, std::int64_t heads, std::int64_t kv_heads) {
+// The tiny model on `gpus` GPUs of one node under DDP, with `parallel` ({key: object}) added to
+// its plan; `sets` as --set would apply them.
+nlohmann::json tiny_document(std::int64_t gpus, const nlohmann::json& parallel, std::int64_t heads = 4,
+                             std::int64_t kv_heads = 4) {
+  nlohmann::json plan = {{"design", "ddp"},
+                         {"nodes", 1},
+                         {"gpus_per_node", gpus},
+                         {"batch", {{"rank_microbatch_sequences", 1}, {"global_batch_tokens", 32}}}};
+  plan.update(parallel);
+  return {{"architecture", test::tiny_dense_architecture(heads, kv_heads)},
+          {"plan", plan},
+          {"hardware", read_json_file(test::source_path("hardware_profiles/b300-hgx.json"))}};
+}
+
+Scenario load_tiny(const nlohmann::json& doc, const std::vector<std::string>& sets = {}) {
   test::TempDir dir;
-  nlohmann::json doc = {{"architecture", test::tiny_dense_architecture(heads, kv_heads)},
-                        {"plan",
-                         {{"design", "ddp"},
-                          {"nodes", 1},
-                          {"gpus_per_node", tp},
-                          {"tensor_parallel", {{"degree", tp}, {"sequence_parallel", sp}}},
-                          {"batch", {{"rank_microbatch_sequences", 1}, {"global_batch_tokens", 32}}}}},
-                        {"hardware", read_json_file(test::source_path("hardware_profiles/b300-hgx.json"))}};
-  return load_scenario(dir.write("tiny.json", doc.dump()), {});
+  return load_scenario(dir.write("tiny.json", doc.dump()), sets);
+}
+
+Scenario tiny_tp(std::int64_t tp, bool sp, std::int64_t heads, std::int64_t kv_heads) {
+  return load_tiny(
+      tiny_document(tp, {{"tensor_parallel", {{"degree", tp}, {"sequence_parallel", sp}}}}, heads, kv_heads));
 }
 
 struct TpCounts {
@@ -208,16 +219,7 @@ TEST_CASE("TP: the design notation round-trips and bad degrees name their key", 
 
 namespace {
 Scenario tiny_cp(const std::string& variant) {
-  test::TempDir dir;
-  nlohmann::json doc = {{"architecture", test::tiny_dense_architecture()},
-                        {"plan",
-                         {{"design", "ddp"},
-                          {"nodes", 1},
-                          {"gpus_per_node", 2},
-                          {"context_parallel", {{"degree", 2}, {"variant", variant}}},
-                          {"batch", {{"rank_microbatch_sequences", 1}, {"global_batch_tokens", 32}}}}},
-                        {"hardware", read_json_file(test::source_path("hardware_profiles/b300-hgx.json"))}};
-  return load_scenario(dir.write("tiny.json", doc.dump()), {});
+  return load_tiny(tiny_document(2, {{"context_parallel", {{"degree", 2}, {"variant", variant}}}}));
 }
 
 std::vector<const Task*> on_stream(const BuiltStep& step, StreamKind stream, std::int32_t microbatch) {
@@ -281,16 +283,8 @@ TEST_CASE("TP communication overlap runs each gather and scatter beside its GEMM
   // The same collectives as without overlap (23 per microbatch under SP), now beside the GEMMs:
   // the step is shorter than the 192 ms of the blocking golden and no shorter than the TP
   // stream's own busy time (46 collectives of 3 ms, one stream in issue order).
-  test::TempDir dir;
-  nlohmann::json doc = {{"architecture", test::tiny_dense_architecture()},
-                        {"plan",
-                         {{"design", "ddp"},
-                          {"nodes", 1},
-                          {"gpus_per_node", 2},
-                          {"tensor_parallel", {{"degree", 2}, {"comm_overlap", true}}},
-                          {"batch", {{"rank_microbatch_sequences", 1}, {"global_batch_tokens", 32}}}}},
-                        {"hardware", read_json_file(test::source_path("hardware_profiles/b300-hgx.json"))}};
-  const Scenario s = load_scenario(dir.write("tiny.json", doc.dump()), {});
+  const nlohmann::json doc = tiny_document(2, {{"tensor_parallel", {{"degree", 2}, {"comm_overlap", true}}}});
+  const Scenario s = load_tiny(doc);
   REQUIRE(s.plan.tp_comm_overlap);
   CHECK(design_name(s.plan) == "ddp+tp2+tpoverlap");
   const Inventory inv = build_inventory(s.arch);
@@ -300,6 +294,6 @@ TEST_CASE("TP communication overlap runs each gather and scatter beside its GEMM
   CHECK(r.makespan < 0.192 - 1e-9);
   CHECK(r.makespan >= 0.138 - 1e-9);
   // Overlap needs sequence parallelism (Megatron-LM's rule).
-  CHECK_THROWS_WITH(load_scenario(dir.write("bad.json", doc.dump()), {"plan.tensor_parallel.sequence_parallel=false"}),
+  CHECK_THROWS_WITH(load_tiny(doc, {"plan.tensor_parallel.sequence_parallel=false"}),
                     Catch::Contains("plan.tensor_parallel.comm_overlap"));
 }
