@@ -77,9 +77,13 @@ std::string top_table(const nlohmann::json& doc, const std::map<std::size_t, con
   return table.render();
 }
 
-std::string runner_up(const nlohmann::json& doc, const std::map<std::size_t, const nlohmann::json*>& plans) {
-  const auto& d = doc.at("best_vs_runner_up");
-  if (d.is_null()) return "";
+// One comparison of the best plan with another (`key`: best_vs_runner_up, best_vs_without_tp),
+// named `other` in the text.
+std::string comparison(const nlohmann::json& doc, const std::map<std::size_t, const nlohmann::json*>& plans,
+                       const char* key, const std::string& other_name) {
+  const auto it = doc.find(key);
+  if (it == doc.end() || it->is_null()) return "";
+  const auto& d = *it;
   const auto& best = *plans.at(d.at("best").get<std::size_t>());
   const auto& second = *plans.at(d.at("runner_up").get<std::size_t>());
   // What the two plans differ in, so that a tie (or a near tie) says which choice does not matter.
@@ -91,8 +95,10 @@ std::string runner_up(const nlohmann::json& doc, const std::map<std::size_t, con
       differs += (differs.empty() ? "" : ", ") + axis + " " + json_value_text(v) + " vs " + other;
   }
   const double gap = d.at("step_time_difference_s").get<double>();
-  std::string out = "best vs runner-up (" + (differs.empty() ? std::string("same axes") : differs) + "): ";
-  out += gap == 0 ? std::string("the same step time") : fmt("%.3f", gap) + " s per step faster";
+  std::string out = "best vs " + other_name + " (" + (differs.empty() ? std::string("same axes") : differs) + "): ";
+  out += gap == 0  ? std::string("the same step time")
+         : gap > 0 ? fmt("%.3f", gap) + " s per step faster"
+                   : fmt("%.3f", -gap) + " s per step slower";
   std::string parts;
   std::size_t shown = 0;
   // The five largest differences: where the step time is won or lost.
@@ -102,7 +108,7 @@ std::string runner_up(const nlohmann::json& doc, const std::map<std::size_t, con
     parts += (parts.empty() ? "" : ", ") + ph.at("phase").get<std::string>() + " " +
              fmt("%+.3f", -ph.at("difference_s").get<double>()) + " s";
   }
-  return out + (parts.empty() ? "\n" : "; exposed time, best minus runner-up: " + parts + "\n");
+  return out + (parts.empty() ? "\n" : "; exposed time, best minus " + other_name + ": " + parts + "\n");
 }
 
 std::string families(const nlohmann::json& doc) {
@@ -131,7 +137,8 @@ std::string plan_listing(const nlohmann::json& doc) {
     return out + (all_refused ? "every candidate is refused (reasons above): no plan to rank\n"
                               : "no candidate fits in memory: no plan to rank\n");
   }
-  return out + top_table(doc, plans) + runner_up(doc, plans) + families(doc);
+  return out + top_table(doc, plans) + comparison(doc, plans, "best_vs_runner_up", "runner-up") +
+         comparison(doc, plans, "best_vs_without_tp", "the best without TP") + families(doc);
 }
 
 }  // namespace moesim

@@ -34,20 +34,33 @@ nlohmann::json record_json(const PlanSearchResult& result, const PlanRecord& r) 
   return j;
 }
 
-nlohmann::json best_vs_runner_up(const PlanSearchResult& result) {
-  if (result.top_points.size() < 2) return nullptr;
+nlohmann::json phases_json(const std::vector<PhaseDifference>& differences) {
   nlohmann::json phases = nlohmann::json::array();
-  for (const auto& d : result.runner_up_phases) {
+  for (const auto& d : differences) {
     phases.push_back({{"phase", d.phase},
                       {"best_s", d.best_s},
                       {"runner_up_s", d.runner_up_s},
                       {"difference_s", d.runner_up_s - d.best_s}});
   }
+  return phases;
+}
+
+nlohmann::json best_vs_runner_up(const PlanSearchResult& result) {
+  if (result.top_points.size() < 2) return nullptr;
+  const nlohmann::json phases = phases_json(result.runner_up_phases);
   return {
       {"best", result.records[result.top[0]].candidate},
       {"runner_up", result.records[result.top[1]].candidate},
       {"step_time_difference_s", result.top_points[1].result->step_time_s - result.top_points[0].result->step_time_s},
       {"phases", phases}};
+}
+
+nlohmann::json best_vs_without_tp(const PlanSearchResult& result) {
+  if (!result.best_without_tp) return nullptr;
+  return {{"best", result.records[result.top[0]].candidate},
+          {"runner_up", result.records[*result.best_without_tp].candidate},
+          {"step_time_difference_s", result.without_tp_step_difference_s},
+          {"phases", phases_json(result.without_tp_phases)}};
 }
 
 nlohmann::json families_json(const PlanSearchResult& result) {
@@ -107,6 +120,7 @@ nlohmann::json plan_json(const std::string& scenario_name, const PlanSearchResul
           {"plans", plans},
           {"top", top},
           {"best_vs_runner_up", best_vs_runner_up(result)},
+          {"best_vs_without_tp", best_vs_without_tp(result)},
           {"families", families_json(result)},
           {"frontier", frontier}};
 }

@@ -23,35 +23,6 @@ constexpr std::size_t kReplaysPerRound = 16;
 
 double worst_headroom_GiB(const MemoryLedger& ledger) { return ledger.stages[ledger.worst_stage].headroom / kGiB; }
 
-// The phase (or the idle time: pipeline bubble and waiting) the critical rank spends most of
-// its exposed time in.
-std::string largest_exposed(const StepResult& r) {
-  std::string name = "idle";
-  double most = r.idle_s;
-  for (std::size_t p = 0; p < kPhases; ++p) {
-    if (r.exposed_s[p] > most) {
-      most = r.exposed_s[p];
-      name = name_of(static_cast<PhaseTag>(p));
-    }
-  }
-  return name;
-}
-
-std::vector<PhaseDifference> phase_differences(const SweepPoint& best_point, const SweepPoint& second_point) {
-  const StepResult &best = *best_point.result, &second = *second_point.result;
-  std::vector<PhaseDifference> out;
-  const auto row = [&](std::string name, double a, double b) {
-    if (a != b) out.push_back({std::move(name), a, b});
-  };
-  for (std::size_t p = 0; p < kPhases; ++p)
-    row(name_of(static_cast<PhaseTag>(p)), best.exposed_s[p], second.exposed_s[p]);
-  row("idle", best.idle_s, second.idle_s);
-  std::stable_sort(out.begin(), out.end(), [](const PhaseDifference& x, const PhaseDifference& y) {
-    return std::abs(x.runner_up_s - x.best_s) > std::abs(y.runner_up_s - y.best_s);
-  });
-  return out;
-}
-
 // What one replay gives the search; the full point stays with the process that ran it.
 struct Replayed {
   bool ok = false, fits = false;
@@ -246,12 +217,18 @@ class Search {
   }
 
   std::string family_of(const PlanRecord& r) const { return out_.candidates[r.candidate].family; }
+  bool uses_tp(const PlanRecord& r) const {
+    const nlohmann::json& v = out_.candidates[r.candidate].values;
+    return v.contains("tp") && v.at("tp").get<std::int64_t>() > 1;
+  }
 
   // Whether `r` could still enter the top K or beat its family's best replayed plan.
   bool could_win(const PlanRecord& r) const {
     if (ranked_.size() < out_.options.top_k || r.score_bound >= out_.records[ranked_.back()].score) return true;
     const auto best = family_best_.find(family_of(r));
-    return best == family_best_.end() || r.score_bound >= out_.records[best->second].score;
+    if (best == family_best_.end() || r.score_bound >= out_.records[best->second].score) return true;
+    // The best plan without TP, to say what TP buys.
+    return !uses_tp(r) && (!no_tp_best_ || r.score_bound >= out_.records[*no_tp_best_].score);
   }
 
   void replay_rounds() {
@@ -308,6 +285,7 @@ class Search {
     ranked_.insert(std::upper_bound(ranked_.begin(), ranked_.end(), record, better), record);
     const auto [best, fresh] = family_best_.try_emplace(family_of(r), record);
     if (!fresh && better(record, best->second)) best->second = record;
+    if (!uses_tp(r) && (!no_tp_best_ || better(record, *no_tp_best_))) no_tp_best_ = record;
     if (x.point) points_.emplace(record, std::move(*x.point));
     if (ranked_.size() > out_.options.top_k) ranked_.resize(out_.options.top_k);
     // Keep the full points of the current top K only.
@@ -338,6 +316,13 @@ class Search {
       out_.families.push_back(f);
     }
     if (out_.top_points.size() >= 2) out_.runner_up_phases = phase_differences(out_.top_points[0], out_.top_points[1]);
+    if (!ranked_.empty() && uses_tp(out_.records[ranked_.front()]) && no_tp_best_) {
+      const std::size_t candidate = out_.records[*no_tp_best_].candidate;
+      const SweepPoint without = run_point(source_, out_.candidates[candidate].changes, candidate);
+      out_.best_without_tp = no_tp_best_;
+      out_.without_tp_step_difference_s = without.result->step_time_s - out_.top_points[0].result->step_time_s;
+      out_.without_tp_phases = phase_differences(out_.top_points[0], without);
+    }
     out_.frontier = memory_frontier(out_.records);
   }
 
@@ -347,6 +332,7 @@ class Search {
   PlanSearchResult out_;
   std::vector<std::size_t> ranked_;  // record indices, best first, at most top_k
   std::map<std::string, std::size_t> family_best_;
+  std::optional<std::size_t> no_tp_best_;  // the best replayed plan that fits without TP
   std::map<std::size_t, SweepPoint> points_;
   std::size_t replayed_ = 0;
 };

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "studies/plan_phases.hpp"
 #include "studies/plan_share.hpp"
 #include "studies/plan_space.hpp"
 #include "studies/sweep.hpp"
@@ -61,13 +62,6 @@ struct PlanFamilyBest {
   double relative_to_best = 0;        // its tokens/s/GPU over the best plan's
 };
 
-// Where the best plan's step is won against the runner-up's: the exposed time of each phase (and
-// the idle time) on the two critical ranks, the largest differences first, equal ones left out.
-struct PhaseDifference {
-  std::string phase;
-  double best_s = 0, runner_up_s = 0;
-};
-
 struct PlanSearchResult {
   PlanSpace space;
   PlanSearchOptions options;
@@ -79,6 +73,11 @@ struct PlanSearchResult {
   std::vector<SweepPoint> top_points;             // the replayed points of `top`, same order
   std::vector<PlanFamilyBest> families;           // in design-axis order
   std::vector<PhaseDifference> runner_up_phases;  // empty with fewer than two ranked plans
+  // When the best plan uses TP: the best replayed plan without it (a record index) and where the
+  // best gains on it, phase by phase (what TP buys).
+  std::optional<std::size_t> best_without_tp;
+  double without_tp_step_difference_s = 0;  // its step time minus the best's
+  std::vector<PhaseDifference> without_tp_phases;
   // The replayed plans that fit and that no other such plan beats with as little memory or less,
   // as record indices by peak reserved memory ascending (each raises the best tokens/s/GPU so far).
   std::vector<std::size_t> frontier;

@@ -232,3 +232,41 @@ TEST_CASE("Plan search: --gpus-per-node sets the host size on a profile of small
   too_big.gpus_per_node = 8;  // a GB200 host holds 4
   CHECK_THROWS_WITH(plan_space(source, base, too_big), Catch::Contains("exceeds the 4 GPUs of one host"));
 }
+
+TEST_CASE("Plan search: a best plan with TP is compared with the best without it", "[unit][plan]") {
+  // The dense Figure 8 model on 8 GPUs ranked by memory headroom: splitting the weights over TP
+  // ranks wins; the search also finds the best plan without TP (checked against replaying every
+  // TP 1 candidate) and says where the two differ.
+  const ScenarioSource source =
+      read_scenario(test::source_path("scenarios/fig8/dense-ddp.json"), {"plan.batch.global_batch_tokens=262144"});
+  PlanRequest q;
+  q.gpus = 8;
+  q.search = {"tp=1,2,4", "microbatch=1,2", "recompute=none", "design=ddp,fsdp"};
+  const PlanSearchResult r = search(source, q, PlanObjective::memory_headroom, 2);
+  REQUIRE_FALSE(r.top.empty());
+  const auto tp_of = [&](std::size_t record) {
+    return r.candidates[r.records[record].candidate].values.at("tp").get<std::int64_t>();
+  };
+  REQUIRE(tp_of(r.top[0]) > 1);
+  REQUIRE(r.best_without_tp.has_value());
+  CHECK(tp_of(*r.best_without_tp) == 1);
+  double best = -1e300;
+  std::size_t best_candidate = 0;
+  for (const PlanRecord& rec : r.records) {
+    if (r.candidates[rec.candidate].values.at("tp").get<std::int64_t>() != 1) continue;
+    const SweepPoint p = run_point(source, r.candidates[rec.candidate].changes, rec.candidate);
+    REQUIRE(p.ok);
+    if (p.result->ledger.oom) continue;
+    const double headroom = p.result->ledger.stages[p.result->ledger.worst_stage].headroom;
+    if (headroom > best) {
+      best = headroom;
+      best_candidate = rec.candidate;
+    }
+  }
+  CHECK(r.records[*r.best_without_tp].candidate == best_candidate);
+  const bool tp_phase = std::any_of(r.without_tp_phases.begin(), r.without_tp_phases.end(),
+                                    [](const PhaseDifference& d) { return d.phase == "tp_comm"; });
+  CHECK(tp_phase);
+  const nlohmann::json doc = plan_json("x", r);
+  CHECK(doc.at("best_vs_without_tp").at("runner_up") == r.records[*r.best_without_tp].candidate);
+}
