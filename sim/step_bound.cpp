@@ -40,7 +40,7 @@ class BoundBuilder {
   StepBound bound() {
     const std::vector<LayerPlace> places = layer_places(plan_, arch_);  // embedding, layers, head
     const auto stages = static_cast<std::size_t>(plan_.pp);
-    const std::int64_t shards = simulated_ranks_per_stage(arch_, plan_, SimOptions{});
+    const std::int64_t shards = expert_shards();
     std::vector<std::vector<PipeOp>> ops(stages);
     for (std::size_t s = 0; s < stages; ++s)
       ops[s] = stage_schedule(plan_, static_cast<std::int64_t>(s), shape_.microbatches);
@@ -98,7 +98,7 @@ class BoundBuilder {
   std::vector<double> unit_times() {
     const EdgeWork edge = edge_work(arch_, plan_, costs_, tokens_);
     std::vector<double> out = {edge.embed.fwd + edge.embed.bwd};
-    const std::int64_t shards = simulated_ranks_per_stage(arch_, plan_, SimOptions{});
+    const std::int64_t shards = expert_shards();
     for (std::int64_t l = 0; l < arch_.num_layers; ++l) {
       double slowest = 0;
       for (std::int64_t e = 0; e < shards; ++e) {
@@ -157,14 +157,16 @@ class BoundBuilder {
       t.input = w.pre.input_grad() + recompute + tp_input;
     } else {
       // Dispatch + combine (the forward dispatch may send FP8 rows; backward both BF16).
+      // Expert TP's gather (with the dispatch) and scatter (with the combine) of the rows.
       const double combine = plan_.ep > 1 ? all_to_all_s(w.a2a_bytes) : 0.0;
-      const double dispatch = plan_.ep > 1 ? all_to_all_s(w.dispatch_bytes) : 0.0;
+      const double dispatch = (plan_.ep > 1 ? all_to_all_s(w.dispatch_bytes) : 0.0) + etp_s(w.etp_bytes);
       const double shared_fwd = w.shared.fwd > 0 ? w.shared.fwd + shared_tp_fwd : 0.0;
       const double shared_bwd = w.shared.bwd > 0 ? w.shared.bwd + shared_tp_bwd : 0.0;
       const double shared_input = w.shared.bwd > 0 ? w.shared.input_grad() + shared_tp_bwd : 0.0;
+      const double etp = etp_s(w.etp_bytes);  // the gather and the scatter, backward
       t.fwd = w.pre.fwd + tp_fwd + std::max(dispatch + combine + w.experts.fwd, shared_fwd) + w.post.fwd;
-      t.bwd = w.post.bwd + std::max(2 * combine + w.experts.bwd + recompute, shared_bwd) + w.pre.bwd + tp_bwd;
-      t.input = w.post.input_grad() + std::max(2 * combine + w.experts.input_grad() + recompute, shared_input) +
+      t.bwd = w.post.bwd + std::max(2 * combine + etp + w.experts.bwd + recompute, shared_bwd) + w.pre.bwd + tp_bwd;
+      t.input = w.post.input_grad() + std::max(2 * combine + etp + w.experts.input_grad() + recompute, shared_input) +
                 w.pre.input_grad() + tp_input;
     }
     // W as the step builder runs it: every weight gradient of the block in one kernel.
@@ -221,6 +223,19 @@ class BoundBuilder {
 
   double collective_s(CollectiveKind kind, double bytes, Communicator communicator) const {
     return costs_.collective(collective_request(kind, bytes, communicator_shape(plan_, communicator))).time_s;
+  }
+
+  // The expert shards whose loads differ: the simulated ranks of a stage, one per EP-MP index
+  // (the ETP ranks of a shard see the same rows).
+  std::int64_t expert_shards() const {
+    return std::max<std::int64_t>(1, simulated_ranks_per_stage(arch_, plan_, SimOptions{}) / plan_.etp);
+  }
+
+  // Expert TP's gather and scatter of `bytes` of rows, together (zero without expert TP).
+  double etp_s(double bytes) const {
+    if (plan_.etp == 1) return 0.0;
+    return collective_s(CollectiveKind::all_gather, bytes, Communicator::etp) +
+           collective_s(CollectiveKind::reduce_scatter, bytes, Communicator::etp);
   }
 
   double all_to_all_s(double bytes) const {

@@ -241,7 +241,8 @@ class StepBuilder {
       if (w.shared_tp) shared = tp(at, LayerPoint::tp_exit, tp_pass, n + 1, w.tp_bytes, shared);
     }
     const ExpertPass pass = phase == PhaseTag::recompute ? ExpertPass::recompute : ExpertPass::forward;
-    const TaskId x = routed_experts(emit_, plan_, at, pass, {w.a2a_bytes, w.dispatch_bytes, w.experts.fwd}, pre);
+    const TaskId x =
+        routed_experts(emit_, plan_, at, pass, {w.a2a_bytes, w.dispatch_bytes, w.experts.fwd, w.etp_bytes}, pre);
     cursor = emit_.kernel(at, TaskKind::compute, w.post.fwd, "combine", x, shared);
   }
 
@@ -280,7 +281,7 @@ class StepBuilder {
         if (w.shared_tp) shared = tp(at, LayerPoint::tp_enter, TpPass::backward, n, w.tp_bytes, shared);
       }
       joined = routed_experts(emit_, plan_, at, ExpertPass::backward,
-                              {w.a2a_bytes, w.a2a_bytes, time(w.experts) + recompute}, post);
+                              {w.a2a_bytes, w.a2a_bytes, time(w.experts) + recompute, w.etp_bytes}, post);
       also = shared;
     } else {
       joined = cursor;
@@ -330,7 +331,8 @@ class StepBuilder {
 ShardRows shard_expert_rows(const Architecture& arch, const ParallelPlan& plan, double tokens, std::int64_t layer,
                             std::int64_t ep_mp) {
   ShardRows out;
-  const ExpertLoad load = route(plan.routing, arch.moe->num_experts, arch.moe->top_k, tokens * dbl(plan.ep),
+  // The rows of the EP x ETP group's tokens (an expert's rows are gathered over its ETP ranks).
+  const ExpertLoad load = route(plan.routing, arch.moe->num_experts, arch.moe->top_k, tokens * dbl(plan.ep * plan.etp),
                                 static_cast<std::uint64_t>(layer));
   const std::size_t per = static_cast<std::size_t>(arch.moe->num_experts / plan.ep);
   const auto first = load.rows.begin() + static_cast<std::ptrdiff_t>(per * static_cast<std::size_t>(ep_mp));
@@ -343,7 +345,7 @@ ShardRows shard_expert_rows(const Architecture& arch, const ParallelPlan& plan, 
 
 std::int64_t simulated_ranks_per_stage(const Architecture& arch, const ParallelPlan& plan, const SimOptions& options) {
   const bool uneven = arch.moe && plan.routing.kind != RoutingKind::uniform;
-  return options.all_ranks ? plan.stage_ranks() : (uneven ? plan.ep : 1);
+  return options.all_ranks ? plan.stage_ranks() : (uneven ? plan.ep * plan.etp : 1);
 }
 
 BuiltStep build_step(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan, const CostBook& costs,

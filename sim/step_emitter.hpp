@@ -39,6 +39,9 @@ enum class CollectivePurpose : std::uint8_t {
   cp_forward,  // context-parallel ring passes or all-to-alls (bucket: the step or exchange index)
   cp_backward,
   cp_recompute,
+  etp_forward,  // expert TP's gather and scatter of the routed rows (bucket: 0 gather, 1 scatter)
+  etp_backward,
+  etp_recompute,
 };
 
 // One collective call as every member names it: ranks whose keys are equal run it together.

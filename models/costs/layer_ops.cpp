@@ -156,10 +156,12 @@ LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBo
     ops.push_back({LayerOpKind::dispatch_cast, OpPlace::main, {cast, 0, 0}});
   }
   ops.push_back({LayerOpKind::ep_dispatch, OpPlace::point, {}});
-  // Up/gate [rows, d] x [d, 2h_e] and down [rows, h_e] x [h_e, d], and the SwiGLU between them.
+  // Up/gate [rows, d] x [d, 2h_e] and down [rows, h_e] x [h_e, d], and the SwiGLU between them;
+  // under expert TP on the rows gathered from the ETP group, through 1/ETP of h_e.
+  const double he_r = he / dbl(plan.etp);
   ops.push_back({LayerOpKind::routed_experts, OpPlace::main,
-                 add(add(grouped(c, up_f, rows, 2 * he, d), grouped(c, expert_f, rows, d, he)),
-                     elementwise(c, routed * e * 3 * he))});
+                 add(add(grouped(c, up_f, rows, 2 * he_r, d), grouped(c, expert_f, rows, d, he_r)),
+                     elementwise(c, routed * e * 3 * he_r))});
   ops.push_back({LayerOpKind::ep_combine, OpPlace::point, {}});
   // Unpermute the K copies back to token order, then the weighted combine and the residual.
   ops.push_back({LayerOpKind::unpermute, OpPlace::main, permutation});
@@ -172,12 +174,15 @@ LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBo
   }
   // Dispatch sends every routed copy (the off-rank share is the collective model's business);
   // a skewed rank's receive side is larger, and the slower side sets its time.
-  out.a2a_bytes = std::max(T * K, routed) * d * e;
+  // Under expert TP a rank receives its 1/ETP of the rows it computes on, before the gather.
+  const double received = routed / dbl(plan.etp);
+  out.a2a_bytes = std::max(T * K, received) * d * e;
   out.dispatch_bytes = dispatch == GemmPrecision::bf16
                            ? out.a2a_bytes
-                           : std::max(T * K, routed) * d * quantized_bytes_per_element(dispatch);
+                           : std::max(T * K, received) * d * quantized_bytes_per_element(dispatch);
+  if (plan.etp > 1) out.etp_bytes = routed * d * e;
   if (plan.recompute == Recompute::selective)  // selective_op is refused for MoE blocks (parallel_plan.cpp)
-    out.partial_recompute = c.memory(routed * e * 3 * he + T * e * 3 * hs, MemoryKernel::elementwise);
+    out.partial_recompute = c.memory(routed * e * 3 * he_r + T * e * 3 * hs, MemoryKernel::elementwise);
   return out;
 }
 
@@ -206,6 +211,7 @@ LayerWork segments(const LayerOps& l) {
   w.tp_bytes = l.tp_bytes;
   w.shared_tp = l.tp_bytes > 0;
   w.cp_ring_bytes = l.cp_ring_bytes;
+  w.etp_bytes = l.etp_bytes;
   w.cp_qkv_bytes = l.cp_qkv_bytes;
   w.cp_out_bytes = l.cp_out_bytes;
   w.pre_parts.emplace_back();

@@ -90,6 +90,7 @@ struct LayerOps {
   double cp_ring_bytes = 0;      // one ring step's K and V chunk (context parallelism, ring)
   double cp_qkv_bytes = 0;       // the all-to-all variant's q, k, v exchange
   double cp_out_bytes = 0;       // and its output exchange
+  double etp_bytes = 0;          // expert TP: the gathered routed rows (all-gather out, reduce-scatter in)
 };
 
 // The ops of layer `layer` for `tokens` tokens; `rank_rows`: routed rows per local expert on this

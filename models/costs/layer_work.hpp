@@ -86,6 +86,7 @@ struct LayerWork {
   double cp_ring_bytes = 0;
   double cp_qkv_bytes = 0;
   double cp_out_bytes = 0;
+  double etp_bytes = 0;  // expert TP's gather and scatter of the rank's routed rows
   PassTimes experts;          // routed-expert grouped GEMMs on this rank's rows
   PassTimes post;             // unpermute / combine weighting / residual
   PassTimes shared;           // shared experts (side stream)

@@ -140,6 +140,10 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
     const MoeSpec& m = *a.moe;
     const double K = dbl(m.top_k), h = dbl(m.expert_hidden), hs = w.hs, shared = dbl(m.shared_experts);
     const double rows = routed.computed * seq;
+    // Expert TP: the grouped GEMMs run on the rows gathered from the ETP group (ETP x the rank's
+    // own) through 1/ETP of the hidden width, so the d-wide terms grow by ETP and the hidden ones
+    // stay.
+    const double gathered = dbl(plan.etp);
     // Norm input and output (the router's BF16 input), FP32 router logits, FP32 probs + int64
     // indices of the top-K.
     t.activations(mlp, 2 * d * seq);
@@ -150,15 +154,15 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
     const GemmPrecision dispatched = plan.precision.ep_dispatch;
     if (dispatched != GemmPrecision::bf16) {
       t.add(mlp, SavedTerms::format_of(dispatched),
-            routed.dispatch * seq * d * quantized_bytes_per_element(dispatched));
+            routed.dispatch * seq * gathered * d * quantized_bytes_per_element(dispatched));
     } else {
-      t.linear_input(mlp, LinearClass::routed_expert, routed.dispatch * seq * d);
+      t.linear_input(mlp, LinearClass::routed_expert, routed.dispatch * seq * gathered * d);
     }
     // Per routed row: up/gate output (the SwiGLU input), the SwiGLU product (down input), the
     // expert output kept for the combine weights' gradient.
     t.activations(mlp, rows * 2 * h);
     if (!recompute_swiglu) t.linear_input(mlp, LinearClass::routed_expert, rows * h);
-    t.activations(mlp, rows * d);
+    t.activations(mlp, rows * gathered * d);
     t.extra_quantized_copy(mlp, LinearClass::shared_expert, shared * d * seq);
     t.activations(mlp, shared * 2 * hs);
     if (!recompute_swiglu) t.linear_input(mlp, LinearClass::shared_expert, shared * hs);

@@ -35,7 +35,8 @@ constexpr std::pair<std::string_view, std::string_view> kCommonResets[] = {
     {"plan.tensor_parallel.degree", "1"},           {"plan.tensor_parallel.sequence_parallel", "true"},
     {"plan.tensor_parallel.comm_overlap", "false"}, {"plan.context_parallel.degree", "1"},
     {"plan.context_parallel.variant", "\"ring\""},  {"plan.pipeline.schedule", "\"1f1b\""},
-    {"plan.pipeline.virtual_stages", "1"},          {"plan.pipeline.layer_split", "[]"}};
+    {"plan.pipeline.virtual_stages", "1"},          {"plan.pipeline.layer_split", "[]"},
+    {"plan.expert_parallel.tensor_degree", "1"}};
 
 // The pipeline schedules a design names by their scenario key (plan.pipeline.schedule) and the
 // model chunks each runs per stage.
@@ -192,6 +193,7 @@ std::string design_name(const ParallelPlan& p) {
   if (p.tp > 1 && p.tp_comm_overlap) out += "+tpoverlap";
   if (p.cp > 1) out += "+cp" + std::to_string(p.cp) + (p.cp_variant == CpVariant::ring ? "" : "+ulysses");
   if (p.ep > 1) out += "+ep" + std::to_string(p.ep);
+  if (p.etp > 1) out += "+etp" + std::to_string(p.etp);
   if (p.pp > 1) out += "+pp" + std::to_string(p.pp);
   if (p.pp > 1 && p.pp_schedule == PipelineSchedule::interleaved_1f1b) out += "+v" + std::to_string(p.pp_virtual);
   if (p.pp > 1 && p.pp_schedule != PipelineSchedule::interleaved_1f1b &&

@@ -96,6 +96,7 @@ ParallelPlan parse_plan(const JsonReader& in) {
   }
   if (auto ep = in.optional_object("expert_parallel")) {
     p.ep = ep->integer_or("degree", 1, Range::between(1, kMaxCount));
+    p.etp = ep->integer_or("tensor_degree", 1, Range::between(1, 1024));
     p.ep_transport = ep->choice_of("transport", kEpTransportNames, defaults.ep_transport);
     p.ep_buffer_capacity_factor = ep->number_or("buffer_capacity_factor", 1.25, Range::between(0.01, 1024));
     p.ep_buffers_shared = ep->boolean_or("shared_buffers", false);

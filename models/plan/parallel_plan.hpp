@@ -157,6 +157,11 @@ struct ParallelPlan {
   std::int64_t cp = 1;
   CpVariant cp_variant = CpVariant::ring;
   std::int64_t ep = 1;  // EP-MP degree M_E
+  // Expert tensor parallelism (Megatron-Core's expert_tensor_parallel_size): each expert's hidden
+  // width split over `etp` ranks, innermost in the experts' rank order (ETP, EP, EP-DP); the rows
+  // an expert group receives are all-gathered over its ETP ranks before the expert GEMMs and
+  // reduce-scattered after them (the all-to-all token dispatcher's TP steps).
+  std::int64_t etp = 1;
   // How routed rows travel (cost_types.hpp EpTransport) and so where they live: NCCL all-to-all
   // stages them in per-layer tensors from the caching allocator, alive while the layer runs
   // (Olmo-core's sync_1d path, olmo_core/nn/moe/parallel_mlp.py
@@ -203,7 +208,7 @@ struct ParallelPlan {
   std::int64_t domain_gpus() const;
   // Ranks holding the same TP shard of a stage: the data-parallel replicas of a weight (DP x CP).
   std::int64_t dp() const { return world() / (pp * tp); }
-  std::int64_t ep_dp() const { return stage_ranks() / ep; }
+  std::int64_t ep_dp() const { return stage_ranks() / (ep * etp); }
   // The sequence share of one rank outside the TP regions (and in the MoE layers): 1/tp under
   // sequence parallelism, else the whole microbatch.
   double sequence_share() const { return sequence_parallel ? 1.0 / static_cast<double>(tp) : 1.0; }

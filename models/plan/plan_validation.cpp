@@ -145,9 +145,21 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
       fail("expert_parallel.degree",
            "EP-MP degree " + s(p.ep) + " does not divide the " + s(a.moe->num_experts) + " routed experts");
     }
-    if (p.stage_ranks() % p.ep != 0) {
-      fail("expert_parallel.degree", "EP-MP degree " + s(p.ep) + " does not divide the " + s(p.stage_ranks()) +
-                                         " ranks of a pipeline stage (TP " + s(p.tp) + " x DP " + s(p.dp()) + ")");
+    if (p.stage_ranks() % (p.ep * p.etp) != 0) {
+      fail("expert_parallel.degree", "EP-MP degree " + s(p.ep) + " x expert TP " + s(p.etp) + " does not divide the " +
+                                         s(p.stage_ranks()) + " ranks of a pipeline stage (TP " + s(p.tp) + " x DP " +
+                                         s(p.dp()) + ")");
+    }
+  }
+  if (p.etp > 1) {
+    if (!a.moe) fail("expert_parallel.tensor_degree", "expert TP " + s(p.etp) + " needs an MoE architecture");
+    if (a.moe->expert_hidden % p.etp != 0) {
+      fail("expert_parallel.tensor_degree",
+           "expert TP " + s(p.etp) + " does not divide the expert hidden size " + s(a.moe->expert_hidden));
+    }
+    if (p.stage_ranks() % (p.ep * p.etp) != 0) {
+      fail("expert_parallel.tensor_degree", "EP-MP " + s(p.ep) + " x expert TP " + s(p.etp) + " does not divide the " +
+                                                s(p.stage_ranks()) + " ranks of a pipeline stage");
     }
   }
   design_of(p).check(p, a, fail);

@@ -15,9 +15,11 @@ RankCoords coords_of(const ParallelPlan& plan, std::int64_t rank) {
   c.stage_rank = rank % per_stage;
   c.tp = c.stage_rank % plan.tp;  // innermost
   c.dp = c.stage_rank / plan.tp;
-  c.cp = c.dp % plan.cp;             // CP inside DP: the ranks of one sequence are neighbours
-  c.ep_mp = c.stage_rank % plan.ep;  // innermost: consecutive ranks hold different expert shards
-  c.ep_dp = c.stage_rank / plan.ep;
+  c.cp = c.dp % plan.cp;  // CP inside DP: the ranks of one sequence are neighbours
+  // The experts: ETP innermost, then EP-MP (consecutive ETP groups hold different expert shards).
+  c.etp = c.stage_rank % plan.etp;
+  c.ep_mp = c.stage_rank / plan.etp % plan.ep;
+  c.ep_dp = c.stage_rank / (plan.etp * plan.ep);
   return c;
 }
 
@@ -71,8 +73,9 @@ CommunicatorShape communicator_shape(const ParallelPlan& plan, Communicator comm
       // A ring step is a send to one neighbour and a receive from the other: inside the domain
       // when the whole CP group is.
       return {2, members_per_domain(plan.cp, t, domain) == plan.cp ? 2 : 1};
-    case Communicator::ep_mp: return {plan.ep, members_per_domain(plan.ep, 1, domain)};
-    case Communicator::ep_dp: return {plan.ep_dp(), members_per_domain(plan.ep_dp(), plan.ep, domain)};
+    case Communicator::ep_mp: return {plan.ep, members_per_domain(plan.ep, plan.etp, domain)};
+    case Communicator::ep_dp: return {plan.ep_dp(), members_per_domain(plan.ep_dp(), plan.ep * plan.etp, domain)};
+    case Communicator::etp: return {plan.etp, members_per_domain(plan.etp, 1, domain)};
     case Communicator::fsdp_shard: return {plan.shard_group(), members_per_domain(plan.shard_group(), t, domain)};
     case Communicator::hsdp_replica: {
       const std::int64_t replicas = plan.dp() / plan.shard_group();
@@ -91,8 +94,9 @@ std::int64_t communicator_instance(const ParallelPlan& plan, const RankCoords& c
     case Communicator::tp: return coords.dp;
     case Communicator::cp:
     case Communicator::cp_ring: return coords.dp / plan.cp * plan.tp + coords.tp;
-    case Communicator::ep_mp: return coords.ep_dp;
-    case Communicator::ep_dp: return coords.ep_mp;
+    case Communicator::ep_mp: return coords.ep_dp * plan.etp + coords.etp;
+    case Communicator::ep_dp: return coords.ep_mp * plan.etp + coords.etp;
+    case Communicator::etp: return coords.stage_rank / plan.etp;
     case Communicator::fsdp_shard: return coords.dp / plan.shard_group() * plan.tp + coords.tp;
     case Communicator::hsdp_replica: return coords.dp % plan.shard_group() * plan.tp + coords.tp;
     case Communicator::pp_neighbours: return coords.stage_rank;
@@ -115,7 +119,7 @@ std::vector<LocalTensor> stage_tensors(const Inventory& inv, const Architecture&
     lt.tensor = &t;
     if (t.cls == TensorClass::routed_expert) {
       // EP-MP shards the stacked expert dimension; EP-DP ranks hold copies (seed 4.3.2).
-      lt.local_numel = static_cast<double>(t.numel) / static_cast<double>(plan.ep);
+      lt.local_numel = static_cast<double>(t.numel) / static_cast<double>(plan.ep * plan.etp);
       lt.replica_group = plan.ep_dp();
     } else {
       lt.tp_share = tensor_parallel_share(t, arch, plan);

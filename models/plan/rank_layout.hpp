@@ -19,6 +19,7 @@ struct RankCoords {
   std::int64_t tp = 0;          // index inside the TP group
   std::int64_t dp = 0;          // index inside the DP group (the DP x CP ranks of one TP shard)
   std::int64_t cp = 0;          // index inside the CP group (the sequence chunk pair it holds)
+  std::int64_t etp = 0;         // index inside the expert-TP group (its slice of each local expert)
   std::int64_t ep_mp = 0;       // expert shard held (index inside the EP-MP group)
   std::int64_t ep_dp = 0;       // replica index of that expert shard (EP-DP group)
 };
@@ -30,6 +31,8 @@ RankCoords coords_of(const ParallelPlan& plan, std::int64_t rank);
 //                 reduction): the whole stage without TP;
 //   tp            the ranks splitting each block's linears (activations' all-reduces, or SP's
 //                 all-gathers and reduce-scatters);
+//   etp           the ranks splitting the same experts' hidden widths (their rows' gather and
+//                 scatter);
 //   cp            the ranks splitting one sequence (the all-to-all variant's exchanges);
 //   cp_ring       one rank and its ring neighbour in the CP group (the ring's K/V passes);
 //   ep_mp         ranks holding different expert shards (dispatch and combine);
@@ -37,7 +40,18 @@ RankCoords coords_of(const ParallelPlan& plan, std::int64_t rank);
 //   fsdp_shard    FSDP's shard group (the whole DP group, or F ranks under HSDP);
 //   hsdp_replica  ranks holding the same FSDP shard (HSDP's replica all-reduce);
 //   pp_neighbours one rank of each of two neighbouring stages (activation transfers).
-enum class Communicator : std::uint8_t { dp, ep_mp, ep_dp, fsdp_shard, hsdp_replica, pp_neighbours, tp, cp, cp_ring };
+enum class Communicator : std::uint8_t {
+  dp,
+  ep_mp,
+  ep_dp,
+  fsdp_shard,
+  hsdp_replica,
+  pp_neighbours,
+  tp,
+  cp,
+  cp_ring,
+  etp
+};
 
 struct CommunicatorShape {
   std::int64_t ranks = 1;           // members

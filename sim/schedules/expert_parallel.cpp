@@ -35,8 +35,20 @@ TaskId routed_experts(StepEmitter& emit, const ParallelPlan& plan, const TaskPla
     const double bytes = backward ? experts.a2a_bytes : experts.dispatch_bytes;
     in = emit.collective(comm, {Communicator::ep_mp, a2a.before, CollectiveKind::all_to_all, bytes}, ready);
   }
+  // Expert TP (Megatron-Core's all-to-all dispatcher with expert_tensor_parallel_size > 1): the
+  // rows gathered over the ETP group before the GEMMs and reduce-scattered after, both ways.
+  const CollectivePurpose etp = pass == ExpertPass::forward     ? CollectivePurpose::etp_forward
+                                : pass == ExpertPass::recompute ? CollectivePurpose::etp_recompute
+                                                                : CollectivePurpose::etp_backward;
+  if (plan.etp > 1)
+    in = emit.collective(comm, {Communicator::etp, etp, CollectiveKind::all_gather, experts.etp_bytes, 0}, in);
   TaskId out = emit.kernel({at.rank, StreamKind::compute, at.phase, at.microbatch, at.layer}, TaskKind::compute,
                            experts.work_s, backward ? "routed experts backward" : "routed experts", in);
+  if (plan.etp > 1) {
+    TaskPlace back = comm;
+    back.phase = second;
+    out = emit.collective(back, {Communicator::etp, etp, CollectiveKind::reduce_scatter, experts.etp_bytes, 1}, out);
+  }
   if (plan.ep > 1) {
     TaskPlace back = comm;
     back.phase = second;

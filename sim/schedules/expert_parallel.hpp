@@ -14,6 +14,7 @@ struct RoutedExperts {
   double a2a_bytes = 0;       // all_to_all send buffer per rank: combine, and both backward transfers
   double dispatch_bytes = 0;  // the forward (and recompute) dispatch's, FP8 rows or the same
   double work_s = 0;          // the expert GEMMs (and their elementwise work) on this rank's rows
+  double etp_bytes = 0;       // expert TP: the rows gathered before and scattered after the GEMMs
 };
 
 // Emits dispatch (forward order; combine's gradient in backward), the experts, then combine

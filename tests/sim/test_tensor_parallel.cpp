@@ -297,3 +297,38 @@ TEST_CASE("TP communication overlap runs each gather and scatter beside its GEMM
   CHECK_THROWS_WITH(load_tiny(doc, {"plan.tensor_parallel.sequence_parallel=false"}),
                     Catch::Contains("plan.tensor_parallel.comm_overlap"));
 }
+
+TEST_CASE("ETP golden: the routed rows are gathered over the expert-TP group and scattered back", "[golden]") {
+  // The Figure 8 MoE (8 experts, top 4) with EP 4 x expert TP 2 on 8 GPUs: each MoE layer's
+  // experts pass, forward and backward, runs dispatch all-to-all, the rows' all-gather over the 2
+  // ETP ranks, the expert GEMMs, their reduce-scatter and the combine all-to-all. Uniform routing:
+  // a rank sends its T x K routed copies; its expert group computes on the rows of the EP x ETP
+  // group's tokens for its experts, ETP x T x K of them, gathered.
+  const Scenario s = load_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"),
+                                   {"architecture.moe.num_experts=8", "design=ddp+ep4+etp2"});
+  REQUIRE(s.plan.etp == 2);
+  REQUIRE(s.plan.ep_dp() == 1);
+  CHECK(design_name(s.plan) == "ddp+ep4+etp2");
+  const Inventory inv = build_inventory(s.arch);
+  const BuiltStep step = build_step(s.arch, inv, s.plan, test::FakeCosts{}, SimOptions{});
+  const double T = dbl(batch_shape(s.plan, s.arch).microbatch_tokens), K = dbl(s.arch.moe->top_k);
+  const double row = dbl(s.arch.d_model) * 2;  // BF16
+  std::int64_t moe_layers = 0;
+  for (std::int64_t l = 0; l < s.arch.num_layers; ++l) moe_layers += s.arch.is_moe_layer(l) ? 1 : 0;
+  std::map<CollectiveKind, int> kinds;
+  std::set<double> a2a_bytes, etp_bytes;
+  for (const Task* t : on_stream(step, StreamKind::comm_ep, 0)) {
+    ++kinds[t->coll];
+    const double b = t->link_bytes[static_cast<std::size_t>(LinkClass::nvlink)];
+    (t->coll == CollectiveKind::all_to_all ? a2a_bytes : etp_bytes).insert(b);
+  }
+  CHECK(kinds[CollectiveKind::all_to_all] == 4 * moe_layers);  // dispatch and combine, both ways
+  CHECK(kinds[CollectiveKind::all_gather] == 2 * moe_layers);
+  CHECK(kinds[CollectiveKind::reduce_scatter] == 2 * moe_layers);
+  CHECK(a2a_bytes == std::set<double>{T * K * row});
+  CHECK(etp_bytes == std::set<double>{2 * T * K * row});
+  // Each rank holds 1/(EP x ETP) of every stacked expert tensor.
+  for (const LocalTensor& lt : stage_tensors(inv, s.arch, s.plan, 0)) {
+    if (lt.tensor->cls == TensorClass::routed_expert) CHECK(lt.local_numel == dbl(lt.tensor->numel) / 8);
+  }
+}

@@ -6,6 +6,7 @@ namespace moesim {
 
 namespace {
 constexpr GrammarPart kDdpParts[] = {{"ep", "plan.expert_parallel.degree", true, ""},
+                                     {"etp", "plan.expert_parallel.tensor_degree", true, ""},
                                      {"nodistopt", "plan.ddp.distributed_optimizer", false, "false"}};
 }  // namespace
 

@@ -16,7 +16,8 @@ namespace moesim {
 
 namespace {
 
-constexpr GrammarPart kZero2Parts[] = {{"ep", "plan.expert_parallel.degree", true, ""}};
+constexpr GrammarPart kZero2Parts[] = {{"ep", "plan.expert_parallel.degree", true, ""},
+                                       {"etp", "plan.expert_parallel.tensor_degree", true, ""}};
 
 class Zero2 final : public DesignEntry {
  public:
