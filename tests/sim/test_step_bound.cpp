@@ -119,3 +119,43 @@ TEST_CASE("Balanced layer split: whole layers per virtual stage, the LM head's s
   CHECK(worst(split) <= worst(virtual_stage_layer_counts(s.plan, s.arch)));
   CHECK(split.back() < split[1]);  // the head's stage gives up layers
 }
+
+TEST_CASE("Step bound: TP (with and without SP or overlap), CP and expert TP stay below the replay", "[unit][bound]") {
+  const std::string moe = test::source_path("scenarios/fig8/moe-ddp-ep8.json");
+  const std::string dense = test::source_path("scenarios/fig8/dense-ddp.json");
+  const std::vector<std::pair<std::string, std::vector<std::string>>> plans = {
+      {dense, {"design=ddp+tp2", "plan.batch.global_batch_tokens=262144"}},
+      {dense, {"design=ddp+tp4+nosp+pp2", "plan.batch.global_batch_tokens=262144"}},
+      {dense, {"design=ddp+tp4+tpoverlap", "plan.batch.global_batch_tokens=262144"}},
+      {dense, {"design=fsdp+tp2+cp2", "plan.batch.global_batch_tokens=262144"}},
+      {dense, {"design=ddp+cp4+ulysses", "plan.batch.global_batch_tokens=262144"}},
+      {dense,
+       {"design=ddp+tp2+tpoverlap+cp2+pp2", "plan.batch.global_batch_tokens=262144",
+        "plan.activations.recompute=full"}},
+      {moe, {"design=ddp+tp2+ep4", "plan.batch.global_batch_tokens=262144"}},
+      {moe, {"design=ddp+ep4+etp2", "plan.routing.model=zipf", "plan.batch.global_batch_tokens=262144"}},
+      {moe, {"design=ddp+tp2+ep2+etp2+pp2", "plan.batch.global_batch_tokens=262144"}},
+  };
+  for (const auto& [file, sets] : plans) {
+    INFO(sets.front());
+    check_bound(load_scenario(file, sets));
+  }
+}
+
+TEST_CASE("TP, CP and expert TP: simulating every rank gives the step of one rank per role", "[unit][bound]") {
+  // The collectives of the TP, CP and ETP groups match across the simulated ranks; with every
+  // rank simulated they must give the step that one symmetric rank gives.
+  const std::string moe = test::source_path("scenarios/fig8/moe-ddp-ep8.json");
+  const std::string dense = test::source_path("scenarios/fig8/dense-ddp.json");
+  for (const auto& [file, design] :
+       std::vector<std::pair<std::string, std::string>>{{dense, "design=ddp+tp2+tpoverlap+cp2"},
+                                                        {dense, "design=ddp+cp2+ulysses"},
+                                                        {moe, "design=ddp+tp2+ep2+etp2"}}) {
+    INFO(design);
+    const Scenario s = load_scenario(file, {design, "plan.batch.global_batch_tokens=262144"});
+    const ProfileCostBook costs(s.hardware, s.cost_models);
+    SimOptions all;
+    all.all_ranks = true;
+    CHECK(simulate(s, costs, all).result.step_time_s == Approx(simulate(s, costs, SimOptions{}).result.step_time_s));
+  }
+}
