@@ -110,8 +110,11 @@ nlohmann::json ledger_json(const LedgerInputs& in) {
           {"plan",
            {{"world", p.world()},
             {"pp", p.pp},
+            {"tp", p.tp},
+            {"cp", p.cp},
             {"dp", p.dp()},
             {"ep_mp", p.ep},
+            {"etp", p.etp},
             {"ep_dp", p.ep_dp()},
             {"distributed_optimizer", p.distributed_optimizer},
             {"ep_transport", name_of(p.ep_transport)},
@@ -142,8 +145,14 @@ std::string ledger_table(const LedgerInputs& in) {
   os << "model    " << in.scenario.arch.name << ": " << fmt("%.2f", in.inventory.params_total / 1e9) << "B total, "
      << fmt("%.2f", in.inventory.params_active / 1e9) << "B active, " << fmt("%.3f", in.flops.total / 1e9)
      << " GFLOP/token (" << in.flops.convention << ")\n";
-  os << "plan     world " << p.world() << " = PP " << p.pp << " x DP " << p.dp() << " (EP-MP " << p.ep << " x EP-DP "
-     << p.ep_dp() << "), microbatch " << batch.microbatch_tokens << " tokens x m=" << batch.microbatches << "\n";
+  // DP here counts the data-parallel replicas of a sequence (the dp() of the plan over CP).
+  os << "plan     world " << p.world() << " = PP " << p.pp;
+  if (p.tp > 1) os << " x TP " << p.tp;
+  if (p.cp > 1) os << " x CP " << p.cp;
+  os << " x DP " << p.dp() / p.cp << " (EP-MP " << p.ep;
+  if (p.etp > 1) os << " x ETP " << p.etp;
+  os << " x EP-DP " << p.ep_dp() << "), microbatch " << batch.microbatch_tokens << " tokens x m=" << batch.microbatches
+     << "\n";
   os << "in flight: forward passes held per stage and model chunk, from " << in.ledger.in_flight_source << "\n";
   for (const auto& s : in.ledger.stages) {
     os << "\nstage " << s.stage << ": " << s.layers << " layers, " << fmt("%.3f", s.local_params / 1e9)
