@@ -10,6 +10,8 @@ namespace {
 class ByteStream {
  public:
   explicit ByteStream(std::string_view data) : data_(data) {}
+  // Continue from byte `pos` (draws past the end of the data pick the first choice).
+  void seek(std::size_t pos) { pos_ = pos; }
   template <typename T>
   T pick(std::initializer_list<T> choices) {
     const auto b = pos_ < data_.size() ? static_cast<unsigned char>(data_[pos_]) : 0u;
@@ -76,6 +78,22 @@ std::vector<std::string> plan_space_overrides(std::string_view data) {
       set("plan.optimizer.layout", in.pick<const char*>({"per_tensor", "concat_then_shard", "same_param_count"})));
   // Drawn last, so that the draws above stay as the corpus's inputs were written for them.
   s.push_back(set("plan.expert_parallel.pxn", in.pick<const char*>({"true", "false"})));
+  // TP, CP and expert TP read bytes 40 onward, so inputs written for the draws above (the corpus,
+  // the step-bound test's 40-byte plans) decode as before: without them.
+  constexpr std::size_t kParallelismDraws = 40;
+  in.seek(kParallelismDraws);
+  const std::int64_t tp = in.pick<std::int64_t>({1, 2, 4, 8});
+  const std::int64_t cp = in.pick<std::int64_t>({1, 2});
+  s.push_back(set("plan.tensor_parallel.degree", tp));
+  s.push_back(set("plan.tensor_parallel.sequence_parallel", in.pick<const char*>({"true", "false"})));
+  s.push_back(set("plan.tensor_parallel.comm_overlap", in.pick<const char*>({"false", "true"})));
+  s.push_back(set("plan.context_parallel.degree", cp));
+  s.push_back(set("plan.context_parallel.variant", in.pick<const char*>({"ring", "all_to_all"})));
+  s.push_back(set("plan.expert_parallel.tensor_degree", in.pick<std::int64_t>({1, 2})));
+  // With TP or CP the data-parallel replicas of a sequence are fewer: the batch again whole.
+  const std::int64_t replicas = nodes * gpn / (pp * tp * cp);
+  if (tp * cp > 1)
+    s.push_back(set("plan.batch.global_batch_tokens", seq * mbs * (replicas > 0 ? replicas : 1) * microbatches));
   return s;
 }
 
