@@ -7,6 +7,7 @@
 #include "models/common/units.hpp"
 #include "models/costs/ep_transports.hpp"
 #include "models/costs/low_precision.hpp"
+#include "models/plan/rank_layout.hpp"
 
 namespace moesim {
 
@@ -36,28 +37,15 @@ PassTimes swiglu_mlp(const CostBook& c, Format f, double T, double d, double h, 
   return add(add(linear(c, f, T, d, 2 * h), linear(c, f, T, h, d)), elementwise(c, T * e * 3 * h));
 }
 
-// One rank's share of a block under tensor parallelism (Megatron-LM ColumnParallelLinear /
-// RowParallelLinear): heads, KV groups (one per rank when TP exceeds them) and hidden widths
-// split by TP; the norms and residuals run on `outside` tokens (1/TP of them under sequence
-// parallelism), the linears and attention on the whole microbatch.
-struct TpShare {
-  double t = 1, heads = 0, kv_heads = 0, q = 0, kv = 0, outside = 0;
-  TpShare(const Architecture& a, const ParallelPlan& plan, double T)
-      : t(dbl(plan.tp)),
-        heads(dbl(a.attention.num_heads) / t),
-        kv_heads(std::max(1.0, dbl(a.attention.num_kv_heads) / t)),
-        q(dbl(a.attn_dim()) / t),
-        kv(kv_heads * dbl(a.attention.head_dim)),
-        outside(T * plan.sequence_share()) {}
-};
-
 }  // namespace
 
 LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBook& c, std::int64_t layer, double T,
                    const std::vector<double>& rows) {
   const double e = bytes_of(plan.precision.compute);
   const double d = dbl(a.d_model);
-  const TpShare s(a, plan, T);
+  // One rank's widths (rank_layout.hpp): the linears and attention run on the whole microbatch,
+  // the norms and residuals on the rank's sequence share under sequence parallelism.
+  const TpWidths s = tp_widths(a, plan);
   const bool tp = plan.tp > 1;
   const double q = s.q, kv = s.kv;
   LayerOps out;
@@ -68,7 +56,7 @@ LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBo
   if (tp) out.tp_bytes = T * d * e;
   // Attention: norm, QKV, (QK-norm), RoPE, flash attention, out-projection, residual.
   const Format attn_f = format_of(plan, LinearClass::attention);
-  const double f = s.outside / T;  // the norms' and residuals' share of the tokens
+  const double f = s.seq;  // the norms' and residuals' share of the tokens
   const double attn_elem = T * e * (2 * d * f + 2 * (q + kv) * (a.attention.qk_norm ? 2 : 1) + 3 * d * f);
   // Under TP the residual add runs after the region closes, on the rank's sequence share (its
   // 3d of the elementwise bytes), so the op list keeps the data flow the collectives sit in.
@@ -99,7 +87,7 @@ LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBo
   point(LayerOpKind::tp_exit);
   if (tp) ops.push_back({LayerOpKind::residual, OpPlace::main, elementwise(c, attn_residual)});
   if (!a.is_moe_layer(layer)) {
-    const double h = dbl(a.dense_hidden) / s.t;
+    const double h = s.dense_hidden;
     const Format mlp_f = format_of(plan, LinearClass::dense_mlp);
     // The MLP's elementwise kernels: its norm and input (2d), the SwiGLU (3h), the residual (3d).
     const double mlp_elem = T * e * (2 * d * f + 3 * h + 3 * d * f);
@@ -132,7 +120,7 @@ LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBo
   }
   // An MoE block under TP runs on the rank's sequence share (sequence parallelism is required
   // there: validate_plan): it routes its own tokens; the routed experts are not tensor-parallel.
-  T = s.outside;
+  T *= s.seq;
   const MoeSpec& m = *a.moe;
   const double K = dbl(m.top_k), N = dbl(m.num_experts), he = dbl(m.expert_hidden), hs = dbl(m.shared_hidden);
   const double routed = std::accumulate(rows.begin(), rows.end(), 0.0);
@@ -170,7 +158,7 @@ LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBo
   // microbatch through 1/TP of its hidden width, between its own all-gather and reduce-scatter.
   const Format shared_f = format_of(plan, LinearClass::shared_expert);
   for (std::int64_t x = 0; x < m.shared_experts; ++x) {
-    ops.push_back({LayerOpKind::shared_expert, OpPlace::side, swiglu_mlp(c, shared_f, T * s.t, d, hs / s.t, e)});
+    ops.push_back({LayerOpKind::shared_expert, OpPlace::side, swiglu_mlp(c, shared_f, T * s.t, d, s.shared_hidden, e)});
   }
   // Dispatch sends every routed copy (the off-rank share is the collective model's business);
   // a skewed rank's receive side is larger, and the slower side sets its time.

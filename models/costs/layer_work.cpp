@@ -5,6 +5,7 @@
 #include "models/common/units.hpp"
 #include "models/costs/layer_ops.hpp"
 #include "models/costs/low_precision.hpp"
+#include "models/plan/rank_layout.hpp"
 
 namespace moesim {
 
@@ -82,7 +83,7 @@ EdgeWork edge_work(const Architecture& a, const ParallelPlan& plan, const CostBo
   // Under TP the embedding and the head are vocab-parallel (1/TP of the vocabulary on each rank,
   // every token looked up or projected: Megatron-LM VocabParallelEmbedding, the output layer and
   // vocab_parallel_cross_entropy); the final norm runs on the rank's sequence share.
-  const double d = dbl(a.d_model), V = dbl(a.vocab_size) / dbl(plan.tp);
+  const double d = dbl(a.d_model), V = tp_widths(a, plan).vocab;
   const double outside = T * plan.sequence_share();
   EdgeWork w;
   // Embedding lookup (a gather of rows); backward scatters the gradient rows into the FP32

@@ -5,6 +5,7 @@
 
 #include "models/common/units.hpp"
 #include "models/costs/low_precision.hpp"
+#include "models/plan/rank_layout.hpp"
 
 namespace moesim {
 
@@ -39,28 +40,17 @@ RoutedRows routed_rows_per_token(const Architecture& a, const ParallelPlan& plan
 
 namespace {
 
-// One rank's widths under tensor parallelism (Korthikanti et al. 2022 Section 4: what TP splits
-// is saved split; with sequence parallelism what lies between the TP regions is saved split by
-// the sequence): per token of the microbatch, the tokens outside the TP regions count `seq`
-// (1/TP under SP, else 1), the heads, KV groups (one per rank when TP exceeds them) and hidden
-// widths inside them 1/TP. An MoE block runs on the sequence share (SP is required there).
-struct TpWidths {
-  double seq, q, kv, heads, h, hs;
-  TpWidths(const Architecture& a, const ParallelPlan& plan)
-      : seq(plan.sequence_share()),
-        q(dbl(a.attn_dim()) / dbl(plan.tp)),
-        kv(std::max(1.0, dbl(a.attention.num_kv_heads) / dbl(plan.tp)) * dbl(a.attention.head_dim)),
-        heads(dbl(a.attention.num_heads) / dbl(plan.tp)),
-        h(dbl(a.dense_hidden) / dbl(plan.tp)),
-        hs(a.moe ? dbl(a.moe->shared_hidden) / dbl(plan.tp) : 0.0) {}
-};
+// Under tensor parallelism (Korthikanti et al. 2022 Section 4) what TP splits is saved split
+// (one rank's widths, tp_widths), and with sequence parallelism what lies between the TP regions
+// is saved as the rank's sequence share (`seq` per token of the microbatch); an MoE block runs on
+// the sequence share (SP is required there).
 
 // torchtitan's op-level checkpointing of a dense block (see the header): the block input, the
 // flash-attention outputs and the outputs of the odd-numbered matmuls in call order (under TP the
 // row-parallel w2 keeps its whole [T, d] partial sum).
 BlockActivations op_checkpointed(const Architecture& a, const ParallelPlan& plan, double e) {
-  const TpWidths w(a, plan);
-  const double d = dbl(a.d_model), q = w.q, kv = w.kv, h = w.h;
+  const TpWidths w = tp_widths(a, plan);
+  const double d = dbl(a.d_model), q = w.q, kv = w.kv, h = w.dense_hidden;
   // Output widths of the block's matmuls in call order: wq, wk, wv, wo, then w1, w3, w2.
   constexpr std::size_t kAttentionMatmuls = 4;
   const double widths[] = {q, kv, kv, d, h, h, d};
@@ -118,7 +108,7 @@ class SavedTerms {
 
 BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,
                                              const RoutedRows& routed) {
-  const TpWidths w(a, plan);
+  const TpWidths w = tp_widths(a, plan);
   const double d = dbl(a.d_model), q = w.q, kv = w.kv, seq = w.seq;
   constexpr auto attention = &BlockActivations::attention;
   constexpr auto mlp = &BlockActivations::mlp;
@@ -138,7 +128,7 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
   const bool recompute_swiglu = plan.recompute == Recompute::selective;
   if (a.is_moe_layer(layer)) {
     const MoeSpec& m = *a.moe;
-    const double K = dbl(m.top_k), h = dbl(m.expert_hidden), hs = w.hs, shared = dbl(m.shared_experts);
+    const double K = dbl(m.top_k), h = dbl(m.expert_hidden), hs = w.shared_hidden, shared = dbl(m.shared_experts);
     const double rows = routed.computed * seq;
     // Expert TP: the grouped GEMMs run on the rows gathered from the ETP group (ETP x the rank's
     // own) through 1/ETP of the hidden width, so the d-wide terms grow by ETP and the hidden ones
@@ -169,7 +159,7 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
   } else {
     // Norm input; its output, the up/gate GEMM's input (fused into Transformer Engine's
     // LayerNormLinear like the QKV one); the up/gate output; the SwiGLU product (down input).
-    const double h = w.h;
+    const double h = w.dense_hidden;
     t.activations(mlp, d * seq);
     t.linear_input(mlp, LinearClass::dense_mlp, d * seq);
     t.activations(mlp, 2 * h);
@@ -213,13 +203,13 @@ double backward_working_per_token(const Architecture& a, std::int64_t layer, con
                                   const RoutedRows& routed) {
   const double e = bytes_of(plan.precision.compute);
   const double d = dbl(a.d_model);
-  const TpWidths w(a, plan);
+  const TpWidths w = tp_widths(a, plan);
   // Residual-stream gradient in and out, plus the widest internal gradient of the block.
   double widest = e * (w.q + 2 * w.kv);
   if (a.is_moe_layer(layer)) {
     widest = std::max(widest, routed.computed * w.seq * e * 2 * dbl(a.moe->expert_hidden));
   } else {
-    widest = std::max(widest, e * 2 * w.h);
+    widest = std::max(widest, e * 2 * w.dense_hidden);
   }
   return 2 * e * d * w.seq + widest;
 }
@@ -227,7 +217,7 @@ double backward_working_per_token(const Architecture& a, std::int64_t layer, con
 LossBuffers loss_per_token(const Architecture& a, const ParallelPlan& plan) {
   const double e = bytes_of(plan.precision.compute);
   // Under TP the logits are vocab-parallel: each rank holds 1/TP of every token's row.
-  const double v = dbl(a.vocab_size) / dbl(plan.tp), d = dbl(a.d_model);
+  const double v = tp_widths(a, plan).vocab, d = dbl(a.d_model);
   LossBuffers l;
   if (plan.loss == LossImpl::standard) {
     // PyTorch cross-entropy on upcast logits (torchtitan's cross_entropy_loss; Olmo-core's

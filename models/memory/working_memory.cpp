@@ -89,24 +89,24 @@ double widest_quantized_operands(const Architecture& a, const ParallelPlan& plan
     bool input_quantized = false;
   };
   // One rank's linears under TP: heads and hidden widths split, the MoE block on the sequence share.
-  const double t = dbl(plan.tp);
-  const double d = dbl(a.d_model), q = dbl(a.attn_dim()) / t, kv = dbl(a.kv_dim()) / t;
+  const TpWidths w = tp_widths(a, plan);
+  const double d = dbl(a.d_model), q = w.q, kv = w.kv;
   std::array<Linear, 6> linears{};  // a block's linears at most (the allocation replay asks twice per layer)
   std::size_t count = 0;
   const auto add = [&](Linear x) { linears.at(count++) = x; };
   if (l == a.num_layers) {
-    add({LinearClass::lm_head, T, d, dbl(a.vocab_size) / t, d * dbl(a.vocab_size) / t});
+    add({LinearClass::lm_head, T, d, w.vocab, d * w.vocab});
   } else {
     add({LinearClass::attention, T, d, q + 2 * kv, d * (q + 2 * kv)});
     add({LinearClass::attention, T, q, d, q * d});
     if (!a.is_moe_layer(l)) {
-      const double h = dbl(a.dense_hidden) / t;
+      const double h = w.dense_hidden;
       add({LinearClass::dense_mlp, T, d, 2 * h, d * 2 * h});
       add({LinearClass::dense_mlp, T, h, d, h * d});
     } else {
       const MoeSpec& m = *a.moe;
       const double rows = T * plan.sequence_share() * routed.computed, he = dbl(m.expert_hidden);
-      const double hs = dbl(m.shared_hidden) / t;
+      const double hs = w.shared_hidden;
       const double local = dbl(m.num_experts / plan.ep);
       const bool dispatched = plan.precision.ep_dispatch != GemmPrecision::bf16;
       add({LinearClass::routed_expert, rows, d, 2 * he, local * d * 2 * he, dispatched});

@@ -8,6 +8,20 @@
 
 namespace moesim {
 
+TpWidths tp_widths(const Architecture& a, const ParallelPlan& plan) {
+  TpWidths w;
+  w.t = static_cast<double>(plan.tp);
+  w.heads = static_cast<double>(a.attention.num_heads) / w.t;
+  w.kv_heads = std::max(1.0, static_cast<double>(a.attention.num_kv_heads) / w.t);
+  w.q = static_cast<double>(a.attn_dim()) / w.t;
+  w.kv = w.kv_heads * static_cast<double>(a.attention.head_dim);
+  w.dense_hidden = static_cast<double>(a.dense_hidden) / w.t;
+  w.shared_hidden = a.moe ? static_cast<double>(a.moe->shared_hidden) / w.t : 0.0;
+  w.vocab = static_cast<double>(a.vocab_size) / w.t;
+  w.seq = plan.sequence_share();
+  return w;
+}
+
 RankCoords coords_of(const ParallelPlan& plan, std::int64_t rank) {
   RankCoords c;
   const std::int64_t per_stage = plan.stage_ranks();
@@ -45,7 +59,7 @@ double tensor_parallel_share(const TensorInfo& t, const Architecture& arch, cons
   switch (t.cls) {
     case TensorClass::attention:
       if (ends_with(".w_k") || ends_with(".w_v"))
-        return 1.0 / static_cast<double>(std::min(plan.tp, arch.attention.num_kv_heads));
+        return tp_widths(arch, plan).kv_heads / static_cast<double>(arch.attention.num_kv_heads);
       return 1.0 / static_cast<double>(plan.tp);
     case TensorClass::embedding:
     case TensorClass::dense_mlp:

@@ -64,6 +64,21 @@ CommunicatorShape communicator_shape(const ParallelPlan& plan, Communicator comm
 // stage for pp_neighbours).
 std::int64_t communicator_instance(const ParallelPlan& plan, const RankCoords& coords, Communicator communicator);
 
+// One rank's widths of a block under tensor parallelism (Megatron-LM ColumnParallelLinear /
+// RowParallelLinear): heads, KV groups (one per rank, replicated, when TP exceeds them) and hidden
+// widths split by TP; `seq` is the rank's share of the tokens outside the TP regions (1/TP under
+// sequence parallelism, else 1). Without TP every width is the architecture's.
+struct TpWidths {
+  double t = 1;         // the TP degree
+  double heads = 0;     // query heads
+  double kv_heads = 0;  // KV groups
+  double q = 0;         // query width (heads x head_dim)
+  double kv = 0;        // K (or V) width (KV groups x head_dim)
+  double dense_hidden = 0, shared_hidden = 0, vocab = 0;
+  double seq = 1;
+};
+TpWidths tp_widths(const Architecture& arch, const ParallelPlan& plan);
+
 struct LocalTensor {
   const TensorInfo* tensor = nullptr;
   double local_numel = 0;          // elements this rank holds as a compute weight
