@@ -116,7 +116,10 @@ class Enumerator {
       return "the hardware profile has no " + c.precision + " GEMM rates";
     if (arch_changes_) return "";  // the architecture varies: compose checks the rest
     if (c.pp * v > base_.arch.num_layers) return "PP stages x virtual stages exceed the layers";
-    if (const std::string why = tp_refusal(c.tp); !why.empty()) return why;
+    if (c.tp > 1) {
+      if (PlanRule rule = tensor_parallel_rule(base_.arch, c.tp, base_.plan.sequence_parallel); !rule.path.empty())
+        return std::move(rule.message);
+    }
     if (c.ep > 1 && (!base_.arch.moe || base_.arch.moe->num_experts % c.ep != 0))
       return "EP degree does not divide the routed experts";
     if (base_.arch.sequence_length % (2 * c.cp) != 0) return "the sequence does not split into 2 x CP chunks";
@@ -129,22 +132,6 @@ class Enumerator {
     const std::int64_t stage_layers = (base_.arch.num_layers + c.pp - 1) / c.pp;
     if (space_.global_batch_tokens / step_tokens > kMaxBlockPassesPerStage / stage_layers)
       return "more microbatches x layers per stage than one step's replay holds";
-    return "";
-  }
-
-  // The TP rules of validate_plan (plan_validation.cpp check_tensor_parallel).
-  std::string tp_refusal(std::int64_t t) const {
-    if (t == 1) return "";
-    const Architecture& a = base_.arch;
-    if (a.attention.num_heads % t != 0) return "TP degree does not divide the attention heads";
-    if (a.attention.num_kv_heads % t != 0 && t % a.attention.num_kv_heads != 0)
-      return "TP degree and the KV heads: neither divides the other";
-    bool dense = false;
-    for (std::int64_t l = 0; l < a.num_layers && !dense; ++l) dense = !a.is_moe_layer(l);
-    if (dense && a.dense_hidden % t != 0) return "TP degree does not divide the dense MLP hidden size";
-    if (a.moe && a.moe->shared_experts > 0 && a.moe->shared_hidden % t != 0)
-      return "TP degree does not divide the shared expert hidden size";
-    if (a.moe && !base_.plan.sequence_parallel) return "an MoE model with TP needs sequence parallelism";
     return "";
   }
 

@@ -276,6 +276,16 @@ inline constexpr std::int64_t kMaxBlockPassesPerStage = std::int64_t{1} << 17;
 void validate_plan(const ParallelPlan& plan, const Architecture& arch, const std::string& file,
                    const std::string& prefix);
 
+// The rules tensor parallelism of degree `tp` puts on the architecture (heads, KV groups and
+// hidden widths divide, or KV groups replicate; an MoE model needs sequence parallelism): the
+// plan path at fault (under plan) and why, or an empty path when the architecture allows it.
+// validate_plan and the plan search's refusals both ask it.
+struct PlanRule {
+  std::string path;
+  std::string message;
+};
+PlanRule tensor_parallel_rule(const Architecture& arch, std::int64_t tp, bool sequence_parallel);
+
 struct BatchShape {
   std::int64_t microbatch_tokens = 0;  // per rank
   std::int64_t microbatches = 0;       // m, per optimizer step

@@ -17,12 +17,9 @@ std::string s(std::int64_t v) { return std::to_string(v); }
 template <class Fail>
 void check_tensor_parallel(const ParallelPlan& p, const Architecture& a, const Fail& fail) {
   const std::int64_t t = p.tp;
-  const std::string tp = "tensor_parallel.degree";
   if (p.world() % (p.pp * t) != 0) {
-    fail(tp, "world size " + s(p.world()) + " is not divisible by PP x TP = " + s(p.pp) + " x " + s(t));
-  }
-  if (a.attention.num_heads % t != 0) {
-    fail(tp, "TP degree " + s(t) + " does not divide the " + s(a.attention.num_heads) + " attention heads");
+    fail("tensor_parallel.degree",
+         "world size " + s(p.world()) + " is not divisible by PP x TP = " + s(p.pp) + " x " + s(t));
   }
   if (p.tp_comm_overlap && !p.sequence_parallel) {
     // Megatron-LM arguments.py: "Tensor parallel communication/GEMM overlap can happen only when
@@ -31,31 +28,10 @@ void check_tensor_parallel(const ParallelPlan& p, const Architecture& a, const F
          "overlaps the all-gathers and reduce-scatters of sequence parallelism; "
          "allowed: false, or sequence_parallel true");
   }
-  const std::int64_t kv = a.attention.num_kv_heads;
-  if (kv % t != 0 && t % kv != 0) {
-    fail(tp, "TP degree " + s(t) + " and the " + s(kv) +
-                 " KV heads: allowed when one divides the other (KV heads are replicated when TP exceeds them)");
-  }
-  const auto hidden = [&](std::int64_t width, const char* what) {
-    if (width > 0 && width % t != 0) fail(tp, "TP degree " + s(t) + " does not divide the " + what + " " + s(width));
-  };
-  for (std::int64_t l = 0; l < a.num_layers; ++l) {
-    if (!a.is_moe_layer(l)) {
-      hidden(a.dense_hidden, "dense MLP hidden size");
-      break;
-    }
-  }
-  if (a.moe) {
-    if (a.moe->shared_experts > 0) hidden(a.moe->shared_hidden, "shared expert hidden size");
-    if (!p.sequence_parallel) {
-      // Megatron-LM megatron/training/arguments.py: "When using MoE and tensor parallelism,
-      // sequence parallelism must be used."; each TP rank routes its sequence shard.
-      fail("tensor_parallel.sequence_parallel",
-           "an MoE model with TP > 1 needs sequence parallelism (each TP rank routes its share of the sequence, as "
-           "Megatron-Core requires); allowed: true");
-    }
-  }
+  const PlanRule rule = tensor_parallel_rule(a, t, p.sequence_parallel);
+  if (!rule.path.empty()) fail(rule.path, rule.message);
 }
+
 // Context parallelism splits each sequence into 2 x CP chunks (Megatron-Core's load-balanced
 // causal split) over CP ranks that hold the same TP shard; the all-to-all variant splits the
 // rank's heads over CP instead during the attention.
@@ -81,6 +57,32 @@ void check_context_parallel(const ParallelPlan& p, const Architecture& a, const 
   }
 }
 }  // namespace
+
+PlanRule tensor_parallel_rule(const Architecture& a, std::int64_t t, bool sequence_parallel) {
+  const std::string tp = "tensor_parallel.degree";
+  if (a.attention.num_heads % t != 0)
+    return {tp, "TP degree " + s(t) + " does not divide the " + s(a.attention.num_heads) + " attention heads"};
+  const std::int64_t kv = a.attention.num_kv_heads;
+  if (kv % t != 0 && t % kv != 0) {
+    return {tp, "TP degree " + s(t) + " and the " + s(kv) +
+                    " KV heads: allowed when one divides the other (KV heads are replicated when TP exceeds them)"};
+  }
+  bool dense = false;
+  for (std::int64_t l = 0; l < a.num_layers && !dense; ++l) dense = !a.is_moe_layer(l);
+  if (dense && a.dense_hidden % t != 0)
+    return {tp, "TP degree " + s(t) + " does not divide the dense MLP hidden size " + s(a.dense_hidden)};
+  if (!a.moe) return {};
+  if (a.moe->shared_experts > 0 && a.moe->shared_hidden % t != 0)
+    return {tp, "TP degree " + s(t) + " does not divide the shared expert hidden size " + s(a.moe->shared_hidden)};
+  if (!sequence_parallel) {
+    // Megatron-LM megatron/training/arguments.py: "When using MoE and tensor parallelism,
+    // sequence parallelism must be used."; each TP rank routes its sequence shard.
+    return {"tensor_parallel.sequence_parallel",
+            "an MoE model with TP > 1 needs sequence parallelism (each TP rank routes its share of the sequence, as "
+            "Megatron-Core requires); allowed: true"};
+  }
+  return {};
+}
 
 void validate_plan(const ParallelPlan& p, const Architecture& a, const std::string& file, const std::string& prefix) {
   auto fail = [&](const std::string& path, const std::string& msg) {
