@@ -23,6 +23,7 @@
 #include "models/costs/collective_model.hpp"
 #include "models/costs/compute_costs.hpp"
 #include "models/costs/ep_transports.hpp"
+#include "models/costs/loss_paths.hpp"
 #include "models/hw/profile_lookup.hpp"
 #include "models/memory/optimizer_layouts.hpp"
 #include "reports/cost_report.hpp"
@@ -287,6 +288,7 @@ std::vector<ModelFamily> registered_models() {
           family(collective_models(), "cost_models.collective"),
           family(resource_sharing_models(), "cost_models.resource_sharing"),
           family(ep_transport_models(), "plan.expert_parallel.transport"),
+          family(loss_paths(), "plan.activations.loss"),
           family(param_sync_models(), "the plan's design (moesim list designs)"),
           family(optimizer_layouts(), "plan.optimizer.layout"),
           family(flop_conventions(), "flop_convention")};

@@ -4,6 +4,7 @@
 
 #include "models/common/units.hpp"
 #include "models/costs/layer_ops.hpp"
+#include "models/costs/loss_paths.hpp"
 #include "models/costs/low_precision.hpp"
 #include "models/plan/rank_layout.hpp"
 
@@ -89,14 +90,18 @@ EdgeWork edge_work(const Architecture& a, const ParallelPlan& plan, const CostBo
   // Embedding lookup (a gather of rows); backward scatters the gradient rows into the FP32
   // embedding gradient (read the row gradient, read + write the FP32 row).
   w.embed = {c.memory(2 * T * d * e, MemoryKernel::permute), c.memory(T * d * (e + 2 * kFp32), MemoryKernel::permute)};
-  // Final norm, LM head GEMM, cross-entropy over FP32 logits (standard: write the logits in the
-  // compute dtype, read them, write FP32 log-probabilities) or fused (one pass over the logits).
+  // Final norm, LM head GEMM, and the loss path's cross-entropy kernels over the logits
+  // (loss_paths.hpp); a path that recomputes the logits in backward runs the head GEMM again.
   // A tied head multiplies by the embedding, which no cache holds (low_precision.hpp).
   Format head_f = format_of(plan, LinearClass::lm_head);
   head_f.weight_caches = head_f.weight_caches && !a.tie_embeddings;
-  w.head = add(linear(c, head_f, T, d, V), elementwise(c, 2 * outside * d * e));
-  const double ce = plan.loss == LossImpl::standard ? T * V * (e + 2 * kFp32) : T * V * e;
-  w.head = add(w.head, {c.memory(ce, MemoryKernel::cross_entropy), c.memory(ce, MemoryKernel::cross_entropy)});
+  const PassTimes head = linear(c, head_f, T, d, V);
+  w.head = add(head, elementwise(c, 2 * outside * d * e));
+  const LossPath& loss = loss_path(plan.loss);
+  w.head.bwd += loss.recomputed_head_gemms() * head.fwd;
+  const auto kernels = [&](double bytes) { return bytes > 0 ? c.memory(bytes, MemoryKernel::cross_entropy) : 0.0; };
+  w.head = add(w.head,
+               {kernels(T * V * loss.forward_bytes_per_logit(e)), kernels(T * V * loss.backward_bytes_per_logit(e))});
   return w;
 }
 

@@ -215,43 +215,8 @@ double backward_working_per_token(const Architecture& a, std::int64_t layer, con
 }
 
 LossBuffers loss_per_token(const Architecture& a, const ParallelPlan& plan) {
-  const double e = bytes_of(plan.precision.compute);
   // Under TP the logits are vocab-parallel: each rank holds 1/TP of every token's row.
-  const double v = tp_widths(a, plan).vocab, d = dbl(a.d_model);
-  LossBuffers l;
-  if (plan.loss == LossImpl::standard) {
-    // PyTorch cross-entropy on upcast logits (torchtitan's cross_entropy_loss; Olmo-core's
-    // default LM-head loss): the final-norm output (0) is kept for the head's backward; the BF16
-    // logits (1) are upcast (2); log_softmax keeps its FP32 output (3) and frees the upcast copy;
-    // the trainer drops the logits (torchtitan's `del pred`). Backward: nll_loss's dense FP32
-    // gradient (4) and log_softmax's FP32 gradient (5) are alive with the log-probabilities
-    // (aten _log_softmax_backward_data), then the BF16 logits gradient (6) and the hidden-state
-    // gradient (7).
-    l.forward_steps = {{e * d}, {e * v}, {kFp32 * v}, {kFp32 * v}, {0, 2}, {0, 1}};
-    l.backward_steps = {{kFp32 * v}, {kFp32 * v}, {0, 4}, {0, 3}, {e * v}, {0, 5}, {e * d}, {0, 6}, {0, 0}, {0, 7}};
-  } else {
-    // Fused linear cross-entropy: logits never held whole; the gradient w.r.t. the final hidden
-    // state is the only full-size buffer.
-    l.forward_steps = {{e * d}};
-    l.backward_steps = {{e * d}, {0, 0}, {0, 1}};
-  }
-  std::vector<double> sizes;
-  double live = 0;
-  auto walk = [&](const std::vector<LossBuffers::Step>& steps, double& peak) {
-    for (const auto& st : steps) {
-      if (st.frees >= 0) {
-        live -= sizes[static_cast<std::size_t>(st.frees)];
-      } else {
-        sizes.push_back(st.bytes);
-        live += st.bytes;
-      }
-      peak = std::max(peak, live);
-    }
-  };
-  walk(l.forward_steps, l.forward);
-  l.backward = live;
-  walk(l.backward_steps, l.backward);
-  return l;
+  return loss_buffers(plan.loss, {bytes_of(plan.precision.compute), dbl(a.d_model), tp_widths(a, plan).vocab});
 }
 
 }  // namespace moesim

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/arch/architecture.hpp"
+#include "models/costs/loss_paths.hpp"
 #include "models/plan/parallel_plan.hpp"
 
 namespace moesim {
@@ -64,18 +65,7 @@ double recomputed_per_token(const Architecture& arch, std::int64_t layer, const 
 double backward_working_per_token(const Architecture& arch, std::int64_t layer, const ParallelPlan& plan,
                                   const RoutedRows& rows);
 
-// Logits and loss buffers of the LM head per token, as the op sequence allocates and frees them:
-// a step with bytes > 0 allocates the next buffer (numbered from 0 in order), a step with
-// frees >= 0 frees that buffer. The forward's survivors are held until the head's backward.
-struct LossBuffers {
-  struct Step {
-    double bytes = 0;
-    int frees = -1;
-  };
-  std::vector<Step> forward_steps, backward_steps;
-  double forward = 0;   // most bytes alive during the forward steps
-  double backward = 0;  // most alive during the backward steps (the forward's survivors included)
-};
+// Logits and loss buffers of the LM head per token under the plan's loss path (loss_paths.hpp).
 LossBuffers loss_per_token(const Architecture& arch, const ParallelPlan& plan);
 
 }  // namespace moesim

@@ -23,9 +23,17 @@ enum class ShardLayout { per_tensor, concat_then_shard, same_param_count };
 // before its backward); selective (Korthikanti et al. 2022: the SwiGLU products are recomputed);
 // selective_op (torchtitan's op-level selective checkpointing, dense blocks: see activations.hpp).
 enum class Recompute { none, full, selective, selective_op };
-enum class LossImpl { standard, fused };
-inline constexpr EnumNames<LossImpl, 2> kLossImplNames{
-    "loss", {{{LossImpl::standard, "standard"}, {LossImpl::fused, "fused"}}}};
+// The LM head's loss path (models/costs/loss_paths.hpp): eager PyTorch cross-entropy, the same
+// under torch.compile, flash-attn's Triton cross-entropy, Liger's fused linear cross-entropy, Megatron-Core's
+// vocab-parallel cross-entropy, Cut Cross-Entropy.
+enum class LossImpl { standard, compiled, flash_attn, fused, vocab_parallel, cut };
+inline constexpr EnumNames<LossImpl, 6> kLossImplNames{"loss",
+                                                       {{{LossImpl::standard, "standard"},
+                                                         {LossImpl::compiled, "compiled"},
+                                                         {LossImpl::flash_attn, "flash_attn"},
+                                                         {LossImpl::fused, "fused"},
+                                                         {LossImpl::vocab_parallel, "vocab_parallel"},
+                                                         {LossImpl::cut, "cut"}}}};
 // How each pipeline stage orders its passes (sim/pipeline_schedule.hpp): 1F1B, Megatron-LM's
 // interleaved 1F1B, the V-shape 1F1B (two chunks per stage, the model going down the stages and
 // back up), Zero Bubble H1 and ZB-V (the backward split into input- and weight-gradient passes).
