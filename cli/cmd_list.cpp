@@ -1,4 +1,4 @@
-// `moesim list designs [--json F]`: what can be chosen by name, with one line each.
+// `moesim list designs|stacks [--json F]`: what can be chosen by name, with one line each.
 #include <iostream>
 #include <memory>
 
@@ -8,6 +8,7 @@
 #include "cli/option_checks.hpp"
 #include "reports/design_list.hpp"
 #include "reports/output_file.hpp"
+#include "reports/stack_report.hpp"
 
 namespace moesim::cli {
 
@@ -23,10 +24,18 @@ Runner add_list_command(CLI::App& app) {
       "every data-parallel design (plan.design and its parts), its planner families and its tasks' strategy");
   designs->add_option("--json", args->json_out, "also write the list as JSON to FILE ('-' for standard output)")
       ->check(output_path());
-  return [designs, args]() -> int {
-    if (!designs->parsed()) return -1;
-    listing_stream({{"--json", &args->json_out}}) << designs_table();
-    if (!args->json_out.empty()) write_output(args->json_out, json_text(designs_json()));
+  auto* stacks = list->add_subcommand(
+      "stacks",
+      "every training-stack preset (plan.stack): the plan keys it sets, each with its source in the stack's code");
+  stacks->add_option("--json", args->json_out, "also write the list as JSON to FILE ('-' for standard output)")
+      ->check(output_path());
+  return [designs, stacks, args]() -> int {
+    const bool designs_listed = designs->parsed();
+    if (!designs_listed && !stacks->parsed()) return -1;
+    listing_stream({{"--json", &args->json_out}}) << (designs_listed ? designs_table() : stacks_table());
+    if (!args->json_out.empty()) {
+      write_output(args->json_out, json_text(designs_listed ? designs_json() : stacks_json()));
+    }
     return kExitOk;
   };
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "models/common/units.hpp"
+#include "reports/stack_report.hpp"
 #include "reports/text_format.hpp"
 #include "reports/text_table.hpp"
 
@@ -241,6 +242,8 @@ nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
   j["simulated_ranks"] = r.simulated_ranks;
   j["memory_by_class"] = memory_by_class(worst);
   j["inputs"] = sc.resolved;
+  // Written only when the plan names a stack, so that reports without one stay as they were.
+  if (!sc.stack.name.empty()) j["stack"] = stack_json(sc.stack);
   return j;
 }
 
@@ -265,6 +268,7 @@ std::string step_table(const Scenario& sc, const StepResult& r) {
   if (sc.plan.ep > 1) os << ", EP transport " << name_of(sc.plan.ep_transport);
   if (sc.plan.ep > 1 && sc.plan.ep_pxn != PxnChoice::profile) os << ", PXN " << name_of(sc.plan.ep_pxn);
   os << ", hardware " << sc.hardware.name << ", " << r.world << " GPUs)\n";
+  os << stack_line(sc.stack);
   os << "model    " << fmt("%.2f", r.params_total / 1e9) << "B total, " << fmt("%.2f", r.params_active / 1e9)
      << "B active, " << fmt("%.3f", r.flops.total / 1e9) << " GFLOP/token (" << r.flops.convention << ")\n";
   os << "step     " << fmt("%.1f", r.step_time_s * 1e3) << " ms for " << fmt("%.0f", r.global_tokens)

@@ -92,10 +92,39 @@ class VocabParallelLoss final : public LossPath {
   VocabParallelLoss()
       : LossPath("vocab_parallel", "Megatron-Core vocab-parallel cross-entropy: one FP32 softmax, in place",
                  {{1, 9 * kFp32}, {1, 3 * kFp32}}) {}
-  LossBuffers steps(const LossShape& s) const override {
+  LossBuffers steps(const LossShape& s) const override { return fp32_gradient_kept(s); }
+  // The head input (0) and the BF16 logits (1) with one FP32 buffer per logit (2) that outlives
+  // the forward (the logits do not); the backward casts it to a BF16 logits gradient (3).
+  static LossBuffers fp32_gradient_kept(const LossShape& s) {
     const double e = s.activation, d = s.hidden, v = s.vocab;
     return {{{e * d}, {e * v}, {kFp32 * v}, {0, 1}}, {{e * v}, {0, 2}, {e * d}, {0, 3}, {0, 0}, {0, 4}}};
   }
+};
+
+// The same with cross_entropy_loss_fusion and cross_entropy_fusion_impl "native"
+// (megatron/core/fusions/fused_cross_entropy.py: each step a jit_fuser function): the same
+// buffers; kernels per logit: upcast with the max (read e, write 4), subtract, exp and sum (read
+// + write 4), divide (read + write 4); backward the scale written back with the BF16 cast (read 4,
+// write 4 and e).
+class VocabParallelFusedLoss final : public LossPath {
+ public:
+  VocabParallelFusedLoss()
+      : LossPath("vocab_parallel_fused", "Megatron-Core's fused vocab-parallel cross-entropy (jit_fuser steps)",
+                 {{1, 5 * kFp32}, {1, 2 * kFp32}}) {}
+  LossBuffers steps(const LossShape& s) const override { return VocabParallelLoss::fp32_gradient_kept(s); }
+};
+
+// Transformer Engine's Triton cross-entropy (transformer_engine/pytorch/triton/cross_entropy.py
+// cross_entropy_forward; Megatron-Core's cross_entropy_fusion_impl "te"): an online-softmax pass
+// reads the logits, a second reads them again and writes the FP32 input gradient (kept for
+// backward; the logits are not); the backward scales it in place (element_mul_kernel) and autograd
+// casts it to BF16. The same buffers as Megatron's own path.
+class TeCrossEntropyLoss final : public LossPath {
+ public:
+  TeCrossEntropyLoss()
+      : LossPath("te", "Transformer Engine's Triton cross-entropy: FP32 gradient made in forward",
+                 {{2, kFp32}, {1, 3 * kFp32}}) {}
+  LossBuffers steps(const LossShape& s) const override { return VocabParallelLoss::fp32_gradient_kept(s); }
 };
 
 // Cut Cross-Entropy (Wijmans et al. 2024, "Cut Your Losses in Large-Vocabulary Language Models",
@@ -118,7 +147,7 @@ class CutCrossEntropyLoss final : public LossPath {
 const Registry<LossPath>& loss_paths() {
   static const Registry<LossPath> registry =
       make_registry<LossPath, EagerLoss, CompiledLoss, FlashAttnLoss, FusedLinearLoss, VocabParallelLoss,
-                    CutCrossEntropyLoss>("loss path");
+                    VocabParallelFusedLoss, TeCrossEntropyLoss, CutCrossEntropyLoss>("loss path");
   return registry;
 }
 

@@ -61,7 +61,7 @@ class LossPath : public Registered {
 };
 
 // Registered under name_of(LossImpl): "standard", "compiled", "flash_attn", "fused",
-// "vocab_parallel", "cut".
+// "vocab_parallel", "vocab_parallel_fused", "te", "cut".
 const Registry<LossPath>& loss_paths();
 const LossPath& loss_path(LossImpl impl);
 

@@ -11,6 +11,7 @@
 #include "models/costs/profile_cost_book.hpp"
 #include "models/hw/hardware_profile.hpp"
 #include "models/plan/parallel_plan.hpp"
+#include "models/stacks/stack_preset.hpp"
 
 namespace moesim {
 
@@ -23,6 +24,7 @@ struct Scenario {
   ParallelPlan plan;
   HardwareProfile hardware;
   nlohmann::json resolved;  // {architecture, plan, hardware} after every override
+  StackUse stack;           // the plan's training stack and the values the plan took from it
 };
 
 }  // namespace moesim

@@ -173,7 +173,15 @@ Scenario parse_composed(ScenarioInputs& src, const HardwareProfile* hardware) {
   thread_local SectionMemo<Architecture> architectures;
   thread_local SectionMemo<ParallelPlan> plans;
   const nlohmann::json& arch = doc.at("architecture");
-  const nlohmann::json& plan = doc.at("plan");
+  // A plan naming a training stack is parsed with the stack's values under the keys it leaves unset.
+  nlohmann::json stacked;
+  const nlohmann::json* named = &doc.at("plan");
+  if (named->is_object() && named->contains("stack")) {
+    stacked = *named;
+    s.stack = apply_stack(stacked);
+    named = &stacked;
+  }
+  const nlohmann::json& plan = *named;
   s.arch = architectures.get(arch, src.arch.file, src.arch.prefix,
                              [&] { return parse_architecture(JsonReader(arch, src.arch.file, src.arch.prefix)); });
   s.plan = plans.get(plan, src.plan.file, src.plan.prefix,

@@ -6,6 +6,7 @@
 #include "models/common/json_reader.hpp"
 #include "models/moe/measured_loads.hpp"
 #include "models/plan/designs/design.hpp"
+#include "models/stacks/stack_preset.hpp"
 
 namespace moesim {
 
@@ -72,6 +73,7 @@ ParallelPlan parse_plan(const JsonReader& in) {
   in.string_or("name", "");
   in.string_or("description", "");
   p.design = in.choice_in("design", design_words());
+  if (in.has("stack")) p.stack = in.choice_in("stack", stack_presets().names());
   // What the design decides when the plan does not (each entry cites its stack's code).
   const DesignDefaults defaults = design_defaults(p.design);
   p.nodes = in.integer("nodes", Range::between(1, kMaxCount));

@@ -26,13 +26,15 @@ enum class Recompute { none, full, selective, selective_op };
 // The LM head's loss path (models/costs/loss_paths.hpp): eager PyTorch cross-entropy, the same
 // under torch.compile, flash-attn's Triton cross-entropy, Liger's fused linear cross-entropy, Megatron-Core's
 // vocab-parallel cross-entropy, Cut Cross-Entropy.
-enum class LossImpl { standard, compiled, flash_attn, fused, vocab_parallel, cut };
-inline constexpr EnumNames<LossImpl, 6> kLossImplNames{"loss",
+enum class LossImpl { standard, compiled, flash_attn, fused, vocab_parallel, vocab_parallel_fused, te, cut };
+inline constexpr EnumNames<LossImpl, 8> kLossImplNames{"loss",
                                                        {{{LossImpl::standard, "standard"},
                                                          {LossImpl::compiled, "compiled"},
                                                          {LossImpl::flash_attn, "flash_attn"},
                                                          {LossImpl::fused, "fused"},
                                                          {LossImpl::vocab_parallel, "vocab_parallel"},
+                                                         {LossImpl::vocab_parallel_fused, "vocab_parallel_fused"},
+                                                         {LossImpl::te, "te"},
                                                          {LossImpl::cut, "cut"}}}};
 // How each pipeline stage orders its passes (sim/pipeline_schedule.hpp): 1F1B, Megatron-LM's
 // interleaved 1F1B, the V-shape 1F1B (two chunks per stage, the model going down the stages and
@@ -137,6 +139,9 @@ struct ParallelPlan {
   // The data-parallel design's word ("ddp", "fsdp", "zero2"); with the design options below it
   // selects one registered design entry (models/plan/designs/design.hpp design_of).
   std::string design = "ddp";
+  // The training stack the plan names (models/stacks/): its values fill the plan keys the plan
+  // leaves unset before it is parsed; empty when none is named.
+  std::string stack;
   std::int64_t nodes = 1;
   std::int64_t gpus_per_node = 8;  // GPUs of each host (node) the job uses
   // Hosts one NVLink domain joins: a hardware fact, copied from the profile when a scenario is

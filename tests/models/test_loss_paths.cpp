@@ -32,6 +32,9 @@ TEST_CASE("each loss path holds the buffers its source allocates, per token", "[
       {LossImpl::fused, 2000, 2000, 4000},
       // Megatron: logits + one FP32 buffer (the softmax, in place); backward casts its gradient.
       {LossImpl::vocab_parallel, 2000 + 20000 + 40000, 2000 + 40000, 2000 + 40000 + 20000},
+      {LossImpl::vocab_parallel_fused, 2000 + 20000 + 40000, 2000 + 40000, 2000 + 40000 + 20000},
+      // Transformer Engine: the FP32 gradient made in forward takes the softmax's place.
+      {LossImpl::te, 2000 + 20000 + 40000, 2000 + 40000, 2000 + 40000 + 20000},
       // Cut Cross-Entropy: input + FP32 log-sum-exp; backward writes the input gradient.
       {LossImpl::cut, 2004, 2004, 4004},
   };
@@ -89,6 +92,14 @@ TEST_CASE("a loss path's kernels and recomputed head GEMM are what the head cost
   const PassTimes megatron = head(LossImpl::vocab_parallel);
   CHECK(megatron.fwd - eager.fwd == Approx(ce(e + 36) - ce(e + 8)));
   CHECK(megatron.bwd - eager.bwd == Approx(ce(e + 12) - ce(e + 8)));
+  // Fused: upcast + max (e + 4), subtract/exp/sum (8), divide (8); backward read 4, write 4 + e.
+  const PassTimes fused = head(LossImpl::vocab_parallel_fused);
+  CHECK(fused.fwd - eager.fwd == Approx(ce(e + 20) - ce(e + 8)));
+  CHECK(fused.bwd - eager.bwd == Approx(ce(e + 8) - ce(e + 8)));
+  // Transformer Engine: two reads of the logits and the FP32 gradient written; backward as Megatron's.
+  const PassTimes te = head(LossImpl::te);
+  CHECK(te.fwd - eager.fwd == Approx(ce(2 * e + 4) - ce(e + 8)));
+  CHECK(te.bwd - eager.bwd == Approx(ce(e + 12) - ce(e + 8)));
   // Cut Cross-Entropy runs no cross-entropy kernel over HBM but the head GEMM once more in backward.
   const double gemm_forward =
       costs.gemm({T, V, static_cast<double>(s.arch.d_model), GemmPass::forward, GemmPrecision::bf16});

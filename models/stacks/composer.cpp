@@ -1,0 +1,20 @@
+// Composer with llm-foundry's models (mosaicml/composer, mosaicml/llm-foundry): FSDP1 via
+// Composer's parallelism config, flash-attn's fused cross-entropy, Transformer Engine for FP8.
+#include "models/stacks/stacks.hpp"
+
+namespace moesim {
+
+std::unique_ptr<StackPreset> composer_stack() {
+  return std::make_unique<StackPreset>(
+      "composer", "Composer + llm-foundry: flash-attn's Triton cross-entropy, Transformer Engine for FP8 (amp_fp8)",
+      "mosaicml/llm-foundry main, mosaicml/composer main",
+      std::vector<StackValue>{
+          {"activations.loss", "\"flash_attn\"",
+           "llmfoundry/models/mpt/modeling_mpt.py ComposerMPTCausalLM: loss_fn default 'fused_crossentropy' -> "
+           "flash_attn.losses.cross_entropy.CrossEntropyLoss"},
+          {"precision.library", "\"transformer_engine\"",
+           "composer/core/precision.py get_precision_context: amp_fp8 runs te.fp8_autocast"},
+      });
+}
+
+}  // namespace moesim

@@ -1,0 +1,22 @@
+// torchtitan (pytorch/torchtitan) with its job config's defaults: eager model and loss unless
+// compile.enable is set, FSDP2 over dp_shard, fused AdamW, torchao float8 / MX converters.
+#include "models/stacks/stacks.hpp"
+
+namespace moesim {
+
+std::unique_ptr<StackPreset> torchtitan_stack() {
+  return std::make_unique<StackPreset>(
+      "torchtitan",
+      "torchtitan: eager cross-entropy on FP32 logits (compile off by default), fused AdamW, torchao low precision",
+      "pytorch/torchtitan main",
+      std::vector<StackValue>{
+          {"activations.loss", "\"standard\"",
+           "torchtitan/components/loss.py cross_entropy_loss (pred.float()); config/job_config.py Compile.enable "
+           "False (with compile.enable and the \"loss\" component set activations.loss to \"compiled\")"},
+          {"optimizer.implementation", "\"fused\"", "torchtitan/config/job_config.py Optimizer.implementation"},
+          {"precision.library", "\"torchao\"",
+           "torchtitan/components/quantization/float8.py, mx.py (torchao Float8Linear, MXLinear)"},
+      });
+}
+
+}  // namespace moesim

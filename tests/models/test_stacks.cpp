@@ -1,0 +1,109 @@
+// Training-stack presets (models/stacks/): a plan naming a stack takes the stack's values under
+// the keys it leaves unset, its own keys win, a value tied to a design reaches only that design,
+// and every preset's values parse on every design.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "models/input/scenario.hpp"
+#include "models/stacks/stack_preset.hpp"
+#include "reports/stack_report.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace moesim;
+
+namespace {
+const std::string kDense = "scenarios/fig8/dense-ddp.json";
+
+// The Figure 8 dense scenario under `stack`, the plan's own loss, gradient-sync and optimizer
+// keys removed (`sets` come after, so a test can put one back).
+Scenario under(const std::string& stack, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> sets = {"plan.stack=\"" + stack + "\"", "plan.activations={\"recompute\": \"none\"}",
+                                   "plan.ddp={\"distributed_optimizer\": true}",
+                                   "plan.optimizer={\"type\": \"adamw\"}"};
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  return load_scenario(test::source_path(kDense), sets);
+}
+
+bool took(const Scenario& s, const std::string& path) {
+  return std::any_of(s.stack.taken.begin(), s.stack.taken.end(), [&](const StackSetting& t) { return t.path == path; });
+}
+}  // namespace
+
+TEST_CASE("a plan naming a stack takes the stack's values where it sets none", "[unit][stacks]") {
+  const Scenario megatron = under("megatron-core");
+  CHECK(megatron.plan.stack == "megatron-core");
+  CHECK(megatron.stack.name == "megatron-core");
+  CHECK(megatron.plan.loss == LossImpl::vocab_parallel);
+  CHECK(megatron.plan.grad_sync == GradSync::reduce_scatter);
+  CHECK(megatron.plan.optimizer.layout == ShardLayout::concat_then_shard);
+  CHECK(megatron.plan.optimizer.rebuild == WeightRebuild::in_place);
+  CHECK(megatron.plan.optimizer.kernels == OptimizerKernels::fused);
+  CHECK(megatron.plan.precision.library == LowPrecisionLibrary::transformer_engine);
+  CHECK(took(megatron, "activations.loss"));
+  const Scenario olmo = under("olmo-core");
+  CHECK(olmo.plan.loss == LossImpl::compiled);
+  CHECK(olmo.plan.optimizer.kernels == OptimizerKernels::olmo_core_foreach);
+  CHECK(under("torchtitan").plan.loss == LossImpl::standard);
+  CHECK(under("torchtitan").plan.optimizer.kernels == OptimizerKernels::fused);
+  CHECK(under("composer").plan.loss == LossImpl::flash_attn);
+}
+
+TEST_CASE("the plan's own keys win over its stack's", "[unit][stacks]") {
+  // The Figure 8 plans name Olmo-core's stack and keep the eager loss they were validated with.
+  const Scenario fig8 = load_scenario(test::source_path(kDense), {});
+  CHECK(fig8.plan.stack == "olmo-core");
+  CHECK(fig8.plan.loss == LossImpl::standard);
+  CHECK_FALSE(took(fig8, "activations.loss"));
+  CHECK(took(fig8, "optimizer.implementation"));
+  const Scenario own = under("megatron-core", {"plan.ddp.grad_sync=\"all_reduce\""});
+  CHECK(own.plan.grad_sync == GradSync::all_reduce);
+  CHECK_FALSE(took(own, "ddp.grad_sync"));
+  CHECK(took(own, "activations.loss"));
+}
+
+TEST_CASE("a stack value tied to a design reaches only that design", "[unit][stacks]") {
+  const Scenario fsdp = under("megatron-core", {"design=\"fsdp\""});
+  CHECK_FALSE(took(fsdp, "ddp.grad_sync"));
+  CHECK_FALSE(took(fsdp, "optimizer.layout"));
+  CHECK(took(fsdp, "activations.loss"));
+  // Olmo-core's hand-written foreach AdamW is its DDP optimizer's; under FSDP2 it steps torch's.
+  const Scenario olmo_fsdp = under("olmo-core", {"design=\"fsdp\""});
+  CHECK_FALSE(took(olmo_fsdp, "optimizer.implementation"));
+  CHECK(olmo_fsdp.plan.optimizer.kernels == OptimizerKernels::foreach);
+}
+
+TEST_CASE("every preset's values parse on every design, each with a source", "[unit][stacks]") {
+  for (const auto& name : stack_presets().names()) {
+    const StackPreset& stack = stack_presets().get(name);
+    CHECK_FALSE(stack.code().empty());
+    for (const StackValue& v : stack.values()) {
+      INFO(name << " " << v.path);
+      CHECK(v.source.size() > 20);
+      CHECK_NOTHROW(nlohmann::json::parse(v.value));
+    }
+    for (const char* design : {"ddp", "fsdp", "zero2"}) {
+      INFO(name << " on " << design);
+      CHECK_NOTHROW(under(name, {std::string("design=\"") + design + "\""}));
+    }
+  }
+}
+
+TEST_CASE("an unknown stack names plan.stack and the presets", "[unit][stacks]") {
+  CHECK_THROWS_WITH(load_scenario(test::source_path(kDense), {"plan.stack=\"megatron\""}),
+                    Catch::Contains("plan.stack") && Catch::Contains("megatron-core") && Catch::Contains("torchtitan"));
+}
+
+TEST_CASE("the report names the stack and every value taken from it", "[unit][stacks]") {
+  const Scenario s = under("megatron-core");
+  const std::string line = stack_line(s.stack);
+  CHECK(line.rfind("stack    megatron-core (NVIDIA/Megatron-LM", 0) == 0);
+  CHECK(line.find("activations.loss=vocab_parallel") != std::string::npos);
+  CHECK(line.find("ddp.grad_sync=reduce_scatter") != std::string::npos);
+  const nlohmann::json j = stack_json(s.stack);
+  CHECK(j["taken"].size() == s.stack.taken.size());
+  CHECK(j["taken"][0]["source"].get<std::string>().find("megatron/core") != std::string::npos);
+  CHECK(stack_line(load_scenario(test::source_path("scenarios/fig8/fig8a.json"), {}).stack).find("olmo-core") !=
+        std::string::npos);
+  CHECK(stacks_table().find("plan.activations.loss = flash_attn") != std::string::npos);
+}
