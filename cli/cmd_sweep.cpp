@@ -19,11 +19,13 @@
 #include "models/input/scenario.hpp"
 #include "reports/html_report.hpp"
 #include "reports/output_file.hpp"
+#include "reports/stack_report.hpp"
 #include "reports/sweep_report.hpp"
 #include "reports/sweep_stream.hpp"
 #include "reports/sweep_table.hpp"
 #include "reports/trace_writer.hpp"
 #include "studies/compare.hpp"
+#include "studies/compare_stacks.hpp"
 #include "studies/published.hpp"
 
 namespace moesim::cli {
@@ -150,20 +152,51 @@ Runner add_sweep_command(CLI::App& app) {
   };
 }
 
+namespace {
+// `compare --stack`: one point per stack (a stack named twice is compared once); the listing,
+// what each stack set and its phases against the first stack's; --json and --csv write the
+// points as a sweep over plan.stack.
+int compare_under_stacks(const ScenarioSource& source, const Scenario& base, const std::vector<std::string>& named,
+                         int jobs, const OutputArgs& out, const std::string& scenario_file) {
+  std::vector<std::string> stacks;
+  for (const auto& s : named) {
+    if (std::find(stacks.begin(), stacks.end(), s) == stacks.end()) stacks.push_back(s);
+  }
+  const StackComparison result = compare_stacks(source, stacks, jobs);
+  SweepSpec spec;
+  spec.axes.push_back({"plan.stack", {}});
+  for (const auto& s : stacks) spec.axes.back().values.push_back(s);
+  const nlohmann::json sweep_doc = sweep_json(base.name, spec, result.points);
+  const SweepListing table = listing_of(sweep_doc);
+  listing_for(out) << table.render() << stack_comparison_text(result);
+  require_a_valid_point(table.fit() + table.oom() > 0, sweep_doc.at("points").size(), "stack of the comparison",
+                        scenario_file);
+  if (!out.json_out.empty()) write_output(out.json_out, json_text(sweep_doc));
+  if (!out.csv_out.empty()) write_output(out.csv_out, sweep_csv(sweep_doc));
+  if (!out.html_out.empty()) write_output(out.html_out, html_report(sweep_doc));
+  return exit_code(out.fail_on_oom, table.oom() > 0);
+}
+}  // namespace
+
 Runner add_compare_command(CLI::App& app) {
   struct Args {
     std::string scenario;
-    std::vector<std::string> sets, designs;
+    std::vector<std::string> sets, designs, stacks;
     int jobs = default_jobs();
     OutputArgs out;
   };
   auto args = std::make_shared<Args>();
-  auto* sub =
-      app.add_subcommand("compare", "designs side by side, with batch crossovers and expert-count memory walls");
+  auto* sub = app.add_subcommand(
+      "compare",
+      "designs side by side, with batch crossovers and expert-count memory walls; or one plan under several stacks");
   sub->add_option("scenario", args->scenario, "scenario JSON file")->required();
   sub->add_option("--design", args->designs,
                   "fsdp, ddp, ddp+ep8, ddp+ep8+pp4, fsdp+hsdp8, ddp+nodistopt ... (repeatable; default: the scenario's "
                   "compare.designs)");
+  sub->add_option("--stack", args->stacks,
+                  "olmo-core, megatron-core, torchtitan, composer (repeatable, instead of --design): the plan under "
+                  "each training stack, every value the stack sets replacing the plan's own (moesim list stacks)")
+      ->excludes("--design");
   sub->add_option("--set", args->sets, "override a scenario field: PATH=VALUE (repeatable)");
   add_profile_option(sub, args->sets);
   sub->add_option("-j,--jobs", args->jobs, "threads (default: all cores)")->check(CLI::Range(1, 4096));
@@ -173,6 +206,8 @@ Runner add_compare_command(CLI::App& app) {
     std::ostream& listing = listing_for(args->out);
     const ScenarioSource source = read_scenario(args->scenario, args->sets);
     const Scenario base = compose(source);
+    if (!args->stacks.empty())
+      return compare_under_stacks(source, base, args->stacks, args->jobs, args->out, args->scenario);
     // A design named twice is compared once (the issue-13 rule: no point simulated twice).
     std::vector<std::string> designs;
     for (const auto& d : args->designs.empty() ? source.compare.designs : args->designs) {

@@ -2,6 +2,9 @@
 
 #include <sstream>
 
+#include "models/common/units.hpp"
+#include "reports/text_format.hpp"
+
 namespace moesim {
 
 namespace {
@@ -39,6 +42,34 @@ std::string stacks_table() {
       os << "  plan." << v.path << " = " << value_text(nlohmann::json::parse(v.value));
       if (!v.design.empty()) os << " (design " << v.design << ")";
       os << "\n      " << v.source << "\n";
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+std::string stack_comparison_text(const StackComparison& c) {
+  std::ostringstream os;
+  for (std::size_t i = 0; i < c.points.points.size(); ++i) {
+    const SweepPoint& p = c.points.points[i];
+    os << "#" << i << " " << c.stacks[i] << " sets";
+    for (const auto& [path, value] : p.values) {
+      if (path != "plan.stack") os << " " << path.substr(5) << "=" << value_text(value);
+    }
+    os << "\n";
+  }
+  const SweepPoint& first = c.points.points.front();
+  for (std::size_t i = 1; i < c.points.points.size(); ++i) {
+    const SweepPoint& p = c.points.points[i];
+    if (!first.ok || !p.ok) continue;
+    const double step = p.result->step_time_s - first.result->step_time_s;
+    const double memory = p.result->ledger.stages[p.result->ledger.worst_stage].peak_allocated -
+                          first.result->ledger.stages[first.result->ledger.worst_stage].peak_allocated;
+    os << c.stacks[i] << " vs " << c.stacks[0] << ": step " << fmt("%+.1f", step * 1e3) << " ms, peak allocated "
+       << fmt("%+.2f", memory / kGiB) << " GiB";
+    for (const PhaseDifference& d : c.against_first[i]) {
+      const std::string ms = fmt("%+.1f", (d.best_s - d.runner_up_s) * 1e3);
+      if (ms != "+0.0" && ms != "-0.0") os << "; " << d.phase << " " << ms << " ms";  // shown only if it shows
     }
     os << "\n";
   }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/stacks/stack_preset.hpp"
+#include "studies/compare_stacks.hpp"
 
 namespace moesim {
 
@@ -16,6 +17,10 @@ std::string stack_line(const StackUse& use);
 nlohmann::json stack_json(const StackUse& use);
 
 std::string stacks_table();
+
+// `moesim compare --stack`: what each stack set, then each stack's step against the first's,
+// phase by phase.
+std::string stack_comparison_text(const StackComparison& comparison);
 nlohmann::json stacks_json();
 
 }  // namespace moesim
