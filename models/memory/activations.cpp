@@ -70,6 +70,29 @@ class SavedTerms {
  public:
   SavedTerms(const ParallelPlan& plan) : plan_(plan), e_(bytes_of(plan.precision.compute)) {}
 
+  // True when the compiled block's partitioner, not the linear, decides what of the linear's
+  // input is saved: the block is compiled and the linear keeps its BF16 input (a Transformer
+  // Engine FP8 linear keeps its own quantized copy, outside any compiled graph).
+  bool recomputable(LinearClass c) const {
+    return plan_.compiled_blocks && (plan_.precision.linear(c) == GemmPrecision::bf16 ||
+                                     plan_.precision.library != LowPrecisionLibrary::transformer_engine);
+  }
+  // A norm's output that feeds a linear of class `c`, `rows` tokens of `width`: saved as the
+  // linear keeps it, or, under a compiled block, recomputed from the norm's saved input and its
+  // FP32 rstd (one per token), which is what is kept.
+  void norm_output(double BlockActivations::*part, LinearClass c, double rows, double width) {
+    if (recomputable(c)) {
+      add(part, SavedFormat::fp32, kFp32 * rows);
+    } else {
+      linear_input(part, c, rows * width);
+    }
+  }
+  // A SwiGLU product (the down projection's input): recomputed from the saved up/gate outputs by
+  // a compiled block, as selective recompute does.
+  void swiglu_product(double BlockActivations::*part, LinearClass c, double elements) {
+    if (!recomputable(c)) linear_input(part, c, elements);
+  }
+
   void add(double BlockActivations::*part, SavedFormat format, double bytes) {
     out_.*part += bytes;
     out_.by_format[static_cast<std::size_t>(format)] += bytes;
@@ -121,7 +144,7 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
   // as the rank's sequence shard and gathered again in backward (Megatron-LM
   // LinearWithGradAccumulationAndAsyncCommunication saves the input before its all-gather).
   t.activations(attention, d * seq);
-  t.linear_input(attention, LinearClass::attention, d * seq);
+  t.norm_output(attention, LinearClass::attention, seq, d);
   if (a.attention.qk_norm) t.activations(attention, q + kv);
   t.activations(attention, q + 2 * kv + q);
   t.add(attention, SavedFormat::fp32, kFp32 * w.heads);
@@ -134,9 +157,15 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
     // own) through 1/ETP of the hidden width, so the d-wide terms grow by ETP and the hidden ones
     // stay.
     const double gathered = dbl(plan.etp);
-    // Norm input and output (the router's BF16 input), FP32 router logits, FP32 probs + int64
-    // indices of the top-K.
-    t.activations(mlp, 2 * d * seq);
+    // Norm input and output (the router's BF16 input; a compiled block keeps the FP32 rstd and
+    // recomputes it), FP32 router logits, FP32 probs + int64 indices of the top-K. The routed
+    // experts' grouped GEMMs are ops of their own, so what they save stays as below.
+    t.activations(mlp, d * seq);
+    if (plan.compiled_blocks) {
+      t.add(mlp, SavedFormat::fp32, kFp32 * seq);
+    } else {
+      t.activations(mlp, d * seq);
+    }
     t.add(mlp, SavedFormat::fp32, (kFp32 * dbl(m.num_experts) + K * kFp32) * seq);
     t.add(mlp, SavedFormat::int64, K * kIndex * seq);
     // The dispatched input, the grouped GEMM's saved input: as it arrives when dispatched in FP8
@@ -155,15 +184,15 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
     t.activations(mlp, rows * gathered * d);
     t.extra_quantized_copy(mlp, LinearClass::shared_expert, shared * d * seq);
     t.activations(mlp, shared * 2 * hs);
-    if (!recompute_swiglu) t.linear_input(mlp, LinearClass::shared_expert, shared * hs);
+    if (!recompute_swiglu) t.swiglu_product(mlp, LinearClass::shared_expert, shared * hs);
   } else {
     // Norm input; its output, the up/gate GEMM's input (fused into Transformer Engine's
     // LayerNormLinear like the QKV one); the up/gate output; the SwiGLU product (down input).
     const double h = w.dense_hidden;
     t.activations(mlp, d * seq);
-    t.linear_input(mlp, LinearClass::dense_mlp, d * seq);
+    t.norm_output(mlp, LinearClass::dense_mlp, seq, d);
     t.activations(mlp, 2 * h);
-    if (!recompute_swiglu) t.linear_input(mlp, LinearClass::dense_mlp, h);
+    if (!recompute_swiglu) t.swiglu_product(mlp, LinearClass::dense_mlp, h);
   }
   return t.result();
 }

@@ -46,7 +46,9 @@ RoutedRows routed_rows_per_token(const Architecture& arch, const ParallelPlan& p
 // a converted linear's input is kept as its library keeps it (plan.precision.library: torchao's
 // BF16 input, Transformer Engine's quantized column-wise copy), FP8-dispatched rows as they
 // arrive;
-// all but the SwiGLU products (selective); the block input (full); or, for selective_op,
+// all but the SwiGLU products (selective); the block input (full); under plan.compiled_blocks,
+// the norm outputs that feed BF16-kept linears and the dense and shared-expert SwiGLU products
+// are recomputed in the backward (an FP32 rstd per token and norm kept instead); or, for selective_op,
 // torchtitan's op-level selective checkpointing of a dense block
 // (torchtitan/distributed/activation_checkpoint.py, _apply_op_sac): the block input, the outputs of
 // the flash-attention op (output and FP32 log-sum-exp) and of every odd-numbered aten.mm in the

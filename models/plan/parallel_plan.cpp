@@ -137,6 +137,7 @@ ParallelPlan parse_plan(const JsonReader& in) {
   if (auto act = in.optional_object("activations")) {
     p.recompute = act->choice_of("recompute", kRecomputeNames, Recompute::none);
     p.loss = act->choice_of("loss", kLossImplNames, LossImpl::standard);
+    p.compiled_blocks = act->boolean_or("compiled_blocks", false);
     act->finish();
   }
   if (auto al = in.optional_object("allocator")) {

@@ -208,6 +208,11 @@ struct ParallelPlan {
   std::int64_t global_batch_tokens = 0;
   Recompute recompute = Recompute::none;
   LossImpl loss = LossImpl::standard;
+  // Each block under torch.compile (Olmo-core's Transformer.apply_compile, torchtitan's
+  // compile.enable with the "model" component): AOTAutograd's min-cut partitioner saves a norm's
+  // input and FP32 rstd instead of its output, and a SwiGLU's up/gate outputs instead of its
+  // product, recomputing them inside the backward's fused kernels (models/memory/activations.cpp).
+  bool compiled_blocks = false;
   RoutingSpec routing;  // capacity_factor also sizes the routed-row buffers in the ledger
   AllocatorSpec allocator;
 

@@ -12,6 +12,8 @@ std::unique_ptr<StackPreset> composer_stack() {
           {"activations.loss", "\"flash_attn\"",
            "llmfoundry/models/mpt/modeling_mpt.py ComposerMPTCausalLM: loss_fn default 'fused_crossentropy' -> "
            "flash_attn.losses.cross_entropy.CrossEntropyLoss"},
+          {"activations.compiled_blocks", "false",
+           "composer/trainer/trainer.py Trainer(compile_config=None): no torch.compile unless the run asks"},
           {"precision.library", "\"transformer_engine\"",
            "composer/core/precision.py get_precision_context: amp_fp8 runs te.fp8_autocast"},
       });

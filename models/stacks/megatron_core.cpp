@@ -16,6 +16,9 @@ std::unique_ptr<StackPreset> megatron_core_stack() {
            "megatron/core/models/common/language_module/language_module.py compute_language_model_loss -> "
            "tensor_parallel/cross_entropy.py vocab_parallel_cross_entropy (model_parallel_config.py "
            "cross_entropy_loss_fusion=False)"},
+          {"activations.compiled_blocks", "false",
+           "megatron/core/transformer/transformer_layer.py: layers run Transformer Engine and jit_fuser kernels, "
+           "never torch.compile of the layer"},
           {"ddp.grad_sync", "\"reduce_scatter\"",
            "megatron/core/distributed/param_and_grad_buffer.py _ParamAndGradBucketGroup.start_grad_sync: "
            "reduce_scatter_tensor when use_distributed_optimizer",

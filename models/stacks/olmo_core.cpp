@@ -15,6 +15,9 @@ std::unique_ptr<StackPreset> olmo_core_stack() {
            "src/olmo_core/nn/transformer/model.py Transformer.apply_compile (lm_head.compile) with the scripts' "
            "compile_model=True; nn/lm_head.py LMHead.forward, LMLossImplementation.default -> "
            "nn/functional/cross_entropy_loss.py cross_entropy_loss"},
+          {"activations.compiled_blocks", "true",
+           "src/olmo_core/nn/transformer/model.py Transformer.apply_compile: block.apply_compile() for every block "
+           "(nn/transformer/block.py: self.compile(fullgraph=False)), with the scripts' compile_model=True"},
           {"optimizer.implementation", "\"olmo_core_foreach\"",
            "src/olmo_core/optim/adamw.py foreach_adamw_step, the update of its DDP distributed optimizer (seed 4.4); "
            "under FSDP2 it steps torch.optim.AdamW (the fsdp design's default)",

@@ -13,6 +13,9 @@ std::unique_ptr<StackPreset> torchtitan_stack() {
           {"activations.loss", "\"standard\"",
            "torchtitan/components/loss.py cross_entropy_loss (pred.float()); config/job_config.py Compile.enable "
            "False (with compile.enable and the \"loss\" component set activations.loss to \"compiled\")"},
+          {"activations.compiled_blocks", "false",
+           "torchtitan/config/job_config.py Compile.enable False (with compile.enable and the \"model\" component "
+           "each TransformerBlock is compiled: set it true)"},
           {"optimizer.implementation", "\"fused\"", "torchtitan/config/job_config.py Optimizer.implementation"},
           {"precision.library", "\"torchao\"",
            "torchtitan/components/quantization/float8.py, mx.py (torchao Float8Linear, MXLinear)"},

@@ -43,6 +43,8 @@ TEST_CASE("a plan naming a stack takes the stack's values where it sets none", "
   CHECK(took(megatron, "activations.loss"));
   const Scenario olmo = under("olmo-core");
   CHECK(olmo.plan.loss == LossImpl::compiled);
+  CHECK(olmo.plan.compiled_blocks);
+  CHECK_FALSE(under("torchtitan").plan.compiled_blocks);
   CHECK(olmo.plan.optimizer.kernels == OptimizerKernels::olmo_core_foreach);
   CHECK(under("torchtitan").plan.loss == LossImpl::standard);
   CHECK(under("torchtitan").plan.optimizer.kernels == OptimizerKernels::fused);
@@ -55,6 +57,8 @@ TEST_CASE("the plan's own keys win over its stack's", "[unit][stacks]") {
   CHECK(fig8.plan.stack == "olmo-core");
   CHECK(fig8.plan.loss == LossImpl::standard);
   CHECK_FALSE(took(fig8, "activations.loss"));
+  CHECK_FALSE(took(fig8, "activations.compiled_blocks"));
+  CHECK_FALSE(fig8.plan.compiled_blocks);
   CHECK(took(fig8, "optimizer.implementation"));
   const Scenario own = under("megatron-core", {"plan.ddp.grad_sync=\"all_reduce\""});
   CHECK(own.plan.grad_sync == GradSync::all_reduce);
