@@ -137,12 +137,19 @@ TEST_CASE("The rebuild buffers are class weight_rebuild, the update temporaries 
   CHECK_FALSE(step["memory_by_class"].contains("optimizer_transients"));
 }
 
-TEST_CASE("compare --json conforms to moesim-compare/1", "[unit]") {
+TEST_CASE("compare --json conforms to moesim-compare/1, and with --stack to moesim-sweep/1", "[unit][stacks]") {
   test::TempDir dir;
   const auto doc = cli_json(dir, "compare " + scenario("ddp") + " --design ddp --design fsdp -j 2");
   const auto errors = checker().check(doc, kCompare);
   INFO(joined(errors));
   CHECK(errors.empty());
+  // One point per stack, a sweep over plan.stack.
+  const auto stacks =
+      cli_json(dir, "compare " + scenario("ddp-ep8") + " --stack megatron-core --stack torchtitan -j 1");
+  CHECK(checker().check(stacks, kSweep).empty());
+  REQUIRE(stacks["points"].size() == 2);
+  CHECK(stacks["points"][0]["values"]["plan.stack"] == "megatron-core");
+  CHECK(stacks["points"][0]["result"]["stack"]["name"] == "megatron-core");
 }
 
 TEST_CASE("The schema checker reports missing keys, wrong types and bad constants by path", "[unit]") {
