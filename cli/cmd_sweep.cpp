@@ -153,16 +153,27 @@ Runner add_sweep_command(CLI::App& app) {
 }
 
 namespace {
+// A choice named twice is compared once (the issue-13 rule: no point simulated twice), with a
+// warning naming it.
+std::vector<std::string> once_each(const std::vector<std::string>& named, const char* what) {
+  std::vector<std::string> out;
+  for (const auto& n : named) {
+    if (std::find(out.begin(), out.end(), n) == out.end()) {
+      out.push_back(n);
+    } else {
+      std::cerr << "moesim: " << what << " " << n << " is named more than once; it is compared once\n";
+    }
+  }
+  return out;
+}
+
 // `compare --stack`: one point per stack (a stack named twice is compared once); the listing,
 // what each stack set and its phases against the first stack's; --json and --csv write the
 // points as a sweep over plan.stack.
 int compare_under_stacks(const ScenarioSource& source, const Scenario& base, const std::vector<std::string>& named,
                          int jobs, const OutputArgs& out, const std::string& scenario_file) {
-  std::vector<std::string> stacks;
-  for (const auto& s : named) {
-    if (std::find(stacks.begin(), stacks.end(), s) == stacks.end()) stacks.push_back(s);
-  }
-  const StackComparison result = compare_stacks(source, stacks, jobs);
+  const std::vector<std::string> stacks = once_each(named, "stack");
+  const StackComparison result = compare_stacks(source, base.plan.design, stacks, jobs);
   SweepSpec spec;
   spec.axes.push_back({"plan.stack", {}});
   for (const auto& s : stacks) spec.axes.back().values.push_back(s);
@@ -208,15 +219,8 @@ Runner add_compare_command(CLI::App& app) {
     const Scenario base = compose(source);
     if (!args->stacks.empty())
       return compare_under_stacks(source, base, args->stacks, args->jobs, args->out, args->scenario);
-    // A design named twice is compared once (the issue-13 rule: no point simulated twice).
-    std::vector<std::string> designs;
-    for (const auto& d : args->designs.empty() ? source.compare.designs : args->designs) {
-      if (std::find(designs.begin(), designs.end(), d) == designs.end()) {
-        designs.push_back(d);
-      } else {
-        std::cerr << "moesim: design " << d << " is named more than once; it is compared once\n";
-      }
-    }
+    const std::vector<std::string> designs =
+        once_each(args->designs.empty() ? source.compare.designs : args->designs, "design");
     if (designs.empty())
       throw InputError("--design", "",
                        "no designs: give --design at least once or a compare.designs list in the scenario");

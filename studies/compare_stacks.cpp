@@ -8,16 +8,16 @@ namespace moesim {
 PointOverrides stack_overrides(const std::string& stack, const std::string& design) {
   PointOverrides out{{"plan.stack", stack}};
   for (const StackValue& v : stack_presets().get(stack).values()) {
-    if (!v.design.empty() && v.design != design) continue;
+    if (!v.applies_to(design)) continue;
     out.emplace_back("plan." + std::string(v.path), nlohmann::json::parse(v.value));
   }
   return out;
 }
 
-StackComparison compare_stacks(const ScenarioSource& source, const std::vector<std::string>& stacks, int jobs) {
+StackComparison compare_stacks(const ScenarioSource& source, const std::string& design,
+                               const std::vector<std::string>& stacks, int jobs) {
   StackComparison c;
   c.stacks = stacks;
-  const std::string design = compose(source).plan.design;
   std::vector<PointOverrides> each;
   for (const auto& name : stacks) {
     try {

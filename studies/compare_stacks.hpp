@@ -21,6 +21,8 @@ struct StackComparison {
 // The overrides that put `stack` (a registered preset) on a plan of design word `design`.
 PointOverrides stack_overrides(const std::string& stack, const std::string& design);
 
-StackComparison compare_stacks(const ScenarioSource& source, const std::vector<std::string>& stacks, int jobs);
+// `design`: the composed scenario's plan.design word.
+StackComparison compare_stacks(const ScenarioSource& source, const std::string& design,
+                               const std::vector<std::string>& stacks, int jobs);
 
 }  // namespace moesim

@@ -68,6 +68,13 @@ class Registry {
     return *it->second;
   }
 
+  // The implementation under `name`, or null (for a caller that leaves an unknown name to
+  // another check).
+  const Interface* find(std::string_view name) const {
+    auto it = items_.find(name);
+    return it == items_.end() ? nullptr : it->second.get();
+  }
+
   std::vector<std::string> names() const {
     std::vector<std::string> out;
     for (const auto& [k, v] : items_) out.push_back(k);

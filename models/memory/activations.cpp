@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 
 #include "models/common/units.hpp"
 #include "models/costs/low_precision.hpp"
@@ -72,19 +73,22 @@ class SavedTerms {
 
   // True when the compiled block's partitioner, not the linear, decides what of the linear's
   // input is saved: the block is compiled and the linear keeps its BF16 input (a Transformer
-  // Engine FP8 linear keeps its own quantized copy, outside any compiled graph).
-  bool recomputable(LinearClass c) const {
-    return plan_.compiled_blocks && (plan_.precision.linear(c) == GemmPrecision::bf16 ||
+  // Engine FP8 linear keeps its own quantized copy, outside any compiled graph). The router
+  // (no class: it stays BF16) always keeps its BF16 input.
+  bool recomputable(std::optional<LinearClass> c) const {
+    return plan_.compiled_blocks && (!c || plan_.precision.linear(*c) == GemmPrecision::bf16 ||
                                      plan_.precision.library != LowPrecisionLibrary::transformer_engine);
   }
-  // A norm's output that feeds a linear of class `c`, `rows` tokens of `width`: saved as the
-  // linear keeps it, or, under a compiled block, recomputed from the norm's saved input and its
-  // FP32 rstd (one per token), which is what is kept.
-  void norm_output(double BlockActivations::*part, LinearClass c, double rows, double width) {
+  // A norm's output that feeds a linear of class `c` (none: the router), `rows` tokens of
+  // `width`: saved as the linear keeps it, or, under a compiled block, recomputed from the norm's
+  // saved input and its FP32 rstd (one per token), which is what is kept.
+  void norm_output(double BlockActivations::*part, std::optional<LinearClass> c, double rows, double width) {
     if (recomputable(c)) {
       add(part, SavedFormat::fp32, kFp32 * rows);
+    } else if (c) {
+      linear_input(part, *c, rows * width);
     } else {
-      linear_input(part, c, rows * width);
+      activations(part, rows * width);
     }
   }
   // A SwiGLU product (the down projection's input): recomputed from the saved up/gate outputs by
@@ -161,11 +165,7 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
     // recomputes it), FP32 router logits, FP32 probs + int64 indices of the top-K. The routed
     // experts' grouped GEMMs are ops of their own, so what they save stays as below.
     t.activations(mlp, d * seq);
-    if (plan.compiled_blocks) {
-      t.add(mlp, SavedFormat::fp32, kFp32 * seq);
-    } else {
-      t.activations(mlp, d * seq);
-    }
+    t.norm_output(mlp, std::nullopt, seq, d);
     t.add(mlp, SavedFormat::fp32, (kFp32 * dbl(m.num_experts) + K * kFp32) * seq);
     t.add(mlp, SavedFormat::int64, K * kIndex * seq);
     // The dispatched input, the grouped GEMM's saved input: as it arrives when dispatched in FP8

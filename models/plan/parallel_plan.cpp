@@ -73,7 +73,9 @@ ParallelPlan parse_plan(const JsonReader& in) {
   in.string_or("name", "");
   in.string_or("description", "");
   p.design = in.choice_in("design", design_words());
-  if (in.has("stack")) p.stack = in.choice_in("stack", stack_presets().names());
+  // The training stack's values were written into the plan before this parse (apply_stack, which
+  // the composed scenario keeps as Scenario::stack); here its name is only checked.
+  if (in.has("stack")) in.choice_in("stack", stack_presets().names());
   // What the design decides when the plan does not (each entry cites its stack's code).
   const DesignDefaults defaults = design_defaults(p.design);
   p.nodes = in.integer("nodes", Range::between(1, kMaxCount));

@@ -139,9 +139,6 @@ struct ParallelPlan {
   // The data-parallel design's word ("ddp", "fsdp", "zero2"); with the design options below it
   // selects one registered design entry (models/plan/designs/design.hpp design_of).
   std::string design = "ddp";
-  // The training stack the plan names (models/stacks/): its values fill the plan keys the plan
-  // leaves unset before it is parsed; empty when none is named.
-  std::string stack;
   std::int64_t nodes = 1;
   std::int64_t gpus_per_node = 8;  // GPUs of each host (node) the job uses
   // Hosts one NVLink domain joins: a hardware fact, copied from the profile when a scenario is

@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <string>
 
 #include "models/stacks/stack_preset.hpp"
@@ -43,15 +42,14 @@ StackUse apply_stack(nlohmann::json& plan) {
   if (!plan.is_object()) return use;
   const auto it = plan.find("stack");
   if (it == plan.end() || !it->is_string()) return use;
-  const std::string name = it->get<std::string>();
-  const auto names = stack_presets().names();
-  if (std::find(names.begin(), names.end(), name) == names.end()) return use;
-  const StackPreset& stack = stack_presets().get(name);
-  use.name = name;
-  use.code = std::string(stack.code());
+  const StackPreset* stack = stack_presets().find(it->get<std::string>());
+  if (stack == nullptr) return use;
+  use.name = std::string(stack->name());
+  use.code = std::string(stack->code());
   const auto design = plan.find("design");
-  for (const StackValue& v : stack.values()) {
-    if (!v.design.empty() && (design == plan.end() || *design != v.design)) continue;
+  const std::string plan_design = design != plan.end() && design->is_string() ? design->get<std::string>() : "";
+  for (const StackValue& v : stack->values()) {
+    if (!v.applies_to(plan_design)) continue;
     std::string key;
     nlohmann::json* parent = parent_of(plan, v.path, key);
     if (parent == nullptr || parent->contains(key)) continue;

@@ -24,6 +24,7 @@ struct StackValue {
   std::string_view value;
   std::string_view source;
   std::string_view design = {};
+  bool applies_to(std::string_view plan_design) const { return design.empty() || design == plan_design; }
 };
 
 class StackPreset : public Registered {

@@ -44,27 +44,23 @@ TEST_CASE("each loss path holds the buffers its source allocates, per token", "[
     CHECK(b.forward == Approx(c.forward));
     CHECK(b.backward == Approx(c.backward));
     // What is held between forward and backward: the forward's allocations net of its frees.
-    double held = 0;
     std::vector<double> sizes;
-    for (const auto& step : b.forward_steps) {
-      if (step.frees >= 0) {
-        held -= sizes[static_cast<std::size_t>(step.frees)];
-      } else {
-        sizes.push_back(step.bytes);
-        held += step.bytes;
+    const auto net = [&sizes](const std::vector<LossBuffers::Step>& steps) {
+      double change = 0;
+      for (const auto& step : steps) {
+        if (step.frees >= 0) {
+          change -= sizes[static_cast<std::size_t>(step.frees)];
+        } else {
+          sizes.push_back(step.bytes);
+          change += step.bytes;
+        }
       }
-    }
+      return change;
+    };
+    const double held = net(b.forward_steps);
     CHECK(held == Approx(c.held));
     // Every buffer is freed by the end of the backward.
-    double live = held;
-    for (const auto& step : b.backward_steps) {
-      if (step.frees >= 0) {
-        live -= sizes[static_cast<std::size_t>(step.frees)];
-      } else {
-        sizes.push_back(step.bytes);
-        live += step.bytes;
-      }
-    }
+    const double live = held + net(b.backward_steps);
     CHECK(live == Approx(0).margin(1e-9));
   }
 }

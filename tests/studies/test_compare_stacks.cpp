@@ -30,7 +30,7 @@ TEST_CASE("a stack's overrides are its values for the plan's design", "[unit][st
 
 TEST_CASE("compare --stack replaces the plan's own values and explains the step by phase", "[unit][stacks]") {
   const ScenarioSource source = read_scenario(test::source_path(kEp8), {});
-  const StackComparison c = compare_stacks(source, {"olmo-core", "megatron-core"}, 1);
+  const StackComparison c = compare_stacks(source, "ddp", {"olmo-core", "megatron-core"}, 1);
   REQUIRE(c.points.points.size() == 2);
   REQUIRE(c.points.points[1].ok);
   // The Figure 8 plan keeps the eager loss and all-reduce as its own keys; under the comparison
@@ -48,6 +48,6 @@ TEST_CASE("compare --stack replaces the plan's own values and explains the step 
   }
   CHECK(forward > 0);
   CHECK(optimizer < 0);
-  CHECK_THROWS_WITH(compare_stacks(source, {"megatron"}, 1),
+  CHECK_THROWS_WITH(compare_stacks(source, "ddp", {"megatron"}, 1),
                     Catch::Contains("--stack") && Catch::Contains("megatron-core"));
 }
