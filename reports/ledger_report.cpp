@@ -28,19 +28,23 @@ nlohmann::json items_json(const std::vector<LedgerItem>& items) {
 
 nlohmann::json model_json(const LedgerInputs& in) {
   const auto& f = in.flops;
-  return {{"name", in.scenario.arch.name},
-          {"params_total", in.inventory.params_total},
-          {"params_active", in.inventory.params_active},
-          {"tensors", in.inventory.tensors.size()},
-          {"flops_per_token", f.total},
-          {"flop_convention", f.convention},
-          {"flops_breakdown",
-           {{"attention_projections", f.attention_projections},
-            {"attention_scores", f.attention_scores},
-            {"dense_mlp", f.dense_mlp},
-            {"router", f.router},
-            {"experts", f.experts},
-            {"lm_head", f.lm_head}}}};
+  nlohmann::json out = {{"name", in.scenario.arch.name},
+                        {"params_total", in.inventory.params_total},
+                        {"params_active", in.inventory.params_active},
+                        {"tensors", in.inventory.tensors.size()},
+                        {"flops_per_token", f.total},
+                        {"flop_convention", f.convention},
+                        {"flops_breakdown",
+                         {{"attention_projections", f.attention_projections},
+                          {"attention_scores", f.attention_scores},
+                          {"dense_mlp", f.dense_mlp},
+                          {"router", f.router},
+                          {"experts", f.experts},
+                          {"lm_head", f.lm_head}}}};
+  // Hybrid and MTP models' parts, only where the model has them.
+  if (f.mamba > 0) out["flops_breakdown"]["mamba"] = f.mamba;
+  if (f.mtp > 0) out["flops_breakdown"]["mtp"] = f.mtp;
+  return out;
 }
 
 // "5 chunk passes (3 + 2), 2.5 microbatch equivalents, 41.20 GiB saved activations".

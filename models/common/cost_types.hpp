@@ -194,9 +194,28 @@ struct AttentionShape {
   double seq_len = 0;    // tokens per sequence
   double heads = 0;      // query heads
   double kv_heads = 0;   // key/value heads (GQA); 0 means = heads
-  double head_dim = 0;
+  double head_dim = 0;   // q and k head width
   bool causal = true;
+  double v_head_dim = 0;  // v head width; 0 means = head_dim (MLA: 128 against q/k's 192)
+  double window = 0;      // sliding window in keys (causal); 0 means none
 };
+
+// A Mamba-2 SSD scan (Dao & Gu 2024 Section 6) over `tokens` tokens of `heads` heads of
+// `head_dim`, with `groups` B/C groups of `state_dim` and chunks of `chunk` tokens.
+struct ScanShape {
+  double tokens = 0;
+  double heads = 0;
+  double head_dim = 0;
+  double groups = 1;
+  double state_dim = 0;
+  double chunk = 256;
+};
+// Forward FLOPs per token of the SSD's chunked algorithm: within each chunk C B^T per group and its
+// product with X per head (causal half: Q (G N + H P)), and each chunk's state in and out
+// (4 H P N); the state passing between chunks is negligible.
+inline double ssd_flops_per_token(const ScanShape& s) {
+  return s.chunk * (s.groups * s.state_dim + s.heads * s.head_dim) + 4.0 * s.heads * s.head_dim * s.state_dim;
+}
 
 struct AttentionTime {
   KernelTime forward;

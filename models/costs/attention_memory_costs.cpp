@@ -40,21 +40,41 @@ class FlashAttentionCost final : public AttentionCost {
       throw InputError("", "kv_heads", "must be between 1 and heads (0 means = heads)");
     }
     const double kv_heads = s.kv_heads > 0 ? s.kv_heads : s.heads;
-    // Forward: QK^T and PV are two S x S x d matmuls per head, 2 FLOPs per multiply-add:
-    // 4 S^2 d per head (FlashAttention-2 paper, benchmark section); a causal mask halves it.
-    const double causal = s.causal ? 0.5 : 1.0;
-    const double fwd_flops = 4.0 * s.seq_len * s.seq_len * causal * s.heads * s.head_dim * s.sequences;
+    const double v_dim = s.v_head_dim > 0 ? s.v_head_dim : s.head_dim;
+    // Forward: QK^T (head_dim wide) and PV (v_head_dim wide) per head, 2 FLOPs per multiply-add
+    // over the (query, key) pairs (FlashAttention-2 paper, benchmark section: 4 S^2 d per head when
+    // the widths agree): S^2 without a mask, S^2 / 2 causal, S w - w^2 / 2 under a causal window
+    // of w keys (the kernel skips the blocks the window masks whole).
+    const double S = s.seq_len, w = s.window > 0 ? std::min(s.window, S) : S;
+    const double share = !s.causal ? 1.0 : w < S ? (S * w - w * w / 2.0) / (S * S) : 0.5;  // of the S^2 pairs
+    const double fwd_flops = 4.0 * S * S * share * s.heads * ((s.head_dim + v_dim) / 2.0) * s.sequences;
     // Backward: 2.5 x forward (five matmuls against two; the FlashAttention-2 convention).
     const double bwd_flops = 2.5 * fwd_flops;
     // HBM traffic (the scores stay on chip): forward reads Q, K, V and writes O (+ the
     // logsumexp, negligible); backward reads Q, K, V, O, dO and writes dQ, dK, dV.
-    const double q = s.sequences * s.seq_len * s.heads * s.head_dim * kBf16;
-    const double kv = s.sequences * s.seq_len * kv_heads * s.head_dim * kBf16;
-    const double fwd_bytes = 2 * q + 2 * kv;
-    const double bwd_bytes = 4 * q + 4 * kv;
+    const double tokens = s.sequences * s.seq_len * kBf16;
+    const double q = tokens * s.heads * s.head_dim, o = tokens * s.heads * v_dim;
+    const double k = tokens * kv_heads * s.head_dim, v = tokens * kv_heads * v_dim;
+    const double fwd_bytes = (q + o) + (k + v);
+    const double bwd_bytes = 2 * (q + o) + 2 * (k + v);
     AttentionTime t;
     t.forward = roofline(hw, fwd_flops, hw.compute.attention_fwd_TFLOPs.value, fwd_bytes);
     t.backward = roofline(hw, bwd_flops, hw.compute.attention_bwd_TFLOPs.value, bwd_bytes);
+    return t;
+  }
+  // The SSD scan's chunk matmuls (ssd_flops_per_token) at the profile's attention rates, the
+  // backward twice the forward (two gradient matmuls per forward one). HBM: forward reads x, B, C
+  // and dt and writes y, and writes then reads each chunk's FP32 state; backward twice that.
+  AttentionTime scan(const HardwareProfile& hw, const ScanShape& s) const override {
+    require_positive(s.tokens, "tokens");
+    require_positive(s.heads, "heads");
+    require_positive(s.chunk, "chunk");
+    const double fwd_flops = s.tokens * ssd_flops_per_token(s);
+    const double per_token = kBf16 * (2 * s.heads * s.head_dim + 2 * s.groups * s.state_dim + s.heads) +
+                             2 * 4.0 * s.heads * s.head_dim * s.state_dim / s.chunk;
+    AttentionTime t;
+    t.forward = roofline(hw, fwd_flops, hw.compute.attention_fwd_TFLOPs.value, s.tokens * per_token);
+    t.backward = roofline(hw, 2 * fwd_flops, hw.compute.attention_bwd_TFLOPs.value, 2 * s.tokens * per_token);
     return t;
   }
 };

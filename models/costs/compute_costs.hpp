@@ -38,6 +38,9 @@ class AttentionCost : public Registered {
  public:
   using Registered::Registered;
   virtual AttentionTime time(const HardwareProfile& hw, const AttentionShape& shape) const = 0;
+  // A Mamba-2 SSD scan: its chunked algorithm is block matmuls like attention's, run by the same
+  // kind of fused kernel.
+  virtual AttentionTime scan(const HardwareProfile& hw, const ScanShape& shape) const = 0;
 };
 
 // A kernel bounded by HBM traffic: elementwise ops, copies, gradient accumulation, optimizer.

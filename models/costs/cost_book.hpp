@@ -22,7 +22,8 @@ class CostBook {
   virtual double gemm(const GemmShape& shape) const = 0;  // BF16
   virtual double grouped_gemm(const GroupedGemmShape& shape) const = 0;
   virtual double attention(const AttentionShape& shape, bool backward) const = 0;
-  virtual double memory(double bytes, MemoryKernel kind) const = 0;  // bytes read + written
+  virtual double scan(const ScanShape& shape, bool backward) const = 0;  // a Mamba-2 SSD scan
+  virtual double memory(double bytes, MemoryKernel kind) const = 0;      // bytes read + written
   // `request.bytes` in the nccl-tests convention (collective_model.hpp).
   virtual CommCost collective(const CollectiveRequest& request) const = 0;
   // One EP dispatch or combine over `transport` (ep_transports.hpp). This default prices every

@@ -18,56 +18,92 @@ constexpr double kFp32 = bytes_of(DType::fp32);
 PassTimes linear(const CostBook& c, double tokens, double in, double out) { return linear(c, {}, tokens, in, out); }
 PassTimes elementwise(const CostBook& c, double bytes) { return streaming(c, bytes, MemoryKernel::elementwise); }
 
-// Causal flash attention over the microbatch's sequences (GQA: K/V heads from the architecture),
-// on this rank's `heads` and `kv_heads` (all of them, or a TP shard).
-PassTimes attention(const Architecture& a, const CostBook& c, double tokens, double heads, double kv_heads) {
+// Flash attention over the microbatch's sequences on this rank's `heads` and `kv_heads` (all of
+// them, or a TP shard): causal, over the layer's sliding window where it has one; MLA's q/k and v
+// head widths apart.
+PassTimes attention(const Architecture& a, const CostBook& c, double tokens, double heads, double kv_heads,
+                    double window) {
   AttentionShape shape;
   shape.sequences = tokens / dbl(a.sequence_length);
   shape.seq_len = dbl(a.sequence_length);
   shape.heads = heads;
   shape.kv_heads = kv_heads;
-  shape.head_dim = dbl(a.attention.head_dim);
+  shape.head_dim = dbl(a.attention.qk_head_dim());
+  shape.v_head_dim = dbl(a.attention.value_head_dim());
+  shape.window = window;
   shape.causal = true;
   return {c.attention(shape, false), c.attention(shape, true)};
 }
 
-// A SwiGLU MLP d -> h -> d: up/gate [T, d] x [d, 2h], down [T, h] x [h, d], and its elementwise
-// kernels (the activation's product and the residual add).
-PassTimes swiglu_mlp(const CostBook& c, Format f, double T, double d, double h, double e) {
-  return add(add(linear(c, f, T, d, 2 * h), linear(c, f, T, h, d)), elementwise(c, T * e * 3 * h));
+// An MLP d -> h -> d: up(/gate) [T, d] x [d, 2h] (gated) or [d, h], down [T, h] x [h, d], and its
+// elementwise kernels (the activation, and for a gated one its product, and the residual add).
+PassTimes mlp(const Architecture& a, const CostBook& c, Format f, double T, double d, double h, double e) {
+  const double up = dbl(a.mlp.up_factor());
+  return add(add(linear(c, f, T, d, up * h), linear(c, f, T, h, d)), elementwise(c, T * e * (up + 1) * h));
 }
 
-}  // namespace
-
-LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBook& c, std::int64_t layer, double T,
-                   const std::vector<double>& rows) {
-  const double e = bytes_of(plan.precision.compute);
-  const double d = dbl(a.d_model);
+// Builds one layer's list: its token mixer, then its feed-forward part.
+struct OpsBuilder {
+  OpsBuilder(const Architecture& arch, const ParallelPlan& p, const CostBook& book, std::int64_t layer, double tokens)
+      : a(arch), plan(p), c(book), spec(arch.layer(layer)), T(tokens) {}
+  const Architecture& a;
+  const ParallelPlan& plan;
+  const CostBook& c;
+  LayerSpec spec;
+  double T;
+  double e = bytes_of(plan.precision.compute);
+  double d = dbl(a.d_model);
   // One rank's widths (rank_layout.hpp): the linears and attention run on the whole microbatch,
   // the norms and residuals on the rank's sequence share under sequence parallelism.
-  const TpWidths s = tp_widths(a, plan);
-  const bool tp = plan.tp > 1;
-  const double q = s.q, kv = s.kv;
+  TpWidths s = tp_widths(a, plan);
+  bool tp = plan.tp > 1;
+  bool seams = tp && plan.tp_comm_overlap && plan.cp == 1;
   LayerOps out;
-  auto& ops = out.ops;
-  const auto point = [&](LayerOpKind kind) {
-    if (tp) ops.push_back({kind, OpPlace::point, {}});
-  };
-  if (tp) out.tp_bytes = T * d * e;
-  // Attention: norm, QKV, (QK-norm), RoPE, flash attention, out-projection, residual.
+  double attn_elem_ = 0;  // the attention's memory-bound bytes (what op-level checkpointing redoes)
+
+  void push(LayerOpKind kind, PassTimes t, OpPlace place = OpPlace::main) { out.ops.push_back({kind, place, t}); }
+  void point(LayerOpKind kind) {
+    if (tp) out.ops.push_back({kind, OpPlace::point, {}});
+  }
+  // With TP communication overlap each collective runs beside the GEMM next to it: a seam (a task
+  // boundary) keeps the mixer's core out of that GEMM's task.
+  void seam() {
+    if (seams) out.ops.push_back({LayerOpKind::tp_seam, OpPlace::point, {}});
+  }
+  void attention_mixer();
+  void mamba_mixer();
+  void dense_ffn();
+  void moe_ffn(const std::vector<double>& rows);
+};
+
+// Attention: norm, QKV (MLA: its down projections, latent norms and up projections), (QK-norm),
+// RoPE, flash attention, out-projection, residual.
+void OpsBuilder::attention_mixer() {
+  const double q = s.q, kv = s.kv, v = s.v;
+  const AttentionSpec& at = a.attention;
   const Format attn_f = format_of(plan, LinearClass::attention);
   const double f = s.seq;  // the norms' and residuals' share of the tokens
-  const double attn_elem = T * e * (2 * d * f + 2 * (q + kv) * (a.attention.qk_norm ? 2 : 1) + 3 * d * f);
+  double attn_elem = T * e * (2 * d * f + 2 * (q + kv) * (at.qk_norm ? 2 : 1) + 3 * d * f);
+  if (at.kind == AttentionKind::mla) attn_elem += T * e * 2 * dbl(at.q_lora_rank + at.kv_lora_rank);
   // Under TP the residual add runs after the region closes, on the rank's sequence share (its
   // 3d of the elementwise bytes), so the op list keeps the data flow the collectives sit in.
   const double attn_residual = tp ? T * e * 3 * d * f : 0.0;
-  ops.push_back({LayerOpKind::attention_elementwise, OpPlace::main, elementwise(c, attn_elem - attn_residual)});
+  push(LayerOpKind::attention_elementwise, elementwise(c, attn_elem - attn_residual));
   point(LayerOpKind::tp_enter);
-  ops.push_back({LayerOpKind::qkv_projection, OpPlace::main, linear(c, attn_f, T, d, q + 2 * kv)});
-  // With TP communication overlap each collective runs beside the GEMM next to it: a seam (a task
-  // boundary) keeps the attention core out of that GEMM's task.
-  const bool seams = tp && plan.tp_comm_overlap && plan.cp == 1;
-  if (seams) ops.push_back({LayerOpKind::tp_seam, OpPlace::point, {}});
+  if (at.kind == AttentionKind::mla) {
+    // The down projections are whole on every TP rank (Megatron-Core MLASelfAttention), the up
+    // projections column-parallel: q through q_lora_rank (or directly), k_nope and v of every
+    // local head from the kv latent, the shared RoPE key with the latent.
+    const double ql = dbl(at.q_lora_rank), kvl = dbl(at.kv_lora_rank);
+    PassTimes proj =
+        ql > 0 ? add(linear(c, attn_f, T, d, ql), linear(c, attn_f, T, ql, q)) : linear(c, attn_f, T, d, q);
+    proj = add(proj, linear(c, attn_f, T, d, kvl + dbl(at.qk_rope_head_dim)));
+    proj = add(proj, linear(c, attn_f, T, kvl, s.kv_heads * dbl(at.qk_nope_head_dim + at.v_head_dim)));
+    push(LayerOpKind::qkv_projection, proj);
+  } else {
+    push(LayerOpKind::qkv_projection, linear(c, attn_f, T, d, q + kv + v));
+  }
+  seam();
   // Context parallelism: T is the rank's share of each sequence (2 chunks of S / 2CP, one from
   // each end), so the attention priced on it is 1/CP of the sequence's causal work, the balanced
   // split's share. The ring passes every rank's K and V chunk around the CP - 1 others
@@ -75,54 +111,87 @@ LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBo
   // ranks of their head shard and the output back (DeepSpeed-Ulysses).
   const bool cp = plan.cp > 1;
   if (cp) {
-    ops.push_back({LayerOpKind::cp_begin, OpPlace::point, {}});
-    out.cp_ring_bytes = T * 2 * kv * e;
-    out.cp_qkv_bytes = T * (q + 2 * kv) * e;
-    out.cp_out_bytes = T * q * e;
+    out.ops.push_back({LayerOpKind::cp_begin, OpPlace::point, {}});
+    out.cp_ring_bytes = T * (kv + v) * e;
+    out.cp_qkv_bytes = T * (q + kv + v) * e;
+    out.cp_out_bytes = T * s.out * e;
   }
-  ops.push_back({LayerOpKind::attention_core, OpPlace::main, attention(a, c, T, s.heads, s.kv_heads)});
-  if (cp) ops.push_back({LayerOpKind::cp_end, OpPlace::point, {}});
-  if (seams) ops.push_back({LayerOpKind::tp_seam, OpPlace::point, {}});
-  ops.push_back({LayerOpKind::output_projection, OpPlace::main, linear(c, attn_f, T, q, d)});
+  push(LayerOpKind::attention_core, attention(a, c, T, s.heads, s.kv_heads, dbl(spec.window)));
+  if (cp) out.ops.push_back({LayerOpKind::cp_end, OpPlace::point, {}});
+  seam();
+  push(LayerOpKind::output_projection, linear(c, attn_f, T, s.out, d));
   point(LayerOpKind::tp_exit);
-  if (tp) ops.push_back({LayerOpKind::residual, OpPlace::main, elementwise(c, attn_residual)});
-  if (!a.is_moe_layer(layer)) {
-    const double h = s.dense_hidden;
-    const Format mlp_f = format_of(plan, LinearClass::dense_mlp);
-    // The MLP's elementwise kernels: its norm and input (2d), the SwiGLU (3h), the residual (3d).
-    const double mlp_elem = T * e * (2 * d * f + 3 * h + 3 * d * f);
-    if (!tp) {
-      ops.push_back({LayerOpKind::dense_mlp, OpPlace::main,
-                     add(add(linear(c, mlp_f, T, d, 2 * h), linear(c, mlp_f, T, h, d)), elementwise(c, mlp_elem))});
+  if (tp) push(LayerOpKind::residual, elementwise(c, attn_residual));
+  attn_elem_ = attn_elem;
+}
+
+// A Mamba-2 mixer (Megatron-Core MambaMixer, its TP split by heads and B/C groups): norm, in_proj
+// to z, x, B, C and dt, the depthwise causal conv1d over x, B and C (read and write), the SSD
+// scan, the gated RMSNorm (reads y and z, writes its output), out_proj, residual.
+void OpsBuilder::mamba_mixer() {
+  const MambaSpec& m = *a.mamba;
+  const double N = dbl(m.state_dim), inner = s.mamba_inner, groups = s.mamba_groups, heads = s.mamba_heads;
+  const double f = s.seq;
+  const double residual = tp ? T * e * 3 * d * f : 0.0;
+  push(LayerOpKind::mixer_elementwise, elementwise(c, T * e * (2 * d * f + 3 * d * f) - residual));
+  point(LayerOpKind::tp_enter);
+  const Format mix_f = format_of(plan, LinearClass::attention);
+  push(LayerOpKind::mamba_in_projection, linear(c, mix_f, T, d, 2 * inner + 2 * groups * N + heads));
+  seam();
+  const ScanShape scan{T, heads, dbl(m.head_dim), groups, N, dbl(m.chunk_size)};
+  const double conv = T * e * 2 * (inner + 2 * groups * N), gated_norm = T * e * 3 * inner;
+  push(LayerOpKind::ssd_scan, add(elementwise(c, conv + gated_norm), {c.scan(scan, false), c.scan(scan, true), 0}));
+  seam();
+  push(LayerOpKind::mamba_out_projection, linear(c, mix_f, T, inner, d));
+  point(LayerOpKind::tp_exit);
+  if (tp) push(LayerOpKind::residual, elementwise(c, residual));
+}
+
+void OpsBuilder::dense_ffn() {
+  const double h = s.dense_hidden, up = dbl(a.mlp.up_factor()), f = s.seq;
+  const Format mlp_f = format_of(plan, LinearClass::dense_mlp);
+  // The MLP's elementwise kernels: its norm and input (2d), the activation (3h gated, 2h not),
+  // the residual (3d).
+  const double mlp_elem = T * e * (2 * d * f + (up + 1) * h + 3 * d * f);
+  if (!tp) {
+    push(LayerOpKind::dense_mlp,
+         add(add(linear(c, mlp_f, T, d, up * h), linear(c, mlp_f, T, h, d)), elementwise(c, mlp_elem)));
+  } else {
+    // Its norm closes the mixer's residual op; then the TP region: up(/gate) and the activation,
+    // the down projection (a seam between them under overlap), and the residual after it.
+    const double norm = T * e * 2 * d * f, residual = T * e * 3 * d * f;
+    if (out.ops.empty()) {
+      push(LayerOpKind::residual, elementwise(c, norm));  // an MLP-only layer: its norm alone
     } else {
-      // Its norm closes the attention's residual op; then the TP region: up/gate and the SwiGLU,
-      // the down projection (a seam between them under overlap), and the residual after it.
-      const double norm = T * e * 2 * d * f, residual = T * e * 3 * d * f;
-      ops.back().times = add(ops.back().times, elementwise(c, norm));
-      point(LayerOpKind::tp_enter);
-      ops.push_back(
-          {LayerOpKind::dense_mlp, OpPlace::main, add(linear(c, mlp_f, T, d, 2 * h), elementwise(c, T * e * 3 * h))});
-      if (seams) ops.push_back({LayerOpKind::tp_seam, OpPlace::point, {}});
-      ops.push_back({LayerOpKind::mlp_down, OpPlace::main, linear(c, mlp_f, T, h, d)});
-      point(LayerOpKind::tp_exit);
-      ops.push_back({LayerOpKind::residual, OpPlace::main, elementwise(c, residual)});
+      out.ops.back().times = add(out.ops.back().times, elementwise(c, norm));
     }
-    if (plan.recompute == Recompute::selective)
-      out.partial_recompute = c.memory(T * e * 3 * h, MemoryKernel::elementwise);
-    if (plan.recompute == Recompute::selective_op) {
-      // The even-numbered matmuls (wk, wo, w3; activations.hpp) and the memory-bound kernels run
-      // again; the saved flash-attention output spares its forward.
-      out.partial_recompute = linear(c, attn_f, T, d, kv).fwd + linear(c, attn_f, T, q, d).fwd +
-                              linear(c, mlp_f, T, d, h).fwd + elementwise(c, attn_elem).fwd +
-                              elementwise(c, mlp_elem).fwd;
-    }
-    return out;
+    point(LayerOpKind::tp_enter);
+    push(LayerOpKind::dense_mlp, add(linear(c, mlp_f, T, d, up * h), elementwise(c, T * e * (up + 1) * h)));
+    seam();
+    push(LayerOpKind::mlp_down, linear(c, mlp_f, T, h, d));
+    point(LayerOpKind::tp_exit);
+    push(LayerOpKind::residual, elementwise(c, residual));
   }
+  if (plan.recompute == Recompute::selective)
+    out.partial_recompute = c.memory(T * e * (up + 1) * h, MemoryKernel::elementwise);
+  if (plan.recompute == Recompute::selective_op) {
+    // An attention + SwiGLU block (validate_plan refuses the others): the even-numbered matmuls
+    // (wk, wo, w3; activations.hpp) and the memory-bound kernels run again; the saved
+    // flash-attention output spares its forward.
+    const Format attn_f = format_of(plan, LinearClass::attention);
+    out.partial_recompute = linear(c, attn_f, T, d, s.kv).fwd + linear(c, attn_f, T, s.q, d).fwd +
+                            linear(c, mlp_f, T, d, h).fwd + elementwise(c, attn_elem_).fwd +
+                            elementwise(c, mlp_elem).fwd;
+  }
+}
+
+void OpsBuilder::moe_ffn(const std::vector<double>& rows) {
   // An MoE block under TP runs on the rank's sequence share (sequence parallelism is required
   // there: validate_plan): it routes its own tokens; the routed experts are not tensor-parallel.
   T *= s.seq;
   const MoeSpec& m = *a.moe;
   const double K = dbl(m.top_k), N = dbl(m.num_experts), he = dbl(m.expert_hidden), hs = dbl(m.shared_hidden);
+  const double up = dbl(a.mlp.up_factor());
   const double routed = std::accumulate(rows.begin(), rows.end(), 0.0);
   out.moe = true;
   // Norm, router GEMM, FP32 softmax/top-K, then the permutation of the K routed copies of each
@@ -130,9 +199,9 @@ LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBo
   // expert's slot itself (ep_transports.hpp); unpermuting after combine likewise.
   const bool permutes = plan.ep == 1 || !ep_transport_model(plan.ep_transport).fuses_permutation();
   const PassTimes permutation = permutes ? streaming(c, T * K * d * e + T * d * e, MemoryKernel::permute) : PassTimes{};
-  ops.push_back({LayerOpKind::router, OpPlace::main, linear(c, T, d, N)});
-  ops.push_back({LayerOpKind::router_elementwise, OpPlace::main, elementwise(c, T * (2 * d * e + 2 * N * kFp32))});
-  ops.push_back({LayerOpKind::permute, OpPlace::main, permutation});
+  push(LayerOpKind::router, linear(c, T, d, N));
+  push(LayerOpKind::router_elementwise, elementwise(c, T * (2 * d * e + 2 * N * kFp32)));
+  push(LayerOpKind::permute, permutation);
   // FP8 dispatch: each token is cast once before the all-to-all (not once per routed copy), and
   // the up/gate GEMM takes the rows as they arrive.
   const Format expert_f = format_of(plan, LinearClass::routed_expert);
@@ -141,25 +210,23 @@ LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBo
   if (dispatch != GemmPrecision::bf16) {
     up_f.input_quantized = true;
     const double cast = c.memory(T * d * quantize_traffic_per_element(dispatch), MemoryKernel::elementwise);
-    ops.push_back({LayerOpKind::dispatch_cast, OpPlace::main, {cast, 0, 0}});
+    push(LayerOpKind::dispatch_cast, {cast, 0, 0});
   }
-  ops.push_back({LayerOpKind::ep_dispatch, OpPlace::point, {}});
-  // Up/gate [rows, d] x [d, 2h_e] and down [rows, h_e] x [h_e, d], and the SwiGLU between them;
-  // under expert TP on the rows gathered from the ETP group, through 1/ETP of h_e.
+  out.ops.push_back({LayerOpKind::ep_dispatch, OpPlace::point, {}});
+  // Up(/gate) [rows, d] x [d, 2h_e] and down [rows, h_e] x [h_e, d], and the activation between
+  // them; under expert TP on the rows gathered from the ETP group, through 1/ETP of h_e.
   const double he_r = he / dbl(plan.etp);
-  ops.push_back({LayerOpKind::routed_experts, OpPlace::main,
-                 add(add(grouped(c, up_f, rows, 2 * he_r, d), grouped(c, expert_f, rows, d, he_r)),
-                     elementwise(c, routed * e * 3 * he_r))});
-  ops.push_back({LayerOpKind::ep_combine, OpPlace::point, {}});
+  push(LayerOpKind::routed_experts, add(add(grouped(c, up_f, rows, up * he_r, d), grouped(c, expert_f, rows, d, he_r)),
+                                        elementwise(c, routed * e * (up + 1) * he_r)));
+  out.ops.push_back({LayerOpKind::ep_combine, OpPlace::point, {}});
   // Unpermute the K copies back to token order, then the weighted combine and the residual.
-  ops.push_back({LayerOpKind::unpermute, OpPlace::main, permutation});
-  ops.push_back({LayerOpKind::combine_elementwise, OpPlace::main, elementwise(c, 3 * T * d * e)});
+  push(LayerOpKind::unpermute, permutation);
+  push(LayerOpKind::combine_elementwise, elementwise(c, 3 * T * d * e));
   // A shared expert under TP is a TP MLP of its own (Megatron-Core SharedExpertMLP): the whole
   // microbatch through 1/TP of its hidden width, between its own all-gather and reduce-scatter.
   const Format shared_f = format_of(plan, LinearClass::shared_expert);
-  for (std::int64_t x = 0; x < m.shared_experts; ++x) {
-    ops.push_back({LayerOpKind::shared_expert, OpPlace::side, swiglu_mlp(c, shared_f, T * s.t, d, s.shared_hidden, e)});
-  }
+  for (std::int64_t x = 0; x < m.shared_experts; ++x)
+    push(LayerOpKind::shared_expert, mlp(a, c, shared_f, T * s.t, d, s.shared_hidden, e), OpPlace::side);
   // Dispatch sends every routed copy (the off-rank share is the collective model's business);
   // a skewed rank's receive side is larger, and the slower side sets its time.
   // Under expert TP a rank receives its 1/ETP of the rows it computes on, before the gather.
@@ -170,8 +237,20 @@ LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBo
                            : std::max(T * K, received) * d * quantized_bytes_per_element(dispatch);
   if (plan.etp > 1) out.etp_bytes = routed * d * e;
   if (plan.recompute == Recompute::selective)  // selective_op is refused for MoE blocks (parallel_plan.cpp)
-    out.partial_recompute = c.memory(routed * e * 3 * he_r + T * e * 3 * hs, MemoryKernel::elementwise);
-  return out;
+    out.partial_recompute = c.memory(routed * e * (up + 1) * he_r + T * e * (up + 1) * hs, MemoryKernel::elementwise);
+}
+
+}  // namespace
+
+LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBook& c, std::int64_t layer, double T,
+                   const std::vector<double>& rows) {
+  OpsBuilder b(a, plan, c, layer, T);
+  if (b.tp) b.out.tp_bytes = T * b.d * b.e;
+  if (b.spec.mixer == Mixer::attention) b.attention_mixer();
+  if (b.spec.mixer == Mixer::mamba) b.mamba_mixer();
+  if (b.spec.ffn == Ffn::dense) b.dense_ffn();
+  if (b.spec.ffn == Ffn::moe) b.moe_ffn(rows);
+  return std::move(b.out);
 }
 
 namespace {

@@ -20,10 +20,10 @@ namespace moesim {
 
 enum class LayerOpKind : std::uint8_t {
   attention_elementwise,  // norms, QK-norm, RoPE, residual add (memory-bound)
-  qkv_projection,         // [T, d] x [d, q + 2 kv]
-  attention_core,         // causal flash attention
+  qkv_projection,         // [T, d] x [d, q + 2 kv] (MLA: the down and up projections of q and kv)
+  attention_core,         // causal flash attention (over a sliding window where the layer has one)
   output_projection,      // [T, q] x [q, d]
-  dense_mlp,              // SwiGLU MLP: up/gate, down and its elementwise kernels
+  dense_mlp,              // MLP: up(/gate), down and its elementwise kernels
   router,                 // [T, d] x [d, experts]
   router_elementwise,     // norm, FP32 softmax and top-K
   permute,                // the K routed copies of each token into expert order
@@ -41,9 +41,13 @@ enum class LayerOpKind : std::uint8_t {
   tp_seam,                // point: a task boundary only (TP communication overlap's GEMM edges)
   residual,               // under TP: a residual add (and the next norm) after its region closes
   mlp_down,               // under TP: the dense MLP's down projection, apart from its up/gate
+  mixer_elementwise,      // a Mamba-2 layer's norm and residual add (memory-bound)
+  mamba_in_projection,    // [T, d] x [d, z + x + B + C + dt]
+  ssd_scan,               // depthwise causal conv1d, the SSD scan and the gated RMSNorm
+  mamba_out_projection,   // [T, d_inner] x [d_inner, d]
 };
 
-inline constexpr EnumNames<LayerOpKind, 22> kLayerOpKindNames{
+inline constexpr EnumNames<LayerOpKind, 26> kLayerOpKindNames{
     "layer op",
     {{{LayerOpKind::attention_elementwise, "attention_elementwise"},
       {LayerOpKind::qkv_projection, "qkv_projection"},
@@ -66,7 +70,11 @@ inline constexpr EnumNames<LayerOpKind, 22> kLayerOpKindNames{
       {LayerOpKind::cp_end, "cp_end"},
       {LayerOpKind::tp_seam, "tp_seam"},
       {LayerOpKind::residual, "residual"},
-      {LayerOpKind::mlp_down, "mlp_down"}}}};
+      {LayerOpKind::mlp_down, "mlp_down"},
+      {LayerOpKind::mixer_elementwise, "mixer_elementwise"},
+      {LayerOpKind::mamba_in_projection, "mamba_in_projection"},
+      {LayerOpKind::ssd_scan, "ssd_scan"},
+      {LayerOpKind::mamba_out_projection, "mamba_out_projection"}}}};
 constexpr std::string_view name_of(LayerOpKind value) { return kLayerOpKindNames.name(value); }
 
 // Where an op runs: on the block's main compute stream, beside it on the side stream (from the

@@ -16,7 +16,37 @@ constexpr double kFp32 = bytes_of(DType::fp32);
 
 PassTimes elementwise(const CostBook& c, double bytes) { return streaming(c, bytes, MemoryKernel::elementwise); }
 
+PassTimes scaled(PassTimes t, double k) { return {t.fwd * k, t.bwd * k, t.wgrad * k}; }
+
+// The compute of a block as one stream would run it: the parts before the dispatch, the routed
+// experts beside the shared ones, the parts after the combine.
+PassTimes block_compute(const LayerWork& w) {
+  const auto longer = [](const PassTimes& x, const PassTimes& y) { return x.bwd >= y.bwd ? x : y; };
+  return add(add(w.pre, longer(w.experts, w.shared)), w.post);
+}
+
 }  // namespace
+
+// One multi-token prediction module (DeepSeek-V3 Section 2.2; Megatron-Core
+// MultiTokenPredictionLayer), after the main model on the last stage: the next tokens' embedding
+// lookup, the norms of the hidden state and of that embedding and their concatenation (read 2 x d,
+// write 2 x d, then 2d again), the [2d] -> [d] projection, a block like the last layer (its routed
+// experts on evenly routed rows; the EP all-to-alls of that block are not priced), and the shared
+// head with its loss once more (`edge`: the main head, already priced).
+PassTimes mtp_module(const Architecture& a, const ParallelPlan& plan, const CostBook& c, double T,
+                     const EdgeWork& edge) {
+  const double e = bytes_of(plan.precision.compute), d = dbl(a.d_model);
+  std::vector<double> rows;
+  if (a.is_moe_layer(a.num_layers - 1)) {
+    const MoeSpec& m = *a.moe;
+    const double per_expert = T * plan.sequence_share() * dbl(plan.ep * plan.etp * m.top_k) / dbl(m.num_experts);
+    rows.assign(static_cast<std::size_t>(m.num_experts / plan.ep), per_expert);
+  }
+  PassTimes t = add(edge.embed, elementwise(c, T * e * 6 * d));
+  t = add(t, linear(c, format_of(plan, LinearClass::attention), T, 2 * d, d));
+  t = add(t, block_compute(layer_work(a, plan, c, a.num_layers - 1, T, rows)));
+  return add(t, edge.head);
+}
 
 PassTimes add(PassTimes a, PassTimes b) { return {a.fwd + b.fwd, a.bwd + b.bwd, a.wgrad + b.wgrad}; }
 
@@ -67,7 +97,7 @@ PassTimes grouped(const CostBook& c, Format f, const std::vector<double>& rows, 
 }
 
 const LayerWork& LayerWorkCache::get(std::int64_t layer, const std::vector<double>& rank_rows) {
-  auto key = std::make_pair(arch_.is_moe_layer(layer), rank_rows);
+  auto key = std::make_pair(arch_.layer(layer), rank_rows);
   auto it = priced_.find(key);
   if (it == priced_.end())
     it = priced_.emplace(std::move(key), layer_work(arch_, plan_, costs_, layer, tokens_, rank_rows)).first;
@@ -102,6 +132,7 @@ EdgeWork edge_work(const Architecture& a, const ParallelPlan& plan, const CostBo
   const auto kernels = [&](double bytes) { return bytes > 0 ? c.memory(bytes, MemoryKernel::cross_entropy) : 0.0; };
   w.head = add(w.head,
                {kernels(T * V * loss.forward_bytes_per_logit(e)), kernels(T * V * loss.backward_bytes_per_logit(e))});
+  if (a.mtp_layers > 0) w.head = add(w.head, scaled(mtp_module(a, plan, c, T, w), dbl(a.mtp_layers)));
   return w;
 }
 

@@ -86,7 +86,7 @@ struct LayerWork {
   double cp_ring_bytes = 0;
   double cp_qkv_bytes = 0;
   double cp_out_bytes = 0;
-  double etp_bytes = 0;  // expert TP's gather and scatter of the rank's routed rows
+  double etp_bytes = 0;       // expert TP's gather and scatter of the rank's routed rows
   PassTimes experts;          // routed-expert grouped GEMMs on this rank's rows
   PassTimes post;             // unpermute / combine weighting / residual
   PassTimes shared;           // shared experts (side stream)
@@ -111,9 +111,10 @@ struct EdgeWork {
 LayerWork layer_work(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs, std::int64_t layer,
                      double tokens, const std::vector<double>& rank_rows);
 
-// layer_work for many layers of one plan, each distinct (dense or MoE, routed rows) priced once:
-// a block's kernel times depend on its layer only through those two (uniform routing gives every
-// MoE layer the same rows, so a 60-layer model is priced twice, not 60 times).
+// layer_work for many layers of one plan, each distinct (layer kind, routed rows) priced once: a
+// block's kernel times depend on its layer only through those two (the kind: its mixer, its
+// feed-forward part and its attention window; uniform routing gives every MoE layer the same rows,
+// so a 60-layer model is priced twice, not 60 times).
 class LayerWorkCache {
  public:
   LayerWorkCache(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs, double tokens)
@@ -125,9 +126,12 @@ class LayerWorkCache {
   const ParallelPlan& plan_;
   const CostBook& costs_;
   double tokens_;
-  std::map<std::pair<bool, std::vector<double>>, LayerWork> priced_;
+  std::map<std::pair<LayerSpec, std::vector<double>>, LayerWork> priced_;
 };
 
+// With multi-token prediction the head's work includes each MTP module's (mtp_module).
 EdgeWork edge_work(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs, double tokens);
+PassTimes mtp_module(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs, double tokens,
+                     const EdgeWork& edge);
 
 }  // namespace moesim

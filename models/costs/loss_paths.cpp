@@ -153,8 +153,7 @@ const Registry<LossPath>& loss_paths() {
 
 const LossPath& loss_path(LossImpl impl) { return loss_paths().get(kLossImplNames.name(impl)); }
 
-LossBuffers loss_buffers(LossImpl impl, const LossShape& shape) {
-  LossBuffers l = loss_path(impl).steps(shape);
+LossBuffers with_peaks(LossBuffers l) {
   std::vector<double> sizes;
   double live = 0;
   auto walk = [&](const std::vector<LossBuffers::Step>& steps, double& peak) {
@@ -168,10 +167,13 @@ LossBuffers loss_buffers(LossImpl impl, const LossShape& shape) {
       peak = std::max(peak, live);
     }
   };
+  l.forward = 0;
   walk(l.forward_steps, l.forward);
   l.backward = live;
   walk(l.backward_steps, l.backward);
   return l;
 }
+
+LossBuffers loss_buffers(LossImpl impl, const LossShape& shape) { return with_peaks(loss_path(impl).steps(shape)); }
 
 }  // namespace moesim

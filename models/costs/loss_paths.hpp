@@ -65,6 +65,8 @@ class LossPath : public Registered {
 const Registry<LossPath>& loss_paths();
 const LossPath& loss_path(LossImpl impl);
 
+// `l` with its forward and backward peaks walked from its steps.
+LossBuffers with_peaks(LossBuffers l);
 // The path's steps with their forward and backward peaks filled in.
 LossBuffers loss_buffers(LossImpl impl, const LossShape& shape);
 

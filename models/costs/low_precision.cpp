@@ -56,7 +56,8 @@ double weight_cache_refresh_traffic_per_param(GemmPrecision p) {
 
 std::optional<LinearClass> linear_class_of(TensorClass c) {
   switch (c) {
-    case TensorClass::attention: return LinearClass::attention;
+    case TensorClass::attention:
+    case TensorClass::mamba: return LinearClass::attention;  // a token mixer's linears, like attention's
     case TensorClass::dense_mlp: return LinearClass::dense_mlp;
     case TensorClass::shared_expert: return LinearClass::shared_expert;
     case TensorClass::routed_expert: return LinearClass::routed_expert;

@@ -21,6 +21,11 @@ double ProfileCostBook::attention(const AttentionShape& shape, bool backward) co
   return backward ? t.backward.time_s : t.forward.time_s;
 }
 
+double ProfileCostBook::scan(const ScanShape& shape, bool backward) const {
+  const AttentionTime t = attention_.scan(hw_, shape);
+  return backward ? t.backward.time_s : t.forward.time_s;
+}
+
 double ProfileCostBook::memory(double bytes, MemoryKernel kind) const { return memory_.time(hw_, bytes, kind).time_s; }
 
 CommCost ProfileCostBook::collective(const CollectiveRequest& request) const {

@@ -34,6 +34,7 @@ class ProfileCostBook final : public CostBook {
   double gemm(const GemmShape& shape) const override;
   double grouped_gemm(const GroupedGemmShape& shape) const override;
   double attention(const AttentionShape& shape, bool backward) const override;
+  double scan(const ScanShape& shape, bool backward) const override;
   double memory(double bytes, MemoryKernel kind) const override;
   CommCost collective(const CollectiveRequest& request) const override;
   CommCost ep_transfer(EpTransport transport, const EpTransferRequest& request) const override;

@@ -133,27 +133,56 @@ class SavedTerms {
   BlockActivations out_;
 };
 
+// Attention: the norm input; its output, the QKV GEMM's input (Transformer Engine's
+// LayerNormLinear keeps only its quantized copy); q/k before QK-norm; q/k/v after RoPE (the
+// flash-attention inputs); the attention output, which flash attention saves and the
+// out-projection shares (Megatron-Core's attention.py set_save_original_input(linear_proj) for
+// every FP8 recipe but delayed scaling); the FP32 log-sum-exp. Under SP the QKV input is kept
+// as the rank's sequence shard and gathered again in backward (Megatron-LM
+// LinearWithGradAccumulationAndAsyncCommunication saves the input before its all-gather).
+// MLA (Megatron-Core MLASelfAttention, non-absorbed for training) also keeps its latents, whole on
+// every TP rank: the q latent before and after its norm (the up projection's input), the kv
+// latent with the RoPE key and the normed kv latent.
+void attention_terms(const Architecture& a, const TpWidths& w, SavedTerms& t) {
+  constexpr auto attention = &BlockActivations::attention;
+  const double d = dbl(a.d_model);
+  t.activations(attention, d * w.seq);
+  t.norm_output(attention, LinearClass::attention, w.seq, d);
+  if (a.attention.kind == AttentionKind::mla) {
+    const AttentionSpec& at = a.attention;
+    t.activations(attention,
+                  2 * dbl(at.q_lora_rank) + dbl(at.kv_lora_rank + at.qk_rope_head_dim) + dbl(at.kv_lora_rank));
+  }
+  if (a.attention.qk_norm) t.activations(attention, w.q + w.kv);
+  t.activations(attention, w.q + w.kv + w.v + w.out);
+  t.add(attention, SavedFormat::fp32, kFp32 * w.heads);
+}
+
+// A Mamba-2 mixer (Megatron-Core MambaMixer on mamba_ssm's mamba_split_conv1d_scan_combined, which
+// saves in_proj's output and recomputes the conv and the scan's internals in backward): the norm
+// input and output (in_proj's input), z/x/B/C/dt, the scan output, the gated norm's FP32 rstd (one
+// per group) and its output (out_proj's input).
+void mamba_terms(const Architecture& a, const TpWidths& w, SavedTerms& t) {
+  constexpr auto attention = &BlockActivations::attention;
+  const double d = dbl(a.d_model), N = dbl(a.mamba->state_dim);
+  t.activations(attention, d * w.seq);
+  t.norm_output(attention, LinearClass::attention, w.seq, d);
+  t.activations(attention, 2 * w.mamba_inner + 2 * w.mamba_groups * N + w.mamba_heads + w.mamba_inner);
+  t.add(attention, SavedFormat::fp32, kFp32 * w.mamba_groups);
+  t.linear_input(attention, LinearClass::attention, w.mamba_inner);
+}
+
 BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,
                                              const RoutedRows& routed) {
   const TpWidths w = tp_widths(a, plan);
-  const double d = dbl(a.d_model), q = w.q, kv = w.kv, seq = w.seq;
-  constexpr auto attention = &BlockActivations::attention;
+  const double d = dbl(a.d_model), seq = w.seq, up = dbl(a.mlp.up_factor());
   constexpr auto mlp = &BlockActivations::mlp;
   SavedTerms t(plan);
-  // Attention: the norm input; its output, the QKV GEMM's input (Transformer Engine's
-  // LayerNormLinear keeps only its quantized copy); q/k before QK-norm; q/k/v after RoPE (the
-  // flash-attention inputs); the attention output, which flash attention saves and the
-  // out-projection shares (Megatron-Core's attention.py set_save_original_input(linear_proj) for
-  // every FP8 recipe but delayed scaling); the FP32 log-sum-exp. Under SP the QKV input is kept
-  // as the rank's sequence shard and gathered again in backward (Megatron-LM
-  // LinearWithGradAccumulationAndAsyncCommunication saves the input before its all-gather).
-  t.activations(attention, d * seq);
-  t.norm_output(attention, LinearClass::attention, seq, d);
-  if (a.attention.qk_norm) t.activations(attention, q + kv);
-  t.activations(attention, q + 2 * kv + q);
-  t.add(attention, SavedFormat::fp32, kFp32 * w.heads);
+  const LayerSpec spec = a.layer(layer);
+  if (spec.mixer == Mixer::attention) attention_terms(a, w, t);
+  if (spec.mixer == Mixer::mamba) mamba_terms(a, w, t);
   const bool recompute_swiglu = plan.recompute == Recompute::selective;
-  if (a.is_moe_layer(layer)) {
+  if (spec.ffn == Ffn::moe) {
     const MoeSpec& m = *a.moe;
     const double K = dbl(m.top_k), h = dbl(m.expert_hidden), hs = w.shared_hidden, shared = dbl(m.shared_experts);
     const double rows = routed.computed * seq;
@@ -177,21 +206,21 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
     } else {
       t.linear_input(mlp, LinearClass::routed_expert, routed.dispatch * seq * gathered * d);
     }
-    // Per routed row: up/gate output (the SwiGLU input), the SwiGLU product (down input), the
-    // expert output kept for the combine weights' gradient.
-    t.activations(mlp, rows * 2 * h);
+    // Per routed row: up(/gate) output (the activation's input), the activation output (down
+    // input), the expert output kept for the combine weights' gradient.
+    t.activations(mlp, rows * up * h);
     if (!recompute_swiglu) t.linear_input(mlp, LinearClass::routed_expert, rows * h);
     t.activations(mlp, rows * gathered * d);
     t.extra_quantized_copy(mlp, LinearClass::shared_expert, shared * d * seq);
-    t.activations(mlp, shared * 2 * hs);
+    t.activations(mlp, shared * up * hs);
     if (!recompute_swiglu) t.swiglu_product(mlp, LinearClass::shared_expert, shared * hs);
-  } else {
-    // Norm input; its output, the up/gate GEMM's input (fused into Transformer Engine's
-    // LayerNormLinear like the QKV one); the up/gate output; the SwiGLU product (down input).
+  } else if (spec.ffn == Ffn::dense) {
+    // Norm input; its output, the up(/gate) GEMM's input (fused into Transformer Engine's
+    // LayerNormLinear like the QKV one); the up(/gate) output; the activation output (down input).
     const double h = w.dense_hidden;
     t.activations(mlp, d * seq);
     t.norm_output(mlp, LinearClass::dense_mlp, seq, d);
-    t.activations(mlp, 2 * h);
+    t.activations(mlp, up * h);
     if (!recompute_swiglu) t.swiglu_product(mlp, LinearClass::dense_mlp, h);
   }
   return t.result();
@@ -234,18 +263,99 @@ double backward_working_per_token(const Architecture& a, std::int64_t layer, con
   const double d = dbl(a.d_model);
   const TpWidths w = tp_widths(a, plan);
   // Residual-stream gradient in and out, plus the widest internal gradient of the block.
-  double widest = e * (w.q + 2 * w.kv);
-  if (a.is_moe_layer(layer)) {
-    widest = std::max(widest, routed.computed * w.seq * e * 2 * dbl(a.moe->expert_hidden));
-  } else {
-    widest = std::max(widest, e * 2 * w.dense_hidden);
+  const LayerSpec spec = a.layer(layer);
+  const double up = dbl(a.mlp.up_factor());
+  double widest = 0;
+  if (spec.mixer == Mixer::attention) widest = e * (w.q + w.kv + w.v);
+  if (spec.mixer == Mixer::mamba) widest = e * (2 * w.mamba_inner + 2 * w.mamba_groups * dbl(a.mamba->state_dim));
+  if (spec.ffn == Ffn::moe) {
+    widest = std::max(widest, routed.computed * w.seq * e * up * dbl(a.moe->expert_hidden));
+  } else if (spec.ffn == Ffn::dense) {
+    widest = std::max(widest, e * up * w.dense_hidden);
   }
   return 2 * e * d * w.seq + widest;
 }
 
+namespace {
+
+// A buffer's life as events with ids of their own, so that several step lists can be interleaved.
+struct BufferEvent {
+  bool allocates = true;
+  std::size_t id = 0;
+  double bytes = 0;
+};
+struct BufferEvents {
+  std::vector<BufferEvent> forward, backward;
+};
+
+BufferEvents events_of(const LossBuffers& l, std::size_t& next_id) {
+  BufferEvents out;
+  std::vector<std::size_t> ids;  // the path's allocations in its own order
+  const auto convert = [&](const std::vector<LossBuffers::Step>& steps, std::vector<BufferEvent>& into) {
+    for (const auto& st : steps) {
+      if (st.frees >= 0) {
+        into.push_back({false, ids[static_cast<std::size_t>(st.frees)], 0});
+      } else {
+        ids.push_back(next_id++);
+        into.push_back({true, ids.back(), st.bytes});
+      }
+    }
+  };
+  convert(l.forward_steps, out.forward);
+  convert(l.backward_steps, out.backward);
+  return out;
+}
+
+// The events back as steps (each free naming its allocation's index in the new order), with their
+// peaks.
+LossBuffers steps_of(const std::vector<BufferEvent>& forward, const std::vector<BufferEvent>& backward) {
+  LossBuffers l;
+  std::vector<std::pair<std::size_t, int>> index;  // event id -> allocation index
+  const auto convert = [&](const std::vector<BufferEvent>& events, std::vector<LossBuffers::Step>& into) {
+    for (const BufferEvent& ev : events) {
+      if (ev.allocates) {
+        index.emplace_back(ev.id, static_cast<int>(index.size()));
+        into.push_back({ev.bytes, -1});
+        continue;
+      }
+      for (const auto& [id, at] : index)
+        if (id == ev.id) into.push_back({0, at});
+    }
+  };
+  convert(forward, l.forward_steps);
+  convert(backward, l.backward_steps);
+  return with_peaks(std::move(l));
+}
+
+}  // namespace
+
 LossBuffers loss_per_token(const Architecture& a, const ParallelPlan& plan) {
   // Under TP the logits are vocab-parallel: each rank holds 1/TP of every token's row.
-  return loss_buffers(plan.loss, {bytes_of(plan.precision.compute), dbl(a.d_model), tp_widths(a, plan).vocab});
+  const double e = bytes_of(plan.precision.compute), d = dbl(a.d_model);
+  const LossBuffers main = loss_buffers(plan.loss, {e, d, tp_widths(a, plan).vocab});
+  if (a.mtp_layers == 0) return main;
+  // Multi-token prediction (DeepSeek-V3 Section 2.2): after the main loss's forward each module
+  // saves what its block saves (a block like the last layer's) and its own [2d] concatenation and
+  // [d] projection output, then runs the shared head and a loss of its own; backward unwinds the
+  // modules before the main loss's backward.
+  std::size_t next = 0;
+  const BufferEvents head = events_of(main, next);
+  std::vector<BufferEvent> forward = head.forward, backward;
+  std::vector<std::vector<BufferEvent>> unwinds;
+  const RoutedRows routed = routed_rows_per_token(a, plan, 1.0);
+  const double saved = saved_per_token(a, a.num_layers - 1, plan, routed).total() + e * 3 * d;
+  for (std::int64_t k = 0; k < a.mtp_layers; ++k) {
+    const std::size_t block = next++;
+    forward.push_back({true, block, saved});
+    const BufferEvents loss = events_of(main, next);
+    forward.insert(forward.end(), loss.forward.begin(), loss.forward.end());
+    std::vector<BufferEvent> unwind = loss.backward;
+    unwind.push_back({false, block, 0});
+    unwinds.push_back(std::move(unwind));
+  }
+  for (auto it = unwinds.rbegin(); it != unwinds.rend(); ++it) backward.insert(backward.end(), it->begin(), it->end());
+  backward.insert(backward.end(), head.backward.begin(), head.backward.end());
+  return steps_of(forward, backward);
 }
 
 }  // namespace moesim

@@ -97,22 +97,31 @@ double widest_quantized_operands(const Architecture& a, const ParallelPlan& plan
   if (l == a.num_layers) {
     add({LinearClass::lm_head, T, d, w.vocab, d * w.vocab});
   } else {
-    add({LinearClass::attention, T, d, q + 2 * kv, d * (q + 2 * kv)});
-    add({LinearClass::attention, T, q, d, q * d});
-    if (!a.is_moe_layer(l)) {
+    const LayerSpec spec = a.layer(l);
+    const double up = dbl(a.mlp.up_factor());
+    if (spec.mixer == Mixer::attention) {
+      // MLA's down and up projections are taken as one [d, q + k + v] linear: its scratch bounds theirs.
+      add({LinearClass::attention, T, d, q + kv + w.v, d * (q + kv + w.v)});
+      add({LinearClass::attention, T, w.out, d, w.out * d});
+    } else if (spec.mixer == Mixer::mamba) {
+      const double in = 2 * w.mamba_inner + 2 * w.mamba_groups * dbl(a.mamba->state_dim) + w.mamba_heads;
+      add({LinearClass::attention, T, d, in, d * in});
+      add({LinearClass::attention, T, w.mamba_inner, d, w.mamba_inner * d});
+    }
+    if (spec.ffn == Ffn::dense) {
       const double h = w.dense_hidden;
-      add({LinearClass::dense_mlp, T, d, 2 * h, d * 2 * h});
+      add({LinearClass::dense_mlp, T, d, up * h, d * up * h});
       add({LinearClass::dense_mlp, T, h, d, h * d});
-    } else {
+    } else if (spec.ffn == Ffn::moe) {
       const MoeSpec& m = *a.moe;
       const double rows = T * plan.sequence_share() * routed.computed, he = dbl(m.expert_hidden);
       const double hs = w.shared_hidden;
       const double local = dbl(m.num_experts / plan.ep);
       const bool dispatched = plan.precision.ep_dispatch != GemmPrecision::bf16;
-      add({LinearClass::routed_expert, rows, d, 2 * he, local * d * 2 * he, dispatched});
+      add({LinearClass::routed_expert, rows, d, up * he, local * d * up * he, dispatched});
       add({LinearClass::routed_expert, rows, he, d, local * he * d});
       if (m.shared_experts > 0) {
-        add({LinearClass::shared_expert, T, d, 2 * hs, d * 2 * hs});
+        add({LinearClass::shared_expert, T, d, up * hs, d * up * hs});
         add({LinearClass::shared_expert, T, hs, d, hs * d});
       }
     }

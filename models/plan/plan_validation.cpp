@@ -46,9 +46,14 @@ void check_context_parallel(const ParallelPlan& p, const Architecture& a, const 
     fail(cp, "the sequence length " + s(a.sequence_length) + " does not split into 2 x CP = " + s(2 * p.cp) +
                  " equal chunks (the load-balanced causal split)");
   }
+  if (a.has_mixer(Mixer::mamba)) {
+    fail(cp,
+         "context parallelism is modeled for attention layers; this architecture has Mamba-2 layers, whose scan "
+         "passes its state along the sequence (allowed: degree 1)");
+  }
   if (p.cp_variant == CpVariant::all_to_all) {
     const std::int64_t heads = a.attention.num_heads / p.tp;
-    const std::int64_t kv = std::max<std::int64_t>(1, a.attention.num_kv_heads / p.tp);
+    const std::int64_t kv = std::max<std::int64_t>(1, a.attention.key_heads() / p.tp);
     if (heads % p.cp != 0 || kv % p.cp != 0) {
       fail("context_parallel.variant", "\"all_to_all\" gives each CP rank a share of the heads: " + s(heads) +
                                            " heads and " + s(kv) + " KV heads per TP rank do not divide by CP " +
@@ -62,14 +67,16 @@ PlanRule tensor_parallel_rule(const Architecture& a, std::int64_t t, bool sequen
   const std::string tp = "tensor_parallel.degree";
   if (a.attention.num_heads % t != 0)
     return {tp, "TP degree " + s(t) + " does not divide the " + s(a.attention.num_heads) + " attention heads"};
-  const std::int64_t kv = a.attention.num_kv_heads;
+  const std::int64_t kv = a.attention.key_heads();
   if (kv % t != 0 && t % kv != 0) {
     return {tp, "TP degree " + s(t) + " and the " + s(kv) +
                     " KV heads: allowed when one divides the other (KV heads are replicated when TP exceeds them)"};
   }
-  bool dense = false;
-  for (std::int64_t l = 0; l < a.num_layers && !dense; ++l) dense = !a.is_moe_layer(l);
-  if (dense && a.dense_hidden % t != 0)
+  if (a.mamba && (a.mamba->num_heads % t != 0 || a.mamba->groups % t != 0)) {
+    return {tp, "TP degree " + s(t) + " does not divide the Mamba-2 mixer's " + s(a.mamba->num_heads) + " heads and " +
+                    s(a.mamba->groups) + " groups (Megatron-Core MambaMixer splits both)"};
+  }
+  if (a.has_ffn(Ffn::dense) && a.dense_hidden % t != 0)
     return {tp, "TP degree " + s(t) + " does not divide the dense MLP hidden size " + s(a.dense_hidden)};
   if (!a.moe) return {};
   if (a.moe->shared_experts > 0 && a.moe->shared_hidden % t != 0)
@@ -134,12 +141,15 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
     if (sum != a.num_layers)
       fail("pipeline.layer_split", "sums to " + s(sum) + "; must equal num_layers " + s(a.num_layers));
   }
-  if (p.recompute == Recompute::selective_op && a.moe) {
+  const bool plain_blocks = !a.has_ffn(Ffn::moe) && !a.has_mixer(Mixer::mamba) && !a.has_ffn(Ffn::none) &&
+                            a.attention.kind == AttentionKind::gqa && a.mlp.gated();
+  if (p.recompute == Recompute::selective_op && !plain_blocks) {
     // torchtitan's op list names aten.mm and SDPA only; what it does inside an MoE block (grouped
     // GEMMs, the all-to-alls) is not modeled.
     fail("activations.recompute",
-         "\"selective_op\" (torchtitan's op-level checkpointing) is modeled for dense blocks only; this architecture "
-         "has MoE blocks (allowed here: none, full, selective)");
+         "\"selective_op\" (torchtitan's op-level checkpointing) is modeled for GQA attention + gated MLP blocks only; "
+         "this architecture has MoE, Mamba-2, MLA, non-gated or mixer-less layers (allowed here: none, full, "
+         "selective)");
   }
   if (p.ep > 1) {
     if (!a.moe) fail("expert_parallel.degree", "EP degree " + s(p.ep) + " needs an MoE architecture");

@@ -12,9 +12,16 @@ TpWidths tp_widths(const Architecture& a, const ParallelPlan& plan) {
   TpWidths w;
   w.t = static_cast<double>(plan.tp);
   w.heads = static_cast<double>(a.attention.num_heads) / w.t;
-  w.kv_heads = std::max(1.0, static_cast<double>(a.attention.num_kv_heads) / w.t);
+  w.kv_heads = std::max(1.0, static_cast<double>(a.attention.key_heads()) / w.t);
   w.q = static_cast<double>(a.attn_dim()) / w.t;
-  w.kv = w.kv_heads * static_cast<double>(a.attention.head_dim);
+  w.kv = w.kv_heads * static_cast<double>(a.attention.qk_head_dim());
+  w.v = w.kv_heads * static_cast<double>(a.attention.value_head_dim());
+  w.out = static_cast<double>(a.attn_out_dim()) / w.t;
+  if (a.mamba) {
+    w.mamba_heads = static_cast<double>(a.mamba->num_heads) / w.t;
+    w.mamba_inner = static_cast<double>(a.mamba->d_inner()) / w.t;
+    w.mamba_groups = std::max(1.0, static_cast<double>(a.mamba->groups) / w.t);
+  }
   w.dense_hidden = static_cast<double>(a.dense_hidden) / w.t;
   w.shared_hidden = a.moe ? static_cast<double>(a.moe->shared_hidden) / w.t : 0.0;
   w.vocab = static_cast<double>(a.vocab_size) / w.t;
@@ -60,7 +67,11 @@ double tensor_parallel_share(const TensorInfo& t, const Architecture& arch, cons
     case TensorClass::attention:
       if (ends_with(".w_k") || ends_with(".w_v"))
         return tp_widths(arch, plan).kv_heads / static_cast<double>(arch.attention.num_kv_heads);
+      // MLA's down projections (and an MTP module's input projection) are whole on every TP rank
+      // (Megatron-Core MLASelfAttention linear_q_down_proj / linear_kv_down_proj).
+      if (ends_with(".w_q_a") || ends_with(".w_kv_a") || ends_with(".w_proj")) return 1.0;
       return 1.0 / static_cast<double>(plan.tp);
+    case TensorClass::mamba:  // MambaMixer: in_proj column-parallel, out_proj row-parallel
     case TensorClass::embedding:
     case TensorClass::dense_mlp:
     case TensorClass::shared_expert:

@@ -69,11 +69,14 @@ std::int64_t communicator_instance(const ParallelPlan& plan, const RankCoords& c
 // widths split by TP; `seq` is the rank's share of the tokens outside the TP regions (1/TP under
 // sequence parallelism, else 1). Without TP every width is the architecture's.
 struct TpWidths {
-  double t = 1;         // the TP degree
-  double heads = 0;     // query heads
-  double kv_heads = 0;  // KV groups
-  double q = 0;         // query width (heads x head_dim)
-  double kv = 0;        // K (or V) width (KV groups x head_dim)
+  double t = 1;                                               // the TP degree
+  double heads = 0;                                           // query heads
+  double kv_heads = 0;                                        // KV groups
+  double q = 0;                                               // query width (heads x head_dim)
+  double kv = 0;                                              // K width (KV groups x q/k head dim)
+  double v = 0;                                               // V width (KV groups x value head dim; = kv but for MLA)
+  double out = 0;                                             // attention output width (heads x value head dim)
+  double mamba_heads = 0, mamba_inner = 0, mamba_groups = 0;  // a Mamba-2 mixer's heads, d_inner, B/C groups
   double dense_hidden = 0, shared_hidden = 0, vocab = 0;
   double seq = 1;
 };

@@ -228,7 +228,7 @@ const std::vector<BadCase>& cases() {
        {},
        "scenario.json",
        "flop_convention",
-       "valid: 6n, olmo-core, palm"},
+       "valid: 6n, megatron, olmo-core, palm"},
       {"section file missing",
        [](json& d) { d["architecture"] = "no-such-file.json"; },
        {},

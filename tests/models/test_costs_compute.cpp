@@ -11,13 +11,7 @@
 using namespace moesim;
 
 namespace {
-const HardwareProfile& b300() {
-  static const HardwareProfile hw = [] {
-    const std::string path = test::source_path("hardware_profiles/b300-hgx.json");
-    return parse_hardware_profile(JsonReader(read_json_file(path), path, ""));
-  }();
-  return hw;
-}
+const HardwareProfile& b300() { return test::b300_profile(); }
 const GemmCost& gemm() { return gemm_cost_models().get("table"); }
 const GroupedGemmCost& grouped() { return grouped_gemm_cost_models().get("table"); }
 double launch_s() { return b300().compute.kernel_launch_us.value * 1e-6; }

@@ -45,7 +45,7 @@ TEST_CASE("FLOP conventions differ only where they should", "[unit]") {
   CHECK(palm.attention_scores == Approx(olmo.attention_scores * 2 * 8192 / 8193.0));
   CHECK(six_n.attention_scores == 0);
   CHECK(six_n.total < olmo.total);
-  CHECK_THROWS_WITH(flop_conventions().get("chinchilla"), Catch::Contains("valid: 6n, olmo-core, palm"));
+  CHECK_THROWS_WITH(flop_conventions().get("chinchilla"), Catch::Contains("valid: 6n, megatron, olmo-core, palm"));
 }
 
 TEST_CASE("Inventory: stacked experts, GQA, tied embeddings and dense-first layers", "[unit]") {

@@ -77,7 +77,7 @@ TEST_CASE("selective_op on an MoE architecture is refused at activations.recompu
   } catch (const InputError& e) {
     INFO(e.what());
     CHECK_THAT(e.path(), Contains("activations.recompute"));
-    CHECK_THAT(e.message(), Contains("dense blocks only"));
+    CHECK_THAT(e.message(), Contains("GQA attention + gated MLP blocks only"));
     CHECK_THAT(e.message(), Contains("allowed here: none, full, selective"));
   }
 }

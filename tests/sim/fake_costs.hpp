@@ -11,6 +11,7 @@ struct FakeCosts final : CostBook {
   double grouped_s = 2e-3;     // every grouped GEMM
   double collective_s = 3e-3;  // every collective (group > 1)
   double attention_s = 0;      // every flash-attention call (forward or backward)
+  double scan_s = 0;           // every Mamba-2 SSD scan (forward or backward)
   double memory_s = 0;         // every memory-bound kernel
   double host_s = 0;           // the host's share of a step
   double free_dimension = 0;   // GEMMs with a side of this size cost nothing (0: none), e.g. an LM head
@@ -20,6 +21,7 @@ struct FakeCosts final : CostBook {
   }
   double grouped_gemm(const GroupedGemmShape&) const override { return grouped_s; }
   double attention(const AttentionShape&, bool) const override { return attention_s; }
+  double scan(const ScanShape&, bool) const override { return scan_s; }
   double memory(double, MemoryKernel) const override { return memory_s; }
   double step_host_s() const override { return host_s; }
   CommCost collective(const CollectiveRequest& request) const override {

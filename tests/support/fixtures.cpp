@@ -1,5 +1,6 @@
 #include "tests/support/fixtures.hpp"
 
+#include "models/common/json_reader.hpp"
 #include "models/plan/rank_layout.hpp"
 #include "sim/step_simulation.hpp"
 
@@ -16,6 +17,14 @@
 namespace moesim::test {
 
 namespace fs = std::filesystem;
+
+const HardwareProfile& b300_profile() {
+  static const HardwareProfile hw = [] {
+    const std::string path = source_path("hardware_profiles/b300-hgx.json");
+    return parse_hardware_profile(JsonReader(read_json_file(path), path, ""));
+  }();
+  return hw;
+}
 
 std::string source_path(const std::string& relative) { return std::string(MOESIM_SOURCE_DIR) + "/" + relative; }
 

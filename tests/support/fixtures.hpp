@@ -30,6 +30,9 @@ class TempDir {
   std::string root_;
 };
 
+// The bundled B300 profile (hardware_profiles/b300-hgx.json), parsed once.
+const HardwareProfile& b300_profile();
+
 // The bundled Figure 8 MoE scenario for `plan` (ddp, ddp-ep8, fsdp) with N routed experts.
 Scenario fig8(const std::string& plan, int experts);
 
