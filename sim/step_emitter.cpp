@@ -72,6 +72,10 @@ EpTransferRequest ep_transfer_request(const Architecture& arch, const ParallelPl
   request.ranks_per_node = static_cast<int>(shape.ranks_per_node);
   request.top_k = arch.moe ? dbl(arch.moe->top_k) : 1.0;
   request.experts = arch.moe ? dbl(arch.moe->num_experts) : 1.0;
+  if (arch.moe) {
+    request.expert_groups = dbl(arch.moe->expert_groups);
+    request.groups_per_token = dbl(arch.moe->groups_per_token);
+  }
   request.pxn = plan.ep_pxn;
   return request;
 }

@@ -98,6 +98,10 @@ struct EpTransferRequest {
   double top_k = 1;                    // routed copies of each token (rank- and node-level deduplication)
   double experts = 1;                  // routed experts of the layer, spread evenly over the group
   PxnChoice pxn = PxnChoice::profile;  // the NCCL-based transports' cross-rail path
+  // Group-limited routing (DeepSeek-V3): the experts in `expert_groups` groups, each token's in at
+  // most `groups_per_token` of them (0: unlimited).
+  double expert_groups = 0;
+  double groups_per_token = 0;
 };
 // One dispatch or combine as a transport priced it (ep_transports.hpp).
 struct EpTransferCost {

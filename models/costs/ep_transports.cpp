@@ -111,7 +111,14 @@ class DeepEp final : public EpTransportModel {
     const double m = n / r;
     const double tokens_bytes = request.bytes / request.top_k;
     const double q_rank = hit_probability(request.experts, request.experts / n, request.top_k);
-    const double q_node = hit_probability(request.experts, request.experts / m, request.top_k);
+    double q_node = hit_probability(request.experts, request.experts / m, request.top_k);
+    // Group-limited routing (DeepSeek-V3 Section 2.1.2, node-limited routing): a token's experts lie
+    // in at most M of the G groups, so a node holding G / m of the groups is reached no more often
+    // than one of those M groups lies on it.
+    if (request.groups_per_token > 0) {
+      const double G = request.expert_groups;
+      q_node = std::min(q_node, hit_probability(G, G / m, request.groups_per_token));
+    }
     EpTransferCost c;
     c.nic_bytes = tokens_bytes * (m - 1) * q_node;
     c.nvlink_bytes = tokens_bytes * m * (r - 1) * q_rank;

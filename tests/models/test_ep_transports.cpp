@@ -174,3 +174,23 @@ TEST_CASE("Every transport replays the Figure 8 EP8 step; DeepEP sends fewer byt
   CHECK(symm.bytes_per_rank[a2a][nvlink] == nccl.bytes_per_rank[a2a][nvlink]);
   for (const StepResult* r : {&nccl, &symm, &deepep}) CHECK(r->mfu > 0.2);
 }
+
+TEST_CASE("Group-limited routing caps the nodes DeepEP sends a token to", "[unit]") {
+  // DeepSeek-V3's setting: 256 experts in 8 groups, a token in at most 4 of them; EP64 over 8
+  // nodes of 8, one group per node: each other node is reached with odds 4/8, not 1 - C(224, 8)/C(256, 8).
+  const HardwareProfile b300 = profile("b300-hgx.json");
+  const ProfileCostBook book(b300);
+  EpTransferRequest r = deepep_benchmark(64, 8);
+  const CommCost free = book.ep_transfer(EpTransport::deepep, r);
+  r.expert_groups = 8;
+  r.groups_per_token = 4;
+  const CommCost limited = book.ep_transfer(EpTransport::deepep, r);
+  const double tokens = r.bytes / r.top_k;
+  CHECK(free.nic_bytes == Approx(tokens * 7 * hit_probability(256, 32, 8)));
+  CHECK(limited.nic_bytes == Approx(tokens * 7 * 0.5));
+  CHECK(limited.nvlink_bytes == free.nvlink_bytes);  // inside a node every rank is reached as before
+  CHECK(limited.time_s < free.time_s);
+  // A limit wider than the nodes a token reaches anyway changes nothing.
+  r.groups_per_token = 8;
+  CHECK(book.ep_transfer(EpTransport::deepep, r).nic_bytes == Approx(free.nic_bytes));
+}

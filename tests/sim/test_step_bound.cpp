@@ -65,8 +65,8 @@ TEST_CASE("Step bound: pipelines (V-shape and zero-bubble too), recompute and sk
       {"design=fsdp+pp4+zbv", "plan.batch.global_batch_tokens=524288"},
   };
   for (const auto& sets : plans) check_bound(load_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"), sets));
-  check_bound(load_scenario(test::source_path("scenarios/deepseek-v3-like-ddp-ep8-pp8.json"),
-                            {"plan.nodes=8", "plan.batch.global_batch_tokens=2097152"}));
+  check_bound(load_scenario(test::source_path("scenarios/deepseek-v3-ddp-ep8-pp16.json"),
+                            {"plan.nodes=16", "plan.batch.global_batch_tokens=2097152"}));
 }
 
 TEST_CASE("Step bound: at most the replay on 60 plans drawn from the fuzz plan space", "[unit][bound]") {
@@ -92,9 +92,9 @@ TEST_CASE("Step bound: at most the replay on 60 plans drawn from the fuzz plan s
 }
 
 TEST_CASE("Balanced layer split: whole layers per virtual stage, the LM head's stage lighter", "[unit][bound]") {
-  // The DeepSeek-V3-like model on PP8: its 129k-word LM head weighs on the last stage.
-  const Scenario s = load_scenario(test::source_path("scenarios/deepseek-v3-like-ddp-ep8-pp8.json"),
-                                   {"plan.pipeline.schedule=1f1b", "plan.pipeline.virtual_stages=1"});
+  // DeepSeek-V3 on PP8: its 129k-word LM head and MTP module weigh on the last stage.
+  const Scenario s =
+      load_scenario(test::source_path("scenarios/deepseek-v3-ddp-ep8-pp16.json"), {"plan.pipeline.degree=8"});
   const ProfileCostBook costs(s.hardware, s.cost_models);
   const std::vector<std::int64_t> split = balanced_layer_split(s.arch, s.plan, costs);
   REQUIRE(split.size() == 8);
