@@ -91,7 +91,8 @@ TEST_CASE("Gallery: DeepSeek-V3's MTP module and its Hugging Face size", "[unit]
   CHECK(s.arch.mtp_block().ffn == Ffn::moe);
 }
 
-TEST_CASE("Gallery: DeepSeek-V3's FLOPs per token are its published 250 GFLOPs within 2%", "[unit][gallery]") {
+TEST_CASE("Gallery: DeepSeek-V3's and LLaMA-405B's FLOPs per token are their published ones within 2%",
+          "[unit][gallery]") {
   // Zhao et al. 2025, "Insights into DeepSeek-V3" (ISCA '25, arXiv 2505.09343) Table 2: training
   // cost 250 GFLOPs per token at sequence length 4096 (the main model: 6 x active weights and the
   // causal MLA scores). The MTP module is counted apart (f.mtp).
@@ -101,6 +102,11 @@ TEST_CASE("Gallery: DeepSeek-V3's FLOPs per token are its published 250 GFLOPs w
   // The scores by hand: 61 layers x 6 x (S + 1) / 2 keys x 128 heads x (192 + 128) widths.
   CHECK(f.attention_scores == Approx(61.0 * 6 * 4097.0 / 2 * 128 * (192 + 128)));
   CHECK(f.mtp > 0);
+  // The same table: LLaMA-405B (dense), 2448 GFLOPs per token at sequence length 4096.
+  const Scenario llama =
+      load_scenario(test::source_path("scenarios/gallery/llama3-405b.json"), {"architecture.sequence_length=4096"});
+  const FlopsPerToken g = flop_conventions().get("olmo-core").per_token(llama.arch, build_inventory(llama.arch));
+  CHECK(g.total / 1e9 == Approx(2448).epsilon(0.02));
 }
 
 TEST_CASE("Megatron's FLOP count: MLA, MTP and Mamba layers as training.py counts them", "[unit][gallery]") {
