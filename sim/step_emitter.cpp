@@ -64,22 +64,6 @@ CollectiveRequest collective_request(CollectiveKind kind, double bytes, const Co
   return request;
 }
 
-EpTransferRequest ep_transfer_request(const Architecture& arch, const ParallelPlan& plan, double bytes) {
-  const CommunicatorShape shape = communicator_shape(plan, Communicator::ep_mp);
-  EpTransferRequest request;
-  request.bytes = bytes;
-  request.ranks = static_cast<int>(shape.ranks);
-  request.ranks_per_node = static_cast<int>(shape.ranks_per_node);
-  request.top_k = arch.moe ? dbl(arch.moe->top_k) : 1.0;
-  request.experts = arch.moe ? dbl(arch.moe->num_experts) : 1.0;
-  if (arch.moe) {
-    request.expert_groups = dbl(arch.moe->expert_groups);
-    request.groups_per_token = dbl(arch.moe->groups_per_token);
-  }
-  request.pxn = plan.ep_pxn;
-  return request;
-}
-
 const CommCost& StepEmitter::priced_ep_transfer(double bytes) {
   // Consecutive calls mostly move the same bytes (every layer's dispatch and combine): the last
   // answer is checked before the map (its nodes never move).

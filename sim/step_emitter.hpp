@@ -104,9 +104,6 @@ struct CollectiveCall {
 
 // The cost book's request for `kind` moving `bytes` over a communicator of `shape`.
 CollectiveRequest collective_request(CollectiveKind kind, double bytes, const CommunicatorShape& shape);
-// The cost book's request for one EP dispatch or combine of `bytes` (all routed copies) over the
-// EP-MP communicator.
-EpTransferRequest ep_transfer_request(const Architecture& arch, const ParallelPlan& plan, double bytes);
 
 class StepEmitter {
  public:

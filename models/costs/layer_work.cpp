@@ -31,8 +31,8 @@ PassTimes block_compute(const LayerWork& w) {
 // MultiTokenPredictionLayer), after the main model on the last stage: the next tokens' embedding
 // lookup, the norms of the hidden state and of that embedding and their concatenation (read 2 x d,
 // write 2 x d, then 2d again), the [2d] -> [d] projection, a block like the last layer (its routed
-// experts on evenly routed rows; the EP all-to-alls of that block are not priced), and the shared
-// head with its loss once more (`edge`: the main head, already priced).
+// experts on evenly routed rows, its EP dispatch and combine exposed; expert TP's gathers are not
+// priced), and the shared head with its loss once more (`edge`: the main head, already priced).
 PassTimes mtp_module(const Architecture& a, const ParallelPlan& plan, const CostBook& c, double T,
                      const EdgeWork& edge) {
   const double e = bytes_of(plan.precision.compute), d = dbl(a.d_model);
@@ -44,7 +44,17 @@ PassTimes mtp_module(const Architecture& a, const ParallelPlan& plan, const Cost
   }
   PassTimes t = add(edge.embed, elementwise(c, T * e * 6 * d));
   t = add(t, linear(c, format_of(plan, LinearClass::attention), T, 2 * d, d));
-  t = add(t, block_compute(layer_work(a, plan, c, a.num_layers - 1, T, rows)));
+  const LayerWork block = layer_work(a, plan, c, a.num_layers - 1, T, rows);
+  t = add(t, block_compute(block));
+  if (block.moe && plan.ep > 1) {
+    // Its dispatch and combine, exposed as in the step-time bound: both forward, the combine's
+    // gradient twice backward.
+    const auto transfer = [&](double bytes) {
+      return c.ep_transfer(plan.ep_transport, ep_transfer_request(a, plan, bytes)).time_s;
+    };
+    t.fwd += transfer(block.dispatch_bytes) + transfer(block.a2a_bytes);
+    t.bwd += 2 * transfer(block.a2a_bytes);
+  }
   return add(t, edge.head);
 }
 

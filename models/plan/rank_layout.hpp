@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/arch/inventory.hpp"
+#include "models/common/cost_types.hpp"
 #include "models/plan/parallel_plan.hpp"
 
 namespace moesim {
@@ -92,5 +93,9 @@ struct LocalTensor {
 // The tensors of one PP stage as one rank of that stage holds them under `plan`.
 std::vector<LocalTensor> stage_tensors(const Inventory& inv, const Architecture& arch, const ParallelPlan& plan,
                                        std::int64_t stage);
+
+// The cost book's request for one EP dispatch or combine of `bytes` (all routed copies) over the
+// EP-MP communicator.
+EpTransferRequest ep_transfer_request(const Architecture& arch, const ParallelPlan& plan, double bytes);
 
 }  // namespace moesim
