@@ -120,9 +120,10 @@ class Enumerator {
       if (PlanRule rule = tensor_parallel_rule(base_.arch, c.tp, base_.plan.sequence_parallel); !rule.path.empty())
         return std::move(rule.message);
     }
-    if (c.ep > 1 && (!base_.arch.moe || base_.arch.moe->num_experts % c.ep != 0))
-      return "EP degree does not divide the routed experts";
-    if (base_.arch.sequence_length % (2 * c.cp) != 0) return "the sequence does not split into 2 x CP chunks";
+    if (c.ep > 1) {
+      if (PlanRule rule = expert_parallel_rule(base_.arch, c.ep); !rule.path.empty()) return std::move(rule.message);
+    }
+    if (PlanRule rule = context_parallel_rule(base_.arch, c.cp); !rule.path.empty()) return std::move(rule.message);
     const std::int64_t step_tokens = c.microbatch * base_.arch.sequence_length * (dp / c.cp);
     if (space_.global_batch_tokens < step_tokens) return "global batch is smaller than one microbatch per DP rank";
     if (space_.global_batch_tokens % step_tokens != 0)

@@ -300,6 +300,10 @@ struct PlanRule {
   std::string message;
 };
 PlanRule tensor_parallel_rule(const Architecture& arch, std::int64_t tp, bool sequence_parallel);
+// The architecture's rules for an EP-MP degree and a CP degree (validate_plan and the planner's
+// refusals both ask them).
+PlanRule expert_parallel_rule(const Architecture& arch, std::int64_t ep);
+PlanRule context_parallel_rule(const Architecture& arch, std::int64_t cp);
 
 struct BatchShape {
   std::int64_t microbatch_tokens = 0;  // per rank

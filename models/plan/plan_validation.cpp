@@ -42,15 +42,7 @@ void check_context_parallel(const ParallelPlan& p, const Architecture& a, const 
     fail(cp, "world size " + s(p.world()) + " is not divisible by PP x TP x CP = " + s(p.pp) + " x " + s(p.tp) + " x " +
                  s(p.cp));
   }
-  if (a.sequence_length % (2 * p.cp) != 0) {
-    fail(cp, "the sequence length " + s(a.sequence_length) + " does not split into 2 x CP = " + s(2 * p.cp) +
-                 " equal chunks (the load-balanced causal split)");
-  }
-  if (a.has_mixer(Mixer::mamba)) {
-    fail(cp,
-         "context parallelism is modeled for attention layers; this architecture has Mamba-2 layers, whose scan "
-         "passes its state along the sequence (allowed: degree 1)");
-  }
+  if (const PlanRule rule = context_parallel_rule(a, p.cp); !rule.path.empty()) fail(rule.path, rule.message);
   if (p.cp_variant == CpVariant::all_to_all) {
     const std::int64_t heads = a.attention.num_heads / p.tp;
     const std::int64_t kv = std::max<std::int64_t>(1, a.attention.key_heads() / p.tp);
@@ -62,6 +54,28 @@ void check_context_parallel(const ParallelPlan& p, const Architecture& a, const 
   }
 }
 }  // namespace
+
+PlanRule expert_parallel_rule(const Architecture& a, std::int64_t ep) {
+  const std::string path = "expert_parallel.degree";
+  if (!a.moe) return {path, "EP degree " + s(ep) + " needs an MoE architecture"};
+  if (a.moe->num_experts % ep != 0)
+    return {path, "EP-MP degree " + s(ep) + " does not divide the " + s(a.moe->num_experts) + " routed experts"};
+  return {};
+}
+
+PlanRule context_parallel_rule(const Architecture& a, std::int64_t cp) {
+  const std::string path = "context_parallel.degree";
+  if (a.sequence_length % (2 * cp) != 0) {
+    return {path, "the sequence length " + s(a.sequence_length) + " does not split into 2 x CP = " + s(2 * cp) +
+                      " equal chunks (the load-balanced causal split)"};
+  }
+  if (cp > 1 && a.has_mixer(Mixer::mamba)) {
+    return {path,
+            "context parallelism is modeled for attention layers; this architecture has Mamba-2 layers, whose scan "
+            "passes its state along the sequence (allowed: degree 1)"};
+  }
+  return {};
+}
 
 PlanRule tensor_parallel_rule(const Architecture& a, std::int64_t t, bool sequence_parallel) {
   const std::string tp = "tensor_parallel.degree";
@@ -152,11 +166,7 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
          "selective)");
   }
   if (p.ep > 1) {
-    if (!a.moe) fail("expert_parallel.degree", "EP degree " + s(p.ep) + " needs an MoE architecture");
-    if (a.moe->num_experts % p.ep != 0) {
-      fail("expert_parallel.degree",
-           "EP-MP degree " + s(p.ep) + " does not divide the " + s(a.moe->num_experts) + " routed experts");
-    }
+    if (const PlanRule rule = expert_parallel_rule(a, p.ep); !rule.path.empty()) fail(rule.path, rule.message);
     if (p.stage_ranks() % (p.ep * p.etp) != 0) {
       fail("expert_parallel.degree", "EP-MP degree " + s(p.ep) + " x expert TP " + s(p.etp) + " does not divide the " +
                                          s(p.stage_ranks()) + " ranks of a pipeline stage (TP " + s(p.tp) + " x DP " +
