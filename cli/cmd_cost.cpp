@@ -175,7 +175,7 @@ struct GroupedArgs {
 
 struct AttentionArgs {
   Common c;
-  std::int64_t sequences = 1, seq_len = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  std::int64_t sequences = 1, seq_len = 0, heads = 0, kv_heads = 0, head_dim = 0, v_head_dim = 0, window = 0;
   bool no_causal = false;
 };
 
@@ -242,11 +242,16 @@ int run_attention(const AttentionArgs& a) {
                          "); allowed: a divisor of --heads (grouped-query attention)");
   }
   s.head_dim = a.head_dim;
+  s.v_head_dim = static_cast<double>(a.v_head_dim);
+  s.window = static_cast<double>(a.window);
   s.causal = !a.no_causal;
+  if (a.window > 0 && !s.causal)
+    throw InputError("moesim cost attention", "--window", "a sliding window is causal; drop --no-causal");
   const AttentionTime t = model.time(hw, s);
   const std::string head = std::string(s.causal ? "causal" : "full") + " flash attention, " +
                            std::to_string(a.sequences) + " x " + std::to_string(a.seq_len) + " tokens, " +
-                           std::to_string(a.heads) + " heads x " + std::to_string(a.head_dim) + " on " + hw.name;
+                           std::to_string(a.heads) + " heads x " + std::to_string(a.head_dim) +
+                           (a.window > 0 ? ", window " + std::to_string(a.window) : "") + " on " + hw.name;
   nlohmann::json j = {{"profile", hw.name},
                       {"model", model.name()},
                       {"request",
@@ -257,6 +262,8 @@ int run_attention(const AttentionArgs& a) {
                         {"head_dim", a.head_dim},
                         {"causal", s.causal}}},
                       {"result", {{"forward", kernel_json(t.forward)}, {"backward", kernel_json(t.backward)}}}};
+  if (a.v_head_dim > 0) j["request"]["v_head_dim"] = a.v_head_dim;
+  if (a.window > 0) j["request"]["window"] = a.window;
   emit(a.c, head + "\n" + kernel_line("  forward", t.forward) + kernel_line("  backward", t.backward), j);
   return 0;
 }
@@ -360,6 +367,9 @@ Runner add_cost_command(CLI::App& app) {
   at->add_option("--kv-heads", att->kv_heads, "key/value heads (default: = heads)")->check(positive_number());
   at->add_option("--head-dim", att->head_dim, "head dimension")->required()->check(positive_number());
   at->add_flag("--no-causal", att->no_causal, "full (non-causal) attention");
+  at->add_option("--v-head-dim", att->v_head_dim, "value head dimension (default: = head-dim; MLA: 128 against 192)")
+      ->check(positive_number());
+  at->add_option("--window", att->window, "sliding window in keys (causal)")->check(positive_number());
 
   auto mem = std::make_shared<MemoryArgs>();
   auto* me = add_sub(cost, "memory", "memory-bound kernel: bytes read + written", mem->c);

@@ -62,9 +62,11 @@ class FlashAttentionCost final : public AttentionCost {
     t.backward = roofline(hw, bwd_flops, hw.compute.attention_bwd_TFLOPs.value, bwd_bytes);
     return t;
   }
-  // The SSD scan's chunk matmuls (ssd_flops_per_token) at the profile's attention rates, the
-  // backward twice the forward (two gradient matmuls per forward one). HBM: forward reads x, B, C
-  // and dt and writes y, and writes then reads each chunk's FP32 state; backward twice that.
+  // The SSD scan's chunk matmuls (ssd_flops_per_token) at the profile's attention rates (an
+  // assumption: no profile holds a measured SSD kernel rate), the backward twice the forward (two
+  // gradient matmuls per forward one). HBM: forward reads x, B, C and dt and writes y, and writes
+  // then reads each chunk's FP32 state; backward twice that. At training shapes this is HBM-bound,
+  // as PyTorch's "Accelerating Mamba2 with Kernel Fusion" (2025) finds the original kernels.
   AttentionTime scan(const HardwareProfile& hw, const ScanShape& s) const override {
     require_positive(s.tokens, "tokens");
     require_positive(s.heads, "heads");

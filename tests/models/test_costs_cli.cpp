@@ -49,6 +49,16 @@ TEST_CASE("moesim cost gemm, grouped-gemm, attention and memory run", "[unit]") 
   CHECK(run("cost attention" + profile() + " --sequences 2 --seq-len 8192 --heads 32 --kv-heads 8 --head-dim 128") ==
         0);
   CHECK(run("cost memory" + profile() + " --bytes 256MiB") == 0);
+  // A sliding window and MLA's value width: the request carries them, the FLOPs follow them.
+  REQUIRE(run("cost attention" + profile() +
+              " --seq-len 4096 --heads 64 --kv-heads 8 --head-dim 64 --window 128 --json " + out) == 0);
+  const nlohmann::json w = nlohmann::json::parse(slurp(out));
+  CHECK(w["request"]["window"] == 128);
+  CHECK(w["result"]["forward"]["flops"].get<double>() == Approx(2.0 * (4096.0 * 128 - 128.0 * 128 / 2) * 64 * 128));
+  REQUIRE(run("cost attention" + profile() + " --seq-len 4096 --heads 128 --head-dim 192 --v-head-dim 128 --json " +
+              out) == 0);
+  CHECK(nlohmann::json::parse(slurp(out))["result"]["forward"]["flops"].get<double>() ==
+        Approx(2.0 * 4096 * 4096 / 2 * 128 * (192 + 128)));
 }
 
 TEST_CASE("moesim cost rejects bad input with exit code 2", "[unit]") {
@@ -72,6 +82,7 @@ TEST_CASE("moesim cost rejects bad input with exit code 2", "[unit]") {
   CHECK(run("cost grouped-gemm" + profile() + " --n 8 --k 8") == 2);
   CHECK(run("cost attention" + profile() + " --seq-len 8192 --heads 32 --head-dim 128 --kv-heads 8") == 0);
   CHECK(run("cost attention" + profile() + " --seq-len 8192 --heads 32 --head-dim 128 --kv-heads 5") == 2);
+  CHECK(run("cost attention" + profile() + " --seq-len 8192 --heads 32 --head-dim 128 --window 128 --no-causal") == 2);
   CHECK(run("cost ep" + profile() + " --bytes 1GiB --ranks 8 --ranks-per-node 3 --top-k 4 --experts 64") == 2);
   CHECK(run("cost") == 2);
 }
@@ -131,6 +142,7 @@ TEST_CASE("moesim cost --list names every registered model with a description an
   }
   CHECK(run("cost attention" + profile() + " --seq-len 8192 --heads 32 --head-dim 128 --kv-heads 8") == 0);
   CHECK(run("cost attention" + profile() + " --seq-len 8192 --heads 32 --head-dim 128 --kv-heads 5") == 2);
+  CHECK(run("cost attention" + profile() + " --seq-len 8192 --heads 32 --head-dim 128 --window 128 --no-causal") == 2);
   CHECK(run("cost ep" + profile() + " --bytes 1GiB --ranks 8 --ranks-per-node 3 --top-k 4 --experts 64") == 2);
   CHECK(run("cost") == 2);  // neither a kernel nor --list
 }
