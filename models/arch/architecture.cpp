@@ -23,6 +23,7 @@ LayerSpec Architecture::layer(std::int64_t l) const {
 
 Ffn Architecture::layer_ffn(std::int64_t l) const {
   if (!layer_pattern.empty()) {
+    if (l < 0 || l >= static_cast<std::int64_t>(layer_pattern.size())) return Ffn::none;  // not a layer
     const char c = layer_pattern[static_cast<std::size_t>(l)];
     return c == kMlpLayer ? Ffn::dense : c == kMoeLayer ? Ffn::moe : Ffn::none;
   }
@@ -32,6 +33,7 @@ Ffn Architecture::layer_ffn(std::int64_t l) const {
 
 Mixer Architecture::layer_mixer(std::int64_t l) const {
   if (layer_pattern.empty()) return Mixer::attention;
+  if (l < 0 || l >= static_cast<std::int64_t>(layer_pattern.size())) return Mixer::none;  // not a layer
   const char c = layer_pattern[static_cast<std::size_t>(l)];
   return c == kMambaLayer ? Mixer::mamba : c == kAttentionLayer ? Mixer::attention : Mixer::none;
 }
