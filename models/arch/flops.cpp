@@ -132,15 +132,15 @@ FlopsPerToken weight_flops(std::string_view convention, const Architecture& a, c
 }
 
 // PaLM (Chowdhery et al. 2022, App. B): 6N + 12*L*H*Q*T with full (non-causal) attention over T
-// = S keys, on every attention layer (MLA: q/k and v head widths apart). Megatron-LM's (Narayanan
-// et al. 2021) formula counts a dense GPT the same way.
+// = S keys, on every attention layer (MLA: q/k and v head widths apart). torchtitan's
+// get_num_flop_per_token and Narayanan et al. 2021's dense-GPT formula count the same way.
 class PalmConvention final : public FlopConvention {
  public:
   PalmConvention()
       : FlopConvention(
             "palm",
-            "PaLM (Chowdhery et al. 2022, App. B): 6N plus full (non-causal) attention scores, as Megatron-LM counts a "
-            "GPT") {}
+            "PaLM (Chowdhery et al. 2022, App. B): 6N plus full (non-causal) attention scores, as torchtitan counts "
+            "(get_num_flop_per_token)") {}
   std::string_view source() const override {
     return "PaLM App. B: 6 x active matmul params + 12*L*heads*head_dim*S (no causal discount, no window)";
   }
