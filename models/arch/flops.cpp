@@ -1,6 +1,5 @@
 #include "models/arch/flops.hpp"
 
-#include <algorithm>
 #include <memory>
 
 #include "models/common/cost_types.hpp"
@@ -59,11 +58,6 @@ void count_layer(const Architecture& a, const LayerSpec& s, FlopsPerToken& f) {
   }
 }
 
-double sum(const FlopsPerToken& f) {
-  return f.attention_projections + f.attention_scores + f.dense_mlp + f.router + f.experts + f.mamba + f.mtp +
-         f.lm_head;
-}
-
 // Olmo-core's benchmark formula (DESIGN.md, from Olmo-core's MoE benchmark FLOP counter):
 // per layer 6(d*d_attn + 2*d*kv_heads*head_dim + d_attn*d) + 12*heads*head_dim*(S+1)/2 (causal
 // half); dense MLP 18*d*h; MoE 6*d*N (router) + 18*d*h_e*K + 18*d*h_shared; plus 6*d*V. The same
@@ -89,9 +83,9 @@ class OlmoCoreConvention final : public FlopConvention {
     if (a.mtp_layers > 0) {
       FlopsPerToken block;
       count_layer(a, a.mtp_block(), block);
-      f.mtp = dbl(a.mtp_layers) * (sum(block) + 6.0 * 2.0 * d * d + 6.0 * d * V);
+      f.mtp = dbl(a.mtp_layers) * (block.parts() + 6.0 * 2.0 * d * d + 6.0 * d * V);
     }
-    f.total = sum(f);
+    f.total = f.parts();
     return f;
   }
 };
@@ -151,7 +145,7 @@ class PalmConvention final : public FlopConvention {
     const double per_layer = 6.0 * dbl(a.attn_dim() + a.attn_out_dim()) * dbl(a.sequence_length);
     f.attention_scores = dbl(attention_layers) * per_layer;
     f.mtp += dbl(a.mtp_layers) * per_layer;
-    f.total = sum(f);
+    f.total = f.parts();
     return f;
   }
 };
@@ -164,7 +158,7 @@ class SixNConvention final : public FlopConvention {
   std::string_view source() const override { return "Kaplan et al. 2020: 6 x active matmul params"; }
   FlopsPerToken per_token(const Architecture& a, const Inventory& inv) const override {
     FlopsPerToken f = weight_flops(name(), a, inv);
-    f.total = sum(f);
+    f.total = f.parts();
     return f;
   }
 };

@@ -26,6 +26,10 @@ struct FlopsPerToken {
   double mamba = 0;           // Mamba-2 mixers: in/out projections and the SSD scan
   double mtp = 0;             // multi-token prediction modules: block, projection, head
   double lm_head = 0;
+  // The parts' sum (what `total` holds once a convention has counted them).
+  double parts() const {
+    return attention_projections + attention_scores + dense_mlp + router + experts + mamba + mtp + lm_head;
+  }
 };
 
 class FlopConvention : public Registered {

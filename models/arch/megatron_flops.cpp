@@ -32,11 +32,9 @@ class MegatronConvention final : public FlopConvention {
     if (a.mtp_layers > 0) {
       FlopsPerToken block;
       count(a, a.mtp_block(), block);
-      const double block_total =
-          block.attention_projections + block.attention_scores + block.dense_mlp + block.experts + block.mamba;
-      f.mtp = D * (block_total + 6.0 * (3.0 * d + 2.0 * d * d) + 6.0 * d * V);
+      f.mtp = D * (block.parts() + 6.0 * (3.0 * d + 2.0 * d * d) + 6.0 * d * V);
     }
-    f.total = f.attention_projections + f.attention_scores + f.dense_mlp + f.experts + f.mamba + f.mtp + f.lm_head;
+    f.total = f.parts();  // the router stays 0: Megatron does not count it
     return f;
   }
 

@@ -1,5 +1,6 @@
 #include "models/costs/layer_work.hpp"
 
+#include <algorithm>
 #include <numeric>
 
 #include "models/common/units.hpp"
@@ -21,8 +22,9 @@ PassTimes scaled(PassTimes t, double k) { return {t.fwd * k, t.bwd * k, t.wgrad 
 // The compute of a block as one stream would run it: the parts before the dispatch, the routed
 // experts beside the shared ones, the parts after the combine.
 PassTimes block_compute(const LayerWork& w) {
-  const auto longer = [](const PassTimes& x, const PassTimes& y) { return x.bwd >= y.bwd ? x : y; };
-  return add(add(w.pre, longer(w.experts, w.shared)), w.post);
+  const PassTimes beside{std::max(w.experts.fwd, w.shared.fwd), std::max(w.experts.bwd, w.shared.bwd),
+                         std::max(w.experts.wgrad, w.shared.wgrad)};
+  return add(add(w.pre, beside), w.post);
 }
 
 }  // namespace

@@ -308,18 +308,15 @@ BufferEvents events_of(const LossBuffers& l, std::size_t& next_id) {
 
 // The events back as steps (each free naming its allocation's index in the new order), with their
 // peaks.
-LossBuffers steps_of(const std::vector<BufferEvent>& forward, const std::vector<BufferEvent>& backward) {
+LossBuffers steps_of(const std::vector<BufferEvent>& forward, const std::vector<BufferEvent>& backward,
+                     std::size_t ids) {
   LossBuffers l;
-  std::vector<std::pair<std::size_t, int>> index;  // event id -> allocation index
+  std::vector<int> index(ids, -1);  // event id -> allocation index
+  int allocated = 0;
   const auto convert = [&](const std::vector<BufferEvent>& events, std::vector<LossBuffers::Step>& into) {
     for (const BufferEvent& ev : events) {
-      if (ev.allocates) {
-        index.emplace_back(ev.id, static_cast<int>(index.size()));
-        into.push_back({ev.bytes, -1});
-        continue;
-      }
-      for (const auto& [id, at] : index)
-        if (id == ev.id) into.push_back({0, at});
+      if (ev.allocates) index[ev.id] = allocated++;
+      into.push_back(ev.allocates ? LossBuffers::Step{ev.bytes, -1} : LossBuffers::Step{0, index[ev.id]});
     }
   };
   convert(forward, l.forward_steps);
@@ -355,7 +352,7 @@ LossBuffers loss_per_token(const Architecture& a, const ParallelPlan& plan) {
   }
   for (auto it = unwinds.rbegin(); it != unwinds.rend(); ++it) backward.insert(backward.end(), it->begin(), it->end());
   backward.insert(backward.end(), head.backward.begin(), head.backward.end());
-  return steps_of(forward, backward);
+  return steps_of(forward, backward, next);
 }
 
 }  // namespace moesim

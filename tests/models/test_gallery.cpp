@@ -14,10 +14,6 @@ using namespace moesim;
 
 namespace {
 
-Scenario gallery(const std::string& name) {
-  return load_scenario(test::source_path("scenarios/gallery/" + name + ".json"), {});
-}
-
 // What a published count counts: the model card's active count may leave out the input embedding
 // (it is a lookup, no FLOPs), and a model card's total may leave out multi-token prediction.
 struct Published {
@@ -57,7 +53,7 @@ TEST_CASE("Gallery: every model's parameters are its published count within 2%",
   CHECK(files == std::size(kPublished));  // one row per gallery scenario
   for (const Published& p : kPublished) {
     INFO(p.name << ": " << p.source);
-    const Scenario s = gallery(p.name);
+    const Scenario s = test::gallery(p.name);
     const Inventory inv = build_inventory(s.arch);
     // The main model: MTP modules apart (DeepSeek-V3's card counts them separately).
     double mtp = 0, mtp_active = 0, embedding = 0;
@@ -83,7 +79,7 @@ TEST_CASE("Gallery: DeepSeek-V3's MTP module and its Hugging Face size", "[unit]
   // README: "685B, which includes 671B of the Main Model weights and 14B of the Multi-Token
   // Prediction (MTP) Module weights"; the checkpoint stores the MTP module's own copies of the
   // shared embedding and head (2 x V x d), which training shares and moesim counts once.
-  const Scenario s = gallery("deepseek-v3");
+  const Scenario s = test::gallery("deepseek-v3");
   const Inventory inv = build_inventory(s.arch);
   const double copies = 2.0 * 129280 * 7168;
   CHECK((inv.params_total + copies) / 1e9 == Approx(685).epsilon(0.01));
@@ -96,7 +92,7 @@ TEST_CASE("Gallery: DeepSeek-V3's and LLaMA-405B's FLOPs per token are their pub
   // Zhao et al. 2025, "Insights into DeepSeek-V3" (ISCA '25, arXiv 2505.09343) Table 2: training
   // cost 250 GFLOPs per token at sequence length 4096 (the main model: 6 x active weights and the
   // causal MLA scores). The MTP module is counted apart (f.mtp).
-  const Scenario s = gallery("deepseek-v3");
+  const Scenario s = test::gallery("deepseek-v3");
   const FlopsPerToken f = flop_conventions().get("olmo-core").per_token(s.arch, build_inventory(s.arch));
   CHECK((f.total - f.mtp) / 1e9 == Approx(250).epsilon(0.02));
   // The scores by hand: 61 layers x 6 x (S + 1) / 2 keys x 128 heads x (192 + 128) widths.
@@ -112,13 +108,13 @@ TEST_CASE("Gallery: DeepSeek-V3's and LLaMA-405B's FLOPs per token are their pub
 TEST_CASE("Megatron's FLOP count: MLA, MTP and Mamba layers as training.py counts them", "[unit][gallery]") {
   const Registry<FlopConvention>& conventions = flop_conventions();
   {  // A dense GQA model: 6 (d (q + 2 kv) + q d) + 6 S q per layer, 18 d h, 6 d V; no causal +1.
-    const Scenario s = gallery("llama3-8b");
+    const Scenario s = test::gallery("llama3-8b");
     const FlopsPerToken f = conventions.get("megatron").per_token(s.arch, build_inventory(s.arch));
     const double d = 4096, q = 4096, kv = 1024, S = 8192, h = 14336, V = 128256;
     CHECK(f.total == Approx(32 * (6 * (d * (q + 2 * kv) + q * d) + 6 * S * q + 18 * d * h) + 6 * d * V));
   }
   {  // Nemotron-H: hybrid_flops' Mamba term with d_in = 2d and its 7 d_in N scan; squared-ReLU MLPs 12 d h.
-    const Scenario s = gallery("nemotron-h-8b");
+    const Scenario s = test::gallery("nemotron-h-8b");
     const FlopsPerToken f = conventions.get("megatron").per_token(s.arch, build_inventory(s.arch));
     const double d = 4096, din = 8192, N = 128, G = 8, H = 128;
     const double mamba = 3 * (2 * d * (2 * din + 2 * G * N + H) + 7 * din * N + 2 * din * d);
@@ -126,7 +122,7 @@ TEST_CASE("Megatron's FLOP count: MLA, MTP and Mamba layers as training.py count
     CHECK(f.dense_mlp == Approx(24 * 12 * d * 21504.0));
   }
   {  // DeepSeek-V3: the MTP depth is one more MoE layer, its norms and projection and the logits again.
-    const Scenario s = gallery("deepseek-v3");
+    const Scenario s = test::gallery("deepseek-v3");
     const FlopsPerToken f = conventions.get("megatron").per_token(s.arch, build_inventory(s.arch));
     const double d = 7168, V = 129280;
     CHECK(f.mtp > 6 * d * V + 6 * (3 * d + 2 * d * d));

@@ -20,16 +20,6 @@ const HardwareProfile& b300() { return test::b300_profile(); }
 double launch_s() { return b300().compute.kernel_launch_us.value * 1e-6; }
 const AttentionCost& flash() { return attention_cost_models().get("flash"); }
 
-Scenario gallery(const std::string& name, const std::vector<std::string>& sets = {}) {
-  return load_scenario(test::source_path("scenarios/gallery/" + name + ".json"), sets);
-}
-
-std::vector<LayerOpKind> kinds(const LayerOps& l) {
-  std::vector<LayerOpKind> out;
-  for (const auto& op : l.ops) out.push_back(op.kind);
-  return out;
-}
-
 // The architecture error of `arch` (a JSON text), or "" when it parses.
 std::string arch_error(const std::string& arch) {
   try {
@@ -75,7 +65,7 @@ TEST_CASE("MLA attention: q/k and v head widths apart", "[unit][layers]") {
 }
 
 TEST_CASE("gpt-oss alternates window and full layers, each priced once", "[unit][layers]") {
-  const Scenario s = gallery("gpt-oss-120b");
+  const Scenario s = test::gallery("gpt-oss-120b");
   CHECK(s.arch.layer(0).window == 128);
   CHECK(s.arch.layer(1).window == 0);
   CHECK(s.arch.layer(34).window == 128);
@@ -105,14 +95,14 @@ TEST_CASE("A Mamba-2 scan: SSD FLOPs and bytes by hand", "[unit][layers]") {
 }
 
 TEST_CASE("A Mamba-2 layer's ops, an MLP-only layer's and an attention-only layer's", "[unit][layers]") {
-  const Scenario s = gallery("nemotron-h-8b", {"plan.tensor_parallel.degree=1"});
+  const Scenario s = test::gallery("nemotron-h-8b", {"plan.tensor_parallel.degree=1"});
   test::FakeCosts costs;
   costs.memory_s = 1e-4;
   costs.scan_s = 5e-3;
   REQUIRE(s.arch.layer_pattern.substr(0, 5) == "M-M-M");
   const LayerOps m = layer_ops(s.arch, s.plan, costs, 0, 8192, {});
-  CHECK(kinds(m) == std::vector<LayerOpKind>{LayerOpKind::mixer_elementwise, LayerOpKind::mamba_in_projection,
-                                             LayerOpKind::ssd_scan, LayerOpKind::mamba_out_projection});
+  CHECK(test::kinds(m) == std::vector<LayerOpKind>{LayerOpKind::mixer_elementwise, LayerOpKind::mamba_in_projection,
+                                                   LayerOpKind::ssd_scan, LayerOpKind::mamba_out_projection});
   // The scan op: the conv and gated norm (one memory-bound kernel each pass) and the SSD scan.
   CHECK(m.ops[2].times.fwd == Approx(1e-4 + 5e-3));
   CHECK(m.ops[2].times.bwd == Approx(1e-4 + 5e-3));
@@ -121,22 +111,23 @@ TEST_CASE("A Mamba-2 layer's ops, an MLP-only layer's and an attention-only laye
   CHECK(m.ops[1].times.bwd == Approx(2e-3));
   CHECK_FALSE(m.moe);
   const LayerOps mlp = layer_ops(s.arch, s.plan, costs, 1, 8192, {});
-  CHECK(kinds(mlp) == std::vector<LayerOpKind>{LayerOpKind::dense_mlp});
+  CHECK(test::kinds(mlp) == std::vector<LayerOpKind>{LayerOpKind::dense_mlp});
   const LayerOps attention = layer_ops(s.arch, s.plan, costs, 7, 8192, {});
   REQUIRE(s.arch.layer_pattern[7] == '*');
-  CHECK(kinds(attention) == std::vector<LayerOpKind>{LayerOpKind::attention_elementwise, LayerOpKind::qkv_projection,
-                                                     LayerOpKind::attention_core, LayerOpKind::output_projection});
+  CHECK(test::kinds(attention) == std::vector<LayerOpKind>{LayerOpKind::attention_elementwise,
+                                                           LayerOpKind::qkv_projection, LayerOpKind::attention_core,
+                                                           LayerOpKind::output_projection});
   // Under TP 2 (the gallery's plan) a Mamba layer opens and closes a TP region like attention.
-  const Scenario tp = gallery("nemotron-h-8b");
+  const Scenario tp = test::gallery("nemotron-h-8b");
   const LayerOps m2 = layer_ops(tp.arch, tp.plan, costs, 0, 8192, {});
-  CHECK(kinds(m2) == std::vector<LayerOpKind>{LayerOpKind::mixer_elementwise, LayerOpKind::tp_enter,
-                                              LayerOpKind::mamba_in_projection, LayerOpKind::ssd_scan,
-                                              LayerOpKind::mamba_out_projection, LayerOpKind::tp_exit,
-                                              LayerOpKind::residual});
+  CHECK(test::kinds(m2) == std::vector<LayerOpKind>{LayerOpKind::mixer_elementwise, LayerOpKind::tp_enter,
+                                                    LayerOpKind::mamba_in_projection, LayerOpKind::ssd_scan,
+                                                    LayerOpKind::mamba_out_projection, LayerOpKind::tp_exit,
+                                                    LayerOpKind::residual});
 }
 
 TEST_CASE("A non-gated MLP has one up projection and 2 d h weights", "[unit][layers]") {
-  const Scenario s = gallery("mpt-7b");
+  const Scenario s = test::gallery("mpt-7b");
   const Inventory inv = build_inventory(s.arch);
   bool found = false;
   for (const TensorInfo& t : inv.tensors) {
@@ -172,7 +163,7 @@ TEST_CASE("Architecture errors name the key and what is allowed", "[unit][layers
 }
 
 TEST_CASE("An MTP module adds a block, a projection and the head once more on the last stage", "[unit][layers]") {
-  const Scenario with = gallery("deepseek-v3", {"plan.batch.global_batch_tokens=1048576"});
+  const Scenario with = test::gallery("deepseek-v3", {"plan.batch.global_batch_tokens=1048576"});
   Architecture without = with.arch;
   without.mtp_layers = 0;
   const ProfileCostBook costs(with.hardware, with.cost_models);

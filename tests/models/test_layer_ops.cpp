@@ -17,12 +17,6 @@ namespace {
 const std::string kMoe = "scenarios/fig8/moe-ddp-ep8.json";
 const std::string kDense = "scenarios/fig8/dense-ddp.json";
 
-std::vector<LayerOpKind> kinds(const LayerOps& l) {
-  std::vector<LayerOpKind> out;
-  for (const auto& op : l.ops) out.push_back(op.kind);
-  return out;
-}
-
 PassTimes total(const LayerOps& l) {
   PassTimes t;
   for (const auto& op : l.ops) t = add(t, op.times);
@@ -40,9 +34,9 @@ TEST_CASE("a dense block is attention then its MLP, with no communication point"
   const ProfileCostBook costs(s.hardware, s.cost_models);
   const LayerOps l = layer_ops(s.arch, s.plan, costs, 0, 16384, {});
   CHECK_FALSE(l.moe);
-  CHECK(kinds(l) == std::vector<LayerOpKind>{LayerOpKind::attention_elementwise, LayerOpKind::qkv_projection,
-                                             LayerOpKind::attention_core, LayerOpKind::output_projection,
-                                             LayerOpKind::dense_mlp});
+  CHECK(test::kinds(l) == std::vector<LayerOpKind>{LayerOpKind::attention_elementwise, LayerOpKind::qkv_projection,
+                                                   LayerOpKind::attention_core, LayerOpKind::output_projection,
+                                                   LayerOpKind::dense_mlp});
   for (const auto& op : l.ops) {
     INFO(name_of(op.kind));
     CHECK(op.place == OpPlace::main);
@@ -65,7 +59,7 @@ TEST_CASE("an MoE block puts the routed experts between the EP dispatch and comb
   const double tokens = 16384;
   const LayerOps l = layer_ops(s.arch, s.plan, costs, layer, tokens, even_rows(s.arch, s.plan, tokens));
   REQUIRE(l.moe);
-  const auto k = kinds(l);
+  const auto k = test::kinds(l);
   const auto at = [&](LayerOpKind x) { return std::find(k.begin(), k.end(), x) - k.begin(); };
   CHECK(at(LayerOpKind::router) < at(LayerOpKind::permute));
   CHECK(at(LayerOpKind::permute) < at(LayerOpKind::ep_dispatch));
@@ -98,7 +92,7 @@ TEST_CASE("an FP8 dispatch adds a forward-only cast before the EP dispatch point
   std::int64_t layer = 0;
   while (!s.arch.is_moe_layer(layer)) ++layer;
   const LayerOps l = layer_ops(s.arch, s.plan, costs, layer, 16384, even_rows(s.arch, s.plan, 16384));
-  const auto k = kinds(l);
+  const auto k = test::kinds(l);
   const auto cast = std::find(k.begin(), k.end(), LayerOpKind::dispatch_cast);
   REQUIRE(cast != k.end());
   CHECK(*(cast + 1) == LayerOpKind::ep_dispatch);
@@ -108,7 +102,7 @@ TEST_CASE("an FP8 dispatch adds a forward-only cast before the EP dispatch point
   CHECK(l.dispatch_bytes < l.a2a_bytes);
   const ProfileCostBook bf16_costs(bf16.hardware, bf16.cost_models);
   const auto b =
-      kinds(layer_ops(bf16.arch, bf16.plan, bf16_costs, layer, 16384, even_rows(bf16.arch, bf16.plan, 16384)));
+      test::kinds(layer_ops(bf16.arch, bf16.plan, bf16_costs, layer, 16384, even_rows(bf16.arch, bf16.plan, 16384)));
   CHECK(std::find(b.begin(), b.end(), LayerOpKind::dispatch_cast) == b.end());
 }
 

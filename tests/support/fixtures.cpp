@@ -18,6 +18,16 @@ namespace moesim::test {
 
 namespace fs = std::filesystem;
 
+Scenario gallery(const std::string& name, const std::vector<std::string>& sets) {
+  return load_scenario(source_path("scenarios/gallery/" + name + ".json"), sets);
+}
+
+std::vector<LayerOpKind> kinds(const LayerOps& ops) {
+  std::vector<LayerOpKind> out;
+  for (const auto& op : ops.ops) out.push_back(op.kind);
+  return out;
+}
+
 const HardwareProfile& b300_profile() {
   static const HardwareProfile hw = [] {
     const std::string path = source_path("hardware_profiles/b300-hgx.json");

@@ -9,6 +9,7 @@
 
 #include "models/arch/inventory.hpp"
 #include "models/common/errors.hpp"
+#include "models/costs/layer_ops.hpp"
 #include "models/input/scenario.hpp"
 #include "models/memory/ledger.hpp"
 
@@ -32,6 +33,12 @@ class TempDir {
 
 // The bundled B300 profile (hardware_profiles/b300-hgx.json), parsed once.
 const HardwareProfile& b300_profile();
+
+// A gallery scenario (scenarios/gallery/NAME.json) with `sets` applied.
+Scenario gallery(const std::string& name, const std::vector<std::string>& sets = {});
+
+// The kinds of a block's ops, in list order.
+std::vector<LayerOpKind> kinds(const LayerOps& ops);
 
 // The bundled Figure 8 MoE scenario for `plan` (ddp, ddp-ep8, fsdp) with N routed experts.
 Scenario fig8(const std::string& plan, int experts);
