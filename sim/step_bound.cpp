@@ -5,6 +5,7 @@
 
 #include "models/costs/layer_work.hpp"
 #include "sim/pipeline_schedule.hpp"
+#include "sim/schedules/param_sync.hpp"
 #include "sim/step_builder.hpp"
 #include "sim/step_emitter.hpp"
 
@@ -29,8 +30,10 @@ struct ChunkTimes {
 
 class BoundBuilder {
  public:
-  BoundBuilder(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs)
-      : arch_(arch),
+  BoundBuilder(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs,
+               const Inventory* inv = nullptr)
+      : inv_(inv),
+        arch_(arch),
         plan_(plan),
         costs_(costs),
         shape_(batch_shape(plan, arch)),
@@ -89,7 +92,7 @@ class BoundBuilder {
         if (opens) head += first_chunk[t].fwd + hop;
         if (closes) tail += first_chunk[t].bwd + hop;
       }
-      const double chain = head + work[s] + tail;
+      const double chain = std::max(head + work[s] + tail, costs_.step_host_s() + serial_sync_s(s));
       if (chain > out.step_s) out = {chain, static_cast<std::int64_t>(s)};
     }
     return out;
@@ -248,6 +251,21 @@ class BoundBuilder {
     return collective_s(CollectiveKind::send_recv, bytes, Communicator::pp_neighbours);
   }
 
+  // The parameter-sync strategy's serial stream on stage s (sim/schedules/param_sync.hpp), which
+  // the host's share of the step precedes (0 for unit_compute_times, which has no inventory).
+  double serial_sync_s(std::size_t stage) const {
+    if (inv_ == nullptr) return 0.0;
+    const ParamSyncModel& sync = param_sync_for(plan_);
+    UnitTable<double> numel(arch_.num_layers), experts(arch_.num_layers);
+    for (const LocalTensor& lt : stage_tensors(*inv_, arch_, plan_, static_cast<std::int64_t>(stage))) {
+      numel[lt.tensor->layer] += lt.local_numel;
+      if (lt.tensor->cls == TensorClass::routed_expert) experts[lt.tensor->layer] += lt.local_numel;
+    }
+    return sync.serial_stream_s(
+        {plan_, costs_, shape_.microbatches, arch_.num_layers, arch_.tie_embeddings, numel, experts});
+  }
+
+  const Inventory* inv_;
   const Architecture& arch_;
   const ParallelPlan& plan_;
   const CostBook& costs_;
@@ -262,8 +280,9 @@ std::vector<double> unit_compute_times(const Architecture& arch, const ParallelP
   return BoundBuilder(arch, plan, costs).unit_times();
 }
 
-StepBound step_time_lower_bound(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs) {
-  return BoundBuilder(arch, plan, costs).bound();
+StepBound step_time_lower_bound(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
+                                const CostBook& costs) {
+  return BoundBuilder(arch, plan, costs, &inv).bound();
 }
 
 }  // namespace moesim

@@ -3,7 +3,8 @@
 // every task of the replay takes at least its solo time (a ResourceSharing rate is at most 1),
 // a rank's compute stream runs its tasks one after another, and a pipeline stage cannot start
 // before the first microbatch's forward has crossed the stages before it, nor finish before
-// the last backward has crossed them back. Tests check bound <= replayed step on many plans.
+// the last backward has crossed them back; nor sooner than the collectives a design runs one after
+// another on one stream. Tests check bound <= replayed step on many plans.
 #pragma once
 
 #include <vector>
@@ -19,7 +20,10 @@ struct StepBound {
   std::int64_t bound_stage = 0;  // the stage whose chain gives the bound
 };
 
-StepBound step_time_lower_bound(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs);
+// `inv`: the architecture's inventory (the units a design's serial stream moves: FSDP's gathers
+// and reduce-scatters, sim/schedules/param_sync.hpp).
+StepBound step_time_lower_bound(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
+                                const CostBook& costs);
 
 // Compute-stream time of one microbatch's forward and backward (recompute included) through each
 // unit, slowest shard: the embedding first, then every layer, then the LM head (num_layers + 2).

@@ -47,7 +47,7 @@ PlanScreen screen_plan(const Scenario& sc, const Inventory& inv) {
   const ProfileCostBook costs(sc.hardware, sc.cost_models);
   PlanScreen out;
   out.ledger = scenario_ledger(sc, inv);
-  out.bound = step_time_lower_bound(sc.arch, sc.plan, costs);
+  out.bound = step_time_lower_bound(sc.arch, inv, sc.plan, costs);
   out.params_total = inv.params_total;
   out.flops = flop_conventions().get(sc.flop_convention).per_token(sc.arch, inv);
   return out;

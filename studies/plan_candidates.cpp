@@ -66,7 +66,7 @@ class Enumerator {
   void pipelines(Choice& c) {
     for (const auto& pp : values_of(space_, "pp")) {
       c.pp = pp.get<std::int64_t>();
-      // Without PP there is no schedule to choose; FSDP with EP is not modelled (validate_plan).
+      // Without PP there is no schedule to choose.
       for_each(c.pp > 1 ? values_of(space_, "schedule") : one("1f1b"), [&](const nlohmann::json& s) {
         c.schedule = s.get<std::string>();
         for_each(c.pp > 1 ? values_of(space_, "split") : one("even"), [&](const nlohmann::json& split) {
@@ -111,6 +111,8 @@ class Enumerator {
     if (c.hsdp > 0 && dp % c.hsdp != 0) return "HSDP shard degree does not divide the DP degree";
     if (c.hsdp >= dp) return "HSDP shard degree is not below the DP degree (that is plain FSDP)";
     if (c.ep > 1 && (dp * c.tp) % c.ep != 0) return "EP degree does not divide the ranks of a stage (TP x DP)";
+    if (c.ep > 1 && c.hsdp > 0 && (c.hsdp * c.tp) % c.ep != 0)
+      return "EP degree does not divide the ranks of one FSDP shard group (shard degree x TP)";
     if ((c.precision == "fp8" && !base_.hardware.compute.fp8_gemm) ||
         (c.precision == "mxfp8" && !base_.hardware.compute.mxfp8_gemm))
       return "the hardware profile has no " + c.precision + " GEMM rates";

@@ -13,11 +13,23 @@ namespace moesim {
 
 namespace {
 
-// FSDP2 shards every tensor on dim 0 into ceil(dim0 / F) rows per rank (padded).
-double fsdp_shard_numel(const TensorInfo& t, std::int64_t group) {
+// FSDP2 shards a tensor on dim 0 into ceil(dim0 / F) rows per rank (padded). A routed expert's
+// local tensor (its E / EP experts stacked on dim 0) is sharded over the experts' shard group;
+// torchtitan shards it on dim 1 instead when that group x EP exceeds the experts, so that no rank
+// holds padding rows of whole experts (torchtitan/distributed/fsdp.py apply_fsdp_to_decoder).
+double fsdp_shard_numel(const LocalTensor& lt, const ParallelPlan& plan) {
+  const TensorInfo& t = *lt.tensor;
   const double rows = static_cast<double>(t.shape.front());
-  const double rest = static_cast<double>(t.numel) / rows;
-  return std::ceil(rows / static_cast<double>(group)) * rest;
+  if (t.cls != TensorClass::routed_expert) {
+    const double group = static_cast<double>(plan.shard_group());
+    return std::ceil(rows / group) * static_cast<double>(t.numel) / rows * lt.tp_share;
+  }
+  const double group = static_cast<double>(plan.expert_shard_group());
+  const double local_rows = rows / static_cast<double>(plan.ep);
+  if (group * static_cast<double>(plan.ep) <= rows || t.shape.size() < 2)
+    return std::ceil(local_rows / group) * lt.local_numel / local_rows;
+  const double cols = static_cast<double>(t.shape[1]);
+  return std::ceil(cols / group) * lt.local_numel / cols;
 }
 
 }  // namespace
@@ -32,11 +44,12 @@ std::vector<LedgerItem> fsdp_sharded_state(const std::vector<LocalTensor>& tenso
   report.layout = std::string(name_of(opt.layout));
   // FSDP2 mixed precision: sharded FP32 parameters (the main weights), sharded gradients in the
   // same dtype, sharded optimizer states; BF16 compute weights exist only while gathered.
-  const std::int64_t f = plan.shard_group();
+  const std::int64_t f = plan.shard_group(), fe = plan.expert_shard_group();
   double shard = 0;
-  for (const auto& lt : tensors) shard += fsdp_shard_numel(*lt.tensor, f) * lt.tp_share;
+  for (const auto& lt : tensors) shard += fsdp_shard_numel(lt, plan);
   items.push_back({"sharded main weights", MemClass::main_weights, shard * main_b,
-                   "ceil(dim0/F) rows per tensor x " + std::to_string(int(main_b)) + " B, F=" + std::to_string(f)});
+                   "ceil(dim0/F) rows per tensor x " + std::to_string(int(main_b)) + " B, F=" + std::to_string(f) +
+                       (fe != f ? ", experts over " + std::to_string(fe) : "")});
   items.push_back({"sharded gradients", MemClass::grad_buffers, shard * main_b, "same shard, param dtype"});
   items.push_back({"sharded optimizer states", MemClass::optimizer_states, shard * state_b,
                    std::to_string(opt.states()) + " state(s) x " + std::string(name_of(opt.state_dtype))});

@@ -26,7 +26,7 @@ StageView view_of(const Architecture& a, const ParallelPlan& plan, const std::ve
   }
   v.has_head = v.places.back().stage == stage;  // the last stage, or stage 0 in a V
   for (const auto& lt : tensors) {
-    v.unit_numel[lt.tensor->layer] += dbl(lt.tensor->numel) * lt.tp_share;
+    v.unit_numel[lt.tensor->layer] += lt.local_numel;
     auto& big = v.largest_local[lt.tensor->layer];
     big = std::max(big, lt.local_numel);
   }

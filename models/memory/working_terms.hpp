@@ -19,7 +19,7 @@ struct StageView {
   std::vector<LayerPlace> places;                // every layer's place (layer_places)
   std::vector<std::int64_t> layers;              // block indices of this stage
   bool has_head = false;                         // runs final norm + LM head + loss
-  std::map<std::int64_t, double> unit_numel;     // FSDP unit (layer index) -> full numel
+  std::map<std::int64_t, double> unit_numel;     // FSDP unit (layer index) -> numel gathered on this rank
   std::map<std::int64_t, double> largest_local;  // layer -> largest local tensor numel
 };
 StageView view_of(const Architecture& a, const ParallelPlan& plan, const std::vector<LocalTensor>& tensors,

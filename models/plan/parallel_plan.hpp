@@ -228,6 +228,10 @@ struct ParallelPlan {
   // sequence parallelism, else the whole microbatch.
   double sequence_share() const { return sequence_parallel ? 1.0 / static_cast<double>(tp) : 1.0; }
   std::int64_t shard_group() const { return fsdp_shard == 0 ? dp() : fsdp_shard; }
+  // FSDP with EP: the ranks each routed expert shard is sharded over (torchtitan's "efsdp" mesh,
+  // parallel_dims.py: dp_shard x cp x tp / ep): the shard group's ranks, its TP ranks included,
+  // divided by EP x ETP. Without EP the experts share the shard group.
+  std::int64_t expert_shard_group() const { return ep * etp > 1 ? shard_group() * tp / (ep * etp) : shard_group(); }
   // Model chunks each stage runs: v with the interleaved schedule, 2 with a V-shape one (1F1B-V,
   // ZB-V) under PP, else 1.
   std::int64_t model_chunks() const {

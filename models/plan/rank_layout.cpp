@@ -103,6 +103,8 @@ CommunicatorShape communicator_shape(const ParallelPlan& plan, Communicator comm
     case Communicator::ep_dp: return {plan.ep_dp(), members_per_domain(plan.ep_dp(), plan.ep * plan.etp, domain)};
     case Communicator::etp: return {plan.etp, members_per_domain(plan.etp, 1, domain)};
     case Communicator::fsdp_shard: return {plan.shard_group(), members_per_domain(plan.shard_group(), t, domain)};
+    case Communicator::expert_shard:
+      return {plan.expert_shard_group(), members_per_domain(plan.expert_shard_group(), plan.ep * plan.etp, domain)};
     case Communicator::hsdp_replica: {
       const std::int64_t replicas = plan.dp() / plan.shard_group();
       return {replicas, members_per_domain(replicas, plan.shard_group() * t, domain)};
@@ -124,6 +126,10 @@ std::int64_t communicator_instance(const ParallelPlan& plan, const RankCoords& c
     case Communicator::ep_dp: return coords.ep_mp * plan.etp + coords.etp;
     case Communicator::etp: return coords.stage_rank / plan.etp;
     case Communicator::fsdp_shard: return coords.dp / plan.shard_group() * plan.tp + coords.tp;
+    case Communicator::expert_shard:
+      // The shard group's ranks (shard degree x TP, consecutive) split EP-MP x ETP innermost.
+      return coords.stage_rank / (plan.shard_group() * plan.tp) * plan.ep * plan.etp + coords.ep_mp * plan.etp +
+             coords.etp;
     case Communicator::hsdp_replica: return coords.dp % plan.shard_group() * plan.tp + coords.tp;
     case Communicator::pp_neighbours: return coords.stage_rank;
   }

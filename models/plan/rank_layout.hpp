@@ -39,13 +39,16 @@ RankCoords coords_of(const ParallelPlan& plan, std::int64_t rank);
 //   ep_mp         ranks holding different expert shards (dispatch and combine);
 //   ep_dp         ranks holding copies of the same expert shard (their gradient reduction);
 //   fsdp_shard    FSDP's shard group (the whole DP group, or F ranks under HSDP);
-//   hsdp_replica  ranks holding the same FSDP shard (HSDP's replica all-reduce);
+//   expert_shard  FSDP with EP: the ranks sharding one expert shard (the shard group's ranks
+//                 holding the same EP-MP x ETP slice; torchtitan's efsdp);
+//   hsdp_replica  ranks holding the same FSDP shard (HSDP's replica all-reduce, experts' too);
 //   pp_neighbours one rank of each of two neighbouring stages (activation transfers).
 enum class Communicator : std::uint8_t {
   dp,
   ep_mp,
   ep_dp,
   fsdp_shard,
+  expert_shard,
   hsdp_replica,
   pp_neighbours,
   tp,

@@ -17,13 +17,48 @@
 //   microbatches after the first add their output into the sharded gradient on the
 //   reduce-scatter stream;
 // - HSDP: the replica all-reduce on its own stream and communicator, on the final microbatch;
+// - with EP, a block's routed experts are sharded over their own group (torchtitan's per-parameter
+//   meshes, torchtitan/distributed/fsdp.py apply_fsdp_to_decoder: the experts on the efsdp mesh,
+//   the rest on the dense one): each gather and reduce-scatter is one collective per group, one
+//   after the other on the same streams;
 // - with reshard_after_forward=False (fsdp2_shard_grad_op) no unit is gathered for backward: each
 //   stays gathered from its forward.
+#include <array>
+
 #include "sim/schedules/param_sync.hpp"
 
 namespace moesim {
 
 namespace {
+
+// A unit's elements by the group they are sharded over: all of them over the shard group, or
+// with EP the routed experts over the experts' shard group and the rest over the shard group.
+struct ShardPart {
+  double numel = 0;
+  std::int64_t group = 1;
+  Communicator communicator = Communicator::fsdp_shard;
+};
+struct ShardParts {
+  std::array<ShardPart, 2> part{};
+  std::size_t count = 0;
+  const ShardPart* begin() const { return part.data(); }
+  const ShardPart* end() const { return part.data() + count; }
+};
+ShardParts shard_parts(const ParallelPlan& p, double numel, double expert_numel) {
+  const double experts = p.expert_shard_group() != p.shard_group() ? expert_numel : 0.0;
+  ShardParts out;
+  if (numel - experts > 0 || experts == 0) out.part[out.count++] = {numel - experts, p.shard_group()};
+  if (experts > 0) out.part[out.count++] = {experts, p.expert_shard_group(), Communicator::expert_shard};
+  return out;
+}
+
+// Olmo-core keeps the LM head gathered through backward and skips the embedding's backward
+// gather (its backward needs no weight); with tied embeddings both live in the root unit.
+// Without reshard_after_forward every unit is still gathered from its forward.
+bool gathered_for_backward(std::int64_t unit, std::int64_t last_unit, bool tied_embeddings, bool regather) {
+  const bool edge = unit == -1 || unit == last_unit;
+  return regather && (!edge || tied_embeddings);
+}
 
 class Fsdp2 final : public ParamSync {
  public:
@@ -64,11 +99,15 @@ class Fsdp2 final : public ParamSync {
         {rank_.rank, StreamKind::compute, PhaseTag::fsdp_reduce, microbatch, unit},
         n * (bytes_of(precision.compute) + bytes_of(precision.reduce)), MemoryKernel::elementwise,
         "reduce-scatter copy-in", grads_ready, last_reduce_scatter_);
-    const double shard = n / dbl(rank_.plan.shard_group());
-    TaskId reduced = rank_.emit.collective({rank_.rank, StreamKind::comm_dp, PhaseTag::fsdp_reduce, microbatch, unit},
-                                           {Communicator::fsdp_shard, CollectivePurpose::fsdp_reduce_scatter,
-                                            CollectiveKind::reduce_scatter, n * bytes_of(precision.reduce)},
-                                           staged);
+    double shard = 0;
+    TaskId reduced = staged;
+    for (const ShardPart& part : parts(unit)) {
+      shard += part.numel / dbl(part.group);
+      reduced = rank_.emit.collective({rank_.rank, StreamKind::comm_dp, PhaseTag::fsdp_reduce, microbatch, unit},
+                                      {part.communicator, CollectivePurpose::fsdp_reduce_scatter,
+                                       CollectiveKind::reduce_scatter, part.numel * bytes_of(precision.reduce)},
+                                      reduced);
+    }
     last_reduce_scatter_ = reduced;
     if (microbatch > 0) {
       // grad += output in FP32: read both, write the sum.
@@ -87,9 +126,12 @@ class Fsdp2 final : public ParamSync {
   }
 
   void end_of_step() override {
-    double local = 0;
+    double local = 0, experts = 0;
     for (double n : rank_.local_params.values()) local += n;
-    const double shard = local / dbl(rank_.plan.shard_group());
+    if (rank_.plan.expert_shard_group() != rank_.plan.shard_group())
+      for (double n : rank_.unit_expert_numel.values()) experts += n;
+    const double shard = (local - experts) / dbl(rank_.plan.shard_group()) +
+                         (experts > 0 ? experts / dbl(rank_.plan.expert_shard_group()) : 0.0);
     const TaskId clipped = clip_gradients(rank_, shard, reductions_);
     const UpdateTraffic update = update_traffic(rank_.plan.optimizer, rank_.plan.precision.grad_accum);
     rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::optimizer, -1, -1},
@@ -99,32 +141,37 @@ class Fsdp2 final : public ParamSync {
  private:
   double numel(std::int64_t unit) const { return rank_.unit_numel[unit]; }
 
-  // Olmo-core keeps the LM head gathered through backward and skips the embedding's backward
-  // gather (its backward needs no weight); with tied embeddings both live in the root unit.
-  // Without reshard_after_forward every unit is still gathered from its forward.
+  ShardParts parts(std::int64_t unit) const {
+    return shard_parts(rank_.plan, numel(unit), rank_.unit_expert_numel[unit]);
+  }
+
   bool gathered_for_backward(std::int64_t unit) const {
-    const bool edge = unit == -1 || unit == rank_.last_unit;
-    return regather_for_backward_ && (!edge || rank_.tied_embeddings);
+    return moesim::gathered_for_backward(unit, rank_.last_unit, rank_.tied_embeddings, regather_for_backward_);
   }
 
   TaskId copy_out_of(std::int64_t unit) const { return copy_outs_[unit]; }
 
   // Copy-in (cast the FP32 shard to BF16, copy it into the flat buffer) and the all-gather.
+  // One per shard group of the unit.
   TaskId gather(const UnitVisit& visit, std::int64_t unit, TaskId after) {
     const PrecisionSpec& precision = rank_.plan.precision;
-    const double n = numel(unit), shard = n / dbl(rank_.plan.shard_group());
     const double weight = bytes_of(precision.compute), main = bytes_of(rank_.plan.optimizer.main_weight_dtype);
     const TaskPlace copy_in{rank_.rank, StreamKind::copy_in, PhaseTag::fsdp_gather, visit.microbatch, unit};
-    const TaskId cast = rank_.emit.memory_kernel(copy_in, shard * (main + weight), MemoryKernel::elementwise,
-                                                 "all-gather copy-in cast", after);
-    const TaskId staged =
-        rank_.emit.memory_kernel(copy_in, 2 * shard * weight, MemoryKernel::copy, "all-gather copy-in", cast);
-    return rank_.emit.collective(
-        {rank_.rank, StreamKind::comm_dp, PhaseTag::fsdp_gather, visit.microbatch, unit},
-        {Communicator::fsdp_shard,
-         visit.backward ? CollectivePurpose::fsdp_gather_backward : CollectivePurpose::fsdp_gather_forward,
-         CollectiveKind::all_gather, n * weight},
-        staged);
+    TaskId gathered = kNoTask;
+    for (const ShardPart& part : parts(unit)) {
+      const double shard = part.numel / dbl(part.group);
+      const TaskId cast = rank_.emit.memory_kernel(copy_in, shard * (main + weight), MemoryKernel::elementwise,
+                                                   "all-gather copy-in cast", after);
+      const TaskId staged =
+          rank_.emit.memory_kernel(copy_in, 2 * shard * weight, MemoryKernel::copy, "all-gather copy-in", cast);
+      gathered = rank_.emit.collective(
+          {rank_.rank, StreamKind::comm_dp, PhaseTag::fsdp_gather, visit.microbatch, unit},
+          {part.communicator,
+           visit.backward ? CollectivePurpose::fsdp_gather_backward : CollectivePurpose::fsdp_gather_forward,
+           CollectiveKind::all_gather, part.numel * weight},
+          staged);
+    }
+    return gathered;
   }
 
   // The compute stream copies the gathered flat buffer out into the unit's parameters (read and
@@ -153,6 +200,25 @@ class Fsdp2Model final : public ParamSyncModel {
       : ParamSyncModel(name, description), regather_(regather_for_backward) {}
   std::unique_ptr<ParamSync> make(const RankContext& rank) const override {
     return std::make_unique<Fsdp2>(rank, regather_);
+  }
+  // Every gather and reduce-scatter of the stage's units, each microbatch, on the one comm_dp
+  // stream (the shard group's communicator serialises them).
+  double serial_stream_s(const SyncStage& s) const override {
+    const PrecisionSpec& precision = s.plan.precision;
+    double per_microbatch = 0;
+    for (std::int64_t unit = -1; unit <= s.last_unit; ++unit) {
+      if (!(s.unit_numel[unit] > 0)) continue;
+      const double passes = gathered_for_backward(unit, s.last_unit, s.tied_embeddings, regather_) ? 2.0 : 1.0;
+      for (const ShardPart& part : shard_parts(s.plan, s.unit_numel[unit], s.unit_expert_numel[unit])) {
+        const CommunicatorShape shape = communicator_shape(s.plan, part.communicator);
+        const auto solo = [&](CollectiveKind kind, double bytes) {
+          return s.costs.collective(collective_request(kind, bytes, shape)).time_s;
+        };
+        per_microbatch += passes * solo(CollectiveKind::all_gather, part.numel * bytes_of(precision.compute)) +
+                          solo(CollectiveKind::reduce_scatter, part.numel * bytes_of(precision.reduce));
+      }
+    }
+    return dbl(s.microbatches) * per_microbatch;
   }
 
  private:

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/common/registry.hpp"
+#include "models/costs/cost_book.hpp"
 #include "models/costs/optimizer_traffic.hpp"
 #include "models/plan/rank_layout.hpp"
 #include "sim/step_emitter.hpp"
@@ -24,11 +25,12 @@ struct RankContext {
   const SimRank& coords;
   const ParallelPlan& plan;
   std::int64_t microbatches = 1;
-  std::int64_t last_unit = 0;               // the final norm and LM head (num_layers)
-  bool tied_embeddings = false;             // the LM head is the embedding
-  const std::vector<LocalTensor>& tensors;  // the stage's tensors as this rank holds them
-  const UnitTable<double>& local_params;    // elements held per unit
-  const UnitTable<double>& unit_numel;      // full (unsharded) elements per unit
+  std::int64_t last_unit = 0;                  // the final norm and LM head (num_layers)
+  bool tied_embeddings = false;                // the LM head is the embedding
+  const std::vector<LocalTensor>& tensors;     // the stage's tensors as this rank holds them
+  const UnitTable<double>& local_params;       // elements held per unit
+  const UnitTable<double>& unit_numel;         // elements per unit when gathered on this rank
+  const UnitTable<double>& unit_expert_numel;  // of which routed experts (their own shard group)
   StepEmitter& emit;
 };
 
@@ -53,10 +55,24 @@ class ParamSync {
   virtual void end_of_step() = 0;
 };
 
+// One stage's units as a bound on the strategy's serial stream sees them (sim/step_bound.hpp).
+struct SyncStage {
+  const ParallelPlan& plan;
+  const CostBook& costs;
+  std::int64_t microbatches = 1;
+  std::int64_t last_unit = 0;
+  bool tied_embeddings = false;
+  const UnitTable<double>& unit_numel;         // elements per unit gathered on a rank (0: not on the stage)
+  const UnitTable<double>& unit_expert_numel;  // of which routed experts
+};
+
 class ParamSyncModel : public Registered {
  public:
   using Registered::Registered;
   virtual std::unique_ptr<ParamSync> make(const RankContext& rank) const = 0;
+  // The least time the collectives it runs one after another on one stream take in a step of the
+  // stage, each at its solo time: no replay ends the step sooner. 0 when none bound the step.
+  virtual double serial_stream_s(const SyncStage&) const { return 0.0; }
 };
 
 // The registry entry of a strategy class constructible from a RankContext.

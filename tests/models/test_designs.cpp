@@ -102,14 +102,9 @@ TEST_CASE("FSDP2 without reshard_after_forward gathers each unit once per microb
 }
 
 TEST_CASE("The planner searches the designs it does not search by default when asked", "[unit][plan]") {
-  const ScenarioSource source =
-      read_scenario(test::source_path("scenarios/fig8/moe-ddp.json"),
-                    {"architecture.moe.num_experts=8", "plan.batch.global_batch_tokens=262144"});
-  PlanRequest q;
-  q.gpus = 8;
-  q.search = {"design=zero2,fsdp-noreshard,ddp", "microbatch=2", "recompute=none", "pp=1"};
-  const PlanSpace space = plan_space(source, compose(source), q);
-  const PlanSearchResult r = search_plans(source, space, PlanSearchOptions{});
+  const PlanSearchResult r = test::plan_search(
+      "scenarios/fig8/moe-ddp.json", {"architecture.moe.num_experts=8", "plan.batch.global_batch_tokens=262144"}, 8,
+      {"design=zero2,fsdp-noreshard,ddp", "microbatch=2", "recompute=none", "pp=1"});
   std::set<std::string> families;
   for (const auto& f : r.families) {
     if (f.record) families.insert(f.family);

@@ -24,7 +24,7 @@ namespace {
 // The bound and the replayed step of `s`; the bound must be positive and at most the step.
 void check_bound(const Scenario& s) {
   const ProfileCostBook costs(s.hardware, s.cost_models);
-  const StepBound bound = step_time_lower_bound(s.arch, s.plan, costs);
+  const StepBound bound = step_time_lower_bound(s.arch, build_inventory(s.arch), s.plan, costs);
   const StepResult r = simulate(s, costs, SimOptions{}).result;
   INFO(r.design << " pp " << s.plan.pp << " m " << r.microbatches << ": bound " << bound.step_s << " s, replay "
                 << r.step_time_s << " s");
@@ -63,10 +63,23 @@ TEST_CASE("Step bound: pipelines (V-shape and zero-bubble too), recompute and sk
       {"design=ddp+ep2+pp4+1f1b_v", "plan.batch.global_batch_tokens=524288", "plan.activations.recompute=full"},
       {"design=ddp+ep2+pp4+zb_h1", "plan.batch.global_batch_tokens=524288"},
       {"design=fsdp+pp4+zbv", "plan.batch.global_batch_tokens=524288"},
+      // FSDP with EP (two gathers per MoE block), HSDP replicas, and without resharding.
+      {"design=fsdp+ep8", "plan.batch.global_batch_tokens=262144"},
+      {"design=fsdp+ep4+pp2", "plan.batch.global_batch_tokens=262144"},
+      {"design=fsdp+ep2+noreshard", "plan.batch.global_batch_tokens=262144"},
   };
   for (const auto& sets : plans) check_bound(load_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"), sets));
   check_bound(load_scenario(test::source_path("scenarios/deepseek-v3-ddp-ep8-pp16.json"),
                             {"plan.nodes=16", "plan.batch.global_batch_tokens=2097152"}));
+  // Where FSDP's gathers dominate, the bound is their serial stream: within a quarter of the step
+  // (the replay slows the gathers beside compute, interference.comm_slowdown_with_compute).
+  const Scenario gathers =
+      load_scenario(test::source_path("scenarios/deepseek-v3-ddp-ep8-pp16.json"),
+                    {"design=fsdp+hsdp16+ep2+pp16", "plan.nodes=32", "plan.batch.global_batch_tokens=4194304"});
+  check_bound(gathers);
+  const ProfileCostBook costs(gathers.hardware, gathers.cost_models);
+  const double bound = step_time_lower_bound(gathers.arch, build_inventory(gathers.arch), gathers.plan, costs).step_s;
+  CHECK(bound > 0.75 * simulate(gathers, costs, SimOptions{}).result.step_time_s);
 }
 
 TEST_CASE("Step bound: at most the replay on 60 plans drawn from the fuzz plan space", "[unit][bound]") {

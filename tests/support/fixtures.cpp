@@ -107,4 +107,13 @@ LedgerRun run_ledger(const Scenario& s) {
   return r;
 }
 
+PlanSearchResult plan_search(const std::string& file, const std::vector<std::string>& sets, std::int64_t gpus,
+                             const std::vector<std::string>& search) {
+  const ScenarioSource source = read_scenario(source_path(file), sets);
+  PlanRequest q;
+  q.gpus = gpus;
+  q.search = search;
+  return search_plans(source, plan_space(source, compose(source), q), PlanSearchOptions{});
+}
+
 }  // namespace moesim::test

@@ -12,6 +12,7 @@
 #include "models/costs/layer_ops.hpp"
 #include "models/input/scenario.hpp"
 #include "models/memory/ledger.hpp"
+#include "studies/plan_search.hpp"
 
 namespace moesim::test {
 
@@ -57,6 +58,10 @@ std::string slurp(const std::string& path);
 // group: `group` ranks).
 double persistent_bytes_per_param(const TensorInfo& tensor, double local_numel, std::int64_t group,
                                   const ParallelPlan& plan);
+
+// `moesim plan FILE --gpus N --search ...` on the scenario with `sets` applied (one thread).
+PlanSearchResult plan_search(const std::string& file, const std::vector<std::string>& sets, std::int64_t gpus,
+                             const std::vector<std::string>& search);
 
 struct LedgerRun {
   Scenario scenario;

@@ -21,9 +21,9 @@ class Fsdp2FullReshard final : public FsdpFamilyDesign {
   bool selected_by(const ParallelPlan& plan) const override { return plan.fsdp_reshard_after_forward; }
   NameParts name_parts(const ParallelPlan& plan) const override { return {hsdp_part(plan), ""}; }
   std::vector<PlannerFamily> families() const override {
-    PlannerFamily fsdp{"fsdp", true,  false,
-                       false,  false, {{"plan.design", "\"fsdp\""}, {"plan.fsdp.shard_degree", "0"}}};
-    PlannerFamily hsdp{"hsdp", true, true, false, false, {{"plan.design", "\"fsdp\""}}};
+    PlannerFamily fsdp{"fsdp", true, false,
+                       false,  true, {{"plan.design", "\"fsdp\""}, {"plan.fsdp.shard_degree", "0"}}};
+    PlannerFamily hsdp{"hsdp", true, true, false, true, {{"plan.design", "\"fsdp\""}}};
     return {fsdp, hsdp};
   }
 

@@ -28,7 +28,7 @@ class Fsdp2ShardGradOp final : public FsdpFamilyDesign {
          false,
          false,
          false,
-         false,
+         true,
          {{"plan.design", "\"fsdp\""}, {"plan.fsdp.shard_degree", "0"}, {"plan.fsdp.reshard_after_forward", "false"}}}};
   }
 

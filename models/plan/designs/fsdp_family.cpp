@@ -7,7 +7,8 @@ namespace moesim {
 
 namespace {
 constexpr GrammarPart kFsdpParts[] = {{"hsdp", "plan.fsdp.shard_degree", true, ""},
-                                      {"noreshard", "plan.fsdp.reshard_after_forward", false, "false"}};
+                                      {"noreshard", "plan.fsdp.reshard_after_forward", false, "false"},
+                                      {"ep", "plan.expert_parallel.degree", true, ""}};
 
 double unit_numel(const StageView& view, std::int64_t unit) {
   return view.unit_numel.count(unit) ? view.unit_numel.at(unit) : 0.0;
@@ -37,10 +38,20 @@ void FsdpFamilyDesign::check(const ParallelPlan& p, const Architecture&, const P
          "true needs the ddp design's resident compute weights; FSDP2 quantizes each gathered weight on use "
          "(allowed: false)");
   }
-  if (p.ep > 1) fail("expert_parallel.degree", "EP with design \"fsdp\" is not modeled; use design \"ddp\"");
+  if (p.etp > 1) {
+    fail("expert_parallel.tensor_degree",
+         "expert TP with design \"fsdp\" is not modeled (allowed: 1; expert TP runs with designs \"ddp\" and "
+         "\"zero2\")");
+  }
   if (p.fsdp_shard != 0 && p.dp() % p.fsdp_shard != 0) {
     fail("fsdp.shard_degree",
          "shard degree " + std::to_string(p.fsdp_shard) + " does not divide the DP degree " + std::to_string(p.dp()));
+  } else if (p.ep > 1 && (p.shard_group() * p.tp) % p.ep != 0) {
+    // torchtitan's EP borrows from the shard group's ranks (parallel_dims.py: dp_shard x cp x tp
+    // must be a multiple of EP); the HSDP replicas hold copies.
+    fail("expert_parallel.degree", "EP degree " + std::to_string(p.ep) + " does not divide the " +
+                                       std::to_string(p.shard_group() * p.tp) +
+                                       " ranks of one FSDP shard group (shard degree x TP)");
   }
 }
 

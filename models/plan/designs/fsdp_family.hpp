@@ -1,7 +1,8 @@
 // What the FSDP2 designs share (models/plan/designs/fsdp2_*.cpp): the "fsdp" word and its +hsdpN
-// part, torchtitan's defaults, the rules, FSDP2's sharded persistent state and update, and the
-// ledger items of gathered units and unsharded unit gradients. Each design adds how long a
-// gathered unit lives.
+// and +epN parts, torchtitan's defaults, the rules, FSDP2's sharded persistent state and update,
+// and the ledger items of gathered units and unsharded unit gradients. Each design adds how long a
+// gathered unit lives. With EP (torchtitan's MoE layout) each rank runs its E / EP experts, and
+// their weights are sharded over the experts' shard group (plan.expert_shard_group()).
 #pragma once
 
 #include <string>
