@@ -50,6 +50,7 @@ struct LayerBytes {
   std::size_t chunk = 0;
   double saved_attention = 0, saved_mlp = 0;
   double quant_forward = 0, quant_backward = 0, staging = 0;
+  double cp_forward = 0, cp_backward = 0;  // context parallelism's buffers around the attention
   double grads = 0, rebuilt = 0, weight_grad = 0;
   double gathered = 0, reduce_input = 0;  // FSDP: the unit's gathered weights, its reduce-scatter input
   double step_grads = 0;                  // FSDP: the unit's sharded gradients, made each step
@@ -77,6 +78,8 @@ class StageWalk {
       b.saved_mlp = T * saved.mlp;
       b.quant_forward = widest_quantized_operands(a, plan, l, T, routed, false);
       b.quant_backward = widest_quantized_operands(a, plan, l, T, routed, true);
+      b.cp_forward = context_parallel_buffers(a, plan, l, T, false).bytes;
+      b.cp_backward = context_parallel_buffers(a, plan, l, T, true).bytes;
       if (a.is_moe_layer(l)) {
         b.staging = staging;
         moe_blocks += 1;
@@ -201,7 +204,9 @@ class StageWalk {
       gather(i);
       prefetch(i, true);
       std::uint32_t q = trace_.take(b.quant_forward), st = trace_.take(b.staging);
+      std::uint32_t cp = trace_.take(b.cp_forward);  // while the attention runs, before its output is saved
       saved.push_back(trace_.take(b.saved_attention));
+      trace_.drop(cp);
       saved.push_back(trace_.take(b.saved_mlp));
       trace_.drop(st);
       trace_.drop(q);
@@ -230,6 +235,8 @@ class StageWalk {
         g = trace_.take(b.grads);
         st = trace_.take(b.staging);
         q = trace_.take(b.quant_backward);
+        std::uint32_t cp = trace_.take(b.cp_backward);
+        trace_.drop(cp);
       }
       if (p.weight_grads) {
         std::uint32_t w = trace_.take(b.weight_grad);

@@ -24,6 +24,7 @@ std::string_view name_of(MemClass c) {
     case MemClass::fsdp_materialized: return "fsdp_materialized";
     case MemClass::fsdp_grad_unsharded: return "fsdp_grad_unsharded";
     case MemClass::ep_comm_buffers: return "ep_comm_buffers";
+    case MemClass::cp_comm_buffers: return "cp_comm_buffers";
     case MemClass::optimizer_transients: return "optimizer_transients";
     case MemClass::weight_rebuild: return "weight_rebuild";
     case MemClass::quantized_operands: return "quantized_operands";

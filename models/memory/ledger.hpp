@@ -27,6 +27,7 @@ enum class MemClass {
   fsdp_materialized,
   fsdp_grad_unsharded,
   ep_comm_buffers,
+  cp_comm_buffers,       // context parallelism's K/V, output and gradient buffers (working)
   quantized_operands,    // FP8 / MXFP8 copies of a running GEMM's inputs (working)
   optimizer_transients,  // the update's temporaries (optimizer_step phase)
   weight_rebuild,        // the distributed optimizer's pack and gather buffers (weight_rebuild phase)

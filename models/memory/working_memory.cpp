@@ -253,6 +253,12 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
       }
       if (widest.bytes > 0) f.items.push_back(widest);
     }
+    LedgerItem cp;  // the widest layer's, while its attention runs
+    for (const std::int64_t l : v.layers) {
+      const LedgerItem x = context_parallel_buffers(a, plan, l, T, false);
+      if (x.bytes > cp.bytes) cp = x;
+    }
+    if (cp.bytes > 0) f.items.push_back(cp);
     phases.push_back(with_static(std::move(f)));
   }
   {
@@ -300,6 +306,8 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
         if (ep_staging.bytes > 0 && a.is_moe_layer(l)) p.items.push_back(ep_staging);
         const LedgerItem quantized = quantized_operands(a, plan, l, T, routed, true);
         if (quantized.bytes > 0) p.items.push_back(quantized);
+        const LedgerItem cp = context_parallel_buffers(a, plan, l, T, true);
+        if (cp.bytes > 0) p.items.push_back(cp);
         consider(std::move(p));
         still_saved -= saved[i];
         for (std::size_t f = 0; f < kSavedFormats; ++f) still_split[f] -= saved_split[i][f];

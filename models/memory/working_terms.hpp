@@ -39,6 +39,10 @@ LedgerItem quantized_operands(const Architecture& a, const ParallelPlan& plan, s
 double widest_quantized_operands(const Architecture& a, const ParallelPlan& plan, std::int64_t l, double T,
                                  const RoutedRows& routed, bool backward);
 LedgerItem optimizer_temporaries(const OptimizerSpec& o, double shard);
+// Context parallelism's buffers around layer `l`'s attention core in its forward or backward
+// (context_parallel_buffers.cpp); none without CP or for a layer without attention.
+LedgerItem context_parallel_buffers(const Architecture& a, const ParallelPlan& plan, std::int64_t l, double T,
+                                    bool backward);
 
 // The phase sets of working_memory (ledger.hpp) from a view and routed rows the caller already has.
 std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& plan,

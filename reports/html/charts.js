@@ -16,7 +16,7 @@ var moesimCharts = (function () {
     ["compute_weights", "#1f4e79"], ["grad_buffers", "#2e75b6"], ["main_weights", "#5b9bd5"],
     ["optimizer_states", "#9dc3e6"], ["activations", "#c55a11"], ["activation_grads", "#f4b183"],
     ["logits_loss", "#bf9000"], ["weight_grad_transient", "#ffd966"], ["fsdp_materialized", "#548235"],
-    ["fsdp_grad_unsharded", "#a9d18e"], ["ep_comm_buffers", "#7030a0"], ["optimizer_transients", "#c9a0dc"],
+    ["fsdp_grad_unsharded", "#a9d18e"], ["ep_comm_buffers", "#7030a0"], ["cp_comm_buffers", "#b4a7d6"], ["optimizer_transients", "#c9a0dc"],
     ["weight_rebuild", "#f4b183"], ["quantized_operands", "#b4c7e7"], ["allocator_fragmentation", "#a6a6a6"], ["runtime_reserves", "#595959"]];
   // Critical-rank time in the order sim/task_graph.hpp lists the phases, then idle.
   var PHASES = [

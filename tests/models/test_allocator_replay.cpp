@@ -12,26 +12,6 @@
 
 using namespace moesim;
 
-namespace {
-
-struct StageReplay {
-  AllocatorReplay replay;
-  StageLedger ledger;
-};
-
-StageReplay replay_stage0(const Scenario& s) {
-  const Inventory inv = build_inventory(s.arch);
-  const MemoryLedger ledger = scenario_ledger(s, inv);
-  const InFlight in_flight = schedule_in_flight(s.plan, batch_shape(s.plan, s.arch).microbatches);
-  OptimizerShardReport report;
-  const auto tensors = stage_tensors(inv, s.arch, s.plan, 0);
-  const auto persistent = persistent_state(tensors, s.plan, report);
-  return {replay_stage_allocations(s.arch, s.plan, tensors, persistent, 0, in_flight.chunks[0], in_flight.order[0], 0),
-          ledger.stages[0]};
-}
-
-}  // namespace
-
 TEST_CASE("the upcast cross-entropy holds 10 V bytes per token in its forward and 12 V in its backward", "[unit]") {
   // Figure 8 model: d = 4096, V = 100,352, BF16. Forward: the final-norm output 2d, BF16 logits
   // 2V, the FP32 upcast 4V and log-probabilities 4V; the upcast and the logits are then freed.
@@ -53,7 +33,7 @@ TEST_CASE("the replay's step tensors peak where the ledger's working set does", 
   // the ledger's working peak.
   for (const int n : {8, 48}) {
     INFO("N = " << n);
-    const StageReplay r = replay_stage0(test::fig8("ddp", n));
+    const test::StageReplay r = test::replay_stage0(test::fig8("ddp", n));
     CHECK(r.replay.working_allocated == Approx(r.ledger.peak_allocated - r.ledger.persistent_bytes).epsilon(1e-3));
     CHECK(r.replay.kept_from_start == Approx(r.ledger.persistent_bytes).epsilon(1e-9));
     CHECK(r.replay.working_reserved >= r.replay.working_allocated);
@@ -70,7 +50,7 @@ TEST_CASE("torch optimizers make their states at the first step, so the second s
   Scenario eager = test::fig8("ddp", 48);
   Scenario lazy = eager;
   lazy.plan.optimizer.kernels = OptimizerKernels::foreach;
-  const StageReplay e = replay_stage0(eager), l = replay_stage0(lazy);
+  const test::StageReplay e = test::replay_stage0(eager), l = test::replay_stage0(lazy);
   double states = 0;
   for (const LedgerItem& i : e.ledger.persistent)
     if (i.cls == MemClass::optimizer_states) states += i.bytes;

@@ -2,6 +2,7 @@
 
 #include "models/common/json_reader.hpp"
 #include "models/plan/rank_layout.hpp"
+#include "sim/pipeline_schedule.hpp"
 #include "sim/step_simulation.hpp"
 
 #include <atomic>
@@ -114,6 +115,17 @@ PlanSearchResult plan_search(const std::string& file, const std::vector<std::str
   q.gpus = gpus;
   q.search = search;
   return search_plans(source, plan_space(source, compose(source), q), PlanSearchOptions{});
+}
+
+StageReplay replay_stage0(const Scenario& s) {
+  const Inventory inv = build_inventory(s.arch);
+  const MemoryLedger ledger = scenario_ledger(s, inv);
+  const InFlight in_flight = schedule_in_flight(s.plan, batch_shape(s.plan, s.arch).microbatches);
+  OptimizerShardReport report;
+  const auto tensors = stage_tensors(inv, s.arch, s.plan, 0);
+  const auto persistent = persistent_state(tensors, s.plan, report);
+  return {replay_stage_allocations(s.arch, s.plan, tensors, persistent, 0, in_flight.chunks[0], in_flight.order[0], 0),
+          ledger.stages[0]};
 }
 
 }  // namespace moesim::test

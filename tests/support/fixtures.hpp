@@ -11,6 +11,7 @@
 #include "models/common/errors.hpp"
 #include "models/costs/layer_ops.hpp"
 #include "models/input/scenario.hpp"
+#include "models/memory/allocation_trace.hpp"
 #include "models/memory/ledger.hpp"
 #include "studies/plan_search.hpp"
 
@@ -62,6 +63,13 @@ double persistent_bytes_per_param(const TensorInfo& tensor, double local_numel, 
 // `moesim plan FILE --gpus N --search ...` on the scenario with `sets` applied (one thread).
 PlanSearchResult plan_search(const std::string& file, const std::vector<std::string>& sets, std::int64_t gpus,
                              const std::vector<std::string>& search);
+
+// Stage 0's allocator replay beside its ledger (models/memory/allocation_trace.hpp).
+struct StageReplay {
+  AllocatorReplay replay;
+  StageLedger ledger;
+};
+StageReplay replay_stage0(const Scenario& s);
 
 struct LedgerRun {
   Scenario scenario;
