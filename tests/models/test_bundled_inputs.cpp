@@ -117,7 +117,7 @@ TEST_CASE("Every scenario command's --profile takes a bundled profile's name", "
   CHECK(doc["mfu_peak_TFLOPs"] == 1000);
   const std::string fig8a = test::source_path("scenarios/fig8/fig8a.json");
   for (const std::string& command : {"ledger " + scenario, "inventory " + scenario, "bench " + scenario + " --repeat 1",
-                                    "sweep " + fig8a, "compare " + fig8a}) {
+                                     "sweep " + fig8a, "compare " + fig8a}) {
     INFO(command);
     CHECK(cli_in(dir.path(""), command + " --profile b300-hgx").rc == 0);
   }
@@ -125,5 +125,5 @@ TEST_CASE("Every scenario command's --profile takes a bundled profile's name", "
   const CliRun typo = cli_in(dir.path(""), "simulate " + scenario + " --profile b300-hgz");
   CHECK(typo.rc == 2);
   CHECK_THAT(typo.err, Contains("--profile: b300-hgz: no such profile file or bundled profile; did you mean "
-                                "'b300-hgx'? bundled profiles: b200-hgx, b300-hgx, gb200-nvl72"));
+                                "'b300-hgx'? bundled profiles: a100-sxm-40gb, a100-sxm-80gb, b200-hgx, b300-hgx"));
 }

@@ -15,10 +15,7 @@
 using namespace moesim;
 
 namespace {
-HardwareProfile profile(const std::string& file) {
-  const std::string path = test::source_path("hardware_profiles/" + file);
-  return parse_hardware_profile(JsonReader(read_json_file(path), path, ""));
-}
+HardwareProfile profile(const std::string& file) { return test::bundled_profile(file); }
 double both(PassTimes t) { return t.fwd + t.bwd; }
 }  // namespace
 

@@ -13,10 +13,7 @@
 using namespace moesim;
 
 namespace {
-HardwareProfile profile(const std::string& file) {
-  const std::string path = test::source_path("hardware_profiles/" + file);
-  return parse_hardware_profile(JsonReader(read_json_file(path), path, ""));
-}
+HardwareProfile profile(const std::string& file) { return test::bundled_profile(file); }
 
 // DeepEP's benchmark setting (README, EPv2): 8192 tokens per rank, hidden 7168, top-8 of 256
 // experts; BF16 rows (its combine).

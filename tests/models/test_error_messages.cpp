@@ -146,7 +146,8 @@ TEST_CASE("Unknown keys and names suggest the closest allowed one", "[unit]") {
   CHECK_THAT(unknown_name([] { parse_collective_kind("all_reduc"); }), Contains("did you mean 'all_reduce'?"));
   CHECK_THAT(unknown_name([] { gemm_cost_models().get("tabel"); }), Contains("did you mean 'table'?"));
   CHECK_THAT(unknown_name([] { resolve_profile("b300-hgz"); }), Contains("did you mean 'b300-hgx'?"));
-  CHECK_THAT(unknown_name([] { resolve_profile("b300-hgz"); }), Contains("bundled profiles: b200-hgx, b300-hgx"));
+  CHECK_THAT(unknown_name([] { resolve_profile("b300-hgz"); }),
+             Contains("bundled profiles: a100-sxm-40gb, a100-sxm-80gb, b200-hgx"));
 }
 
 TEST_CASE("Input files may name their JSON Schema with \"$schema\"", "[unit]") {

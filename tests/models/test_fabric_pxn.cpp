@@ -134,7 +134,8 @@ TEST_CASE("The per-peer latency is the slope of the DeepEP low-latency table it 
   double sxy = 0, sxx = 0;
   for (const auto& [n, t] : table) sxy += (n - 1 - mx) * (t - my), sxx += (n - 1 - mx) * (n - 1 - mx);
   const double slope_us = sxy / sxx;
-  for (const char* file : {"b300-hgx", "b200-hgx", "h100-hgx", "h200-hgx", "gb200-nvl72", "gb300-nvl72"}) {
+  for (const char* file : {"b300-hgx", "b200-hgx", "h100-hgx", "h200-hgx", "gb200-nvl72", "gb300-nvl72",
+                           "a100-sxm-80gb", "a100-sxm-40gb"}) {
     const HardwareProfile hw =
         parse(read_json_file(test::source_path("hardware_profiles/" + std::string(file) + ".json")));
     CHECK(hw.interconnect.inter_node.per_peer_latency_us.value == Approx(slope_us).margin(0.05));

@@ -29,11 +29,13 @@ std::vector<LayerOpKind> kinds(const LayerOps& ops) {
   return out;
 }
 
+HardwareProfile bundled_profile(const std::string& file) {
+  const std::string path = source_path("hardware_profiles/" + file);
+  return parse_hardware_profile(JsonReader(read_json_file(path), path, ""));
+}
+
 const HardwareProfile& b300_profile() {
-  static const HardwareProfile hw = [] {
-    const std::string path = source_path("hardware_profiles/b300-hgx.json");
-    return parse_hardware_profile(JsonReader(read_json_file(path), path, ""));
-  }();
+  static const HardwareProfile hw = bundled_profile("b300-hgx.json");
   return hw;
 }
 

@@ -35,6 +35,8 @@ class TempDir {
 
 // The bundled B300 profile (hardware_profiles/b300-hgx.json), parsed once.
 const HardwareProfile& b300_profile();
+// A bundled profile by file name ("h100-hgx.json"), parsed.
+HardwareProfile bundled_profile(const std::string& file);
 
 // A gallery scenario (scenarios/gallery/NAME.json) with `sets` applied.
 Scenario gallery(const std::string& name, const std::vector<std::string>& sets = {});
