@@ -59,9 +59,9 @@ TEST_CASE("torch optimizers make their states at the first step, so the second s
   CHECK(l.replay.working_allocated >= e.replay.working_allocated + 0.999 * states);
 }
 
-TEST_CASE("torchtitan's Llama 3.1 8B record: expandable segments reserve no more than fixed ones", "[unit]") {
-  // The record's 96 GB H100 (scenarios/validation/memory.json sets its capacity).
-  const Scenario on = load_scenario(test::source_path("scenarios/validation/memory/torchtitan-llama3.1-8b-fsdp8.json"),
+TEST_CASE("torchtitan's Llama 3.1 8B FSDP: expandable segments reserve no more than fixed ones", "[unit]") {
+  // On a 96 GB H100, where the step fits without releasing cached segments.
+  const Scenario on = load_scenario(test::source_path("scenarios/h100-llama3.1-8b-fsdp8-op-sac.json"),
                                     {"hardware.memory.usable_capacity_GiB.value=89.4"});
   REQUIRE(on.plan.allocator.expandable_segments);
   Scenario off = on;
@@ -70,8 +70,6 @@ TEST_CASE("torchtitan's Llama 3.1 8B record: expandable segments reserve no more
   const StageLedger &x = a.ledger.stages[0], &y = b.ledger.stages[0];
   CHECK(x.peak_allocated == y.peak_allocated);
   CHECK(x.peak_reserved <= y.peak_reserved);
-  // Measured max reserved 82.4 GiB (scenarios/validation/memory.json).
-  CHECK(x.peak_reserved / kGiB == Approx(82.4).epsilon(0.05));
   CHECK(x.allocator_basis.find("expandable segments") != std::string::npos);
 }
 

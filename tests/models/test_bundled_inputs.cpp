@@ -95,8 +95,8 @@ TEST_CASE("validate outside the checkout finds its dataset or says where it look
   CHECK(missing.rc == 2);
   CHECK_THAT(missing.err, Contains("scenarios/validation/no-such.json: bundled file not found; looked in: "));
   CHECK_THAT(missing.err, Contains("set MOESIM_DATA_DIR=<the moesim checkout>"));
-  // The memory dataset's relative path resolves above the binary; its scenarios relative to it.
-  const CliRun found = cli_in(dir.path(""), "validate scenarios/validation/memory.json");
+  // The A100 dataset's relative path resolves above the binary; its scenarios relative to it.
+  const CliRun found = cli_in(dir.path(""), "validate scenarios/validation/a100.json");
   INFO(found.err);
   CHECK(found.rc == 0);
 }

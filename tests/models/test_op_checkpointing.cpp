@@ -1,6 +1,6 @@
 // torchtitan's op-level selective activation checkpointing (plan.activations.recompute =
 // "selective_op"): what a dense block keeps, what its backward rebuilds and recomputes, and the
-// torchtitan Llama 3.1 8B FSDP record of the memory dataset, term by term.
+// bundled torchtitan Llama 3.1 8B FSDP scenario, term by term.
 #include <catch2/catch.hpp>
 
 #include "models/common/units.hpp"
@@ -14,7 +14,7 @@ using namespace moesim;
 using Catch::Contains;
 
 namespace {
-const std::string kTorchtitan = "scenarios/validation/memory/torchtitan-llama3.1-8b-fsdp8.json";
+const std::string kTorchtitan = "scenarios/h100-llama3.1-8b-fsdp8-op-sac.json";
 
 Scenario torchtitan(const std::string& recompute) {
   return load_scenario(test::source_path(kTorchtitan), {"plan.activations.recompute=" + recompute});
