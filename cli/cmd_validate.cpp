@@ -34,7 +34,7 @@ Runner add_validate_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   auto* sub = app.add_subcommand("validate", "simulate validation datasets and compare with published measurements");
   sub->add_option("datasets", args->datasets,
-                  "dataset files (default: scenarios/validation/seed.json and a100.json)");
+                  "dataset files (default: scenarios/validation/seed.json, a100.json and h100.json)");
   sub->add_option("--json", args->json_out, "write the report as JSON to FILE ('-' for standard output)")
       ->check(output_path());
   sub->add_option("--set", args->sets,

@@ -279,7 +279,7 @@ double largest_stage_peak_GiB(const MemoryLedger& ledger, double StageLedger::*f
 }
 
 std::vector<std::string> default_validation_datasets() {
-  return {"scenarios/validation/seed.json", "scenarios/validation/a100.json"};
+  return {"scenarios/validation/seed.json", "scenarios/validation/a100.json", "scenarios/validation/h100.json"};
 }
 
 std::string record_scenario(const std::string& dataset, const JsonReader& rec) {
