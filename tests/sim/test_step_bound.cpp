@@ -71,6 +71,8 @@ TEST_CASE("Step bound: pipelines (V-shape and zero-bubble too), recompute and sk
   for (const auto& sets : plans) check_bound(load_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"), sets));
   check_bound(load_scenario(test::source_path("scenarios/deepseek-v3-ddp-ep8-pp16.json"),
                             {"plan.nodes=16", "plan.batch.global_batch_tokens=2097152"}));
+  // Tied embeddings under FSDP with PP: the head's stage holds a copy it never gathers as a unit.
+  check_bound(test::gallery("mpt-7b", {"design=fsdp+pp2", "plan.nodes=16", "plan.batch.global_batch_tokens=524288"}));
   // Where FSDP's gathers dominate, the bound is their serial stream: within a quarter of the step
   // (the replay slows the gathers beside compute, interference.comm_slowdown_with_compute).
   const Scenario gathers =
