@@ -30,6 +30,7 @@ const Registry<StackPreset>& stack_presets() {
     Registry<StackPreset> r("training stack");
     r.add(olmo_core_stack());
     r.add(megatron_core_stack());
+    r.add(megatron_bridge_stack());
     r.add(torchtitan_stack());
     r.add(composer_stack());
     return r;

@@ -51,6 +51,24 @@ TEST_CASE("a plan naming a stack takes the stack's values where it sets none", "
   CHECK(under("composer").plan.loss == LossImpl::flash_attn);
 }
 
+TEST_CASE("megatron-bridge is Megatron-Core with the fused vocab-parallel loss its GPT provider turns on",
+          "[unit][stacks]") {
+  const StackPreset& core = stack_presets().get("megatron-core");
+  const StackPreset& bridge = stack_presets().get("megatron-bridge");
+  REQUIRE(bridge.values().size() == core.values().size());
+  for (std::size_t i = 0; i < core.values().size(); ++i) {
+    const StackValue &c = core.values()[i], &b = bridge.values()[i];
+    CHECK(b.path == c.path);
+    if (c.path == "activations.loss") {
+      CHECK(b.value == "\"vocab_parallel_fused\"");
+      CHECK(b.source.find("gpt_provider.py") != std::string_view::npos);
+    } else {
+      CHECK(b.value == c.value);
+    }
+  }
+  CHECK(under("megatron-bridge").plan.loss == LossImpl::vocab_parallel_fused);
+}
+
 TEST_CASE("the plan's own keys win over its stack's", "[unit][stacks]") {
   // The Figure 8 plans name Olmo-core's stack and keep the eager loss they were validated with.
   const Scenario fig8 = load_scenario(test::source_path(kDense), {});

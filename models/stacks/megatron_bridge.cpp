@@ -1,0 +1,29 @@
+// Megatron-Bridge (NVIDIA-NeMo/Megatron-Bridge): NeMo's recipes and model providers over
+// Megatron-Core, so every Megatron-Core value holds except where its providers change a default.
+// GPTModelProvider turns cross_entropy_loss_fusion on (Megatron-Core leaves it off), with
+// Megatron-Core's default cross_entropy_fusion_impl "native" (model_parallel_config.py): the
+// jit-fused vocab-parallel cross-entropy. Its recipes' DDP config also sets overlap_param_gather
+// (the parameter all-gather beside the next forward; recipes/common.py), which moesim does not
+// model yet: the rebuild stays at the step's end.
+#include <algorithm>
+
+#include "models/stacks/stacks.hpp"
+
+namespace moesim {
+
+std::unique_ptr<StackPreset> megatron_bridge_stack() {
+  std::vector<StackValue> values = megatron_core_stack()->values();
+  const StackValue loss{"activations.loss", "\"vocab_parallel_fused\"",
+                        "src/megatron/bridge/models/gpt_provider.py GPTModelProvider cross_entropy_loss_fusion=True "
+                        "(Megatron-Core model_parallel_config.py cross_entropy_fusion_impl default \"native\": "
+                        "fusions/fused_cross_entropy.py fused_vocab_parallel_cross_entropy)"};
+  std::replace_if(
+      values.begin(), values.end(), [](const StackValue& v) { return v.path == "activations.loss"; }, loss);
+  return std::make_unique<StackPreset>(
+      "megatron-bridge",
+      "Megatron-Bridge (NeMo) over Megatron-Core: Megatron-Core's values with the fused vocab-parallel cross-entropy "
+      "its GPT provider turns on",
+      "NVIDIA-NeMo/Megatron-Bridge main (067f987df0) over NVIDIA/Megatron-LM main (d98e8a64dd)", std::move(values));
+}
+
+}  // namespace moesim
