@@ -13,10 +13,12 @@ namespace {
 class Fsdp2FullReshard final : public FsdpFamilyDesign {
  public:
   Fsdp2FullReshard()
-      : FsdpFamilyDesign("fsdp2_full_reshard",
-                         "FSDP2 full reshard: sharded parameters, gradients and optimizer states; each unit gathered "
-                         "for its forward and again for its backward, gradients reduce-scattered every microbatch "
-                         "(HSDP: +hsdpN shards over N ranks and all-reduces across replicas)") {}
+      : FsdpFamilyDesign(
+            "fsdp2_full_reshard",
+            "FSDP2 full reshard: sharded parameters, gradients and optimizer states; each unit gathered "
+            "for its forward and again for its backward, gradients reduce-scattered every microbatch "
+            "(HSDP: +hsdpN shards over N ranks and all-reduces across replicas; +epN: each rank's routed experts "
+            "sharded over their own group, torchtitan's MoE layout)") {}
 
   bool selected_by(const ParallelPlan& plan) const override { return plan.fsdp_reshard_after_forward; }
   NameParts name_parts(const ParallelPlan& plan) const override { return {hsdp_part(plan), ""}; }
