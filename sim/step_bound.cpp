@@ -255,18 +255,8 @@ class BoundBuilder {
   // the host's share of the step precedes (0 for unit_compute_times, which has no inventory).
   double serial_sync_s(std::size_t stage) const {
     if (inv_ == nullptr) return 0.0;
-    const ParamSyncModel& sync = param_sync_for(plan_);
-    UnitTable<double> numel(arch_.num_layers), experts(arch_.num_layers);
-    // The units the stage's passes run (the step builder's units_of): the embedding only where the
-    // model starts; a tied embedding's copy on the head's stage is never gathered as a unit.
-    const auto first = static_cast<std::size_t>(layer_places(plan_, arch_).front().stage);
-    for (const LocalTensor& lt : stage_tensors(*inv_, arch_, plan_, static_cast<std::int64_t>(stage))) {
-      if (lt.tensor->layer == -1 && stage != first) continue;
-      numel[lt.tensor->layer] += lt.local_numel;
-      if (lt.tensor->cls == TensorClass::routed_expert) experts[lt.tensor->layer] += lt.local_numel;
-    }
-    return sync.serial_stream_s(
-        {plan_, costs_, shape_.microbatches, arch_.num_layers, arch_.tie_embeddings, numel, experts});
+    return param_sync_for(plan_).serial_stream_s(
+        {arch_, *inv_, plan_, costs_, shape_.microbatches, static_cast<std::int64_t>(stage)});
   }
 
   const Inventory* inv_;

@@ -24,8 +24,7 @@ struct RankState {
   std::vector<LocalTensor> tensors;
   std::vector<LayerWork> layers;  // by layer index (this stage's only)
   EdgeWork edge;
-  UnitTable<double> local_params;       // elements held per unit (-1 embedding, L head)
-  UnitTable<double> unit_numel;         // elements per unit gathered on this rank (its TP shard, its experts)
+  UnitTable<double> local_params;       // elements held per unit (-1 embedding, L head): its TP shard, its experts
   UnitTable<double> unit_expert_numel;  // of which routed experts
   std::unique_ptr<ParamSync> sync;
   // By microbatch: the end of its loss under TP (the vocab-parallel reductions after the head's
@@ -105,11 +104,9 @@ class StepBuilder {
     RankState& st = ranks_[r];
     st.tensors = stage_tensors(inv_, arch_, plan_, sr.stage);
     st.local_params = UnitTable<double>(arch_.num_layers);
-    st.unit_numel = UnitTable<double>(arch_.num_layers);
     st.unit_expert_numel = UnitTable<double>(arch_.num_layers);
     for (const auto& lt : st.tensors) {
       st.local_params[lt.tensor->layer] += lt.local_numel;
-      st.unit_numel[lt.tensor->layer] += lt.local_numel;
       if (lt.tensor->cls == TensorClass::routed_expert) st.unit_expert_numel[lt.tensor->layer] += lt.local_numel;
     }
     st.layers.resize(static_cast<std::size_t>(arch_.num_layers));
@@ -130,7 +127,7 @@ class StepBuilder {
     // Each stage has the same number of simulated ranks, so the ratio is the step's.
     if (routed_rows_ + dropped_rows_ > 0) out_.dropped_fraction = dropped_rows_ / (routed_rows_ + dropped_rows_);
     st.sync = param_sync_for(plan_).make({r, sr, plan_, shape_.microbatches, arch_.num_layers, arch_.tie_embeddings,
-                                          st.tensors, st.local_params, st.unit_numel, st.unit_expert_numel, emit_});
+                                          st.tensors, st.local_params, st.unit_expert_numel, emit_});
   }
 
   // The host's share of the step first (the GPU waits for it: optimizer launch, loss and

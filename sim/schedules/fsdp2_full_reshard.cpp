@@ -139,7 +139,7 @@ class Fsdp2 final : public ParamSync {
   }
 
  private:
-  double numel(std::int64_t unit) const { return rank_.unit_numel[unit]; }
+  double numel(std::int64_t unit) const { return rank_.local_params[unit]; }
 
   ShardParts parts(std::int64_t unit) const {
     return shard_parts(rank_.plan, numel(unit), rank_.unit_expert_numel[unit]);
@@ -205,11 +205,13 @@ class Fsdp2Model final : public ParamSyncModel {
   // stream (the shard group's communicator serialises them).
   double serial_stream_s(const SyncStage& s) const override {
     const PrecisionSpec& precision = s.plan.precision;
+    const StageUnits units = stage_units(s);
+    const std::int64_t last = s.arch.num_layers;
     double per_microbatch = 0;
-    for (std::int64_t unit = -1; unit <= s.last_unit; ++unit) {
-      if (!(s.unit_numel[unit] > 0)) continue;
-      const double passes = gathered_for_backward(unit, s.last_unit, s.tied_embeddings, regather_) ? 2.0 : 1.0;
-      for (const ShardPart& part : shard_parts(s.plan, s.unit_numel[unit], s.unit_expert_numel[unit])) {
+    for (std::int64_t unit = -1; unit <= last; ++unit) {
+      if (!(units.numel[unit] > 0)) continue;
+      const double passes = gathered_for_backward(unit, last, s.arch.tie_embeddings, regather_) ? 2.0 : 1.0;
+      for (const ShardPart& part : shard_parts(s.plan, units.numel[unit], units.expert_numel[unit])) {
         const CommunicatorShape shape = communicator_shape(s.plan, part.communicator);
         const auto solo = [&](CollectiveKind kind, double bytes) {
           return s.costs.collective(collective_request(kind, bytes, shape)).time_s;

@@ -26,6 +26,17 @@ const ParamSyncModel& param_sync_for(const ParallelPlan& plan) {
   return param_sync_models().get(design_of(plan).param_sync());
 }
 
+StageUnits stage_units(const SyncStage& s) {
+  StageUnits out{UnitTable<double>(s.arch.num_layers), UnitTable<double>(s.arch.num_layers)};
+  const std::int64_t first = layer_places(s.plan, s.arch).front().stage;
+  for (const LocalTensor& lt : stage_tensors(s.inventory, s.arch, s.plan, s.stage)) {
+    if (lt.tensor->layer == -1 && s.stage != first) continue;
+    out.numel[lt.tensor->layer] += lt.local_numel;
+    if (lt.tensor->cls == TensorClass::routed_expert) out.expert_numel[lt.tensor->layer] += lt.local_numel;
+  }
+  return out;
+}
+
 TaskId clip_gradients(const RankContext& rank, double elements, const std::vector<TaskId>& reductions) {
   const double cell = bytes_of(rank.plan.precision.grad_accum);
   const TaskPlace at{rank.rank, StreamKind::compute, PhaseTag::optimizer, -1, -1};

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "models/arch/architecture.hpp"
 #include "models/common/registry.hpp"
 #include "models/costs/cost_book.hpp"
 #include "models/costs/optimizer_traffic.hpp"
@@ -28,8 +29,7 @@ struct RankContext {
   std::int64_t last_unit = 0;                  // the final norm and LM head (num_layers)
   bool tied_embeddings = false;                // the LM head is the embedding
   const std::vector<LocalTensor>& tensors;     // the stage's tensors as this rank holds them
-  const UnitTable<double>& local_params;       // elements held per unit
-  const UnitTable<double>& unit_numel;         // elements per unit when gathered on this rank
+  const UnitTable<double>& local_params;       // elements held per unit (FSDP: gathered when it runs)
   const UnitTable<double>& unit_expert_numel;  // of which routed experts (their own shard group)
   StepEmitter& emit;
 };
@@ -55,16 +55,23 @@ class ParamSync {
   virtual void end_of_step() = 0;
 };
 
-// One stage's units as a bound on the strategy's serial stream sees them (sim/step_bound.hpp).
+// One pipeline stage of a plan, as a bound on the strategy's serial stream sees it
+// (sim/step_bound.hpp).
 struct SyncStage {
+  const Architecture& arch;
+  const Inventory& inventory;
   const ParallelPlan& plan;
   const CostBook& costs;
   std::int64_t microbatches = 1;
-  std::int64_t last_unit = 0;
-  bool tied_embeddings = false;
-  const UnitTable<double>& unit_numel;         // elements per unit gathered on a rank (0: not on the stage)
-  const UnitTable<double>& unit_expert_numel;  // of which routed experts
+  std::int64_t stage = 0;
 };
+// The elements of each unit a rank of the stage gathers, and of them the routed experts', for the
+// units the stage's passes run (the step builder's: the embedding only where the model starts, so
+// a tied embedding's copy on the head's stage is not one).
+struct StageUnits {
+  UnitTable<double> numel, expert_numel;
+};
+StageUnits stage_units(const SyncStage& stage);
 
 class ParamSyncModel : public Registered {
  public:
