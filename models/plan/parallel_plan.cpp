@@ -119,6 +119,9 @@ ParallelPlan parse_plan(const JsonReader& in) {
     p.distributed_optimizer = d->boolean_or("distributed_optimizer", true);
     p.bucket_cap_bytes = d->number_or("bucket_cap_MiB", 250.0, Range::positive()) * kMiB;
     p.grad_sync = d->choice_of("grad_sync", kGradSyncNames, GradSync::all_reduce);
+    p.overlap_grad_reduce = d->boolean_or("overlap_grad_reduce", true);
+    p.overlap_param_gather = d->boolean_or("overlap_param_gather", false);
+    p.grad_accumulation_fusion = d->boolean_or("grad_accumulation_fusion", false);
     d->finish();
   }
   if (auto o = in.optional_object("optimizer")) {

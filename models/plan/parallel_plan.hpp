@@ -196,6 +196,17 @@ struct ParallelPlan {
   bool fsdp_reshard_after_forward = true;
   double bucket_cap_bytes = 250 * kMiB;  // DDP bucket cap in comm-dtype bytes (DESIGN.md)
   GradSync grad_sync = GradSync::all_reduce;
+  // Megatron-Core's DistributedDataParallelConfig switches (distributed_data_parallel_config.py).
+  // overlap_grad_reduce: each bucket's reduction starts as the bucket fills in the last
+  // microbatch's backward (Olmo-core's DDP always does); off, every bucket is reduced once the
+  // backward has finished (finish_grad_sync). overlap_param_gather: the distributed optimizer's
+  // weight all-gather leaves the step's end and runs bucket by bucket beside the next forward.
+  bool overlap_grad_reduce = true;
+  bool overlap_param_gather = false;
+  // Megatron-LM's gradient_accumulation_fusion (Transformer Engine's fuse_wgrad_accumulation):
+  // each weight-gradient GEMM accumulates into the FP32 main-gradient buffer itself, so no BF16
+  // gradient is made and no separate accumulation kernel runs (Olmo-core's post-accumulate hook).
+  bool grad_accumulation_fusion = false;
   PipelineSchedule pp_schedule = PipelineSchedule::one_f_one_b;
   std::int64_t pp_virtual = 1;
   std::vector<std::int64_t> pp_layer_split;  // layers per stage (empty: even, uneven last)

@@ -2,9 +2,9 @@
 // Megatron-Core, so every Megatron-Core value holds except where its providers change a default.
 // GPTModelProvider turns cross_entropy_loss_fusion on (Megatron-Core leaves it off), with
 // Megatron-Core's default cross_entropy_fusion_impl "native" (model_parallel_config.py): the
-// jit-fused vocab-parallel cross-entropy. Its recipes' DDP config also sets overlap_param_gather
-// (the parameter all-gather beside the next forward; recipes/common.py), which moesim does not
-// model yet: the rebuild stays at the step's end.
+// jit-fused vocab-parallel cross-entropy. Its recipes' DDP config (recipes/common.py
+// _pretrain_common) sets overlap_grad_reduce and overlap_param_gather, as the Megatron-Core preset
+// does.
 #include <algorithm>
 
 #include "models/stacks/stacks.hpp"

@@ -1,6 +1,8 @@
 // Megatron-Core (NVIDIA/Megatron-LM megatron/core) with its defaults: the distributed optimizer
 // over contiguous gradient and parameter buffers, Transformer Engine layers, the unfused
-// vocab-parallel cross-entropy.
+// vocab-parallel cross-entropy; the gradient reduction and the parameter all-gather overlapped
+// with compute as its README's communication optimizations run them (the command-line flags are
+// off unless passed: a run without them sets plan.ddp.overlap_* false).
 #include "models/stacks/stacks.hpp"
 
 namespace moesim {
@@ -22,6 +24,22 @@ std::unique_ptr<StackPreset> megatron_core_stack() {
           {"ddp.grad_sync", "\"reduce_scatter\"",
            "megatron/core/distributed/param_and_grad_buffer.py _ParamAndGradBucketGroup.start_grad_sync: "
            "reduce_scatter_tensor when use_distributed_optimizer",
+           "ddp"},
+          {"ddp.overlap_grad_reduce", "true",
+           "README.md 'Communication optimizations' and docs/user-guide/parallelism-guide.md run "
+           "--overlap-grad-reduce: megatron/core/distributed/distributed_data_parallel.py _make_backward_post_hook -> "
+           "register_grad_ready starts each bucket group's reduce-scatter once full (the flag's default, "
+           "training/arguments.py, is off)",
+           "ddp"},
+          {"ddp.overlap_param_gather", "true",
+           "README.md 'Communication optimizations' runs --overlap-param-gather: distributed_data_parallel.py "
+           "_make_forward_pre_hook -> param_and_grad_buffer.py finish_param_sync waits for a bucket group's "
+           "all-gather and dispatches the next (the flag's default, training/arguments.py, is off)",
+           "ddp"},
+          {"ddp.grad_accumulation_fusion", "true",
+           "megatron/training/arguments.py --no-gradient-accumulation-fusion (on unless passed) -> "
+           "extensions/transformer_engine.py TELinear fuse_wgrad_accumulation: the wgrad GEMM accumulates into "
+           "main_grad",
            "ddp"},
           {"optimizer.layout", "\"concat_then_shard\"",
            "megatron/core/optimizer/distrib_optimizer.py _build_model_gbuf_range: shards of the contiguous grad "

@@ -5,7 +5,10 @@
 // the final microbatch each bucket, once full, is divided in place and all-reduced, in bucket
 // order; then the gradient norm and clipping, the distributed optimizer's update of each rank's
 // FP32 shard and a coalesced all-gather per replica group rebuilding the BF16 compute weights.
-// Without the distributed optimizer every rank updates everything.
+// Without the distributed optimizer every rank updates everything. Megatron-Core's switches
+// (distributed_data_parallel_config.py): without overlap_grad_reduce the buckets are reduced once
+// the backward has finished (finish_grad_sync); with overlap_param_gather the rebuild's all-gathers
+// run bucket by bucket beside the next step's first forward (_make_forward_pre_hook).
 #include <algorithm>
 
 #include "models/costs/low_precision.hpp"
@@ -27,38 +30,70 @@ class DdpDistributedOptimizer final : public BucketedSync {
       rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::accumulate, 0, -1}, bucket.numel * cell,
                                MemoryKernel::elementwise, "zero FP32 bucket");
     }
+    gathered_.assign(buckets_.size(), false);
+    gathers_.assign(buckets_.size(), kNoTask);
+    next_gather_ = static_cast<std::ptrdiff_t>(buckets_.size()) - 1;
+  }
+
+  // overlap_param_gather: in the first microbatch's forward, each bucket's all-gather (of the
+  // weights the previous step's update cast into the parameter buffer's shard) is waited for
+  // before the first unit that reads it, and that wait dispatches the next bucket's all-gather
+  // (_ParamAndGradBucketGroup.finish_param_sync: one bucket ahead, within its model chunk); a
+  // bucket nobody dispatched is dispatched at its own pre-hook, exposed. A dispatch starts after
+  // the compute issued before it (ProcessGroupNCCL syncs its stream with the current one).
+  // Buckets are in backward order, so the forward meets them from the last to the first.
+  TaskId before_unit(const UnitVisit& visit, TaskId ready) override {
+    const ParallelPlan& plan = rank_.plan;
+    if (!plan.distributed_optimizer || !plan.overlap_param_gather || visit.backward || visit.microbatch != 0) {
+      return ready;
+    }
+    const std::int64_t unit = visit.units[visit.index];
+    TaskId waited = kNoTask;
+    for (; next_gather_ >= 0 && buckets_[idx(next_gather_)].ready_layer <= unit; --next_gather_) {
+      const TaskId gather = gather_bucket(next_gather_, ready);
+      if (gather != kNoTask) waited = gather;  // one stream: the last one ends last
+    }
+    if (waited == kNoTask) return ready;
+    if (next_gather_ >= 0) {
+      const std::int64_t layer = buckets_[idx(next_gather_)].ready_layer;
+      const auto rest = visit.units.begin() + static_cast<std::ptrdiff_t>(visit.index) + 1;
+      if (std::find(rest, visit.units.end(), layer) != visit.units.end()) {
+        for (std::ptrdiff_t b = next_gather_; b >= 0 && buckets_[idx(b)].ready_layer == layer; --b) {
+          gather_bucket(b, ready);
+        }
+      }
+    }
+    // The compute stream waits for the gather (cudaStreamWaitEvent): no work of its own.
+    return rank_.emit.kernel({rank_.rank, StreamKind::compute, PhaseTag::weight_rebuild, visit.microbatch, unit},
+                             TaskKind::host, 0.0, "wait for parameter all-gather", waited, ready);
   }
 
   void after_unit_backward(std::int64_t unit, std::int32_t microbatch, TaskId grads_ready) override {
     // The post-accumulate hook adds each BF16 gradient into its FP32 bucket view (read BF16,
     // read + write FP32) in every microbatch (seed 4.4.1).
+    // With grad_accumulation_fusion the weight-gradient GEMMs have already added into the bucket.
     const ParallelPlan& plan = rank_.plan;
     const double params = rank_.local_params[unit];
     const double cell = bytes_of(plan.precision.grad_accum);
     const double bytes = params * (bytes_of(plan.precision.compute) + 2 * cell);
-    TaskId last = rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::accumulate, microbatch, unit},
-                                           bytes, MemoryKernel::elementwise, "FP32 grad accumulate", grads_ready);
-    if (microbatch != rank_.microbatches - 1) return;
-    // Final microbatch: buckets launch in order as they fill during backward. Each is first
-    // divided by its group size in place on the compute stream, then summed
-    // (_launch_bucket_all_reduce: div_, then all_reduce(SUM)).
-    const auto kind =
-        plan.grad_sync == GradSync::all_reduce ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
+    TaskId last =
+        plan.grad_accumulation_fusion
+            ? grads_ready
+            : rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::accumulate, microbatch, unit}, bytes,
+                                       MemoryKernel::elementwise, "FP32 grad accumulate", grads_ready);
+    if (microbatch != rank_.microbatches - 1 || !plan.overlap_grad_reduce) return;
+    // Final microbatch: buckets launch in order as they fill during backward.
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
-      const Bucket& bucket = buckets_[b];
-      if (bucket.ready_layer != unit) continue;
-      last = rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::grad_sync, microbatch, -1},
-                                      2 * bucket.numel * cell, MemoryKernel::elementwise, "bucket divide", last);
-      reductions_.push_back(
-          rank_.emit.collective({rank_.rank, StreamKind::comm_dp, PhaseTag::grad_sync, microbatch, -1},
-                                {bucket.communicator, CollectivePurpose::gradient_bucket, kind,
-                                 bucket.numel * bytes_of(plan.precision.reduce), static_cast<std::int32_t>(b)},
-                                last));
+      if (buckets_[b].ready_layer == unit) last = reduce_bucket(b, last);
     }
   }
 
   void end_of_step() override {
     const ParallelPlan& plan = rank_.plan;
+    // Without overlap every bucket is reduced, in order, once the whole backward has run.
+    if (!plan.overlap_grad_reduce) {
+      for (std::size_t b = 0; b < buckets_.size(); ++b) reduce_bucket(b, kNoTask);
+    }
     const OptimizerSpec& optimizer = plan.optimizer;
     const UpdateTraffic update = update_traffic(optimizer, plan.precision.grad_accum);
     const double weight = bytes_of(plan.precision.compute);
@@ -79,7 +114,46 @@ class DdpDistributedOptimizer final : public BucketedSync {
     }
     // OLMoDDPOptimizer.step: clip the FP32 main gradients (this rank's shard of each tensor),
     // foreach AdamW on the shard, then the weight rebuild (seed 4.3.1).
-    refresh_weight_caches(sharded_update_and_rebuild(rank_, by_group, reductions_));
+    refresh_weight_caches(sharded_update_and_rebuild(rank_, by_group, reductions_, !plan.overlap_param_gather));
+  }
+
+ private:
+  static std::size_t idx(std::ptrdiff_t b) { return static_cast<std::size_t>(b); }
+
+  // Bucket b of the last microbatch: divided by its group size in place on the compute stream,
+  // then summed (_launch_bucket_all_reduce: div_, then all_reduce(SUM); reduce_scatter_tensor
+  // into the distributed optimizer's shards). Returns the divide.
+  TaskId reduce_bucket(std::size_t b, TaskId after) {
+    const ParallelPlan& plan = rank_.plan;
+    const Bucket& bucket = buckets_[b];
+    const auto microbatch = static_cast<std::int32_t>(rank_.microbatches - 1);
+    const auto kind =
+        plan.grad_sync == GradSync::all_reduce ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
+    const TaskId divided = rank_.emit.memory_kernel(
+        {rank_.rank, StreamKind::compute, PhaseTag::grad_sync, microbatch, -1},
+        2 * bucket.numel * bytes_of(plan.precision.grad_accum), MemoryKernel::elementwise, "bucket divide", after);
+    reductions_.push_back(
+        rank_.emit.collective({rank_.rank, StreamKind::comm_dp, PhaseTag::grad_sync, microbatch, -1},
+                              {bucket.communicator, CollectivePurpose::gradient_bucket, kind,
+                               bucket.numel * bytes_of(plan.precision.reduce), static_cast<std::int32_t>(b)},
+                              divided));
+    return divided;
+  }
+
+  // Bucket b's all-gather into the parameter buffer (overlap_param_gather), once; kNoTask for a
+  // bucket whose replica group is this rank alone.
+  TaskId gather_bucket(std::ptrdiff_t b, TaskId after) {
+    const Bucket& bucket = buckets_[idx(b)];
+    if (communicator_shape(rank_.plan, bucket.communicator).ranks <= 1) return kNoTask;
+    if (!gathered_[idx(b)]) {
+      gathered_[idx(b)] = true;
+      gathers_[idx(b)] =
+          rank_.emit.collective({rank_.rank, StreamKind::comm_dp, PhaseTag::weight_rebuild, -1, bucket.ready_layer},
+                                {bucket.communicator, CollectivePurpose::weight_rebuild, CollectiveKind::all_gather,
+                                 bucket.numel * bytes_of(rank_.plan.precision.compute), static_cast<std::int32_t>(b)},
+                                after);
+    }
+    return gathers_[idx(b)];
   }
 
   // Low-precision weight caches are rebuilt from the refreshed BF16 compute weights, both
@@ -90,6 +164,10 @@ class DdpDistributedOptimizer final : public BucketedSync {
     rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::weight_rebuild, -1, -1},
                              caches.refresh_traffic, MemoryKernel::elementwise, "refresh weight caches", after);
   }
+
+  std::vector<bool> gathered_;       // overlap_param_gather: dispatched this step
+  std::vector<TaskId> gathers_;      // and its all-gather
+  std::ptrdiff_t next_gather_ = -1;  // the next bucket the forward meets
 };
 
 }  // namespace

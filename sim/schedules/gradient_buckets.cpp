@@ -27,7 +27,7 @@ std::map<Communicator, double> elements_by_group(const std::vector<Bucket>& buck
 }
 
 TaskId sharded_update_and_rebuild(const RankContext& rank, const std::map<Communicator, double>& by_group,
-                                  const std::vector<TaskId>& reductions) {
+                                  const std::vector<TaskId>& reductions, bool gather) {
   const ParallelPlan& plan = rank.plan;
   const OptimizerSpec& optimizer = plan.optimizer;
   const UpdateTraffic update = update_traffic(optimizer, plan.precision.grad_accum);
@@ -45,6 +45,10 @@ TaskId sharded_update_and_rebuild(const RankContext& rank, const std::map<Commun
     const TaskPlace at{rank.rank, StreamKind::compute, PhaseTag::weight_rebuild, -1, -1};
     const TaskId pack = rank.emit.memory_kernel(at, n / members * (bytes_of(optimizer.main_weight_dtype) + weight),
                                                 MemoryKernel::elementwise, "pack shard", previous);
+    if (!gather) {
+      previous = pack;
+      continue;
+    }
     const TaskId gathered =
         rank.emit.collective({rank.rank, StreamKind::comm_dp, PhaseTag::weight_rebuild, -1, -1},
                              {group, CollectivePurpose::weight_rebuild, CollectiveKind::all_gather, n * weight}, pack);

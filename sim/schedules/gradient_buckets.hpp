@@ -38,8 +38,10 @@ class BucketedSync : public ParamSync {
 // The sharded optimizer step once every reduction in `reductions` is done: gradient clipping over
 // this rank's shard, the update of the shard, then the rebuild of the compute weights (cast the
 // updated shard into a pack buffer, one coalesced all-gather per replica group, copy each tensor
-// out; in place, the all-gather fills the parameter buffer). Returns the last task.
+// out; in place, the all-gather fills the parameter buffer). Without `gather` the rebuild stops
+// after the cast: the all-gathers run in the next forward (overlap_param_gather). Returns the last
+// task.
 TaskId sharded_update_and_rebuild(const RankContext& rank, const std::map<Communicator, double>& by_group,
-                                  const std::vector<TaskId>& reductions);
+                                  const std::vector<TaskId>& reductions, bool gather = true);
 
 }  // namespace moesim

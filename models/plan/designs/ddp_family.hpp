@@ -18,7 +18,7 @@ class DdpFamilyDesign : public DesignEntry {
   std::vector<std::pair<std::string, std::string>> word_fields() const override;
   std::span<const GrammarPart> parts() const override;
   DesignDefaults defaults() const override;
-  void check(const ParallelPlan&, const Architecture&, const PlanFail&) const override {}
+  void check(const ParallelPlan& plan, const Architecture&, const PlanFail& fail) const override;
   std::vector<LedgerItem> forward_items(const ParallelPlan&, const StageView&) const override { return {}; }
   std::vector<LedgerItem> backward_items(const ParallelPlan& plan, const StageView& view,
                                          std::int64_t layer) const override;

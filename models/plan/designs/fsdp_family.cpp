@@ -38,6 +38,14 @@ void FsdpFamilyDesign::check(const ParallelPlan& p, const Architecture&, const P
          "true needs the ddp design's resident compute weights; FSDP2 quantizes each gathered weight on use "
          "(allowed: false)");
   }
+  if (!p.overlap_grad_reduce || p.overlap_param_gather || p.grad_accumulation_fusion) {
+    // FSDP2 gathers each unit before its compute and reduce-scatters it right after (plan.fsdp);
+    // Megatron-LM refuses gradient accumulation fusion with torch FSDP2 (arguments.py).
+    fail(p.overlap_param_gather       ? "ddp.overlap_param_gather"
+         : p.grad_accumulation_fusion ? "ddp.grad_accumulation_fusion"
+                                      : "ddp.overlap_grad_reduce",
+         "is a DDP option; design \"fsdp\" gathers and reduce-scatters unit by unit (plan.fsdp.prefetch_depth)");
+  }
   if (p.etp > 1) {
     fail("expert_parallel.tensor_degree",
          "expert TP with design \"fsdp\" is not modeled (allowed: 1; expert TP runs with designs \"ddp\" and "

@@ -39,7 +39,24 @@ class Zero2 final : public DesignEntry {
   DesignDefaults defaults() const override {
     return {EpTransport::nccl_all_to_all, OptimizerKernels::fused, false, ShardLayout::concat_then_shard};
   }
-  void check(const ParallelPlan&, const Architecture&, const PlanFail&) const override {}
+  // Megatron-Core's DDP overlap switches are not DeepSpeed's: ZeRO-2 reduce-scatters each bucket
+  // as it fills in every microbatch and gathers the weights at the step's end.
+  void check(const ParallelPlan& plan, const Architecture&, const PlanFail& fail) const override {
+    if (!plan.overlap_grad_reduce) {
+      fail("ddp.overlap_grad_reduce",
+           "false is a Megatron-Core DDP option; ZeRO-2 reduce-scatters each bucket as it fills in every microbatch "
+           "(allowed: true)");
+    }
+    if (plan.grad_accumulation_fusion) {
+      fail("ddp.grad_accumulation_fusion",
+           "true is a Megatron-Core DDP option; ZeRO-2 copies each gradient into its reduction bucket (allowed: "
+           "false)");
+    }
+    if (plan.overlap_param_gather) {
+      fail("ddp.overlap_param_gather",
+           "true is a Megatron-Core DDP option; ZeRO-2 all-gathers the weights after the update (allowed: false)");
+    }
+  }
   std::vector<PlannerFamily> families() const override {
     return {{"zero2", false, false, false, true, {{"plan.design", "\"zero2\""}}}};
   }
