@@ -18,19 +18,23 @@ PipeOp interleaved_op(std::int64_t k, std::int64_t P, std::int64_t v, bool forwa
 }
 
 // 1F1B and interleaved 1F1B: warm-up forwards, then one forward and one whole backward in turn,
-// then the remaining backwards.
-std::vector<PipeOp> one_f_one_b_order(std::int64_t P, std::int64_t v, std::int64_t stage, std::int64_t m) {
+// then the remaining backwards. With the EP all-to-all overlap (`fused`) one more warm-up forward
+// and each steady-state forward fused with the backward after it (schedules.py
+// get_schedule_table's extra micro-batch; combined_1f1b.py).
+std::vector<PipeOp> one_f_one_b_order(std::int64_t P, std::int64_t v, std::int64_t stage, std::int64_t m, bool fused) {
   std::vector<PipeOp> ops;
   const std::int64_t total = m * v;
   // Warm-up forwards before the first backward: P - s - 1 (1F1B); 2(P - s - 1) + (v - 1)P
   // (interleaved).
-  const std::int64_t warmup = std::min(total, v == 1 ? P - stage - 1 : 2 * (P - stage - 1) + (v - 1) * P);
+  const std::int64_t warmup =
+      std::min(total, (v == 1 ? P - stage - 1 : 2 * (P - stage - 1) + (v - 1) * P) + (fused ? 1 : 0));
   std::int64_t f = 0, b = 0;
   auto fwd = [&] { ops.push_back(interleaved_op(f++, P, v, true)); };
   auto bwd = [&] { ops.push_back(interleaved_op(b++, P, v, false)); };
   for (std::int64_t i = 0; i < warmup; ++i) fwd();
   while (f < total) {
     fwd();
+    ops.back().fused_with_next = fused;
     bwd();
   }
   while (b < total) bwd();
@@ -160,18 +164,14 @@ std::vector<std::vector<StagePass>> stage_pass_orders(const ParallelPlan& plan, 
 
 std::vector<PipeOp> stage_schedule(const ParallelPlan& plan, std::int64_t stage, std::int64_t m) {
   const std::int64_t P = plan.pp;
-  if (P == 1) {
-    // No pipeline: every schedule is plain gradient accumulation.
-    std::vector<PipeOp> ops;
-    for (std::int64_t i = 0; i < m; ++i) {
-      ops.push_back({true, static_cast<std::int32_t>(i), 0});
-      ops.push_back({false, static_cast<std::int32_t>(i), 0});
-    }
-    return ops;
-  }
+  const bool fused = plan.ep_a2a_overlap && plan.ep > 1;
+  // No pipeline: every schedule is plain gradient accumulation, which the EP all-to-all overlap
+  // runs as 1F1B on one stage (combined_1f1b_schedule_for_no_pipelining: forward 0, then forward
+  // i + 1 fused with backward i).
+  if (P == 1) return one_f_one_b_order(1, 1, 0, m, fused);
   switch (plan.pp_schedule) {
     case PipelineSchedule::one_f_one_b:
-    case PipelineSchedule::interleaved_1f1b: return one_f_one_b_order(P, plan.model_chunks(), stage, m);
+    case PipelineSchedule::interleaved_1f1b: return one_f_one_b_order(P, plan.model_chunks(), stage, m, fused);
     case PipelineSchedule::zb_h1: return zb_h1_order(P, stage, m);
     case PipelineSchedule::one_f_one_b_v: return v_shape_order(P, stage, m, false);
     case PipelineSchedule::zbv: return v_shape_order(P, stage, m, true);

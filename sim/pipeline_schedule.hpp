@@ -21,6 +21,9 @@ struct PipeOp {
   std::int32_t microbatch = 0;
   std::int32_t chunk = 0;                   // model chunk (virtual stage index on this stage)
   BackwardPart part = BackwardPart::whole;  // a backward's part
+  // A forward that runs fused with the backward after it, layer by layer (the EP all-to-all
+  // overlap's combined 1F1B: model_chunk_schedule_plan.py TransformerModelChunkSchedulePlan.run).
+  bool fused_with_next = false;
   // A microbatch-chunk's saved activations are held from its forward until its whole backward
   // or, split, until its W pass ends. Conservative for W: the B pass frees most of them, W keeps
   // only its inputs and the output gradients (the paper's M_W < M_B).

@@ -160,13 +160,15 @@ class BoundBuilder {
       t.input = w.pre.input_grad() + recompute + tp_input;
     } else {
       // Dispatch + combine (the forward dispatch may send FP8 rows; backward both BF16).
-      // Expert TP's gather (with the dispatch) and scatter (with the combine) of the rows.
-      const double combine = plan_.ep > 1 ? all_to_all_s(w.a2a_bytes) : 0.0;
-      const double dispatch = (plan_.ep > 1 ? all_to_all_s(w.dispatch_bytes) : 0.0) + etp_s(w.etp_bytes);
+      // Expert TP's gather (with the dispatch) and scatter (with the combine) of the rows. Under
+      // the EP all-to-all overlap they may all run beside another block's compute: none counted.
+      const bool counted = plan_.ep > 1 && !plan_.ep_a2a_overlap;
+      const double combine = counted ? all_to_all_s(w.a2a_bytes) : 0.0;
+      const double dispatch = counted ? all_to_all_s(w.dispatch_bytes) + etp_s(w.etp_bytes) : 0.0;
       const double shared_fwd = w.shared.fwd > 0 ? w.shared.fwd + shared_tp_fwd : 0.0;
       const double shared_bwd = w.shared.bwd > 0 ? w.shared.bwd + shared_tp_bwd : 0.0;
       const double shared_input = w.shared.bwd > 0 ? w.shared.input_grad() + shared_tp_bwd : 0.0;
-      const double etp = etp_s(w.etp_bytes);  // the gather and the scatter, backward
+      const double etp = counted ? etp_s(w.etp_bytes) : 0.0;  // the gather and the scatter, backward
       t.fwd = w.pre.fwd + tp_fwd + std::max(dispatch + combine + w.experts.fwd, shared_fwd) + w.post.fwd;
       t.bwd = w.post.bwd + std::max(2 * combine + etp + w.experts.bwd + recompute, shared_bwd) + w.pre.bwd + tp_bwd;
       t.input = w.post.input_grad() + std::max(2 * combine + etp + w.experts.input_grad() + recompute, shared_input) +

@@ -9,6 +9,7 @@
 #include "models/costs/layer_work.hpp"
 #include "models/moe/routing.hpp"
 #include "sim/block_parts.hpp"
+#include "sim/moe_block.hpp"
 #include "sim/schedules/expert_parallel.hpp"
 #include "sim/schedules/param_sync.hpp"
 #include "sim/schedules/pipeline_transfers.hpp"
@@ -77,9 +78,18 @@ class StepBuilder {
     for (std::uint32_t r = 0; r < out_.ranks.size(); ++r) prepare(r);
     for (std::uint32_t r = 0; r < out_.ranks.size(); ++r) {
       start_step(r);
-      for (const PipeOp& op : stage_schedule(plan_, out_.ranks[r].stage, shape_.microbatches)) {
-        OpSpan span{r, op, kNoTask, kNoTask};
-        run_pass(r, op, span);
+      const std::vector<PipeOp> ops = stage_schedule(plan_, out_.ranks[r].stage, shape_.microbatches);
+      for (std::size_t k = 0; k < ops.size(); ++k) {
+        OpSpan span{r, ops[k], kNoTask, kNoTask};
+        if (ops[k].fused_with_next && k + 1 < ops.size()) {
+          OpSpan partner{r, ops[k + 1], kNoTask, kNoTask};
+          run_fused(r, span, partner);
+          out_.ops.push_back(span);
+          out_.ops.push_back(partner);
+          ++k;
+          continue;
+        }
+        run_pass(r, ops[k], span);
         out_.ops.push_back(span);
       }
       ranks_[r].sync->end_of_step();
@@ -157,19 +167,24 @@ class StepBuilder {
   }
 
   void run_pass(std::uint32_t r, const PipeOp& op, OpSpan& span) {
-    const SimRank& sr = out_.ranks[r];
-    RankState& st = ranks_[r];
-    TaskId cursor = pipeline_.receive(emit_, r, sr, op);
+    TaskId cursor = pipeline_.receive(emit_, r, out_.ranks[r], op);
     const std::vector<std::int64_t>& units = units_of(r, op);
-    const auto first_task = static_cast<TaskId>(out_.graph.size());
-    for (std::size_t i = 0; i < units.size(); ++i) {
-      const std::int64_t u = units[i];
-      if (op.part == BackwardPart::weight) {
-        // W needs no weights (dW = dY^T X), so no gather; the gradient hooks wait for it.
-        weight_gradients(r, u, op.microbatch, cursor);
-        st.sync->after_unit_backward(u, op.microbatch, cursor);
-        continue;
-      }
+    for (std::size_t i = 0; i < units.size(); ++i) run_unit(r, op, units, i, cursor, span);
+    finish_pass(r, op, cursor, span);
+  }
+
+  // Unit `i` of a pass, its strategy's hooks around it; `span.first` is set at the pass's first
+  // compute-stream task.
+  void run_unit(std::uint32_t r, const PipeOp& op, const std::vector<std::int64_t>& units, std::size_t i,
+                TaskId& cursor, OpSpan& span) {
+    RankState& st = ranks_[r];
+    const std::int64_t u = units[i];
+    const auto from = static_cast<TaskId>(out_.graph.size());
+    if (op.part == BackwardPart::weight) {
+      // W needs no weights (dW = dY^T X), so no gather; the gradient hooks wait for it.
+      weight_gradients(r, u, op.microbatch, cursor);
+      st.sync->after_unit_backward(u, op.microbatch, cursor);
+    } else {
       cursor = st.sync->before_unit({!op.forward, units, i, op.microbatch}, cursor);
       if (op.forward)
         forward_unit(r, u, op.microbatch, PhaseTag::forward, cursor);
@@ -177,7 +192,11 @@ class StepBuilder {
         backward_unit(r, u, op.microbatch, op.part, cursor);
       if (op.frees()) st.sync->after_unit_backward(u, op.microbatch, cursor);
     }
-    span.first = first_on_compute_stream(first_task);
+    if (span.first == kNoTask) span.first = first_on_compute_stream(from);
+  }
+
+  void finish_pass(std::uint32_t r, const PipeOp& op, TaskId cursor, OpSpan& span) {
+    const SimRank& sr = out_.ranks[r];
     if (op.forward) {
       const TaskId sent = pipeline_.send(emit_, r, sr, op, cursor);
       span.last = sent == kNoTask ? cursor : sent;
@@ -187,6 +206,66 @@ class StepBuilder {
       span.last = cursor;
       pipeline_.send(emit_, r, sr, op, cursor);
     }
+  }
+
+  // The EP all-to-all overlap's fused forward and backward (Megatron-Core
+  // TransformerModelChunkSchedulePlan.run): the forward's embedding and the backward's head
+  // first, then the forward's j-th block with the backward's j-th, interleaved piece by piece
+  // where both are MoE blocks, then what is left of each.
+  void run_fused(std::uint32_t r, OpSpan& f_span, OpSpan& b_span) {
+    const PipeOp f_op = f_span.op, b_op = b_span.op;
+    TaskId f = pipeline_.receive(emit_, r, out_.ranks[r], f_op);
+    TaskId b = pipeline_.receive(emit_, r, out_.ranks[r], b_op);
+    const std::vector<std::int64_t>& fu = units_of(r, f_op);
+    const std::vector<std::int64_t>& bu = units_of(r, b_op);
+    std::size_t fi = 0, bi = 0;
+    const auto block = [&](std::int64_t u) { return u >= 0 && u < arch_.num_layers; };
+    if (fi < fu.size() && !block(fu[fi])) run_unit(r, f_op, fu, fi++, f, f_span);
+    if (bi < bu.size() && !block(bu[bi])) run_unit(r, b_op, bu, bi++, b, b_span);
+    for (; fi < fu.size() && bi < bu.size() && block(fu[fi]) && block(bu[bi]); ++fi, ++bi) {
+      const RankState& st = ranks_[r];
+      if (!st.layers[static_cast<std::size_t>(fu[fi])].moe || !st.layers[static_cast<std::size_t>(bu[bi])].moe) {
+        run_unit(r, f_op, fu, fi, f, f_span);
+        run_unit(r, b_op, bu, bi, b, b_span);
+        continue;
+      }
+      fused_blocks(r, f_op, fu, fi, f, f_span, b_op, bu, bi, b, b_span);
+    }
+    for (; fi < fu.size(); ++fi) run_unit(r, f_op, fu, fi, f, f_span);
+    for (; bi < bu.size(); ++bi) run_unit(r, b_op, bu, bi, b, b_span);
+    finish_pass(r, f_op, f, f_span);
+    finish_pass(r, b_op, b, b_span);
+  }
+
+  // A forward and a backward MoE block as schedule_layer_1f1b orders them, so that each EP
+  // transfer runs beside the other block's compute. Compute stream: the combine's backward, the
+  // forward's parts before the dispatch, the backward's experts, the forward's experts, the
+  // backward's parts before the dispatch, the forward's combine; EP stream: the combine's
+  // gradient, the forward's dispatch, the dispatch's gradient, the forward's combine.
+  void fused_blocks(std::uint32_t r, const PipeOp& f_op, const std::vector<std::int64_t>& fu, std::size_t fi, TaskId& f,
+                    OpSpan& f_span, const PipeOp& b_op, const std::vector<std::int64_t>& bu, std::size_t bi, TaskId& b,
+                    OpSpan& b_span) {
+    RankState& st = ranks_[r];
+    const std::int64_t fl = fu[fi], bl = bu[bi];
+    b = st.sync->before_unit({true, bu, bi, b_op.microbatch}, b);
+    MoeBlockPass bwd(emit_, plan_, {r, StreamKind::compute, PhaseTag::backward, b_op.microbatch, bl},
+                     st.layers[static_cast<std::size_t>(bl)]);
+    const auto b_from = static_cast<TaskId>(out_.graph.size());
+    const TaskId b_in = bwd.experts_in(bwd.front(b));
+    if (b_span.first == kNoTask) b_span.first = first_on_compute_stream(b_from);
+    f = st.sync->before_unit({false, fu, fi, f_op.microbatch}, f);
+    MoeBlockPass fwd(emit_, plan_, {r, StreamKind::compute, PhaseTag::forward, f_op.microbatch, fl},
+                     st.layers[static_cast<std::size_t>(fl)]);
+    const auto f_from = static_cast<TaskId>(out_.graph.size());
+    const TaskId f_pre = fwd.front(f);
+    if (f_span.first == kNoTask) f_span.first = first_on_compute_stream(f_from);
+    const TaskId b_experts = bwd.experts(b_in);
+    const TaskId f_in = fwd.experts_in(f_pre);
+    const TaskId b_out = bwd.experts_out(b_experts);
+    const TaskId f_out = fwd.experts_out(fwd.experts(f_in));
+    b = bwd.back(b_out);
+    st.sync->after_unit_backward(bl, b_op.microbatch, b);
+    f = fwd.back(f_out);
   }
 
   // The first compute-stream task from `from` on: where a pass starts saving activations (the
@@ -227,23 +306,15 @@ class StepBuilder {
     }
     const LayerWork& w = st.layers[static_cast<std::size_t>(u)];
     const TaskPlace at{r, StreamKind::compute, phase, mb, u};
-    PartsPass parts;
-    parts.recompute = phase == PhaseTag::recompute;
-    const TaskId pre = emit_parts(emit_, plan_, at, w, parts, cursor);
-    cursor = pre;
-    if (!w.moe) return;
-    TaskId shared = kNoTask;
-    if (w.shared.fwd > 0) {
-      const TaskPlace side{r, StreamKind::side, phase, mb, u};
-      const std::size_t n = w.pre_points.size();
-      shared = w.shared_tp ? tp(at, LayerPoint::tp_enter, tp_pass, n, w.tp_bytes, pre) : pre;
-      shared = emit_.kernel(side, TaskKind::compute, w.shared.fwd, "shared expert", shared);
-      if (w.shared_tp) shared = tp(at, LayerPoint::tp_exit, tp_pass, n + 1, w.tp_bytes, shared);
+    if (!w.moe) {
+      PartsPass parts;
+      parts.recompute = phase == PhaseTag::recompute;
+      cursor = emit_parts(emit_, plan_, at, w, parts, cursor);
+      return;
     }
-    const ExpertPass pass = phase == PhaseTag::recompute ? ExpertPass::recompute : ExpertPass::forward;
-    const TaskId x =
-        routed_experts(emit_, plan_, at, pass, {w.a2a_bytes, w.dispatch_bytes, w.experts.fwd, w.etp_bytes}, pre);
-    cursor = emit_.kernel(at, TaskKind::compute, w.post.fwd, "combine", x, shared);
+    MoeBlockPass block(emit_, plan_, at, w);
+    const TaskId pre = block.front(cursor);
+    cursor = block.back(block.experts_out(block.experts(block.experts_in(pre))));
   }
 
   // The unit's whole backward, or only its input-gradient part (B) when the schedule splits it:
@@ -267,33 +338,18 @@ class StepBuilder {
     }
     const LayerWork& w = st.layers[static_cast<std::size_t>(u)];
     if (plan_.recompute == Recompute::full) forward_unit(r, u, mb, PhaseTag::recompute, cursor);
-    const double recompute = w.partial_recompute;  // what a partial recompute redoes in backward
-    TaskId joined = kNoTask;                       // the routed and shared experts' backward, both done
-    TaskId also = kNoTask;
     if (w.moe) {
-      const TaskId post = emit_.kernel(at, TaskKind::compute, time(w.post), "combine backward", cursor);
-      TaskId shared = kNoTask;
-      if (w.shared.bwd > 0) {
-        const std::size_t n = w.pre_points.size();
-        shared = w.shared_tp ? tp(at, LayerPoint::tp_exit, TpPass::backward, n + 1, w.tp_bytes, post) : post;
-        shared = emit_.kernel({r, StreamKind::side, PhaseTag::backward, mb, u}, TaskKind::compute, time(w.shared),
-                              "shared expert backward", shared);
-        if (w.shared_tp) shared = tp(at, LayerPoint::tp_enter, TpPass::backward, n, w.tp_bytes, shared);
-      }
-      joined = routed_experts(emit_, plan_, at, ExpertPass::backward,
-                              {w.a2a_bytes, w.a2a_bytes, time(w.experts) + recompute, w.etp_bytes}, post);
-      also = shared;
-    } else {
-      joined = cursor;
+      MoeBlockPass block(emit_, plan_, at, w, whole);
+      const TaskId post = block.front(cursor);
+      cursor = block.back(block.experts_out(block.experts(block.experts_in(post))));
+      return;
     }
-    // The parts before the dispatch in reverse; a dense block's partial recompute runs with its
-    // first backward kernel.
+    // The parts in reverse, the partial recompute with the first backward kernel.
     PartsPass parts;
     parts.backward = true;
     parts.whole = whole;
-    parts.extra_first = w.moe ? 0.0 : recompute;
-    parts.also_first = also;
-    cursor = emit_parts(emit_, plan_, at, w, parts, joined);
+    parts.extra_first = w.partial_recompute;
+    cursor = emit_parts(emit_, plan_, at, w, parts, cursor);
   }
 
   // The unit's W pass: its GEMMs' weight gradients as one kernel on the compute stream (the
@@ -327,26 +383,6 @@ class StepBuilder {
 };
 
 }  // namespace
-
-ShardRows shard_expert_rows(const Architecture& arch, const ParallelPlan& plan, double tokens, std::int64_t layer,
-                            std::int64_t ep_mp) {
-  ShardRows out;
-  // The rows of the EP x ETP group's tokens (an expert's rows are gathered over its ETP ranks).
-  const ExpertLoad load = route(plan.routing, arch.moe->num_experts, arch.moe->top_k, tokens * dbl(plan.ep * plan.etp),
-                                static_cast<std::uint64_t>(layer));
-  const std::size_t per = static_cast<std::size_t>(arch.moe->num_experts / plan.ep);
-  const auto first = load.rows.begin() + static_cast<std::ptrdiff_t>(per * static_cast<std::size_t>(ep_mp));
-  out.rows.assign(first, first + static_cast<std::ptrdiff_t>(per));
-  for (double x : load.rows) out.routed += x;
-  out.dropped = load.dropped;
-  out.imbalance = rank_imbalance(load, plan.ep);
-  return out;
-}
-
-std::int64_t simulated_ranks_per_stage(const Architecture& arch, const ParallelPlan& plan, const SimOptions& options) {
-  const bool uneven = arch.moe && plan.routing.kind != RoutingKind::uniform;
-  return options.all_ranks ? plan.stage_ranks() : (uneven ? plan.ep * plan.etp : 1);
-}
 
 BuiltStep build_step(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan, const CostBook& costs,
                      const SimOptions& options) {

@@ -1,6 +1,7 @@
 // The plan search's candidates: the product of its axes, with the axes that do not apply to a
 // candidate collapsed, and the rules that refuse a combination before it is composed (the same
 // facts validate_plan checks, told as the reason a planner counts).
+#include <algorithm>
 #include <functional>
 
 #include "models/plan/design_spec.hpp"
@@ -124,6 +125,14 @@ class Enumerator {
     }
     if (c.ep > 1) {
       if (PlanRule rule = expert_parallel_rule(base_.arch, c.ep); !rule.path.empty()) return std::move(rule.message);
+      if (base_.plan.ep_a2a_overlap) {
+        const auto& changes = c.family.changes;
+        if (std::any_of(changes.begin(), changes.end(),
+                        [](const auto& ch) { return ch.first == "plan.design" && ch.second == "\"fsdp\""; }))
+          return "the EP all-to-all overlap is modelled for the DDP and ZeRO-2 designs";
+        if (PlanRule rule = ep_a2a_overlap_rule(c.pp, plan_schedule_key(c.schedule), c.recompute); !rule.path.empty())
+          return std::move(rule.message);
+      }
     }
     if (PlanRule rule = context_parallel_rule(base_.arch, c.cp); !rule.path.empty()) return std::move(rule.message);
     const std::int64_t step_tokens = c.microbatch * base_.arch.sequence_length * (dp / c.cp);

@@ -188,6 +188,11 @@ struct ParallelPlan {
   // Symmetric buffers: one scratch slot shared by all MoE blocks of the stage instead of one per
   // block (Olmo-core's _NoSyncSymmSharedPool; off unless attached).
   bool ep_buffers_shared = false;
+  // Megatron-Core's overlap_moe_expert_parallel_comm (combined 1F1B): each steady-state forward
+  // runs fused with a backward of another microbatch, layer by layer, so that one's EP
+  // all-to-alls run beside the other's compute (model_chunk_schedule_plan.py); one more forward
+  // in the warm-up keeps the two independent. No effect without EP.
+  bool ep_a2a_overlap = false;
   std::int64_t fsdp_shard = 0;  // FSDP shard group F (0: the whole DP group; < DP: HSDP)
   std::int64_t fsdp_prefetch = 1;
   bool distributed_optimizer = true;
@@ -319,6 +324,9 @@ PlanRule tensor_parallel_rule(const Architecture& arch, std::int64_t tp, bool se
 // refusals both ask them).
 PlanRule expert_parallel_rule(const Architecture& arch, std::int64_t ep);
 PlanRule context_parallel_rule(const Architecture& arch, std::int64_t cp);
+// The rules for the EP all-to-all overlap (Megatron-Core transformer_config.py: a pipeline needs
+// the interleaved schedule; no full recompute): validate_plan and the planner both ask it.
+PlanRule ep_a2a_overlap_rule(std::int64_t pp, std::string_view schedule, std::string_view recompute);
 
 struct BatchShape {
   std::int64_t microbatch_tokens = 0;  // per rank

@@ -63,6 +63,22 @@ PlanRule expert_parallel_rule(const Architecture& a, std::int64_t ep) {
   return {};
 }
 
+PlanRule ep_a2a_overlap_rule(std::int64_t pp, std::string_view schedule, std::string_view recompute) {
+  const std::string path = "expert_parallel.a2a_overlap";
+  if (pp > 1 && schedule != name_of(PipelineSchedule::interleaved_1f1b)) {
+    return {path,
+            "true with a pipeline needs pipeline.schedule \"interleaved_1f1b\" (Megatron-Core: virtual pipeline "
+            "stages must be set when PP > 1); now \"" +
+                std::string(schedule) + "\""};
+  }
+  if (recompute == name_of(Recompute::full)) {
+    return {path,
+            "true cannot run with activations.recompute \"full\" (Megatron-Core: 'disable full recomputation "
+            "when enabling overlap_moe_expert_parallel_comm')"};
+  }
+  return {};
+}
+
 PlanRule context_parallel_rule(const Architecture& a, std::int64_t cp) {
   const std::string path = "context_parallel.degree";
   if (a.sequence_length % (2 * cp) != 0) {
@@ -167,6 +183,11 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
   }
   if (p.ep > 1) {
     if (const PlanRule rule = expert_parallel_rule(a, p.ep); !rule.path.empty()) fail(rule.path, rule.message);
+    if (p.ep_a2a_overlap) {
+      if (const PlanRule rule = ep_a2a_overlap_rule(p.pp, name_of(p.pp_schedule), name_of(p.recompute));
+          !rule.path.empty())
+        fail(rule.path, rule.message);
+    }
     if (p.stage_ranks() % (p.ep * p.etp) != 0) {
       fail("expert_parallel.degree", "EP-MP degree " + s(p.ep) + " x expert TP " + s(p.etp) + " does not divide the " +
                                          s(p.stage_ranks()) + " ranks of a pipeline stage (TP " + s(p.tp) + " x DP " +

@@ -19,42 +19,66 @@ A2aPair purposes(ExpertPass pass) {
   return {};
 }
 
+// Backward runs the pair in reverse: the combine's gradient brings the rows, the dispatch's
+// gradient returns them; the phase names what the transfer is the gradient of.
+TaskPlace comm_place(const TaskPlace& at, ExpertPass pass, bool returning) {
+  const bool backward = pass == ExpertPass::backward;
+  const PhaseTag bring = backward ? PhaseTag::ep_combine : PhaseTag::ep_dispatch;
+  const PhaseTag give = backward ? PhaseTag::ep_dispatch : PhaseTag::ep_combine;
+  return {at.rank, StreamKind::comm_ep, returning ? give : bring, at.microbatch, at.layer};
+}
+
+// Expert TP (Megatron-Core's all-to-all dispatcher with expert_tensor_parallel_size > 1): the
+// rows gathered over the ETP group before the GEMMs and reduce-scattered after, both ways.
+CollectivePurpose etp_purpose(ExpertPass pass) {
+  return pass == ExpertPass::forward     ? CollectivePurpose::etp_forward
+         : pass == ExpertPass::recompute ? CollectivePurpose::etp_recompute
+                                         : CollectivePurpose::etp_backward;
+}
+
 }  // namespace
+
+TaskId experts_in(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, ExpertPass pass,
+                  const RoutedExperts& experts, TaskId ready) {
+  const TaskPlace comm = comm_place(at, pass, false);
+  TaskId in = ready;
+  if (plan.ep > 1) {
+    const double bytes = pass == ExpertPass::backward ? experts.a2a_bytes : experts.dispatch_bytes;
+    in = emit.collective(comm, {Communicator::ep_mp, purposes(pass).before, CollectiveKind::all_to_all, bytes}, ready);
+  }
+  if (plan.etp > 1) {
+    in = emit.collective(comm, {Communicator::etp, etp_purpose(pass), CollectiveKind::all_gather, experts.etp_bytes, 0},
+                         in);
+  }
+  return in;
+}
+
+TaskId experts_compute(StepEmitter& emit, const TaskPlace& at, ExpertPass pass, const RoutedExperts& experts,
+                       TaskId ready) {
+  return emit.kernel({at.rank, StreamKind::compute, at.phase, at.microbatch, at.layer}, TaskKind::compute,
+                     experts.work_s, pass == ExpertPass::backward ? "routed experts backward" : "routed experts",
+                     ready);
+}
+
+TaskId experts_out(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, ExpertPass pass,
+                   const RoutedExperts& experts, TaskId ready) {
+  const TaskPlace back = comm_place(at, pass, true);
+  TaskId out = ready;
+  if (plan.etp > 1) {
+    out = emit.collective(
+        back, {Communicator::etp, etp_purpose(pass), CollectiveKind::reduce_scatter, experts.etp_bytes, 1}, out);
+  }
+  if (plan.ep > 1) {
+    out = emit.collective(
+        back, {Communicator::ep_mp, purposes(pass).after, CollectiveKind::all_to_all, experts.a2a_bytes}, out);
+  }
+  return out;
+}
 
 TaskId routed_experts(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, ExpertPass pass,
                       const RoutedExperts& experts, TaskId ready) {
-  const bool backward = pass == ExpertPass::backward;
-  const A2aPair a2a = purposes(pass);
-  // Backward runs the pair in reverse: the combine's gradient brings the rows, the dispatch's
-  // gradient returns them; the phase names what the transfer is the gradient of.
-  const PhaseTag first = backward ? PhaseTag::ep_combine : PhaseTag::ep_dispatch;
-  const PhaseTag second = backward ? PhaseTag::ep_dispatch : PhaseTag::ep_combine;
-  const TaskPlace comm{at.rank, StreamKind::comm_ep, first, at.microbatch, at.layer};
-  TaskId in = ready;
-  if (plan.ep > 1) {
-    const double bytes = backward ? experts.a2a_bytes : experts.dispatch_bytes;
-    in = emit.collective(comm, {Communicator::ep_mp, a2a.before, CollectiveKind::all_to_all, bytes}, ready);
-  }
-  // Expert TP (Megatron-Core's all-to-all dispatcher with expert_tensor_parallel_size > 1): the
-  // rows gathered over the ETP group before the GEMMs and reduce-scattered after, both ways.
-  const CollectivePurpose etp = pass == ExpertPass::forward     ? CollectivePurpose::etp_forward
-                                : pass == ExpertPass::recompute ? CollectivePurpose::etp_recompute
-                                                                : CollectivePurpose::etp_backward;
-  if (plan.etp > 1)
-    in = emit.collective(comm, {Communicator::etp, etp, CollectiveKind::all_gather, experts.etp_bytes, 0}, in);
-  TaskId out = emit.kernel({at.rank, StreamKind::compute, at.phase, at.microbatch, at.layer}, TaskKind::compute,
-                           experts.work_s, backward ? "routed experts backward" : "routed experts", in);
-  if (plan.etp > 1) {
-    TaskPlace back = comm;
-    back.phase = second;
-    out = emit.collective(back, {Communicator::etp, etp, CollectiveKind::reduce_scatter, experts.etp_bytes, 1}, out);
-  }
-  if (plan.ep > 1) {
-    TaskPlace back = comm;
-    back.phase = second;
-    out = emit.collective(back, {Communicator::ep_mp, a2a.after, CollectiveKind::all_to_all, experts.a2a_bytes}, out);
-  }
-  return out;
+  const TaskId in = experts_in(emit, plan, at, pass, experts, ready);
+  return experts_out(emit, plan, at, pass, experts, experts_compute(emit, at, pass, experts, in));
 }
 
 }  // namespace moesim

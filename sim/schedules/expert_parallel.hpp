@@ -22,5 +22,14 @@ struct RoutedExperts {
 // and layer.
 TaskId routed_experts(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, ExpertPass pass,
                       const RoutedExperts& experts, TaskId ready);
+// Its three pieces, for a schedule that interleaves them with other work (the EP all-to-all
+// overlap): the transfer that brings the rows (and expert TP's gather), the expert GEMMs, the
+// transfer that returns them (expert TP's scatter first).
+TaskId experts_in(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, ExpertPass pass,
+                  const RoutedExperts& experts, TaskId ready);
+TaskId experts_compute(StepEmitter& emit, const TaskPlace& at, ExpertPass pass, const RoutedExperts& experts,
+                       TaskId ready);
+TaskId experts_out(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, ExpertPass pass,
+                   const RoutedExperts& experts, TaskId ready);
 
 }  // namespace moesim

@@ -7,7 +7,7 @@
 #include "sim/engine.hpp"
 #include "sim/step_builder.hpp"
 #include "sim/timeline_metrics.hpp"
-#include "tests/sim/fake_costs.hpp"
+#include "tests/sim/fake_step.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace moesim;
@@ -29,21 +29,12 @@ Scenario tiny_ddp(const nlohmann::json& ddp, const std::string& rebuild) {
   return load_scenario(dir.write("tiny.json", doc.dump()), {});
 }
 
-struct Run {
-  BuiltStep step;
-  ReplayResult replay;
-  TimelineMetrics metrics;
-  double exposed(PhaseTag p) const { return metrics.ranks[0].exposed[static_cast<std::size_t>(p)]; }
-};
+using Run = test::FakeStep;
 
 Run run(const Scenario& s, double collective_s) {
   test::FakeCosts costs;
   costs.collective_s = collective_s;
-  Run out;
-  out.step = build_step(s.arch, build_inventory(s.arch), s.plan, costs, SimOptions{});
-  out.replay = replay(out.step.graph, *fair_share(0));
-  out.metrics = measure(out.step.graph, out.replay);
-  return out;
+  return test::run_fake_step(s, costs);
 }
 
 // The rank's all-gathers of the weights, in stream order: (start, end) in ms.

@@ -67,6 +67,9 @@ TEST_CASE("Step bound: pipelines (V-shape and zero-bubble too), recompute and sk
       {"design=fsdp+ep8", "plan.batch.global_batch_tokens=262144"},
       {"design=fsdp+ep4+pp2", "plan.batch.global_batch_tokens=262144"},
       {"design=fsdp+ep2+noreshard", "plan.batch.global_batch_tokens=262144"},
+      // The EP all-to-all overlap's fused passes, without and with a pipeline.
+      {"design=ddp+ep8", "plan.expert_parallel.a2a_overlap=true", "plan.batch.global_batch_tokens=262144"},
+      {"design=ddp+ep2+pp4+v2", "plan.expert_parallel.a2a_overlap=true", "plan.batch.global_batch_tokens=524288"},
   };
   for (const auto& sets : plans) check_bound(load_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"), sets));
   check_bound(load_scenario(test::source_path("scenarios/deepseek-v3-ddp-ep8-pp16.json"),

@@ -46,6 +46,11 @@ void FsdpFamilyDesign::check(const ParallelPlan& p, const Architecture&, const P
                                       : "ddp.overlap_grad_reduce",
          "is a DDP option; design \"fsdp\" gathers and reduce-scatters unit by unit (plan.fsdp.prefetch_depth)");
   }
+  if (p.ep_a2a_overlap && p.ep > 1) {
+    fail("expert_parallel.a2a_overlap",
+         "true is modelled for the DDP and ZeRO-2 designs (Megatron-Core's combined 1F1B); design \"fsdp\" gathers "
+         "and frees each unit around its own pass (allowed: false)");
+  }
   if (p.etp > 1) {
     fail("expert_parallel.tensor_degree",
          "expert TP with design \"fsdp\" is not modeled (allowed: 1; expert TP runs with designs \"ddp\" and "

@@ -1,0 +1,42 @@
+// A MoE block's pass in the pieces the step runs it in: the front (forward: the parts before the
+// dispatch and the shared expert beside them on its own stream; backward: the combine's backward
+// kernel and the shared expert's backward), the routed experts' transfer in, GEMMs and transfer
+// out (sim/schedules/expert_parallel.hpp), and the back (forward: the combine kernel; backward:
+// the parts before the dispatch, in reverse). Run in that order they are the block's pass; the EP
+// all-to-all overlap interleaves the pieces of a forward and a backward block
+// (sim/step_builder.cpp).
+#pragma once
+
+#include "models/costs/layer_work.hpp"
+#include "sim/schedules/expert_parallel.hpp"
+#include "sim/step_emitter.hpp"
+
+namespace moesim {
+
+class MoeBlockPass {
+ public:
+  // `at`: rank, phase (forward, recompute or backward), microbatch and layer. `whole`: a
+  // backward's whole, else its input-gradient part (B).
+  MoeBlockPass(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, const LayerWork& w, bool whole = true);
+
+  TaskId front(TaskId ready);
+  TaskId experts_in(TaskId ready) const;
+  TaskId experts(TaskId ready) const;
+  TaskId experts_out(TaskId ready) const;
+  TaskId back(TaskId routed);
+
+ private:
+  bool backward() const { return at_.phase == PhaseTag::backward; }
+  double time(const PassTimes& t) const { return whole_ ? t.bwd : t.input_grad(); }
+
+  StepEmitter& emit_;
+  const ParallelPlan& plan_;
+  TaskPlace at_;
+  const LayerWork& w_;
+  bool whole_;
+  ExpertPass pass_;
+  RoutedExperts routed_;
+  TaskId shared_ = kNoTask;  // the shared expert's last task
+};
+
+}  // namespace moesim
