@@ -113,7 +113,10 @@ ParallelPlan parse_plan(const JsonReader& in) {
   if (auto f = in.optional_object("fsdp")) {
     p.fsdp_shard = f->integer_or("shard_degree", 0, Range::between(0, kMaxCount));
     p.fsdp_prefetch = f->integer_or("prefetch_depth", 1, Range::between(0, 8));
-    p.fsdp_reshard_after_forward = f->boolean_or("reshard_after_forward", true);
+    // The flag when given; else the policy's answer for this plan.
+    const auto policy = f->choice_of("reshard_after_forward_policy", kReshardPolicyNames, ReshardPolicy::always);
+    const bool by_policy = policy == ReshardPolicy::always || (policy == ReshardPolicy::unless_pipelined && p.pp == 1);
+    p.fsdp_reshard_after_forward = f->boolean_or("reshard_after_forward", by_policy);
     f->finish();
   }
   if (auto d = in.optional_object("ddp")) {

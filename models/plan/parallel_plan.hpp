@@ -49,6 +49,14 @@ enum class GradSync { all_reduce, reduce_scatter };
 enum class CpVariant { ring, all_to_all };
 inline constexpr EnumNames<CpVariant, 2> kCpVariantNames{
     "context-parallel variant", {{{CpVariant::ring, "ring"}, {CpVariant::all_to_all, "all_to_all"}}}};
+// torchtitan's fsdp_reshard_after_forward policy (torchtitan/distributed/fsdp.py
+// get_fsdp_reshard_after_forward_policy): "default" reshards after forward unless the plan has a
+// pipeline, where regathering every microbatch would cost an all-gather per pass.
+enum class ReshardPolicy { always, never, unless_pipelined };
+inline constexpr EnumNames<ReshardPolicy, 3> kReshardPolicyNames{"reshard-after-forward policy",
+                                                                 {{{ReshardPolicy::always, "always"},
+                                                                   {ReshardPolicy::never, "never"},
+                                                                   {ReshardPolicy::unless_pipelined, "default"}}}};
 inline constexpr EnumNames<GradSync, 2> kGradSyncNames{
     "gradient sync", {{{GradSync::all_reduce, "all_reduce"}, {GradSync::reduce_scatter, "reduce_scatter"}}}};
 // How the optimizer update is written, which sets how many passes it makes over HBM:

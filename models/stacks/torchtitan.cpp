@@ -17,6 +17,11 @@ std::unique_ptr<StackPreset> torchtitan_stack() {
            "torchtitan/config/job_config.py Compile.enable False (with compile.enable and the \"model\" component "
            "each TransformerBlock is compiled: set it true)"},
           {"optimizer.implementation", "\"fused\"", "torchtitan/config/job_config.py Optimizer.implementation"},
+          {"fsdp.reshard_after_forward_policy", "\"default\"",
+           "torchtitan/config/configs.py ParallelismConfig.fsdp_reshard_after_forward \"default\" -> "
+           "distributed/fsdp.py "
+           "get_fsdp_reshard_after_forward_policy: reshard unless pipeline parallelism is on",
+           "fsdp"},
           {"precision.library", "\"torchao\"",
            "torchtitan/components/quantization/float8.py, mx.py (torchao Float8Linear, MXLinear)"},
       });

@@ -129,3 +129,24 @@ TEST_CASE("the report names the stack and every value taken from it", "[unit][st
         std::string::npos);
   CHECK(stacks_table().find("plan.activations.loss = flash_attn") != std::string::npos);
 }
+
+TEST_CASE("torchtitan reshards FSDP units after forward unless the plan has a pipeline", "[unit][stacks]") {
+  // get_fsdp_reshard_after_forward_policy("default", pp_enabled) = not pp_enabled.
+  const auto fsdp = [](const std::vector<std::string>& extra) {
+    std::vector<std::string> sets = {"design=fsdp", "plan.batch.global_batch_tokens=262144"};
+    sets.insert(sets.end(), extra.begin(), extra.end());
+    return under("torchtitan", sets);
+  };
+  CHECK(fsdp({}).plan.fsdp_reshard_after_forward);
+  const Scenario piped = fsdp({"design=fsdp+pp2"});
+  CHECK_FALSE(piped.plan.fsdp_reshard_after_forward);
+  CHECK(took(piped, "fsdp.reshard_after_forward_policy"));
+  // The plan's own flag wins over the policy; the policy's other values.
+  CHECK(fsdp({"design=fsdp+pp2", "plan.fsdp.reshard_after_forward=true"}).plan.fsdp_reshard_after_forward);
+  CHECK_FALSE(fsdp({"plan.fsdp.reshard_after_forward_policy=\"never\""}).plan.fsdp_reshard_after_forward);
+  CHECK(fsdp({"design=fsdp+pp2", "plan.fsdp.reshard_after_forward_policy=\"always\""}).plan.fsdp_reshard_after_forward);
+  CHECK_THROWS_WITH(fsdp({"plan.fsdp.reshard_after_forward_policy=\"sometimes\""}),
+                    Catch::Contains("plan.fsdp.reshard_after_forward_policy") && Catch::Contains("default"));
+  // A DDP plan takes nothing of it.
+  CHECK_FALSE(took(under("torchtitan"), "fsdp.reshard_after_forward_policy"));
+}
