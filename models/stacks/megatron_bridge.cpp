@@ -19,6 +19,14 @@ std::unique_ptr<StackPreset> megatron_bridge_stack() {
                         "fusions/fused_cross_entropy.py fused_vocab_parallel_cross_entropy)"};
   std::replace_if(
       values.begin(), values.end(), [](const StackValue& v) { return v.path == "activations.loss"; }, loss);
+  // The same overlaps, set by its recipes rather than passed as Megatron-LM flags.
+  for (StackValue& v : values) {
+    if (v.path == "ddp.overlap_grad_reduce" || v.path == "ddp.overlap_param_gather") {
+      v.source =
+          "src/megatron/bridge/recipes/common.py _pretrain_common: DistributedDataParallelConfig("
+          "overlap_grad_reduce=True, overlap_param_gather=True, use_distributed_optimizer=True)";
+    }
+  }
   return std::make_unique<StackPreset>(
       "megatron-bridge",
       "Megatron-Bridge (NeMo) over Megatron-Core: Megatron-Core's values with the fused vocab-parallel cross-entropy "
