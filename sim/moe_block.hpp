@@ -19,6 +19,8 @@ class MoeBlockPass {
   // backward's whole, else its input-gradient part (B).
   MoeBlockPass(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, const LayerWork& w, bool whole = true);
 
+  // The whole pass in order; returns its last task.
+  TaskId run(TaskId ready) { return back(experts_out(experts(experts_in(front(ready))))); }
   TaskId front(TaskId ready);
   TaskId experts_in(TaskId ready) const;
   TaskId experts(TaskId ready) const;

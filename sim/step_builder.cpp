@@ -312,9 +312,7 @@ class StepBuilder {
       cursor = emit_parts(emit_, plan_, at, w, parts, cursor);
       return;
     }
-    MoeBlockPass block(emit_, plan_, at, w);
-    const TaskId pre = block.front(cursor);
-    cursor = block.back(block.experts_out(block.experts(block.experts_in(pre))));
+    cursor = MoeBlockPass(emit_, plan_, at, w).run(cursor);
   }
 
   // The unit's whole backward, or only its input-gradient part (B) when the schedule splits it:
@@ -339,9 +337,7 @@ class StepBuilder {
     const LayerWork& w = st.layers[static_cast<std::size_t>(u)];
     if (plan_.recompute == Recompute::full) forward_unit(r, u, mb, PhaseTag::recompute, cursor);
     if (w.moe) {
-      MoeBlockPass block(emit_, plan_, at, w, whole);
-      const TaskId post = block.front(cursor);
-      cursor = block.back(block.experts_out(block.experts(block.experts_in(post))));
+      cursor = MoeBlockPass(emit_, plan_, at, w, whole).run(cursor);
       return;
     }
     // The parts in reverse, the partial recompute with the first backward kernel.

@@ -30,7 +30,6 @@ class DdpDistributedOptimizer final : public BucketedSync {
       rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::accumulate, 0, -1}, bucket.numel * cell,
                                MemoryKernel::elementwise, "zero FP32 bucket");
     }
-    gathered_.assign(buckets_.size(), false);
     gathers_.assign(buckets_.size(), kNoTask);
     next_gather_ = static_cast<std::ptrdiff_t>(buckets_.size()) - 1;
   }
@@ -145,8 +144,7 @@ class DdpDistributedOptimizer final : public BucketedSync {
   TaskId gather_bucket(std::ptrdiff_t b, TaskId after) {
     const Bucket& bucket = buckets_[idx(b)];
     if (communicator_shape(rank_.plan, bucket.communicator).ranks <= 1) return kNoTask;
-    if (!gathered_[idx(b)]) {
-      gathered_[idx(b)] = true;
+    if (gathers_[idx(b)] == kNoTask) {
       gathers_[idx(b)] =
           rank_.emit.collective({rank_.rank, StreamKind::comm_dp, PhaseTag::weight_rebuild, -1, bucket.ready_layer},
                                 {bucket.communicator, CollectivePurpose::weight_rebuild, CollectiveKind::all_gather,
@@ -165,8 +163,7 @@ class DdpDistributedOptimizer final : public BucketedSync {
                              caches.refresh_traffic, MemoryKernel::elementwise, "refresh weight caches", after);
   }
 
-  std::vector<bool> gathered_;       // overlap_param_gather: dispatched this step
-  std::vector<TaskId> gathers_;      // and its all-gather
+  std::vector<TaskId> gathers_;      // overlap_param_gather: each bucket's all-gather this step (kNoTask: not yet)
   std::ptrdiff_t next_gather_ = -1;  // the next bucket the forward meets
 };
 

@@ -75,10 +75,4 @@ TaskId experts_out(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace&
   return out;
 }
 
-TaskId routed_experts(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, ExpertPass pass,
-                      const RoutedExperts& experts, TaskId ready) {
-  const TaskId in = experts_in(emit, plan, at, pass, experts, ready);
-  return experts_out(emit, plan, at, pass, experts, experts_compute(emit, at, pass, experts, in));
-}
-
 }  // namespace moesim

@@ -17,14 +17,10 @@ struct RoutedExperts {
   double etp_bytes = 0;       // expert TP: the rows gathered before and scattered after the GEMMs
 };
 
-// Emits dispatch (forward order; combine's gradient in backward), the experts, then combine
-// (dispatch's gradient in backward); returns the last task. `at` gives rank, phase, microbatch
-// and layer.
-TaskId routed_experts(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, ExpertPass pass,
-                      const RoutedExperts& experts, TaskId ready);
-// Its three pieces, for a schedule that interleaves them with other work (the EP all-to-all
-// overlap): the transfer that brings the rows (and expert TP's gather), the expert GEMMs, the
-// transfer that returns them (expert TP's scatter first).
+// The routed experts' pass in three pieces (a pass runs them in order; the EP all-to-all overlap
+// interleaves them with another block's): the transfer that brings the rows (dispatch forward,
+// combine's gradient backward; expert TP's gather after it), the expert GEMMs, the transfer that
+// returns them (expert TP's scatter first). `at` gives rank, phase, microbatch and layer.
 TaskId experts_in(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, ExpertPass pass,
                   const RoutedExperts& experts, TaskId ready);
 TaskId experts_compute(StepEmitter& emit, const TaskPlace& at, ExpertPass pass, const RoutedExperts& experts,
