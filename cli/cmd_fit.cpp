@@ -48,7 +48,7 @@ Runner add_fit_command(CLI::App& app) {
   auto* sub = app.add_subcommand("fit",
                                  "fit a hardware profile to measurement files (harness or nccl-tests import); "
                                  "`fit runs`: to measured runs of your own trainer");
-  sub->add_option("measurements", args->files, "moesim-measurements/1 files (required)");
+  sub->add_option("measurements", args->files, "moesim-measurements/1 and moesim-sustained-gemm/1 files (required)");
   sub->add_option("--base", args->base, "profile whose fields are replaced, e.g. hardware_profiles/h200-hgx.json");
   sub->add_option("-o,--output", args->output, "fitted profile to write ('-': stdout)")->check(output_path());
   sub->add_option("--all-reduce-algorithm", args->options.all_reduce_algorithm,

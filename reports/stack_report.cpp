@@ -24,12 +24,20 @@ std::string stack_line(const StackUse& use) {
   for (std::size_t i = 0; i < use.taken.size(); ++i) {
     out += (i == 0 ? " " : ", ") + use.taken[i].path + "=" + value_text(use.taken[i].value);
   }
-  return out + "\n";
+  out += "\n";
+  for (const StackSetting& s : use.taken) {
+    if (!s.note.empty()) out += "         " + s.path + ": " + s.note + "\n";
+  }
+  return out;
 }
 
 nlohmann::json stack_json(const StackUse& use) {
   nlohmann::json taken = nlohmann::json::array();
-  for (const StackSetting& s : use.taken) taken.push_back({{"path", s.path}, {"value", s.value}, {"source", s.source}});
+  for (const StackSetting& s : use.taken) {
+    nlohmann::json one = {{"path", s.path}, {"value", s.value}, {"source", s.source}};
+    if (!s.note.empty()) one["note"] = s.note;
+    taken.push_back(std::move(one));
+  }
   return {{"name", use.name}, {"code", use.code}, {"taken", taken}};
 }
 

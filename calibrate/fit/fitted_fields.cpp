@@ -61,7 +61,11 @@ HardwareProfile apply_updates(nlohmann::ordered_json& profile, const std::vector
   for (const auto& u : updates) {
     nlohmann::ordered_json* node = &profile;
     for (std::size_t i = 0; i + 1 < u.path.size(); ++i) node = &(*node)[u.path[i]];
-    (*node)[u.path.back()] = u.value;
+    if (u.value.is_null()) {
+      node->erase(u.path.back());  // a field the fit makes redundant
+    } else {
+      (*node)[u.path.back()] = u.value;
+    }
   }
   // One sentence names the fit; a refit replaces it rather than appending another.
   const std::string marker = " Fields of kind \"fitted\" come from moesim fit on ";

@@ -22,7 +22,8 @@ struct FitOptions {
   bool force_device = false;                 // fit measurements of another GPU than --base's (a warning)
 };
 
-// One profile field, by its JSON path from the profile root, and its new JSON value.
+// One profile field, by its JSON path from the profile root, and its new JSON value (null: the
+// field is removed).
 struct FieldUpdate {
   std::vector<std::string> path;
   nlohmann::ordered_json value;

@@ -9,6 +9,7 @@
 #include "calibrate/fit/fit_check.hpp"
 #include "calibrate/fit/interference_fit.hpp"
 #include "calibrate/fit/low_precision_fit.hpp"
+#include "calibrate/fit/power_limit_fit.hpp"
 #include "models/common/errors.hpp"
 #include "models/common/json_file.hpp"
 #include "models/common/json_reader.hpp"
@@ -53,6 +54,7 @@ FitResult fit_profile(const std::vector<std::string>& measurement_files, const s
   out.add(fit_interference(in));
   out.add(fit_attention(in));
   out.add(fit_low_precision(in));
+  out.add(fit_power_limit(in));
   warnings.insert(warnings.end(), out.warnings.begin(), out.warnings.end());
   if (out.updates.empty()) {
     std::string why;
@@ -61,7 +63,7 @@ FitResult fit_profile(const std::vector<std::string>& measurement_files, const s
     }
     throw InputError(measurement_files.front(), "",
                      "no measurement could be fitted to a profile field (need collective sweeps, dense GEMMs, "
-                     "grouped GEMMs, memory kernels, interference, attention or FP8 GEMM records)" +
+                     "grouped GEMMs, memory kernels, interference, attention, FP8 GEMM or sustained GEMM records)" +
                          why);
   }
   std::string files;

@@ -218,6 +218,8 @@ void check_sweeps(const std::vector<Measurement>& ms, const nlohmann::json& arr,
   }
 }
 
+}  // namespace
+
 MeasurementEnvironment parse_environment(const JsonReader& e, const nlohmann::json& raw) {
   // The environment is descriptive (driver, library versions, devices): only what provenance
   // needs is checked; other keys are kept as written.
@@ -236,8 +238,6 @@ MeasurementEnvironment parse_environment(const JsonReader& e, const nlohmann::js
   }
   return env;
 }
-
-}  // namespace
 
 const std::vector<std::string>& measurement_kinds() {
   static const std::vector<std::string> kinds = {"all_reduce",
@@ -290,8 +290,10 @@ double median_of(std::vector<double> v) {
 MeasurementFile parse_measurements(const nlohmann::json& doc, const std::string& file) {
   const JsonReader top(doc, file, "");
   const std::string schema = top.string("schema");
+  if (schema == kSustainedGemmSchema) return parse_sustained_gemm(doc, file);
   if (schema != "moesim-measurements/1") {
-    top.fail("schema", "\"" + schema + "\" is not supported; expected \"moesim-measurements/1\"");
+    top.fail("schema", "\"" + schema + "\" is not supported; expected \"moesim-measurements/1\" or \"" +
+                           std::string(kSustainedGemmSchema) + "\"");
   }
   MeasurementFile out;
   out.file = file;

@@ -6,9 +6,12 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "models/common/json_reader.hpp"
 
 namespace moesim::fit {
 
@@ -73,6 +76,11 @@ struct Measurement {
   // sequence: the block ("moe", "dense") and its kernels; rows_per_expert above is the routing.
   std::string block;
   std::vector<SequenceKernel> kernels;
+  // sustained_gemm (calibrate/pytorch/sustained_gemm.py): one m x n x k BF16 GEMM back to back,
+  // timed in windows of about a second: each window's rate, SM clock and board power (the clock
+  // and power empty where NVML was not available).
+  std::vector<double> window_TFLOPs, window_sm_clock_MHz, window_power_W;
+  double seconds = 0;  // the last window's end
 };
 
 struct MeasurementFile {
@@ -93,6 +101,14 @@ bool is_streaming_memory_kind(const std::string& kind);
 // Median by linear interpolation between order statistics (as calibrate/harness/timing.cpp).
 double median_of(std::vector<double> values);
 
+// The environment block every measurement document carries (only what provenance needs is checked).
+MeasurementEnvironment parse_environment(const JsonReader& e, const nlohmann::json& raw);
+
+// calibrate/pytorch/sustained_gemm.py's document: one `sustained_gemm` measurement.
+inline constexpr std::string_view kSustainedGemmSchema = "moesim-sustained-gemm/1";
+MeasurementFile parse_sustained_gemm(const nlohmann::json& doc, const std::string& file);
+
+// A moesim-measurements/1 document, or a sustained-GEMM one (above).
 MeasurementFile parse_measurements(const nlohmann::json& doc, const std::string& file);
 // Reads and parses `path`; malformed JSON is reported with its line and column.
 MeasurementFile read_measurements(const std::string& path);

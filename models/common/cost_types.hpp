@@ -188,6 +188,23 @@ inline constexpr EnumNames<MemoryKernel, 5> kMemoryKernelNames{"memory-kernel cl
                                                                  {MemoryKernel::cross_entropy, "cross_entropy"},
                                                                  {MemoryKernel::optimizer, "optimizer"}}}};
 constexpr std::string_view name_of(MemoryKernel value) { return kMemoryKernelNames.name(value); }
+// The attention kernel a training stack calls (plan.kernels.attention), priced from the hardware
+// profile's rates for that kernel:
+//   profile        compute.attention_*_TFLOPs: the fastest kernel measured there (a stack that picks
+//                  well, e.g. PyTorch SDPA's priority list or Transformer Engine's backend choice);
+//   cudnn          cuDNN's fused flash attention (SDPA's CUDNN_ATTENTION, TE's FusedAttention);
+//   flash_attn_2   FlashAttention-2 (the flash_attn 2.x package; SDPA's FLASH_ATTENTION backend);
+//   flash_attn_3   FlashAttention-3 (flash_attn_interface, Hopper);
+//   mem_efficient  SDPA's EFFICIENT_ATTENTION (xFormers' CUTLASS kernel).
+enum class AttentionKernel : std::uint8_t { profile, cudnn, flash_attn_2, flash_attn_3, mem_efficient };
+inline constexpr EnumNames<AttentionKernel, 5> kAttentionKernelNames{
+    "attention kernel",
+    {{{AttentionKernel::profile, "profile"},
+      {AttentionKernel::cudnn, "cudnn"},
+      {AttentionKernel::flash_attn_2, "flash_attn_2"},
+      {AttentionKernel::flash_attn_3, "flash_attn_3"},
+      {AttentionKernel::mem_efficient, "mem_efficient"}}}};
+constexpr std::string_view name_of(AttentionKernel value) { return kAttentionKernelNames.name(value); }
 // Throw UnknownNameError listing the valid names.
 GemmPass parse_gemm_pass(std::string_view name);
 GemmPrecision parse_gemm_precision(std::string_view name);

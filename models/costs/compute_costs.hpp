@@ -19,7 +19,8 @@ double interpolate_log_x(const ProfileTable& table, double x);
 // The same with log(x) already at hand (x > 0), for lookups of one x in several tables.
 double interpolate_log_x(const ProfileTable& table, double x, double log_of_x);
 
-// Sustained dense BF16 GEMM rate at M = rows, from compute.gemm_bf16_TFLOPs_by_rows.
+// Sustained dense BF16 GEMM rate at M = rows, from compute.gemm_bf16_TFLOPs_by_rows, at most
+// compute.gemm_power_limited_TFLOPs where the profile has it.
 double dense_gemm_rate_TFLOPs(const HardwareProfile& hw, double rows);
 
 class GemmCost : public Registered {

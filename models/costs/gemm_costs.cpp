@@ -178,7 +178,11 @@ double interpolate_log_x(const ProfileTable& table, double x) {
 }
 
 double dense_gemm_rate_TFLOPs(const HardwareProfile& hw, double rows) {
-  return interpolate_log_x(hw.compute.gemm_bf16_TFLOPs_by_rows, rows);
+  const double table = interpolate_log_x(hw.compute.gemm_bf16_TFLOPs_by_rows, rows);
+  // A step runs its GEMMs back to back at the board's power limit: no shape sustains more than
+  // the power-limited rate (the pass and FP8 ratios, measured against the table, apply on top).
+  const auto& limited = hw.compute.gemm_power_limited_TFLOPs;
+  return limited ? std::min(table, limited->value) : table;
 }
 
 const Registry<GemmCost>& gemm_cost_models() {

@@ -87,9 +87,22 @@ struct ComputeSpec {
   Quantity gemm_wgrad_over_forward;
   ProfileTable grouped_gemm_dgrad_over_forward_by_rows_per_expert;  // x: rows per expert
   ProfileTable grouped_gemm_wgrad_over_forward_by_rows_per_expert;
+  // The dense BF16 rate a GEMM sustains once the board sits at its power limit (clocks lowered
+  // until the power fits): a ceiling on gemm_bf16_TFLOPs_by_rows, whose short measurements run
+  // above it. Absent where the table is already a sustained, power-limited measurement.
+  std::optional<Quantity> gemm_power_limited_TFLOPs;
   Quantity attention_fwd_TFLOPs;  // causal flash attention, forward
   Quantity attention_bwd_TFLOPs;  // causal flash attention, backward
-  Quantity hbm_sustained_GBps;    // streaming copies: the rate every memory-kernel class is a fraction of
+  // The kernel those two rates measure (profile: not named), and other kernels' measured rates,
+  // for a plan whose stack calls one of them (plan.kernels.attention).
+  AttentionKernel attention_kernel = AttentionKernel::profile;
+  struct AttentionRates {
+    AttentionKernel kernel = AttentionKernel::profile;
+    Quantity fwd_TFLOPs;
+    Quantity bwd_TFLOPs;
+  };
+  std::vector<AttentionRates> attention_by_kernel;
+  Quantity hbm_sustained_GBps;  // streaming copies: the rate every memory-kernel class is a fraction of
   // Fraction of hbm_sustained_GBps each memory-kernel class reaches (index: MemoryKernel; copy 1).
   std::array<Quantity, kMemoryKernels> hbm_fraction_by_kernel;
   Quantity kernel_launch_us;  // fixed per-kernel overhead

@@ -41,7 +41,8 @@ void walk(const nlohmann::ordered_json& node, const std::string& path, std::vect
 // attention_memory_costs.cpp).
 const std::vector<std::pair<const char*, std::vector<const char*>>> kDominant = {
     {"dense GEMM",
-     {"compute.gemm_bf16_TFLOPs_by_rows", "compute.gemm_dgrad_over_forward", "compute.gemm_wgrad_over_forward"}},
+     {"compute.gemm_bf16_TFLOPs_by_rows", "compute.gemm_power_limited_TFLOPs", "compute.gemm_dgrad_over_forward",
+      "compute.gemm_wgrad_over_forward"}},
     {"grouped GEMM",
      {"compute.grouped_gemm_efficiency_by_rows_per_expert",
       "compute.grouped_gemm_dgrad_over_forward_by_rows_per_expert",
@@ -54,7 +55,8 @@ std::vector<std::string> assumed_kernel_classes(const HardwareProfile& hw, bool 
   const ComputeSpec& c = hw.compute;
   const auto assumed = [](auto... kinds) { return ((kinds == SourceKind::assumption) || ...); };
   std::vector<std::string> out;
-  if (assumed(c.gemm_bf16_TFLOPs_by_rows.kind))
+  const bool limit_assumed = c.gemm_power_limited_TFLOPs && assumed(c.gemm_power_limited_TFLOPs->kind);
+  if (assumed(c.gemm_bf16_TFLOPs_by_rows.kind) || limit_assumed)
     out.emplace_back("dense GEMM rates");
   else if (assumed(c.gemm_dgrad_over_forward.kind, c.gemm_wgrad_over_forward.kind))
     out.emplace_back("dense GEMM backward ratios");

@@ -166,6 +166,26 @@ std::optional<LowPrecisionGemmSpec> low_precision_gemm(const JsonReader& c, std:
   return out;
 }
 
+// compute.attention_kernel names the kernel attention_*_TFLOPs measure; attention_by_kernel
+// holds other kernels' rates, keyed by kernel name.
+void attention_kernels(const JsonReader& c, ComputeSpec& s) {
+  s.attention_kernel = c.choice_of("attention_kernel", kAttentionKernelNames, AttentionKernel::profile);
+  const auto by = c.optional_object("attention_by_kernel");
+  if (!by) return;
+  for (const auto& [kernel, name] : kAttentionKernelNames.entries()) {
+    if (kernel == AttentionKernel::profile || !by->has(name)) continue;  // "profile" is no kernel: an unknown key
+    if (kernel == s.attention_kernel) {
+      by->fail(name, "is the kernel compute.attention_fwd_TFLOPs and attention_bwd_TFLOPs already describe (" +
+                         std::string(name) + "); list only other kernels here");
+    }
+    const auto k = by->object(name);
+    s.attention_by_kernel.push_back(
+        {kernel, quantity(k, "fwd_TFLOPs", Range::positive()), quantity(k, "bwd_TFLOPs", Range::positive())});
+    k.finish();
+  }
+  by->finish();
+}
+
 }  // namespace
 
 ComputeSpec parse_compute(const JsonReader& c) {
@@ -181,8 +201,10 @@ ComputeSpec parse_compute(const JsonReader& c) {
                                                                "rows_per_expert", "fraction_of_forward", kPassRatio);
   s.grouped_gemm_wgrad_over_forward_by_rows_per_expert = table(c, "grouped_gemm_wgrad_over_forward_by_rows_per_expert",
                                                                "rows_per_expert", "fraction_of_forward", kPassRatio);
+  s.gemm_power_limited_TFLOPs = optional_quantity(c, "gemm_power_limited_TFLOPs", Range::positive());
   s.attention_fwd_TFLOPs = quantity(c, "attention_fwd_TFLOPs", Range::positive());
   s.attention_bwd_TFLOPs = quantity(c, "attention_bwd_TFLOPs", Range::positive());
+  attention_kernels(c, s);
   s.hbm_sustained_GBps = quantity(c, "hbm_sustained_GBps", plausible::kHbmGBps);
   memory_kernel_fractions(c.object("hbm_fraction_by_kernel"), s);
   // A per-kernel overhead of a millisecond or more would be a unit mistake (ms typed as us).
@@ -299,6 +321,14 @@ void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in) {
                                                       {"attention_bwd_TFLOPs", h.compute.attention_bwd_TFLOPs.value}};
   for (const auto& [key, v] : attention) {
     if (v > peak) compute.object(key).fail("value", brief(v) + ceiling);
+  }
+  for (const auto& k : h.compute.attention_by_kernel) {
+    const auto rates = compute.object("attention_by_kernel").object(name_of(k.kernel));
+    if (k.fwd_TFLOPs.value > peak) rates.object("fwd_TFLOPs").fail("value", brief(k.fwd_TFLOPs.value) + ceiling);
+    if (k.bwd_TFLOPs.value > peak) rates.object("bwd_TFLOPs").fail("value", brief(k.bwd_TFLOPs.value) + ceiling);
+  }
+  if (const auto& limited = h.compute.gemm_power_limited_TFLOPs; limited && limited->value > peak) {
+    compute.object("gemm_power_limited_TFLOPs").fail("value", brief(limited->value) + ceiling);
   }
   // An FP8 format's fastest dense rate stays under the FP8 peak (when the profile gives one).
   if (h.gpu.peak_fp8_dense_TFLOPs) {

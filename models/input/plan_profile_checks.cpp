@@ -1,5 +1,7 @@
 #include "models/input/plan_profile_checks.hpp"
 
+#include <algorithm>
+
 #include "models/common/errors.hpp"
 
 namespace moesim {
@@ -48,7 +50,54 @@ void check_ep_transport(const ParallelPlan& plan, const HardwareProfile& hw, con
                    /*infeasible=*/true);
 }
 
+// The value the plan's training stack gives `path`, or nullptr (no stack, or the stack sets none).
+const StackValue* stack_value(const StackUse& stack, std::string_view path) {
+  if (stack.name.empty()) return nullptr;
+  for (const StackValue& v : stack_presets().get(stack.name).values()) {
+    if (v.path == path) return &v;
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+void price_plan_kernels(ParallelPlan& plan, HardwareProfile& hw, StackUse& stack, const std::string& plan_file,
+                        const std::string& plan_prefix) {
+  const AttentionKernel wanted = plan.attention_kernel;
+  ComputeSpec& c = hw.compute;
+  if (wanted == AttentionKernel::profile || wanted == c.attention_kernel) return;
+  for (const auto& k : c.attention_by_kernel) {
+    if (k.kernel != wanted) continue;
+    c.attention_fwd_TFLOPs = k.fwd_TFLOPs;
+    c.attention_bwd_TFLOPs = k.bwd_TFLOPs;
+    c.attention_kernel = wanted;
+    return;
+  }
+  // The plan's stack calls this kernel (the value came from the preset, or equals it: `compare
+  // --stack` writes a stack's values into each point): priced at the profile's rates, and said.
+  const StackValue* chosen = stack_value(stack, "kernels.attention");
+  if (chosen != nullptr && nlohmann::json::parse(chosen->value) == name_of(wanted)) {
+    const std::string note = "no " + std::string(name_of(wanted)) + " rates in hardware profile \"" + hw.name +
+                             "\" (compute.attention_by_kernel): priced at the profile's attention rates";
+    auto taken = std::find_if(stack.taken.begin(), stack.taken.end(),
+                              [](const StackSetting& t) { return t.path == "kernels.attention"; });
+    if (taken == stack.taken.end()) {
+      stack.taken.push_back({"kernels.attention", std::string(name_of(wanted)), std::string(chosen->source)});
+      taken = stack.taken.end() - 1;
+    }
+    taken->note = note;
+    plan.attention_kernel = AttentionKernel::profile;
+    return;
+  }
+  std::string allowed = "profile";
+  if (c.attention_kernel != AttentionKernel::profile) allowed += ", " + std::string(name_of(c.attention_kernel));
+  for (const auto& k : c.attention_by_kernel) allowed += ", " + std::string(name_of(k.kernel));
+  throw InputError(plan_file, plan_path(plan_prefix, "kernels.attention"),
+                   "\"" + std::string(name_of(wanted)) + "\" needs compute.attention_by_kernel." +
+                       std::string(name_of(wanted)) + " rates, which hardware profile \"" + hw.name +
+                       "\" does not have (nobody measured that kernel on its GPU); allowed here: " + allowed,
+                   /*infeasible=*/true);
+}
 
 void check_plan_against_profile(const ParallelPlan& plan, const HardwareProfile& hw, const std::string& plan_file,
                                 const std::string& plan_prefix) {

@@ -207,6 +207,7 @@ Scenario parse_composed(ScenarioInputs& src, const HardwareProfile* hardware) {
                      /*infeasible=*/true);
   }
   check_plan_against_profile(s.plan, s.hardware, src.plan.file, src.plan.prefix);
+  price_plan_kernels(s.plan, s.hardware, s.stack, src.plan.file, src.plan.prefix);
   s.plan.domain_hosts = hosts_per_domain(s.hardware);
   nlohmann::json& sections = src.doc;
   s.resolved = {{"architecture", std::move(sections.at("architecture"))}, {"plan", std::move(sections.at("plan"))}};

@@ -139,6 +139,11 @@ ParallelPlan parse_plan(const JsonReader& in) {
   } else {
     p.precision.weight_caches = defaults.weight_caches;
   }
+  // Which library kernels the stack calls; each is priced from the profile's rates for it.
+  if (auto k = in.optional_object("kernels")) {
+    p.attention_kernel = k->choice_of("attention", kAttentionKernelNames, AttentionKernel::profile);
+    k->finish();
+  }
   const auto batch = in.object("batch");
   p.microbatch_sequences = batch.integer("rank_microbatch_sequences", Range::between(1, kMaxCount));
   p.global_batch_tokens = batch.integer("global_batch_tokens", Range::between(1, 1e15));

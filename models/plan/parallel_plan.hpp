@@ -225,6 +225,8 @@ struct ParallelPlan {
   std::vector<std::int64_t> pp_layer_split;  // layers per stage (empty: even, uneven last)
   OptimizerSpec optimizer;
   PrecisionSpec precision;
+  // kernels.attention: the attention kernel the stack calls, at the profile's rates for it.
+  AttentionKernel attention_kernel = AttentionKernel::profile;
   std::int64_t microbatch_sequences = 1;  // per rank
   std::int64_t global_batch_tokens = 0;
   Recompute recompute = Recompute::none;

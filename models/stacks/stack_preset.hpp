@@ -49,6 +49,7 @@ struct StackSetting {
   std::string path;  // inside the plan
   nlohmann::json value;
   std::string source;
+  std::string note = {};  // what became of the value on this scenario ("" when it applies as set)
 };
 struct StackUse {
   std::string name;  // empty: the plan names no stack

@@ -7,6 +7,7 @@
 
 #include "calibrate/fit/fitter.hpp"
 #include "models/common/errors.hpp"
+#include "models/common/json_file.hpp"
 #include "tests/calibrate/synthetic_measurements.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -76,6 +77,35 @@ TEST_CASE("the attention rates are the best backend's per shape, the median over
   INFO(table);
   CHECK(table.find("attention forward (best backend per shape)") != std::string::npos);
   CHECK(table.find("attention backward flash") != std::string::npos);
+  // The winner names the rates; the other backend measured in both passes keeps its own, for a
+  // stack that calls it (the failed one has none).
+  CHECK(c["attention_kernel"] == "cudnn");
+  REQUIRE(c.contains("attention_by_kernel"));
+  CHECK(c["attention_by_kernel"].size() == 1);
+  CHECK(c["attention_by_kernel"]["flash_attn_2"]["fwd_TFLOPs"]["value"].get<double>() == Approx(800).epsilon(1e-3));
+  CHECK(c["attention_by_kernel"]["flash_attn_2"]["bwd_TFLOPs"]["value"].get<double>() == Approx(700).epsilon(1e-3));
+  CHECK(c["attention_by_kernel"]["flash_attn_2"]["fwd_TFLOPs"]["kind"] == "fitted");
+}
+
+TEST_CASE("a refit whose winner the base listed as another kernel moves it out of attention_by_kernel", "[unit]") {
+  test::TempDir dir;
+  // A base that named FlashAttention-2 its default and listed cuDNN beside it.
+  json base = read_json_file(test::source_path(kBase));
+  base["compute"]["attention_kernel"] = "flash_attn_2";
+  const json q = {{"value", 500}, {"kind", "assumption"}, {"source", "test"}};
+  base["compute"]["attention_by_kernel"] = {{"cudnn", {{"fwd_TFLOPs", q}, {"bwd_TFLOPs", q}}}};
+  json doc = test::synthetic_node_measurements(test::SyntheticTruth{}, 3);
+  for (double seq : {2048.0, 4096.0}) {
+    doc["measurements"].push_back(attention("flash", "forward", seq, 800));
+    doc["measurements"].push_back(attention("cudnn", "forward", seq, 1200));
+    doc["measurements"].push_back(attention("flash", "backward", seq, 700));
+    doc["measurements"].push_back(attention("cudnn", "backward", seq, 900));
+  }
+  const auto r = fit::fit_profile({dir.write("node.json", doc.dump())}, dir.write("base.json", base.dump()), {});
+  const auto& c = r.profile["compute"];
+  CHECK(c["attention_kernel"] == "cudnn");
+  CHECK_FALSE(c["attention_by_kernel"].contains("cudnn"));
+  CHECK(c["attention_by_kernel"]["flash_attn_2"]["fwd_TFLOPs"]["value"].get<double>() == Approx(800).epsilon(1e-3));
 }
 
 TEST_CASE("an attention rate above the dense peak is not fitted", "[unit]") {

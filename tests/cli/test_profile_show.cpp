@@ -63,11 +63,16 @@ TEST_CASE("moesim profile show names each field's basis and what the dominant ke
   CHECK(out.find("10 points (rows 128 to 65536)") != std::string::npos);
   const auto doc = nlohmann::json::parse(test::slurp(dir.path("p.json")));
   CHECK(doc.at("schema") == "moesim-profile-provenance/1");
-  CHECK(doc.at("by_kind").at("fitted") == 15);
+  CHECK(doc.at("by_kind").at("fitted") == 19);  // 15 and the two other attention kernels' rates
   CHECK(doc.at("dominant_kernels")[2].at("rests_on_assumption") == false);
   // The H100's attention rates are still assumptions, and the listing says so.
   REQUIRE(run(dir, "profile show h100-hgx", out, err) == 0);
   CHECK(out.find("attention: 2 assumption  <- rests on an assumption") != std::string::npos);
+  // B200's dominant kernels are SimuMax's Transformer Engine measurements on a B200.
+  REQUIRE(run(dir, "profile show b200-hgx", out, err) == 0);
+  CHECK(out.find("dense GEMM: 3 published\n") != std::string::npos);
+  CHECK(out.find("grouped GEMM: 3 published\n") != std::string::npos);
+  CHECK(out.find("attention: 2 published\n") != std::string::npos);
   // A whole source only with --full.
   REQUIRE(run(dir, "profile show h200-hgx --full", out, err) == 0);
   CHECK(out.find("(sources cut at") == std::string::npos);

@@ -66,6 +66,12 @@ TEST_CASE("simulate --json conforms to moesim-step/1", "[unit]") {
     INFO(joined(errors));
     CHECK(errors.empty());
   }
+  // A stack value the profile cannot price carries a note (composer's FlashAttention-2 on B300).
+  const auto doc = cli_json(dir, "simulate " + scenario("ddp") + " --set plan.stack='\"composer\"'");
+  CHECK(doc.at("stack").at("taken").dump().find("\"note\"") != std::string::npos);
+  const auto errors = checker().check(doc, kStep);
+  INFO(joined(errors));
+  CHECK(errors.empty());
 }
 
 TEST_CASE("The step's memory_by_class adds up to its peak allocation", "[unit]") {
