@@ -32,6 +32,7 @@ inline void add_profile_option(CLI::App* sub, std::vector<std::string>& sets) {
       kProfileOptionHelp);
 }
 
+Runner add_help_command(CLI::App& app);
 Runner add_ledger_command(CLI::App& app);
 Runner add_inventory_command(CLI::App& app);
 Runner add_simulate_command(CLI::App& app);

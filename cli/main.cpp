@@ -15,6 +15,7 @@
 #endif
 
 #include "cli/commands.hpp"
+#include "cli/parse_errors.hpp"
 #include "models/common/errors.hpp"
 #include "models/common/registry.hpp"
 #include "reports/output_file.hpp"
@@ -61,15 +62,20 @@ int main(int argc, char** argv) {
       moesim::cli::add_validate_command(app), moesim::cli::add_cost_command(app),
       moesim::cli::add_fit_command(app),      moesim::cli::add_import_command(app),
       moesim::cli::add_plan_command(app),     moesim::cli::add_list_command(app),
-      moesim::cli::add_profile_command(app),
+      moesim::cli::add_profile_command(app),  moesim::cli::add_help_command(app),
   };
   try {
     // Inside the try: option callbacks (--profile NAME) throw InputError too.
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-      const int rc = app.exit(e);
-      return rc == 0 ? 0 : 2;
+      const std::string explained = e.get_exit_code() == 0 ? "" : moesim::cli::explain_parse_error(app, argc, argv, e);
+      if (explained.empty()) {
+        const int rc = app.exit(e);
+        return rc == 0 ? 0 : 2;
+      }
+      std::cerr << "moesim: error: " << explained << "\n";
+      return 2;
     }
     for (const auto& run : runners) {
       const int rc = run();

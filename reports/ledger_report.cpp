@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "models/common/units.hpp"
+#include "models/plan/design_spec.hpp"
 #include "reports/text_format.hpp"
 #include "reports/text_table.hpp"
 
@@ -144,7 +145,7 @@ std::string ledger_table(const LedgerInputs& in) {
   std::ostringstream os;
   const auto& p = in.scenario.plan;
   const BatchShape batch = batch_shape(p, in.scenario.arch);
-  os << "scenario " << in.scenario.name << "  (design " << p.design << ", hardware " << in.scenario.hardware.name
+  os << "scenario " << in.scenario.name << "  (design " << design_name(p) << ", hardware " << in.scenario.hardware.name
      << ")\n";
   os << "model    " << in.scenario.arch.name << ": " << fmt("%.2f", in.inventory.params_total / 1e9) << "B total, "
      << fmt("%.2f", in.inventory.params_active / 1e9) << "B active, " << fmt("%.3f", in.flops.total / 1e9)
