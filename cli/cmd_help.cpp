@@ -11,14 +11,6 @@
 
 namespace moesim::cli {
 
-std::vector<std::string> command_names(const CLI::App& app) {
-  std::vector<std::string> names;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-    names.push_back(sub->get_name());
-  }
-  return names;
-}
-
 Runner add_help_command(CLI::App& app) {
   auto words = std::make_shared<std::vector<std::string>>();
   auto* help = app.add_subcommand("help", "the help of moesim, or of COMMAND (the same as moesim COMMAND --help)");
@@ -26,16 +18,13 @@ Runner add_help_command(CLI::App& app) {
   return [&app, help, words]() -> int {
     if (!help->parsed()) return -1;
     const CLI::App* at = &app;
-    std::string path = "moesim";
+    std::string path;  // the command's words after "moesim"
     for (const auto& word : *words) {
-      const auto names = command_names(*at);
-      const CLI::App* next = nullptr;
-      for (const CLI::App* sub : at->get_subcommands([](const CLI::App*) { return true; })) {
-        if (sub->get_name() == word) next = sub;
-      }
+      const CLI::App* next = command_named(*at, word);
       if (next == nullptr) {
+        const auto names = command_names(*at);
         throw InputError("help", "",
-                         "\"" + path + "\" has no command \"" + word + "\"" +
+                         "\"moesim" + path + "\" has no command \"" + word + "\"" +
                              did_you_mean(word, names, "commands: " + comma_joined(names)));
       }
       at = next;
@@ -43,9 +32,7 @@ Runner add_help_command(CLI::App& app) {
     }
     // App::help() would follow the parsed `help` command; the formatter prints `at` itself, named
     // as `moesim COMMAND --help` names it.
-    std::string usage = app.get_name();
-    for (const auto& word : *words) usage += " " + word;
-    std::cout << at->get_formatter()->make_help(at, usage, CLI::AppFormatMode::Normal);
+    std::cout << at->get_formatter()->make_help(at, app.get_name() + path, CLI::AppFormatMode::Normal);
     return kExitOk;
   };
 }

@@ -26,25 +26,36 @@ bool is_number(std::string_view word) {
   return end != text.c_str() && *end == '\0';
 }
 
-// The deepest command named on the line (`moesim list stacks`: list stacks), and where its words end.
+// The deepest command named on the line (`moesim list stacks`: list stacks) and its path.
 const CLI::App* named_command(const CLI::App& app, int argc, const char* const* argv, std::string& path) {
   const CLI::App* at = &app;
   path = "moesim";
   for (int i = 1; i < argc; ++i) {
     const std::string_view word = argv[i];
     if (word.starts_with("-")) continue;
-    for (const CLI::App* sub : at->get_subcommands([](const CLI::App*) { return true; })) {
-      if (sub->get_name() == word) {
-        at = sub;
-        path += " " + std::string(word);
-        break;
-      }
+    if (const CLI::App* sub = command_named(*at, word)) {
+      at = sub;
+      path += " " + std::string(word);
     }
   }
   return at;
 }
 
 }  // namespace
+
+std::vector<std::string> command_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(sub->get_name());
+  return names;
+}
+
+const CLI::App* command_named(const CLI::App& app, std::string_view word) {
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_name() == word) return sub;
+  }
+  return nullptr;
+}
 
 std::string explain_parse_error(const CLI::App& app, int argc, const char* const* argv, const CLI::ParseError& e) {
   std::string path;
