@@ -9,10 +9,12 @@ namespace moesim::fit {
 
 namespace {
 
-// The settled part of a run: its last quarter of windows (the script's own summary reads the same).
+// The settled part of a run: its last quarter of windows (sustained_gemm.py's own summary reads the
+// same), and the fewest windows that leave that quarter two windows, so that its median is not one
+// sample.
 constexpr double kSettledShare = 0.25;
-// Fewer windows than this (about a second each) cannot tell a settled rate from the ramp down.
-constexpr std::size_t kMinWindows = 8;
+constexpr std::size_t kMinSettledWindows = 2;
+constexpr auto kMinWindows = static_cast<std::size_t>(kMinSettledWindows / kSettledShare);
 
 std::vector<double> settled(const std::vector<double>& windows) {
   const auto n =

@@ -31,8 +31,9 @@ MeasurementFile parse_sustained_gemm(const nlohmann::json& doc, const std::strin
     m.n = shape[1];
     m.k = shape[2];
     const double err = summary.number("check_rel_error", Range::non_negative());
-    // The product checked against a float64 reference: BF16 rounding gives ~1e-3; more is a wrong result.
-    constexpr double kBf16CheckTolerance = 0.05;
+    // The product checked against a float64 reference, held to the PyTorch scripts' BF16 bound
+    // (calibrate/pytorch/attention_bench.py MAX_REL_ERROR: BF16 operands land at 1e-3 to 1e-2).
+    constexpr double kBf16CheckTolerance = 2e-2;
     if (err > kBf16CheckTolerance) {
       summary.fail("check_rel_error", "the GEMM's result differs from float64 by " + brief(err) +
                                           "; a BF16 product agrees within " + brief(kBf16CheckTolerance));

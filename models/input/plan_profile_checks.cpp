@@ -59,6 +59,9 @@ const StackValue* stack_value(const StackUse& stack, std::string_view path) {
   return nullptr;
 }
 
+// The plan key of the attention kernel (plan.kernels.attention), as stacks and errors name it.
+constexpr const char* kAttentionKernelKey = "kernels.attention";
+
 }  // namespace
 
 void price_plan_kernels(ParallelPlan& plan, HardwareProfile& hw, StackUse& stack, const std::string& plan_file,
@@ -75,14 +78,14 @@ void price_plan_kernels(ParallelPlan& plan, HardwareProfile& hw, StackUse& stack
   }
   // The plan's stack calls this kernel (the value came from the preset, or equals it: `compare
   // --stack` writes a stack's values into each point): priced at the profile's rates, and said.
-  const StackValue* chosen = stack_value(stack, "kernels.attention");
+  const StackValue* chosen = stack_value(stack, kAttentionKernelKey);
   if (chosen != nullptr && nlohmann::json::parse(chosen->value) == name_of(wanted)) {
     const std::string note = "no " + std::string(name_of(wanted)) + " rates in hardware profile \"" + hw.name +
                              "\" (compute.attention_by_kernel): priced at the profile's attention rates";
     auto taken = std::find_if(stack.taken.begin(), stack.taken.end(),
-                              [](const StackSetting& t) { return t.path == "kernels.attention"; });
+                              [](const StackSetting& t) { return t.path == kAttentionKernelKey; });
     if (taken == stack.taken.end()) {
-      stack.taken.push_back({"kernels.attention", std::string(name_of(wanted)), std::string(chosen->source)});
+      stack.taken.push_back({kAttentionKernelKey, std::string(name_of(wanted)), std::string(chosen->source)});
       taken = stack.taken.end() - 1;
     }
     taken->note = note;
@@ -92,7 +95,7 @@ void price_plan_kernels(ParallelPlan& plan, HardwareProfile& hw, StackUse& stack
   std::string allowed = "profile";
   if (c.attention_kernel != AttentionKernel::profile) allowed += ", " + std::string(name_of(c.attention_kernel));
   for (const auto& k : c.attention_by_kernel) allowed += ", " + std::string(name_of(k.kernel));
-  throw InputError(plan_file, plan_path(plan_prefix, "kernels.attention"),
+  throw InputError(plan_file, plan_path(plan_prefix, kAttentionKernelKey),
                    "\"" + std::string(name_of(wanted)) + "\" needs compute.attention_by_kernel." +
                        std::string(name_of(wanted)) + " rates, which hardware profile \"" + hw.name +
                        "\" does not have (nobody measured that kernel on its GPU); allowed here: " + allowed,
