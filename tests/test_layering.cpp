@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <string>
 #include <vector>
@@ -121,4 +122,21 @@ TEST_CASE("No source line is over 120 characters (.clang-format)", "[unit][layer
     }
   }
   CHECK(wide == std::vector<std::string>{});
+}
+
+TEST_CASE("No test name holds a semicolon (ctest would split it and run nothing)", "[unit][layering]") {
+  // CTest's discovered names are lists: "a; b" becomes the filter "a", which matches no test.
+  // The name is one string literal or several written one after another.
+  static const std::regex test_case(R"re(TEST_CASE\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+))re");
+  std::vector<std::string> split;
+  const fs::path root(moesim::test::source_path(""));
+  for (const auto& entry : fs::recursive_directory_iterator(root / "tests")) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".cpp") continue;
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (std::sregex_iterator it(text.begin(), text.end(), test_case), end; it != end; ++it) {
+      if ((*it)[1].str().find(';') != std::string::npos) split.push_back((*it)[1].str());
+    }
+  }
+  CHECK(split == std::vector<std::string>{});
 }

@@ -160,7 +160,7 @@ TEST_CASE("a log of several tests run back to back splits into one sweep per tes
   CHECK(f.environment.nccl_version == "2.21.5+cuda12.4");
 }
 
-TEST_CASE("mpirun prefixes and 16 ranks on two hosts; old error columns take the footer's verdict", "[unit]") {
+TEST_CASE("mpirun prefixes and 16 ranks on two hosts, old error columns take the footer's verdict", "[unit]") {
   auto s = spec("alltoall_perf", "2020", false);
   s.prefix = "[1,0]<stdout>:";
   s.ranks = 16;

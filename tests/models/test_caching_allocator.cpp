@@ -27,7 +27,7 @@ TEST_CASE("requests are rounded and reserve segments by size class", "[unit]") {
   CHECK(CachingAllocator::footprint_if_kept(3 * MiB) == 3 * MiB);
 }
 
-TEST_CASE("the smallest free block that fits is split and reused; merged blocks serve larger requests", "[unit]") {
+TEST_CASE("the smallest free block that fits is split and reused, merged blocks serve larger requests", "[unit]") {
   CachingAllocator a(false);
   a.allocate(0, 40 * MiB, AllocStream::compute);
   a.allocate(1, 30 * MiB, AllocStream::compute);
@@ -44,7 +44,7 @@ TEST_CASE("the smallest free block that fits is split and reused; merged blocks 
   CHECK(a.reserved() == 70 * MiB);
 }
 
-TEST_CASE("a request no cached block holds reserves more; only segments with a live block are held", "[unit]") {
+TEST_CASE("a request no cached block holds reserves more, only segments with a live block are held", "[unit]") {
   CachingAllocator a(false);
   a.allocate(0, 40 * MiB, AllocStream::compute);
   a.allocate(1, 40 * MiB, AllocStream::compute);

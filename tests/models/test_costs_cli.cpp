@@ -147,7 +147,7 @@ TEST_CASE("moesim cost --list names every registered model with a description an
   CHECK(run("cost") == 2);  // neither a kernel nor --list
 }
 
-TEST_CASE("A scenario chooses its cost models by name; the step JSON says which were used", "[unit]") {
+TEST_CASE("A scenario chooses its cost models by name, the step JSON says which were used", "[unit]") {
   test::TempDir dir;
   nlohmann::json doc = test::inline_fig8_document("ddp-ep8");
   doc["cost_models"] = {{"gemm", "table"}, {"collective", "nccl"}, {"resource_sharing", "fair_share"}};

@@ -43,7 +43,7 @@ TEST_CASE("nccl-tests busbw factors", "[unit]") {
   CHECK_THROWS_WITH(parse_collective_kind("allreduce"), Catch::Contains("valid: all_reduce, all_gather"));
 }
 
-TEST_CASE("busbw approaches the profile bandwidth for large messages; latency dominates small ones", "[unit]") {
+TEST_CASE("busbw approaches the profile bandwidth for large messages, latency dominates small ones", "[unit]") {
   const auto& ring = b300().interconnect.intra_node.ring.busbw_efficiency;
   const double link = b300().node.nvlink_bw_GBps_per_direction.value;
   for (auto kind : {CollectiveKind::all_reduce, CollectiveKind::all_gather, CollectiveKind::reduce_scatter}) {

@@ -19,7 +19,7 @@ HardwareProfile profile(const std::string& file) { return test::bundled_profile(
 double both(PassTimes t) { return t.fwd + t.bwd; }
 }  // namespace
 
-TEST_CASE("MXFP8 element bytes follow the OCP MX layout; quantizing reads BF16 once", "[unit]") {
+TEST_CASE("MXFP8 element bytes follow the OCP MX layout, quantizing reads BF16 once", "[unit]") {
   CHECK(quantized_bytes_per_element(GemmPrecision::mxfp8) == Approx(1.0 + 1.0 / 32));
   CHECK(quantized_bytes_per_element(GemmPrecision::fp8) == 1.0);
   CHECK(quantize_traffic_per_element(GemmPrecision::mxfp8) == Approx(2 + 1 + 1.0 / 32));
@@ -28,7 +28,7 @@ TEST_CASE("MXFP8 element bytes follow the OCP MX layout; quantizing reads BF16 o
   CHECK(weight_cache_bytes_per_param(GemmPrecision::mxfp8) == Approx(2 * (1 + 1.0 / 32)));
 }
 
-TEST_CASE("A linear quantizes X in forward, dY twice and X again in backward; caches drop the weight casts", "[unit]") {
+TEST_CASE("A linear quantizes X in forward, dY twice and X again in backward, caches drop the weight casts", "[unit]") {
   const QuantizeKernels uncached = linear_quantize_kernels(1000, 64, 128, 64 * 128, false);
   CHECK(uncached.fwd == std::vector<double>{1000 * 64, 64 * 128});
   CHECK(uncached.bwd == std::vector<double>{1000 * 128, 64 * 128, 1000 * 128, 1000 * 64});
@@ -154,7 +154,7 @@ TEST_CASE("Plans asking for a format the profile lacks, FSDP caches or a router 
   CHECK_THROWS_AS(load_scenario(ddp, {"plan.precision.linears.attention=fp4"}), InputError);
 }
 
-TEST_CASE("FP8 dispatch sends the forward rows at 1 + 1/32 bytes; combine and backward stay BF16", "[unit]") {
+TEST_CASE("FP8 dispatch sends the forward rows at 1 + 1/32 bytes, combine and backward stay BF16", "[unit]") {
   const std::string file = test::source_path("scenarios/fig8/moe-ddp-ep8.json");
   const Scenario bf16 = load_scenario(file, {"plan.precision.linears.routed_expert=mxfp8"});
   const Scenario fp8 =
@@ -183,7 +183,7 @@ TEST_CASE("The +mxfp8 design part converts every linear but the LM head, and nam
   CHECK(design_name(one.plan) == "ddp+routed_expert-fp8");
 }
 
-TEST_CASE("The ledger holds the running GEMM's quantized inputs; BF16 plans hold none", "[unit]") {
+TEST_CASE("The ledger holds the running GEMM's quantized inputs, BF16 plans hold none", "[unit]") {
   const QuantizeKernels k = linear_quantize_kernels(1000, 64, 128, 64 * 128, false);
   CHECK(quantized_operand_bytes(GemmPrecision::mxfp8, k, true) ==
         Approx((1000 * 128 * 2 + 64 * 128 + 1000 * 64) * (1 + 1.0 / 32)));

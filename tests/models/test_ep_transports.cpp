@@ -137,7 +137,7 @@ TEST_CASE("A transport that writes rows into their experts' slots drops the laye
   CHECK(nccl.experts.fwd == symm.experts.fwd);
 }
 
-TEST_CASE("The plan picks its EP transport; a profile without its numbers refuses it", "[unit]") {
+TEST_CASE("The plan picks its EP transport, a profile without its numbers refuses it", "[unit]") {
   CHECK(load_scenario(test::source_path(kEp8), {}).plan.ep_transport == EpTransport::symmetric_memory);
   CHECK(load_scenario(test::source_path(kEp8), {"design=fsdp"}).plan.ep_transport == EpTransport::nccl_all_to_all);
   CHECK(load_scenario(test::source_path(kEp8), {"plan.expert_parallel.transport=deepep"}).plan.ep_transport ==
@@ -160,7 +160,7 @@ TEST_CASE("The plan picks its EP transport; a profile without its numbers refuse
   }
 }
 
-TEST_CASE("Every transport replays the Figure 8 EP8 step; DeepEP sends fewer bytes than NCCL", "[unit]") {
+TEST_CASE("Every transport replays the Figure 8 EP8 step, DeepEP sends fewer bytes than NCCL", "[unit]") {
   const auto run = [](const std::string& transport) {
     return simulate(load_scenario(test::source_path(kEp8), {"plan.expert_parallel.transport=" + transport})).result;
   };

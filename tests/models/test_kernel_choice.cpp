@@ -83,7 +83,7 @@ TEST_CASE("a kernel the profile has no rates for is refused at plan.kernels.atte
   CHECK_THROWS_AS(dense_on("h100-hgx.json", {"plan.kernels={\"attention\": \"flash_attn_4\"}"}), InputError);
 }
 
-TEST_CASE("the composer stack calls FlashAttention-2; without its rates the profile's are used and said so", "[unit]") {
+TEST_CASE("the composer stack calls FlashAttention-2, without its rates the profile's are used and said so", "[unit]") {
   const auto stacked = [](const std::string& profile) {
     return dense_on(profile, {"plan.stack=\"composer\"", "plan.activations={\"recompute\": \"none\"}",
                               "plan.optimizer={\"type\": \"adamw\"}"});
@@ -109,8 +109,7 @@ TEST_CASE("the composer stack calls FlashAttention-2; without its rates the prof
                         "plan.optimizer={\"type\": \"adamw\"}", "plan.kernels={\"attention\": \"flash_attn_2\"}"});
   CHECK(written.plan.attention_kernel == AttentionKernel::profile);
   CHECK(std::any_of(written.stack.taken.begin(), written.stack.taken.end(), [](const StackSetting& t) {
-    return t.path == "kernels.attention" &&
-           t.source.find("priced at the profile's attention rates") != std::string::npos;
+    return t.path == "kernels.attention" && t.note.find("priced at the profile's attention rates") != std::string::npos;
   }));
   // Another stack's plan asking for it is refused as any plan is.
   CHECK_THROWS_AS(
@@ -118,7 +117,7 @@ TEST_CASE("the composer stack calls FlashAttention-2; without its rates the prof
       InputError);
 }
 
-TEST_CASE("the power-limited rate caps the dense GEMM table; shapes under it keep theirs", "[unit]") {
+TEST_CASE("the power-limited rate caps the dense GEMM table, shapes under it keep theirs", "[unit]") {
   // The H200's profile with the rate its 90 s run settled at (calibrate/measured/h200-2026-12-04/
   // sustained-gemm-h200.json; the bundled profile leaves it out: calibrate/measured/.../README.md).
   json doc = read_json_file(test::source_path("hardware_profiles/h200-hgx.json"));

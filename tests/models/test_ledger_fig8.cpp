@@ -79,7 +79,7 @@ TEST_CASE("FSDP working set carries the gathered units and unsharded unit gradie
   CHECK(saw_unit);
 }
 
-TEST_CASE("Recompute and a fused loss shrink the working set; PP splits the state", "[unit]") {
+TEST_CASE("Recompute and a fused loss shrink the working set, PP splits the state", "[unit]") {
   Scenario s = test::fig8("ddp-ep8", 128);
   const double base = test::run_ledger(s).ledger.stages[0].peak_allocated;
   s.plan.recompute = Recompute::full;

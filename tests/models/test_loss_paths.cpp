@@ -103,7 +103,7 @@ TEST_CASE("a loss path's kernels and recomputed head GEMM are what the head cost
   CHECK(cut.bwd == Approx(eager.bwd - ce(e + 8) + gemm_forward));
 }
 
-TEST_CASE("the plan names a loss path; an unknown one lists the paths", "[unit][loss]") {
+TEST_CASE("the plan names a loss path, an unknown one lists the paths", "[unit][loss]") {
   for (const auto& name : loss_paths().names()) {
     const Scenario s =
         load_scenario(test::source_path("scenarios/fig8/dense-ddp.json"), {"plan.activations.loss=\"" + name + "\""});

@@ -34,7 +34,7 @@ std::string error_of(const std::vector<std::string>& changes) {
 }
 }  // namespace
 
-TEST_CASE("A measured histogram sets the rows per expert by its shares; the rank imbalance follows", "[unit]") {
+TEST_CASE("A measured histogram sets the rows per expert by its shares, the rank imbalance follows", "[unit]") {
   RoutingSpec spec;
   spec.kind = RoutingKind::measured;
   spec.measured[3].tokens_per_expert = {3, 1, 1, 1, 1, 1, 1, 1};  // 10 tokens: expert 0 takes 30%
@@ -51,7 +51,7 @@ TEST_CASE("A measured histogram sets the rows per expert by its shares; the rank
   CHECK(capped.dropped == Approx(28));
 }
 
-TEST_CASE("Inline entries, a JSON file and a CSV file give the same replay; a hot expert slows the step", "[unit]") {
+TEST_CASE("Inline entries, a JSON file and a CSV file give the same replay, a hot expert slows the step", "[unit]") {
   const test::TempDir dir;
   std::string csv = "layer,expert,tokens\n";
   for (int e = 0; e < 48; ++e) csv += "*," + std::to_string(e) + "," + (e == 0 ? "4000" : "1000") + "\n";

@@ -87,7 +87,7 @@ TEST_CASE("DDP golden: overlap_param_gather gathers bucket by bucket beside the 
 }
 
 TEST_CASE(
-    "overlap_param_gather needs overlapped reduction and in-place gathers; inert without the distributed "
+    "overlap_param_gather needs overlapped reduction and in-place gathers, inert without the distributed "
     "optimizer",
     "[unit]") {
   const auto refusal = [](const nlohmann::json& ddp, const std::string& rebuild) {

@@ -62,7 +62,7 @@ TEST_CASE("Concurrent transfers on one link share its bandwidth", "[golden]") {
   CHECK(r.finish[iy] == Approx(2.0));
 }
 
-TEST_CASE("Tasks on one stream run in order; equal times resolve deterministically", "[unit]") {
+TEST_CASE("Tasks on one stream run in order, equal times resolve deterministically", "[unit]") {
   TaskGraph g(1);
   const TaskId first = g.add(compute_task(0, 1.0));
   const TaskId second = g.add(compute_task(0, 0.0));

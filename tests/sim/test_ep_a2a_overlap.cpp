@@ -116,7 +116,7 @@ TEST_CASE("EP all-to-all overlap golden: a fused pair interleaves two blocks as 
                                  "ep_dispatch all_to_all 0 1", "ep_combine all_to_all 1 0"});
 }
 
-TEST_CASE("EP all-to-all overlap: free transfers leave the step unchanged; priced ones are partly hidden", "[golden]") {
+TEST_CASE("EP all-to-all overlap: free transfers leave the step unchanged, priced ones are partly hidden", "[golden]") {
   // With every collective free, the compute stream runs the same kernels either way, one after
   // another: the fused order changes nothing.
   test::FakeCosts free;

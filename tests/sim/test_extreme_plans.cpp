@@ -35,7 +35,7 @@ std::string batch(std::int64_t tokens) { return "plan.batch.global_batch_tokens=
 
 }  // namespace
 
-TEST_CASE("Extreme plan: one GPU (DDP and FSDP) simulates; the 18.7B model does not fit it", "[unit][extreme]") {
+TEST_CASE("Extreme plan: one GPU (DDP and FSDP) simulates, the 18.7B model does not fit it", "[unit][extreme]") {
   for (const char* design : {"ddp", "fsdp"}) {
     const StepResult r = simulate_extreme(
         {std::string("design=") + design, "plan.gpus_per_node=1", "plan.expert_parallel.degree=1", batch(2 * 16384)});

@@ -36,7 +36,7 @@ TEST_CASE("MFU never exceeds the sustained/nominal GEMM ratio", "[unit]") {
   }
 }
 
-TEST_CASE("DDP's gradient sync is once per step; FSDP's gathers grow with m", "[unit]") {
+TEST_CASE("DDP's gradient sync is once per step, FSDP's gathers grow with m", "[unit]") {
   const StepResult ddp1 = run("ddp", 48, k128Ki), ddp8 = run("ddp", 48, k1Mi);
   CHECK(ddp1.microbatches == 1);
   CHECK(ddp8.microbatches == 8);
@@ -68,7 +68,7 @@ TEST_CASE("Step time is at least the compute critical path of one rank", "[unit]
   }
 }
 
-TEST_CASE("Seed directions on Figure 8: accumulation helps DDP more; FSDP falls with N, DDP+EP8 stays flat",
+TEST_CASE("Seed directions on Figure 8: accumulation helps DDP more, FSDP falls with N, DDP+EP8 stays flat",
           "[validation]") {
   const double ddp_gain = run("ddp", 48, 4 * k1Mi).mfu - run("ddp", 48, k128Ki).mfu;
   const double fsdp_gain = run("fsdp", 48, 4 * k1Mi).mfu - run("fsdp", 48, k128Ki).mfu;

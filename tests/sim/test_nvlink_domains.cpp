@@ -75,7 +75,7 @@ TEST_CASE("Communicators count their members per NVLink domain, not per host", "
   CHECK(communicator_shape(h, Communicator::dp).ranks_per_node == 8);
 }
 
-TEST_CASE("EP inside one GB200 NVL72 rack sends no EP bytes over the NIC; EP over two racks does", "[unit]") {
+TEST_CASE("EP inside one GB200 NVL72 rack sends no EP bytes over the NIC, EP over two racks does", "[unit]") {
   for (const std::int64_t ep : {8, 32, 64}) {
     CAPTURE(ep);
     const Scenario s = on_profile("gb200-nvl72", ep / 4, 4, ep, 128);
