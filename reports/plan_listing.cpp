@@ -31,13 +31,19 @@ std::string other_axes(const nlohmann::json& values) {
   return assignments_text(others, " ");
 }
 
+// ", at least 8.0 GiB free" when the search asked to keep headroom.
+std::string min_headroom_text(const nlohmann::json& request) {
+  const double keep = request.at("min_headroom_GiB").get<double>();
+  return keep > 0 ? ", at least " + fmt("%.1f", keep) + " GiB free (--min-headroom)" : "";
+}
+
 std::string headline(const nlohmann::json& doc) {
   const auto& q = doc.at("request");
   const auto& n = doc.at("counts");
   std::string out = "plan search for " + doc.at("scenario").get<std::string>() + ": " + q.at("gpus").dump() +
                     " GPUs (" + q.at("gpus_per_node").dump() + " per node), global batch " +
                     q.at("global_batch_tokens").dump() + " tokens, objective " + q.at("objective").get<std::string>() +
-                    ", top " + q.at("top_k").dump() + "\n";
+                    ", top " + q.at("top_k").dump() + min_headroom_text(q) + "\n";
   out += "candidates: " + n.at("enumerated").dump() + " enumerated; " + n.at("refused_by_rule").dump() +
          " refused by rule, " + n.at("pruned_by_memory").dump() + " pruned by memory (do not fit), " +
          n.at("pruned_by_bound").dump() + " pruned by the step-time bound, " + n.at("replayed").dump() + " replayed\n";
@@ -74,7 +80,12 @@ std::string top_table(const nlohmann::json& doc, const std::map<std::size_t, con
                fmt("%.1f", p.at("headroom_GiB").get<double>()), p.at("largest_exposed_phase").get<std::string>(),
                other_axes(v)});
   }
-  return table.render();
+  // Headroom counts what the caching allocator could release: its cached segments are room, so
+  // peak reserved plus headroom can exceed the capacity (models/memory/ledger.cpp).
+  return table.render() +
+         "peak GiB: reserved at the worst stage's high-water mark; headroom GiB: capacity minus what the allocator "
+         "must hold and the runtime reserves (cached segments it can release count as room, so peak + headroom may "
+         "exceed the capacity; --min-headroom GiB keeps a margin)\n";
 }
 
 // One comparison of the best plan with another (`key`: best_vs_runner_up, best_vs_without_tp),

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "models/common/size_text.hpp"
 #include "models/plan/design_spec.hpp"
 #include "models/plan/designs/design.hpp"
 #include "models/plan/parallel_plan.hpp"
@@ -148,6 +149,7 @@ class Enumerator {
   }
 
   void add(const Choice& c) {
+    if (out_.size() == space_.max_candidates) refuse_size();
     PlanCandidate p;
     p.index = out_.size();
     p.family = std::string(c.family.name);
@@ -190,6 +192,21 @@ class Enumerator {
     }
     p.refusal = refusal(c);
     out_.push_back(std::move(p));
+  }
+
+  // More candidates than the limit: refused before they fill memory, with the axes' sizes.
+  [[noreturn]] void refuse_size() const {
+    double product = 1;
+    std::string sizes;
+    for (const auto& a : space_.axes) {
+      product *= static_cast<double>(std::max<std::size_t>(1, a.values.size()));
+      sizes += (sizes.empty() ? "" : " x ") + a.name + " " + std::to_string(a.values.size());
+    }
+    throw InputError("--max-candidates", std::to_string(space_.max_candidates),
+                     "the search space holds more than " + std::to_string(space_.max_candidates) +
+                         " candidate plans (its axes: " + sizes + ", up to " + number_json(product).dump() +
+                         " combinations before the axes that do not apply collapse); narrow an axis with --search "
+                         "AXIS=V1,V2 or raise --max-candidates (each candidate takes a few KB until it is screened)");
   }
 
   const PlanSpace& space_;

@@ -8,7 +8,6 @@
 #include <mutex>
 #include <thread>
 
-#include "models/common/suggest.hpp"
 #include "models/common/units.hpp"
 #include "models/plan/design_spec.hpp"
 #include "studies/plan_frontier.hpp"
@@ -110,7 +109,7 @@ class Search {
       else
         ++out_.refusals[c.refusal];
     }
-    const auto compute = [&](std::size_t i) {
+    const auto screen_one = [&](std::size_t i) {
       const PlanCandidate& c = out_.candidates[passed[i]];
       Screened out;
       try {
@@ -132,6 +131,11 @@ class Search {
       } catch (const InputError& e) {
         out.rejected = "the plan is refused at " + (e.path().empty() ? std::string("its input") : e.path());
       }
+      return out;
+    };
+    const auto compute = [&](std::size_t i) {
+      Screened out = screen_one(i);
+      tick("screening", passed.size());
       return out;
     };
     const auto to_json = [](const Screened& x) {
@@ -195,11 +199,11 @@ class Search {
     r.candidate = c.index;
     r.design = design_name(s.plan);
     const StageLedger& worst = screen.ledger.stages[screen.ledger.worst_stage];
-    r.fits = !screen.ledger.oom;
-    r.status = r.fits ? PlanStatus::pruned_by_bound : PlanStatus::pruned_by_memory;
     r.peak_reserved_GiB = worst.peak_reserved / kGiB;
     r.device_total_GiB = worst.device_total / kGiB;
     r.headroom_GiB = worst.headroom / kGiB;
+    r.fits = fits(screen.ledger.oom, r.headroom_GiB);
+    r.status = r.fits ? PlanStatus::pruned_by_bound : PlanStatus::pruned_by_memory;
     r.capacity_GiB = worst.capacity / kGiB;
     r.bound_step_s = screen.bound.step_s;
     const double tokens_per_gpu = dbl(s.plan.global_batch_tokens) / dbl(s.plan.world());
@@ -214,6 +218,24 @@ class Search {
     r.score_bound = r.score_scale > 0 ? r.score_scale / r.bound_step_s : r.headroom_GiB;
     r.bound_tokens_per_s_per_gpu = tokens_per_gpu / r.bound_step_s;
     return r;
+  }
+
+  // Fits in memory, with the headroom the user asked to keep (--min-headroom).
+  bool fits(bool oom, double headroom_GiB) const {
+    const double keep = out_.options.min_headroom_GiB;
+    return !oom && (keep <= 0 || headroom_GiB >= keep);
+  }
+
+  // One more piece of `stage` done, told to the progress callback (under a lock: screening runs
+  // on several threads).
+  void tick(std::string_view stage, std::size_t total) {
+    if (!out_.options.progress) return;
+    const std::lock_guard<std::mutex> lock(progress_mutex_);
+    if (stage != progress_stage_) {
+      progress_stage_ = stage;
+      progress_done_ = 0;
+    }
+    out_.options.progress(stage, ++progress_done_, total);
   }
 
   std::string family_of(const PlanRecord& r) const { return out_.candidates[r.candidate].family; }
@@ -255,7 +277,10 @@ class Search {
       };
       std::vector<Replayed> results = shared_map<Replayed>(round.size(), out_.options.jobs, out_.options.share, compute,
                                                            replayed_json, replayed_from_json);
-      for (std::size_t i = 0; i < round.size(); ++i) take(round[i], std::move(results[i]));
+      for (std::size_t i = 0; i < round.size(); ++i) {
+        take(round[i], std::move(results[i]));
+        tick("replaying", order.size());
+      }
     }
     out_.counts.replayed = replayed_;
     out_.counts.pruned_by_bound = order.size() - replayed_;
@@ -270,7 +295,8 @@ class Search {
     r.tokens_per_s_per_gpu = x.tokens_per_s_per_gpu;
     r.mfu = x.mfu;
     r.largest_exposed_phase = x.largest_exposed_phase;
-    r.fits = x.fits;  // the replay's in-flight counts (the tests hold them equal to the schedule's)
+    // The replay's in-flight counts (the tests hold them equal to the schedule's).
+    r.fits = fits(!x.fits, x.headroom_GiB);
     r.headroom_GiB = x.headroom_GiB;
     switch (out_.options.objective) {
       case PlanObjective::tokens_per_s: r.score = r.tokens_per_s_per_gpu; break;
@@ -335,37 +361,12 @@ class Search {
   std::optional<std::size_t> no_tp_best_;  // the best replayed plan that fits without TP
   std::map<std::size_t, SweepPoint> points_;
   std::size_t replayed_ = 0;
+  std::mutex progress_mutex_;
+  std::string_view progress_stage_;
+  std::size_t progress_done_ = 0;
 };
 
 }  // namespace
-
-PlanObjective parse_objective(const std::string& name) {
-  if (name == "tokens_per_s") return PlanObjective::tokens_per_s;
-  if (name == "mfu") return PlanObjective::mfu;
-  if (name == "memory_headroom") return PlanObjective::memory_headroom;
-  const std::vector<std::string> allowed = {"tokens_per_s", "mfu", "memory_headroom"};
-  throw InputError("--objective", name,
-                   "unknown objective" + did_you_mean(name, allowed, "allowed: " + comma_joined(allowed)));
-}
-
-std::string_view name_of(PlanObjective o) {
-  switch (o) {
-    case PlanObjective::tokens_per_s: return "tokens_per_s";
-    case PlanObjective::mfu: return "mfu";
-    case PlanObjective::memory_headroom: return "memory_headroom";
-  }
-  return "?";
-}
-
-std::string_view name_of(PlanStatus s) {
-  switch (s) {
-    case PlanStatus::refused: return "refused";
-    case PlanStatus::pruned_by_memory: return "pruned_by_memory";
-    case PlanStatus::pruned_by_bound: return "pruned_by_bound";
-    case PlanStatus::replayed: return "replayed";
-  }
-  return "?";
-}
 
 PlanSearchResult search_plans(const ScenarioSource& source, const PlanSpace& space, const PlanSearchOptions& options) {
   return Search(source, space, options).run();

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -25,11 +26,19 @@ enum class PlanObjective { tokens_per_s, mfu, memory_headroom };
 PlanObjective parse_objective(const std::string& name);  // throws InputError naming --objective
 std::string_view name_of(PlanObjective o);
 
+// Where a search is: `stage` "screening" (done of total candidates that passed the rules) or
+// "replaying" (done of at most total fitting plans); called under a lock, done increasing.
+using PlanProgress = std::function<void(std::string_view stage, std::size_t done, std::size_t total)>;
+
 struct PlanSearchOptions {
   PlanObjective objective = PlanObjective::tokens_per_s;
   std::size_t top_k = 5;
   int jobs = 1;
+  // A plan fits when its worst stage keeps at least this much of the GPU's memory free (0: when
+  // it does not run out of memory).
+  double min_headroom_GiB = 0;
   PlanShare share;  // one process unless an MPI launcher started several
+  PlanProgress progress;
 };
 
 enum class PlanStatus { refused, pruned_by_memory, pruned_by_bound, replayed };

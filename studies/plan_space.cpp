@@ -125,6 +125,7 @@ PlanSpace plan_space(const ScenarioSource& source, const Scenario& base, const P
   PlanSpace space;
   if (request.gpus < 1) throw InputError("--gpus", std::to_string(request.gpus), "allowed: an integer >= 1");
   space.gpus = request.gpus;
+  space.max_candidates = request.max_candidates;
   space.gpus_per_node =
       request.gpus_per_node > 0 ? request.gpus_per_node : std::min(base.plan.gpus_per_node, request.gpus);
   const auto host = static_cast<std::int64_t>(base.hardware.node.gpus_per_node.value);

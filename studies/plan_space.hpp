@@ -18,11 +18,17 @@
 
 namespace moesim {
 
+// Candidates a search enumerates at most unless the request raises it (each takes a few KB
+// before it is screened, and screening runs at thousands per second: 100,000 is minutes and
+// a few hundred MB).
+inline constexpr std::size_t kDefaultMaxPlanCandidates = 100000;
+
 struct PlanRequest {
   std::int64_t gpus = 0;
   std::int64_t gpus_per_node = 0;        // 0: the scenario's (or all GPUs when fewer)
   std::int64_t global_batch_tokens = 0;  // 0: the scenario's
   std::vector<std::string> search;       // AXIS=V1,V2,... restrictions and extra path axes
+  std::size_t max_candidates = kDefaultMaxPlanCandidates;
 };
 
 struct PlanAxis {
@@ -35,6 +41,7 @@ struct PlanSpace {
   std::int64_t gpus_per_node = 0;
   std::int64_t global_batch_tokens = 0;
   std::vector<PlanAxis> axes;  // the named axes first, in plan_axis_names order, then path axes
+  std::size_t max_candidates = kDefaultMaxPlanCandidates;  // enumerate_plans refuses a larger space
 };
 
 // design (fsdp, hsdp, ddp, ddp-nodistopt), hsdp, tp, cp, ep, pp, schedule (1f1b, vN, 1f1b_v, zb_h1, zbv), microbatch,
@@ -65,7 +72,8 @@ struct PlanCandidate {
   bool balanced_split = false;  // its layer split is chosen when it is screened (sim/layer_split.hpp)
 };
 
-// Every candidate of the space, in a fixed order (the axes' product, outermost first).
+// Every candidate of the space, in a fixed order (the axes' product, outermost first). Throws
+// InputError naming --max-candidates when there are more than space.max_candidates.
 std::vector<PlanCandidate> enumerate_plans(const PlanSpace& space, const Scenario& base);
 
 }  // namespace moesim

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "models/common/size_text.hpp"
 #include "models/common/suggest.hpp"
 
 namespace moesim {
@@ -88,18 +89,49 @@ const nlohmann::json* JsonReader::find(std::string_view key) const {
 
 const nlohmann::json& JsonReader::require(std::string_view key) const {
   const auto* v = find(key);
-  if (v == nullptr) fail(key, "required field is missing");
-  return *v;
+  if (v != nullptr) return *v;
+  // A key of this object that no accessor asked for and that is a typo of the missing one is the
+  // mistake to name: "num_layer" is an unknown key, not a second problem beside "num_layers".
+  std::vector<std::string> unread;
+  for (const auto& [present, value] : node_.items())
+    if (consumed_.find(present) == consumed_.end()) unread.push_back(present);
+  // At most two edits: a farther key may be one of this object's own keys not read yet
+  // ("dense_layers" beside a missing "num_layers").
+  constexpr std::size_t kTypoEdits = 2;
+  const std::string typo = closest_match(key, unread);
+  if (!typo.empty() && edit_distance(key, typo) <= kTypoEdits) {
+    const std::vector<std::string> known(consumed_.begin(), consumed_.end());
+    throw UnknownKeyError(file_, child_path(typo),
+                          "unknown key; did you mean '" + std::string(key) + "'? (a required field, missing)", known);
+  }
+  fail(key, "required field is missing");
 }
+
+namespace {
+// A JSON string that spells a size ("4Mi", "128Ki", "8K") stands for its number, as on the
+// command line; any other string is not a number.
+const nlohmann::json* size_number(const nlohmann::json& v, nlohmann::json& storage) {
+  if (!v.is_string()) return &v;
+  if (auto size = size_literal(v.get<std::string>())) {
+    storage = std::move(*size);
+    return &storage;
+  }
+  return &v;
+}
+constexpr const char* kSizeHint = " (sizes with a suffix such as \"4Mi\" or \"8K\" are numbers too)";
+}  // namespace
 
 void JsonReader::fail(std::string_view key, const std::string& message) const {
   throw InputError(file_, child_path(key), message);
 }
 
-double JsonReader::as_number(const nlohmann::json& v, const std::string& path, Range range) const {
+double JsonReader::as_number(const nlohmann::json& given, const std::string& path, Range range) const {
+  nlohmann::json storage;
+  const nlohmann::json& v = *size_number(given, storage);
   if (!v.is_number()) {
     throw InputError(file_, path,
-                     "expected a number in " + range.describe() + ", got " + type_name(v) + " " + brief(v));
+                     "expected a number in " + range.describe() + ", got " + type_name(v) + " " + brief(v) +
+                         (v.is_string() ? kSizeHint : ""));
   }
   const double x = v.get<double>();
   if (!std::isfinite(x) || !range.contains(x)) {
@@ -108,11 +140,14 @@ double JsonReader::as_number(const nlohmann::json& v, const std::string& path, R
   return x;
 }
 
-std::int64_t JsonReader::as_integer(const nlohmann::json& v, const std::string& path, Range range) const {
+std::int64_t JsonReader::as_integer(const nlohmann::json& given, const std::string& path, Range range) const {
+  nlohmann::json storage;
+  const nlohmann::json& v = *size_number(given, storage);
   const bool integral_float = v.is_number_float() && std::floor(v.get<double>()) == v.get<double>();
   if (!(v.is_number_integer() || v.is_number_unsigned() || integral_float)) {
     throw InputError(file_, path,
-                     "expected an integer in " + range.describe() + ", got " + type_name(v) + " " + brief(v));
+                     "expected an integer in " + range.describe() + ", got " + type_name(v) + " " + brief(v) +
+                         (v.is_string() ? kSizeHint : ""));
   }
   const double x = v.get<double>();
   if (!range.contains(x) || std::fabs(x) > kMaxExactInteger) {

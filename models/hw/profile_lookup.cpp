@@ -32,10 +32,13 @@ std::vector<std::string> bundled_profile_names() {
   return names;
 }
 
-std::string resolve_profile(const std::string& argument) {
+bool is_profile_name(const std::string& text) {
+  return text.find('/') == std::string::npos && !ends_with(text, kProfileExtension);
+}
+
+std::string resolve_profile(const std::string& argument, const std::string& origin, const std::string& path) {
   std::error_code ec;
-  if (fs::exists(argument, ec) || argument.find('/') != std::string::npos || ends_with(argument, kProfileExtension))
-    return argument;
+  if (fs::exists(argument, ec) || !is_profile_name(argument)) return argument;
   if (auto found = find_bundled(std::string(kBundledProfileFolder) + "/" + argument + kProfileExtension)) return *found;
   const auto names = bundled_profile_names();
   if (names.empty()) {
@@ -45,8 +48,8 @@ std::string resolve_profile(const std::string& argument) {
   std::string listed;
   for (const auto& n : names) listed += (listed.empty() ? "" : ", ") + n;
   throw InputError(
-      "--profile", argument,
-      "no such profile file or bundled profile" +
+      origin, path.empty() ? argument : path,
+      (path.empty() ? std::string() : "\"" + argument + "\": ") + "no such profile file or bundled profile" +
           did_you_mean(argument, names, "bundled profiles: " + listed + " (or give a profile file's path)"));
 }
 

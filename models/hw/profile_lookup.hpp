@@ -14,9 +14,14 @@ inline constexpr const char* kBundledProfileFolder = "hardware_profiles";
 // is not found.
 std::vector<std::string> bundled_profile_names();
 
+// Whether `text` names a bundled profile rather than a file: no '/' and no ".json" ending.
+bool is_profile_name(const std::string& text);
+
 // The file to read for `argument`: an existing file, or any text with '/' or ending in ".json", is
-// a path (as given); anything else is a bundled profile's name. Throws InputError (file
-// "--profile") for an unknown name, suggesting the closest and listing the bundled names.
-std::string resolve_profile(const std::string& argument);
+// a path (as given); anything else is a bundled profile's name. Throws InputError (file `origin`,
+// JSON path `path`: "--profile", or a scenario file and its "hardware" key) for an unknown name,
+// suggesting the closest and listing the bundled names.
+std::string resolve_profile(const std::string& argument, const std::string& origin = "--profile",
+                            const std::string& path = "");
 
 }  // namespace moesim

@@ -20,10 +20,27 @@ void provenance(const JsonReader& q, SourceKind& kind_out, std::string& source_o
   if (source_out.empty()) q.fail("source", "must say where the number comes from");
 }
 
+// The {"value", "kind", "source"} object of `key`. A bare value there (`"usable_capacity_GiB": 80`)
+// is refused with where the number goes.
+JsonReader sourced_object(const JsonReader& parent, std::string_view key) {
+  try {
+    return parent.object(key);
+  } catch (const InputError& e) {
+    const std::string path = parent.child_path(key);
+    if (e.path() != path || !parent.has(key)) throw;
+    throw InputError(e.file(), path,
+                     e.message() +
+                         "; every profile value carries its provenance: write {\"value\": ..., \"kind\": "
+                         "\"datasheet|published|fitted|assumption\", \"source\": \"where it comes from\"} "
+                         "(the value goes in " +
+                         path + ".value)");
+  }
+}
+
 // {"value": <one of `allowed`>, "kind", "source"}: a named setting with its provenance.
 Sourced<std::string> sourced_choice(const JsonReader& parent, std::string_view key,
                                     std::initializer_list<std::string_view> allowed) {
-  const JsonReader q = parent.object(key);
+  const JsonReader q = sourced_object(parent, key);
   Sourced<std::string> out;
   out.value = q.choice("value", allowed);
   provenance(q, out.kind, out.source);
@@ -32,7 +49,7 @@ Sourced<std::string> sourced_choice(const JsonReader& parent, std::string_view k
 }
 
 Sourced<bool> sourced_flag(const JsonReader& parent, std::string_view key) {
-  const JsonReader q = parent.object(key);
+  const JsonReader q = sourced_object(parent, key);
   Sourced<bool> out;
   out.value = q.boolean("value");
   provenance(q, out.kind, out.source);
@@ -43,7 +60,7 @@ Sourced<bool> sourced_flag(const JsonReader& parent, std::string_view key) {
 }  // namespace
 
 Quantity quantity(const JsonReader& parent, std::string_view key, Range range) {
-  const JsonReader q = parent.object(key);
+  const JsonReader q = sourced_object(parent, key);
   Quantity out;
   out.value = q.number("value", range);
   provenance(q, out.kind, out.source);

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/common/size_text.hpp"
+
 namespace moesim {
 
 struct Override {
@@ -29,15 +31,6 @@ Override override_of(const std::string& path, const nlohmann::json& value, const
 // Sets the value, creating missing objects along the path. Throws InputError when the path runs
 // through a value that is not an object (or an array index out of range).
 void apply_override(nlohmann::json& doc, const Override& o, const std::string& origin);
-
-// A number with a size suffix, as --set and --vary both read it: K/M/G are powers of 1000,
-// Ki/Mi/Gi powers of 1024 (IEC 80000-13); "4Mi" is 4194304, an integer when it is one exactly.
-// nullopt for text without such a suffix (plain numbers are JSON).
-std::optional<nlohmann::json> size_literal(const std::string& text);
-// The number of a plain or suffixed size ("128Ki", "3", "0.5M"); nullopt when it is neither.
-std::optional<double> size_value(const std::string& text);
-// A number as JSON: an integer when it is one exactly.
-nlohmann::json number_json(double value);
 
 // JSON text is UTF-8: command-line text that is not cannot become a JSON value or report.
 bool is_valid_utf8(std::string_view text);

@@ -5,6 +5,7 @@
 #include "models/arch/flops.hpp"
 #include "models/common/json_reader.hpp"
 #include "models/common/suggest.hpp"
+#include "models/hw/profile_lookup.hpp"
 #include "models/input/plan_profile_checks.hpp"
 #include "models/input/section_memo.hpp"
 #include "models/plan/design_spec.hpp"
@@ -25,6 +26,17 @@ nlohmann::json without_schema_key(nlohmann::json section, const SectionOrigin& o
   return section;
 }
 
+// The file a section names, relative to the scenario file. The hardware may also name a bundled
+// profile ("hardware": "h100-hgx"), as --profile does, when no such file lies beside the scenario;
+// an unknown name is refused at `origin`'s `path` with the bundled names.
+std::string section_file(const std::string& scenario_file, std::string_view key, const std::string& text,
+                         const std::string& origin, const std::string& path) {
+  const fs::path beside = (fs::path(scenario_file).parent_path() / text).lexically_normal();
+  std::error_code ec;
+  if (key == "hardware" && is_profile_name(text) && !fs::exists(beside, ec)) return resolve_profile(text, origin, path);
+  return beside.string();
+}
+
 // A section is either a path (relative to the scenario file) or an inline object.
 nlohmann::json load_section(const JsonReader& scenario, const nlohmann::json& raw, std::string_view key,
                             SectionOrigin& origin) {
@@ -32,8 +44,7 @@ nlohmann::json load_section(const JsonReader& scenario, const nlohmann::json& ra
   if (it == raw.end()) scenario.fail(key, "required: a file path (relative to the scenario) or an inline object");
   scenario.has(key);  // mark as known
   if (it->is_string()) {
-    const fs::path p = fs::path(scenario.file()).parent_path() / it->get<std::string>();
-    origin = {p.lexically_normal().string(), ""};
+    origin = {section_file(scenario.file(), key, it->get<std::string>(), scenario.file(), std::string(key)), ""};
     return without_schema_key(read_json_file(origin.file), origin);
   }
   if (it->is_object()) {
@@ -136,7 +147,7 @@ void apply_change(ScenarioInputs& s, const ScenarioChange& c) {
   if (whole && o.value.is_string()) {
     // A whole input swapped for another file, found relative to the scenario.
     SectionOrigin& target = head == "architecture" ? s.arch : head == "plan" ? s.plan : s.hardware;
-    target = {(fs::path(s.file).parent_path() / o.value.get<std::string>()).lexically_normal().string(), ""};
+    target = {section_file(s.file, head, o.value.get<std::string>(), c.origin, o.text), ""};
     s.doc[head] = read_json_file(target.file);
     return;
   }

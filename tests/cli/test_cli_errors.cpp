@@ -3,27 +3,16 @@
 // command's help; every one exits 2 except help (0). The ledger header names the composed design.
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
 #include <string>
 
-#include <sys/wait.h>
-
+#include "tests/support/cli_run.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace moesim;
 
 namespace {
-struct Ran {
-  int rc = -1;
-  std::string out, err;
-};
-
-Ran moesim_cli(const std::string& args) {
-  const test::TempDir dir;
-  const int status =
-      std::system((std::string(MOESIM_CLI) + " " + args + " >" + dir.path("o") + " 2>" + dir.path("e")).c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, test::slurp(dir.path("o")), test::slurp(dir.path("e"))};
-}
+using Ran = test::CliRun;
+Ran moesim_cli(const std::string& args) { return test::run_cli_captured(args); }
 
 const std::string kScenario = test::source_path("scenarios/fig8/moe-ddp-ep8.json");
 }  // namespace

@@ -111,7 +111,7 @@ TEST_CASE("Allowed ranges print whole bounds exactly", "[unit]") {
   CHECK(Range::positive().describe() == "> 0");
   const InputError e = load_error(test::source_path(kDdp), {"architecture.d_model=0"});
   CHECK_THAT(e.message(), Contains("allowed: [1, 1048576]"));
-  const InputError t = load_error(test::source_path(kDdp), {"plan.batch.global_batch_tokens=\"4M\""});
+  const InputError t = load_error(test::source_path(kDdp), {"plan.batch.global_batch_tokens=\"lots\""});
   CHECK_THAT(t.message(), Contains("expected an integer in [1, 1000000000000000]"));
 }
 
