@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -11,6 +12,7 @@
 #include <stdexcept>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -142,6 +144,31 @@ std::string temporary_name(const fs::path& target) {
   return (folder / name).string();
 }
 
+// The temporaries ".NAME.tmp.PID.N" of `target` that a process left behind when it was killed
+// outright (SIGKILL cannot be caught): removed before a new write to the same path. Only files of
+// this user whose process is gone (kill(PID, 0) says ESRCH) are touched; a live writer's file
+// stays.
+void remove_stale_temporaries(const fs::path& target) {
+  const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  std::string prefix = ".";  // appended piece by piece, as temporary_name does (gcc 12 -Wrestrict)
+  prefix += target.filename().string();
+  prefix += ".tmp.";
+  std::error_code ec;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string rest = name.substr(prefix.size());  // "PID.N"
+    const std::size_t dot = rest.find('.');
+    if (dot == 0 || dot == std::string::npos || rest.find_first_not_of("0123456789.") != std::string::npos) continue;
+    const long pid = std::strtol(rest.substr(0, dot).c_str(), nullptr, 10);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    ::unlink(it->path().c_str());
+  }
+}
+
 }  // namespace
 
 bool is_standard_output(const std::string& path) {
@@ -206,6 +233,7 @@ OutputStream::OutputStream(const std::string& path) : path_(path) {
     return;
   }
   target_ = t.end.path.string();
+  remove_stale_temporaries(t.end.path);
   tmp_ = temporary_name(t.end.path);
   pending_ = std::make_unique<detail::PendingFile>(tmp_);
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
@@ -255,11 +283,19 @@ void write_output(const std::string& path, const std::string& content) {
   out.commit();
 }
 
+// Every signal whose default action ends the process and that a handler can catch: the shell's
+// Ctrl-C and Ctrl-backslash, kill, a closed terminal or pipe, timers, user signals and resource limits.
+// A signal the parent set to be ignored (nohup's SIGHUP, a SIGPIPE ignored by the caller) stays
+// ignored.
 void remove_partial_outputs_on_signal() {
   struct sigaction sa {};
   sa.sa_handler = remove_pending_and_reraise;
   sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGALRM, SIGVTALRM, SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ}) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    ::sigaction(sig, &sa, nullptr);
+  }
 }
 
 }  // namespace moesim

@@ -59,9 +59,11 @@ void check_output_path(const std::string& path);
 // on failure; a regular file that existed is then left as it was, and no temporary file stays.
 void write_output(const std::string& path, const std::string& content);
 
-// Installs handlers for SIGINT, SIGTERM and SIGHUP that remove any temporary file a
-// write_output call has open, then end the process by the same signal (so that the shell sees
-// an interrupted command). Call once, early in main.
+// Installs handlers for the catchable signals that end a process (SIGINT, SIGTERM, SIGHUP,
+// SIGQUIT, SIGPIPE, SIGALRM, SIGVTALRM, SIGUSR1/2, SIGXCPU, SIGXFSZ; not those the parent set to
+// be ignored) that remove any temporary file a write_output call has open, then end the process
+// by the same signal (so that the shell sees an interrupted command). Call once, early in main. A
+// temporary left by SIGKILL is removed by the next write to the same path.
 void remove_partial_outputs_on_signal();
 
 }  // namespace moesim

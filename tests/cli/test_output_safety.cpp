@@ -1,5 +1,6 @@
-// Output safety: a report replaces an existing file only when complete; SIGINT/SIGTERM during a
-// run or during the write itself leave the old file and no temporary file behind.
+// Output safety: a report replaces an existing file only when complete; a terminating signal
+// (SIGINT, SIGTERM, SIGPIPE, SIGUSR1, SIGXCPU, ...) during a run or during the write itself leaves
+// the old file and no temporary file behind; a temporary left by SIGKILL goes on the next write.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -47,7 +48,7 @@ bool wait_for_temporary(const std::string& dir, const std::string& keep, pid_t c
 
 TEST_CASE("write_output: a signal during the write removes the temporary file and keeps the old one",
           "[unit][safety]") {
-  for (int sig : {SIGTERM, SIGINT}) {
+  for (int sig : {SIGTERM, SIGINT, SIGPIPE, SIGUSR1, SIGXCPU}) {
     test::TempDir dir;
     const std::string target = dir.write("report.json", "old\n");
     const pid_t child = ::fork();
@@ -122,4 +123,45 @@ TEST_CASE("moesim sweep interrupted by SIGINT leaves the existing report untouch
   CHECK(test::slurp(out) == "old\n");
   CHECK_FALSE(std::filesystem::exists(dir.path("sweep.csv")));
   CHECK(leftovers(std::filesystem::path(out).parent_path().string(), "sweep.json").empty());
+}
+
+TEST_CASE("write_output: a temporary left by a killed process goes on the next write to that path", "[unit][safety]") {
+  test::TempDir dir;
+  const std::string target = dir.write("report.json", "old\n");
+  // A process that has ended: its id names no process any more (until the system reuses it).
+  const pid_t gone = ::fork();
+  REQUIRE(gone >= 0);
+  if (gone == 0) ::_exit(0);
+  int status = 0;
+  REQUIRE(::waitpid(gone, &status, 0) == gone);
+  const std::string stale = ".report.json.tmp." + std::to_string(gone) + ".0";
+  dir.write(stale, "partial");
+  // A live writer's temporary (this test's parent process) and another report's stay.
+  const std::string live = ".report.json.tmp." + std::to_string(::getppid()) + ".0";
+  dir.write(live, "partial");
+  const std::string other = ".other.json.tmp." + std::to_string(gone) + ".0";
+  dir.write(other, "partial");
+  write_output(target, "new\n");
+  CHECK(test::slurp(target) == "new\n");
+  CHECK_FALSE(std::filesystem::exists(dir.path(stale)));
+  CHECK(std::filesystem::exists(dir.path(live)));
+  CHECK(std::filesystem::exists(dir.path(other)));
+}
+
+TEST_CASE("remove_partial_outputs_on_signal leaves a signal the parent ignores ignored", "[unit][safety]") {
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    std::signal(SIGHUP, SIG_IGN);  // as nohup starts a command
+    remove_partial_outputs_on_signal();
+    struct sigaction hup {
+    }, usr{};
+    ::sigaction(SIGHUP, nullptr, &hup);
+    ::sigaction(SIGUSR2, nullptr, &usr);
+    ::_exit(hup.sa_handler == SIG_IGN && usr.sa_handler != SIG_DFL ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
