@@ -4,6 +4,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -60,6 +61,7 @@ Runner add_sweep_command(CLI::App& app) {
     std::vector<std::string> sets, vary;
     int jobs = default_jobs();
     int trace_point = -1;
+    std::string detail = "summary";
     OutputArgs out;
   };
   auto args = std::make_shared<Args>();
@@ -77,8 +79,12 @@ Runner add_sweep_command(CLI::App& app) {
   sub->add_option("--trace", args->trace_out, "trace file for --trace-point")->check(output_path())->needs(trace_point);
   trace_point->needs("--trace");
   add_outputs(sub, args->out);
+  sub->add_option("--detail", args->detail,
+                  "what --json and --html keep of each point: summary (default: the step document without its "
+                  "resolved inputs, which the document holds once) or full (each point's resolved inputs too)");
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;
+    const PointDetail asked = parse_point_detail(args->detail);
     std::ostream& listing = listing_for(args->out, args->trace_out);
     const ScenarioSource source = read_scenario(args->scenario, args->sets);
     const Scenario base = compose(source);
@@ -110,27 +116,35 @@ Runner add_sweep_command(CLI::App& app) {
     // (which plots them all) needs it: the listing, JSON and CSV take it as it comes.
     SweepListing table(sweep_axes_json(spec));
     table.scan(points);
-    SweepStream stream(base.name, spec, args->out.json_out, args->out.csv_out);
+    // Summary points leave their resolved inputs out: the document holds the base scenario's once.
+    const nlohmann::json inputs = asked == PointDetail::summary ? base.resolved : nlohmann::json();
+    SweepStream stream(base.name, spec, args->out.json_out, args->out.csv_out, inputs);
     nlohmann::json kept = nlohmann::json::array();
+    // The page matches published runs by each point's resolved inputs: read while the point has
+    // them, then dropped from a summary point.
+    const bool html = !args->out.html_out.empty();
+    std::optional<PublishedMatcher> published;
+    if (html) published.emplace(args->scenario);
     const auto consume = [&](nlohmann::json p) {
+      if (published) published->add(p);
+      if (asked == PointDetail::summary && p.contains("result")) p["result"].erase("inputs");
       table.add(p);
       stream.add(p);
-      if (!args->out.html_out.empty()) kept.push_back(std::move(p));
+      if (html) kept.push_back(std::move(p));
     };
     // The listing and the CSV read only the headline fields of each point.
-    const PointDetail detail =
-        args->out.json_out.empty() && args->out.html_out.empty() ? PointDetail::headline : PointDetail::full;
+    const PointDetail detail = html ? PointDetail::full : args->out.json_out.empty() ? PointDetail::headline : asked;
     if (world.size() == 1) {
       run_points_in_order(
           source, points, first, count, args->jobs, on_progress,
           [&](SweepPoint&& p) { consume(sweep_point_json(std::move(p), detail)); },
-          detail == PointDetail::headline ? ResolvedRecord::without_unchanged_hardware : ResolvedRecord::all_sections);
+          detail == PointDetail::full ? ResolvedRecord::all_sections : ResolvedRecord::without_unchanged_hardware);
       progress.finish();
     } else {
-      const SweepResult result = run_points(source, points, first, count, args->jobs, on_progress);
+      SweepResult result = run_points(source, points, first, count, args->jobs, on_progress);
       progress.finish();
       nlohmann::json mine = nlohmann::json::array();
-      for (const auto& p : result.points) mine.push_back(sweep_point_json(p));
+      for (auto& p : result.points) mine.push_back(sweep_point_json(std::move(p), detail));
       const auto parts = world.gather(mine.dump());
       if (world.rank() != 0) return 0;
       for (const auto& part : parts) {
@@ -141,8 +155,8 @@ Runner add_sweep_command(CLI::App& app) {
     require_a_valid_point(table.fit() + table.oom() > 0, n, "point of the sweep", args->scenario);
     stream.finish();
     if (!args->out.html_out.empty()) {
-      const nlohmann::json doc = sweep_document(base.name, spec, std::move(kept));
-      write_output(args->out.html_out, html_report(doc, published_for_scenario(args->scenario, doc.at("points"))));
+      const nlohmann::json doc = sweep_document(base.name, spec, std::move(kept), inputs);
+      write_output(args->out.html_out, html_report(doc, published->overlay()));
     }
     if (args->trace_point >= 0 && !args->trace_out.empty()) {
       const Scenario s = compose(source, changes_of(points[static_cast<std::size_t>(args->trace_point)]));

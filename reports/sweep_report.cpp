@@ -1,7 +1,11 @@
 #include "reports/sweep_report.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <string_view>
 
+#include "models/common/errors.hpp"
+#include "models/common/suggest.hpp"
 #include "models/common/units.hpp"
 #include "reports/step_report.hpp"
 #include "reports/text_format.hpp"
@@ -63,8 +67,21 @@ nlohmann::json sweep_point_json(const SweepPoint& p) {
   return j;
 }
 
+PointDetail parse_point_detail(const std::string& name) {
+  if (name == "full") return PointDetail::full;
+  if (name == "summary") return PointDetail::summary;
+  const std::vector<std::string> allowed = {"summary", "full"};
+  throw InputError("--detail", name, "unknown detail" + did_you_mean(name, allowed, "allowed: summary, full"));
+}
+
 nlohmann::json sweep_point_json(SweepPoint&& p, PointDetail detail) {
   if (!p.ok) return sweep_point_json(p);
+  if (detail == PointDetail::summary) {
+    p.scenario->resolved = nullptr;  // not copied into the step document, then dropped
+    nlohmann::json j = sweep_point_json(p);
+    j["result"].erase("inputs");
+    return j;
+  }
   if (detail == PointDetail::headline)
     return {{"index", p.index},
             {"values", values_json(p.values)},
@@ -86,16 +103,22 @@ nlohmann::json sweep_axes_json(const SweepSpec& spec) {
   return axes;
 }
 
-nlohmann::json sweep_document(const std::string& name, const SweepSpec& spec, nlohmann::json points) {
+nlohmann::json sweep_document(const std::string& name, const SweepSpec& spec, nlohmann::json points,
+                              const nlohmann::json& inputs) {
   const nlohmann::json axes = sweep_axes_json(spec);
   std::size_t invalid = 0;
   for (const auto& p : points) invalid += p.at("status") == "ok" ? 0 : 1;
   const std::size_t total = points.size();
-  return {{"schema", "moesim-sweep/1"},
-          {"scenario", name},
-          {"axes", axes},
-          {"points", std::move(points)},
-          {"summary", sweep_summary(total, invalid)}};
+  nlohmann::json doc = {{"schema", "moesim-sweep/1"},
+                        {"scenario", name},
+                        {"axes", axes},
+                        {"points", std::move(points)},
+                        {"summary", sweep_summary(total, invalid)}};
+  if (!inputs.is_null()) {
+    doc["detail"] = "summary";
+    doc["inputs"] = inputs;
+  }
+  return doc;
 }
 
 nlohmann::json sweep_json(const std::string& name, const SweepSpec& spec, const SweepResult& result) {
@@ -104,19 +127,60 @@ nlohmann::json sweep_json(const std::string& name, const SweepSpec& spec, const 
   return sweep_document(name, spec, std::move(points));
 }
 
-std::string sweep_csv_header() {
-  std::string out = "index,values,status";
+std::vector<std::string> varied_paths(const SweepSpec& spec) {
+  std::vector<std::string> paths;
+  const auto add = [&](const std::string& path) {
+    if (std::find(paths.begin(), paths.end(), path) == paths.end()) paths.push_back(path);
+  };
+  for (const auto& a : spec.axes) add(a.path);
+  // In the order a point's "values" object lists them (by name), as sweep_csv reads a document.
+  for (const auto& point : spec.include) {
+    const nlohmann::json values = values_json(point);
+    for (const auto& [path, value] : values.items()) add(path);
+  }
+  return paths;
+}
+
+std::vector<CsvValueColumn> csv_value_columns(const std::vector<std::string>& paths) {
+  const auto last_key = [](const std::string& path) {
+    const std::size_t dot = path.rfind('.');
+    return dot == std::string::npos ? path : path.substr(dot + 1);
+  };
+  const auto headline = [](const std::string& name) {
+    return name == "index" || name == "status" || name == "error" ||
+           std::any_of(std::begin(kColumns), std::end(kColumns), [&](const char* c) { return name == c; });
+  };
+  std::vector<CsvValueColumn> out;
+  for (const auto& path : paths) {
+    std::string name = last_key(path);
+    const bool shared = std::count_if(paths.begin(), paths.end(),
+                                      [&](const std::string& other) { return last_key(other) == name; }) > 1;
+    if (shared || headline(name)) name = path;
+    if (headline(name)) name = "axis." + path;
+    out.push_back({path, name});
+  }
+  return out;
+}
+
+std::string sweep_csv_header(const std::vector<CsvValueColumn>& columns) {
+  std::string out = "index";
+  for (const auto& c : columns) (out += ",") += csv_cell(c.name);
+  out += ",status";
   for (const char* k : kColumns) (out += ",") += k;
   return out + ",error\n";
 }
 
 // Appended piece by piece to one string (a sweep writes a row per point; a string stream's setup
 // cost more than the row's text).
-std::string sweep_csv_row(const nlohmann::json& p) {
+std::string sweep_csv_row(const nlohmann::json& p, const std::vector<CsvValueColumn>& columns) {
   const bool ok = p.at("status") == "ok";
   std::string row = p.at("index").dump();
-  row += ',';
-  row += csv_cell(assignments_text(p.at("values"), ";"));
+  const nlohmann::json& values = p.at("values");
+  for (const auto& c : columns) {
+    row += ',';
+    const auto v = values.find(c.path);
+    if (v != values.end()) row += csv_cell(json_value_text(*v));
+  }
   row += ok ? ",ok" : ",invalid";
   const nlohmann::json* result = ok ? &p.at("result") : nullptr;
   for (const char* k : kColumns) {
@@ -130,8 +194,15 @@ std::string sweep_csv_row(const nlohmann::json& p) {
 }
 
 std::string sweep_csv(const nlohmann::json& doc) {
-  std::string out = sweep_csv_header();
-  for (const auto& p : doc.at("points")) out += sweep_csv_row(p);
+  // The axes' paths, then paths only some points set (included points), in point order.
+  std::vector<std::string> paths;
+  for (const auto& a : doc.at("axes")) paths.push_back(a.at("path").get<std::string>());
+  for (const auto& p : doc.at("points"))
+    for (const auto& [path, value] : p.at("values").items())
+      if (std::find(paths.begin(), paths.end(), path) == paths.end()) paths.push_back(path);
+  const std::vector<CsvValueColumn> columns = csv_value_columns(paths);
+  std::string out = sweep_csv_header(columns);
+  for (const auto& p : doc.at("points")) out += sweep_csv_row(p, columns);
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/output_file.hpp"
+#include "reports/sweep_report.hpp"
 #include "studies/sweep.hpp"
 
 namespace moesim {
@@ -19,7 +20,9 @@ namespace moesim {
 class SweepStream {
  public:
   // `json_path`, `csv_path`: "" for none, "-" for standard output.
-  SweepStream(const std::string& scenario_name, const SweepSpec& spec, std::string json_path, std::string csv_path);
+  // `inputs`: the base scenario's resolved inputs when the points are summaries (sweep_document).
+  SweepStream(const std::string& scenario_name, const SweepSpec& spec, std::string json_path, std::string csv_path,
+              const nlohmann::json& inputs = nullptr);
   // One point document (sweep_point_json), in point order.
   void add(const nlohmann::json& point);
   bool any_valid() const { return valid_ > 0; }
@@ -40,6 +43,7 @@ class SweepStream {
   std::vector<Pieces> held_;  // invalid points before the first valid one
   std::size_t points_ = 0, invalid_ = 0, valid_ = 0;
   nlohmann::json frame_;
+  std::vector<CsvValueColumn> columns_;  // the CSV's varied-value columns
 };
 
 }  // namespace moesim

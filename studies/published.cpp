@@ -82,24 +82,17 @@ bool same_run(const Scenario& s, const nlohmann::json& result) {
          result.at("inputs") == s.resolved;
 }
 
-}  // namespace
-
-PublishedOverlay published_measurements(const std::vector<std::string>& datasets, const nlohmann::json& points) {
-  PublishedOverlay out{datasets, {}};
-  for (const auto& dataset : datasets) {
-    for (const auto& run : dataset_runs(dataset)) {
-      for (const auto& p : points) {
-        if (p.value("status", "") != "ok" || !p.contains("result") || !same_run(run.scenario, p.at("result"))) continue;
-        PublishedMeasurement m = run.measured;
-        m.point = p.at("index").get<std::size_t>();
-        out.measurements.push_back(std::move(m));
-      }
-    }
-  }
+// Every run of `datasets`, in dataset and record order.
+std::vector<std::pair<std::string, RecordRun>> runs_of(const std::vector<std::string>& datasets) {
+  std::vector<std::pair<std::string, RecordRun>> out;
+  for (const auto& dataset : datasets)
+    for (auto& run : dataset_runs(dataset)) out.emplace_back(dataset, std::move(run));
   return out;
 }
 
-PublishedOverlay published_for_scenario(const std::string& scenario_file, const nlohmann::json& points) {
+// The datasets `moesim validate` reads by default, from the nearest folder above `scenario_file`
+// that holds them.
+std::vector<std::string> datasets_near(const std::string& scenario_file) {
   const std::vector<std::string> defaults = default_validation_datasets();
   const auto present_under = [&](const fs::path& root) {
     std::vector<std::string> found;
@@ -116,16 +109,69 @@ PublishedOverlay published_for_scenario(const std::string& scenario_file, const 
     datasets = present_under(dir);
     if (dir == dir.parent_path()) break;
   }
-  PublishedOverlay out = published_measurements(datasets, points);
-  // Named as `moesim validate` names them, so the page says the same wherever it was made.
-  const auto shown = [&](const std::string& path) {
-    for (const auto& d : defaults) {
-      if (path.size() >= d.size() && path.compare(path.size() - d.size(), d.size(), d) == 0) return d;
+  return datasets;
+}
+
+// A dataset's path as `moesim validate` names it, so the page says the same wherever it was made.
+std::string shown_dataset(const std::string& path) {
+  for (const auto& d : default_validation_datasets()) {
+    if (path.size() >= d.size() && path.compare(path.size() - d.size(), d.size(), d) == 0) return d;
+  }
+  return path;
+}
+
+}  // namespace
+
+struct PublishedMatcher::Run {
+  std::string dataset;
+  RecordRun run;
+};
+
+PublishedMatcher::PublishedMatcher(const std::string& scenario_file) {
+  datasets_ = datasets_near(scenario_file);
+  for (auto& [dataset, run] : runs_of(datasets_)) runs_.push_back({dataset, std::move(run)});
+  for (auto& d : datasets_) d = shown_dataset(d);
+}
+
+PublishedOverlay PublishedMatcher::overlay() const {
+  std::vector<std::pair<std::size_t, PublishedMeasurement>> found = found_;
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  PublishedOverlay out{datasets_, {}};
+  for (auto& [run, m] : found) out.measurements.push_back(std::move(m));
+  return out;
+}
+
+PublishedMatcher::~PublishedMatcher() = default;
+
+void PublishedMatcher::add(const nlohmann::json& p) {
+  if (p.value("status", "") != "ok" || !p.contains("result")) return;
+  for (std::size_t i = 0; i < runs_.size(); ++i) {
+    if (!same_run(runs_[i].run.scenario, p.at("result"))) continue;
+    PublishedMeasurement m = runs_[i].run.measured;
+    m.point = p.at("index").get<std::size_t>();
+    m.dataset = shown_dataset(m.dataset);
+    found_.emplace_back(i, std::move(m));
+  }
+}
+
+PublishedOverlay published_measurements(const std::vector<std::string>& datasets, const nlohmann::json& points) {
+  PublishedOverlay out{datasets, {}};
+  const auto runs = runs_of(datasets);
+  for (const auto& [dataset, run] : runs) {
+    for (const auto& p : points) {
+      if (p.value("status", "") != "ok" || !p.contains("result") || !same_run(run.scenario, p.at("result"))) continue;
+      PublishedMeasurement m = run.measured;
+      m.point = p.at("index").get<std::size_t>();
+      out.measurements.push_back(std::move(m));
     }
-    return path;
-  };
-  for (auto& d : out.datasets) d = shown(d);
-  for (auto& m : out.measurements) m.dataset = shown(m.dataset);
+  }
+  return out;
+}
+
+PublishedOverlay published_for_scenario(const std::string& scenario_file, const nlohmann::json& points) {
+  PublishedOverlay out = published_measurements(datasets_near(scenario_file), points);
+  for (auto& d : out.datasets) d = shown_dataset(d);
+  for (auto& m : out.measurements) m.dataset = shown_dataset(m.dataset);
   return out;
 }
 

@@ -43,4 +43,23 @@ PublishedOverlay published_measurements(const std::vector<std::string>& datasets
 // bundled scenario, whatever the working folder. None when no folder above it has them.
 PublishedOverlay published_for_scenario(const std::string& scenario_file, const nlohmann::json& points);
 
+// The same matching one point at a time, as a sweep produces them: each point is read while it
+// still holds its resolved inputs, which the sweep may then drop (a summary document).
+class PublishedMatcher {
+ public:
+  explicit PublishedMatcher(const std::string& scenario_file);
+  ~PublishedMatcher();
+  PublishedMatcher(const PublishedMatcher&) = delete;
+  PublishedMatcher& operator=(const PublishedMatcher&) = delete;
+  void add(const nlohmann::json& point);
+  // The measurements in published_measurements' order: by dataset record, then by point.
+  PublishedOverlay overlay() const;
+
+ private:
+  struct Run;
+  std::vector<Run> runs_;
+  std::vector<std::pair<std::size_t, PublishedMeasurement>> found_;  // (run index, measurement)
+  std::vector<std::string> datasets_;
+};
+
 }  // namespace moesim

@@ -88,8 +88,8 @@ var moesimCharts = (function () {
                                 color: { field: "series", type: "nominal" }, tooltip: PUBLISHED_TOOLTIP } });
     }
     layers = layers.concat(referenceLayers(m, x));
-    var title = batch ? "MFU vs global batch (Figure 8a style)"
-      : x === EXPERTS ? "MFU vs routed-expert count, OOM marked (Figure 8b style)" : "MFU vs " + x;
+    var title = batch ? "MFU vs global batch"
+      : x === EXPERTS ? "MFU vs routed-expert count, OOM marked" : "MFU vs " + x;
     return {
       name: "mfu-vs-" + shortName(x), title: title,
       caption: "Simulated MFU per series. A cross on the zero line marked OOM is a point whose device memory exceeds " +

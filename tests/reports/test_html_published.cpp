@@ -18,9 +18,11 @@ using namespace moesim;
 
 namespace {
 
-// Runs `moesim sweep|compare <args> --json FILE` and parses FILE.
+// Runs `moesim sweep|compare <args> --json FILE` and parses FILE: with every point's resolved
+// inputs (a sweep's --detail full), which the matching reads.
 nlohmann::json cli_json(const test::TempDir& dir, const std::string& args) {
-  REQUIRE(test::run_cli(args + " -j 2 --json " + dir.path("out.json")) == 0);
+  const std::string detail = args.rfind("sweep ", 0) == 0 ? " --detail full" : "";
+  REQUIRE(test::run_cli(args + detail + " -j 2 --json " + dir.path("out.json")) == 0);
   return nlohmann::json::parse(test::slurp(dir.path("out.json")));
 }
 
@@ -155,11 +157,14 @@ TEST_CASE("Without a validation dataset nearby the page says so and draws none",
 
 TEST_CASE("The page embeds the published measurements it matched and names their dataset", "[unit]") {
   test::TempDir dir;
-  const auto doc = cli_json(dir, "sweep " + fig8("fig8a"));
-  const PublishedOverlay o = published_for_scenario(fig8("fig8a"), doc["points"]);
-  REQUIRE(test::run_cli("sweep " + fig8("fig8a") + " -j 2 --html " + dir.path("a.html")) == 0);
+  const auto full = cli_json(dir, "sweep " + fig8("fig8a"));
+  const PublishedOverlay o = published_for_scenario(fig8("fig8a"), full["points"]);
+  REQUIRE(test::run_cli("sweep " + fig8("fig8a") + " -j 2 --html " + dir.path("a.html") + " --json " +
+                        dir.path("summary.json")) == 0);
   const std::string html = test::slurp(dir.path("a.html"));
-  CHECK(html == html_report(doc, o));  // the CLI's page is this document's, with these measurements
+  const auto doc = nlohmann::json::parse(test::slurp(dir.path("summary.json")));
+  CHECK(doc.at("detail") == "summary");
+  CHECK(html == html_report(doc, o));  // the CLI's page is its summary document's, with these measurements
   const auto published = block(html, "moesim-published");
   CHECK(published == published_json(o));
   REQUIRE(published["measurements"].size() == 5);

@@ -41,9 +41,12 @@ TEST_CASE("The sweep CSV's peak_phase is the peak memory phase of the JSON and t
   std::string line;
   REQUIRE(std::getline(csv, line));
   const auto header = cells(line);
-  // Existing columns keep their places; peak_phase is added just before error.
-  CHECK(column(header, "breaking_phase") == 20);
-  CHECK(column(header, "in_flight_microbatches") == 21);
+  // index, one column per axis (num_experts, axis.design), status, then the result columns in
+  // their order; peak_phase just before error.
+  CHECK(column(header, "num_experts") == 1);
+  CHECK(column(header, "axis.design") == 2);
+  CHECK(column(header, "breaking_phase") == 21);
+  CHECK(column(header, "in_flight_microbatches") == 22);
   CHECK(column(header, "peak_phase") == header.size() - 2);
   CHECK(header.back() == "error");
   std::size_t rows = 0, oom_rows = 0;

@@ -65,6 +65,48 @@ TEST_CASE("A streamed sweep writes the same JSON and CSV bytes as the whole docu
   CHECK(test::slurp(dir.path("s.csv")) == sweep_csv(doc));
 }
 
+TEST_CASE("A summary sweep holds the base inputs once and each point's step without its own", "[unit]") {
+  const Sweep s = small_sweep();
+  const Scenario base = compose(s.source);
+  std::vector<nlohmann::json> full, summary;
+  run_points_in_order(s.source, s.points, 0, s.points.size(), 2, {},
+                      [&](SweepPoint&& p) { full.push_back(sweep_point_json(std::move(p))); });
+  run_points_in_order(
+      s.source, s.points, 0, s.points.size(), 2, {},
+      [&](SweepPoint&& p) { summary.push_back(sweep_point_json(std::move(p), PointDetail::summary)); },
+      ResolvedRecord::without_unchanged_hardware);
+  REQUIRE(full.size() == summary.size());
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    INFO(i);
+    nlohmann::json expected = full[i];
+    if (expected.contains("result")) expected["result"].erase("inputs");
+    CHECK(summary[i] == expected);  // the full point less its inputs, nothing else
+  }
+  // Streamed: the same bytes as the whole document, which carries the base inputs once.
+  test::TempDir dir;
+  SweepStream stream("small", s.spec, dir.path("s.json"), "", base.resolved);
+  for (const auto& p : summary) stream.add(p);
+  stream.finish();
+  const nlohmann::json doc = sweep_document("small", s.spec, nlohmann::json(summary), base.resolved);
+  CHECK(test::slurp(dir.path("s.json")) == json_text(doc));
+  CHECK(doc.at("detail") == "summary");
+  CHECK(doc.at("inputs") == base.resolved);
+  CHECK(parse_point_detail("full") == PointDetail::full);
+  CHECK_THROWS_AS(parse_point_detail("ful"), InputError);
+}
+
+TEST_CASE("The CSV names a column per varied path: last key, whole path on a clash, axis. for design", "[unit]") {
+  const auto columns = csv_value_columns({"architecture.moe.num_experts", "plan.batch.global_batch_tokens", "design",
+                                          "plan.expert_parallel.degree", "plan.pipeline.degree"});
+  std::vector<std::string> names;
+  for (const auto& c : columns) names.push_back(c.name);
+  CHECK(names == std::vector<std::string>{"num_experts", "plan.batch.global_batch_tokens", "axis.design",
+                                          "plan.expert_parallel.degree", "plan.pipeline.degree"});
+  // A point that does not set a column's path leaves its cell empty.
+  const nlohmann::json point = {{"index", 3}, {"values", {{"design", "ddp"}}}, {"status", "invalid"}, {"error", "x"}};
+  CHECK(sweep_csv_row(point, columns).rfind("3,,,ddp,,,invalid,", 0) == 0);
+}
+
 TEST_CASE("A sweep written to no JSON renders headline points: the same CSV and listing, no inputs", "[unit]") {
   const Sweep s = small_sweep();
   std::vector<nlohmann::json> full, headline;
@@ -86,7 +128,8 @@ TEST_CASE("A sweep written to no JSON renders headline points: the same CSV and 
   std::size_t valid = 0;
   for (std::size_t i = 0; i < full.size(); ++i) {
     INFO(i);
-    CHECK(sweep_csv_row(headline[i]) == sweep_csv_row(full[i]));
+    const auto columns = csv_value_columns(varied_paths(s.spec));
+    CHECK(sweep_csv_row(headline[i], columns) == sweep_csv_row(full[i], columns));
     list_full.add(full[i]);
     list_headline.add(headline[i]);
     if (full[i].at("status") != "ok") continue;

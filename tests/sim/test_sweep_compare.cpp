@@ -128,7 +128,8 @@ TEST_CASE("moesim sweep: exit 2 and no file for a bad axis, identical JSON for -
   CHECK(doc["schema"] == "moesim-sweep/1");
   CHECK(doc["points"].size() == 12);
   CHECK(doc["points"][0]["result"]["mfu"].get<double>() > 0);
-  CHECK(test::slurp(dir.path("a.csv")).find("index,values,status,design") == 0);
+  // One column per varied path (reports/README.md, CSV), then the result columns.
+  CHECK(test::slurp(dir.path("a.csv")).find("index,plan.batch.global_batch_tokens,axis.design,status,design") == 0);
 }
 
 TEST_CASE("A --vary on an axis the scenario sweeps replaces it, and no point is simulated twice", "[unit]") {
