@@ -19,6 +19,15 @@ packages=(g++ cmake make libboost-graph-dev nlohmann-json3-dev libcli11-dev libe
 # where its tool is missing.
 test_packages=(chromium fonts-liberation libopenmpi-dev openmpi-bin valgrind)
 
+# Each phase on one line with its elapsed time, so a slow step is easy to see.
+phase() {
+  local name="$1" start=$SECONDS
+  shift
+  echo "build.sh: ${name}..."
+  "$@"
+  echo "build.sh: ${name} done in $((SECONDS - start)) s"
+}
+
 install_missing() {
   local missing=()
   for p in "${packages[@]}"; do
@@ -57,8 +66,8 @@ main_job() {
   "$moesim" compare scenarios/fig8/fig8b.json "${threads[@]}" --json "$out/compare-fig8b.json" \
     --html "$out/compare-fig8b.html"
   echo
-  # The seed's N=64 DDP point (its memory wall; see the README's Figure 8b table), and predicted
-  # vs published on the seed dataset.
+  # The report's N=64 DDP point (its memory wall: docs/memory-ledger.md, Figure 8b), and predicted
+  # vs published on the report's dataset.
   "$moesim" ledger scenarios/fig8/moe-ddp.json --set architecture.moe.num_experts=64 --json "$out/ledger-fig8-n64-ddp.json"
   echo
   "$moesim" validate --json "$out/validation-seed.json"
@@ -90,28 +99,30 @@ pgo_build() {
 
 case "$mode" in
   main)
-    install_missing
-    if [ "${MOESIM_PGO:-0}" = 1 ]; then pgo_build; else configure_and_build OFF; fi
+    phase "install packages" install_missing
+    if [ "${MOESIM_PGO:-0}" = 1 ]; then phase "profile-guided build" pgo_build; else phase "build" configure_and_build OFF; fi
     mkdir -p out
-    main_job out
+    phase "main job" main_job out
     echo "build.sh: reports in out/"
     ;;
   test)
     packages+=("${test_packages[@]}")
-    install_missing
-    configure_and_build ON
-    ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
+    phase "install packages" install_missing
+    # The units `main` built are not compiled again: only the tests are added (MPI, found once
+    # OpenMPI is installed, changes one file: cli/CMakeLists.txt).
+    phase "build with tests" configure_and_build ON
+    phase "tests" ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
     ;;
   sanitize)
     packages+=("${test_packages[@]}")
-    install_missing
+    phase "install packages" install_missing
     build_dir="${MOESIM_BUILD_DIR:-build-asan}"
-    configure_and_build ON -DMOESIM_SANITIZE=address,undefined
+    phase "sanitized build" configure_and_build ON -DMOESIM_SANITIZE=address,undefined
     # Any report fails its test. The browser test renders the same pages the test build's run
     # already rendered (Chromium's own code is not instrumented): it runs once, there.
     export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:strict_string_checks=1"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-    ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" -LE browser
+    phase "sanitized tests" ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" -LE browser
     ;;
   *)
     echo "usage: ./build.sh main|test|sanitize" >&2
