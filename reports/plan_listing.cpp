@@ -37,6 +37,16 @@ std::string min_headroom_text(const nlohmann::json& request) {
   return keep > 0 ? ", at least " + fmt("%.1f", keep) + " GiB free (--min-headroom)" : "";
 }
 
+// "layout concat_then_shard": the axes where `other` differs from `values`, with other's values.
+std::string differing_axes(const nlohmann::json& values, const nlohmann::json& other) {
+  std::string out;
+  for (const auto& [axis, v] : other.items()) {
+    if (values.contains(axis) && values.at(axis) == v) continue;
+    out += (out.empty() ? "" : ", ") + axis + " " + json_value_text(v);
+  }
+  return out.empty() ? std::string("the same axes") : out;
+}
+
 std::string headline(const nlohmann::json& doc) {
   const auto& q = doc.at("request");
   const auto& n = doc.at("counts");
@@ -69,16 +79,28 @@ std::string top_table(const nlohmann::json& doc, const std::map<std::size_t, con
                    {"peak GiB", Align::right},
                    {"headroom GiB", Align::right},
                    {"largest exposed"},
-                   {"other axes"}});
-  for (const auto& t : doc.at("top")) {
-    const nlohmann::json& p = *plans.at(t.at("candidate").get<std::size_t>());
+                   {"largest non-compute"},
+                   {"other axes"},
+                   {"same step with"}});
+  // One row per place: plans tied with its first (the same step; they differ in axes that do not
+  // change it, such as the optimizer layout) are named in its last column.
+  const auto& top = doc.at("top");
+  for (std::size_t k = 0; k < top.size(); ++k) {
+    if (k > 0 && top[k].at("rank") == top[k - 1].at("rank")) continue;
+    const nlohmann::json& p = *plans.at(top[k].at("candidate").get<std::size_t>());
     const auto& v = p.at("values");
-    table.add({t.at("rank").dump(), p.at("design").get<std::string>(), cell(v, "tp"), cell(v, "ep"), cell(v, "pp"),
+    std::string ties;
+    for (std::size_t j = k + 1; j < top.size() && top[j].at("rank") == top[k].at("rank"); ++j)
+      ties += (ties.empty() ? "" : "; ") +
+              differing_axes(v, plans.at(top[j].at("candidate").get<std::size_t>())->at("values"));
+    table.add({top[k].at("rank").dump(), p.at("design").get<std::string>(), cell(v, "tp"), cell(v, "ep"), cell(v, "pp"),
                cell(v, "schedule"), split_cell(v), cell(v, "microbatch"), cell(v, "recompute"), cell(v, "layout"),
                fmt("%.0f", p.at("tokens_per_s_per_gpu").get<double>()), fmt("%.1f", 100 * p.at("mfu").get<double>()),
                fmt("%.3f", p.at("step_time_s").get<double>()), fmt("%.1f", p.at("peak_reserved_GiB").get<double>()),
                fmt("%.1f", p.at("headroom_GiB").get<double>()), p.at("largest_exposed_phase").get<std::string>(),
-               other_axes(v)});
+               p.at("largest_non_compute_phase").get<std::string>() + " " +
+                   fmt("%.3f", p.at("largest_non_compute_s").get<double>()) + " s",
+               other_axes(v), ties});
   }
   // Headroom counts what the caching allocator could release: its cached segments are room, so
   // peak reserved plus headroom can exceed the capacity (models/memory/ledger.cpp).
@@ -131,7 +153,17 @@ std::string families(const nlohmann::json& doc) {
       continue;
     }
     out += f.at("design").get<std::string>() + ", " + fmt("%.0f", f.at("tokens_per_s_per_gpu").get<double>()) +
-           " tokens/s/GPU (" + fmt("%.1f", 100 * f.at("relative_to_best").get<double>()) + "% of the best plan)\n";
+           " tokens/s/GPU (" + fmt("%.1f", 100 * f.at("relative_to_best").get<double>()) + "% of the best plan)";
+    // The three phases where the best plan gains most on it.
+    std::string gains;
+    constexpr std::size_t kShown = 3;
+    std::size_t shown = 0;
+    for (const auto& ph : f.at("phases")) {
+      if (shown++ == kShown) break;
+      gains += (gains.empty() ? "" : ", ") + ph.at("phase").get<std::string>() + " " +
+               fmt("%+.3f", -ph.at("difference_s").get<double>()) + " s";
+    }
+    out += gains.empty() ? "\n" : "; exposed time, best minus it: " + gains + "\n";
   }
   return out;
 }

@@ -29,6 +29,8 @@ nlohmann::json record_json(const PlanSearchResult& result, const PlanRecord& r) 
     j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
     j["mfu"] = r.mfu;
     j["largest_exposed_phase"] = r.largest_exposed_phase;
+    j["largest_non_compute_phase"] = r.largest_non_compute_phase;
+    j["largest_non_compute_s"] = r.largest_non_compute_s;
     j["rank"] = r.rank ? nlohmann::json(*r.rank) : nlohmann::json(nullptr);
   }
   return j;
@@ -45,14 +47,17 @@ nlohmann::json phases_json(const std::vector<PhaseDifference>& differences) {
   return phases;
 }
 
+// The best plan against the best of the second place (plans tied with the best differ only in
+// axes that do not change the step, and say nothing).
 nlohmann::json best_vs_runner_up(const PlanSearchResult& result) {
-  if (result.top_points.size() < 2) return nullptr;
+  if (!result.runner_up) return nullptr;
+  const std::size_t second = *result.runner_up;
   const nlohmann::json phases = phases_json(result.runner_up_phases);
-  return {
-      {"best", result.records[result.top[0]].candidate},
-      {"runner_up", result.records[result.top[1]].candidate},
-      {"step_time_difference_s", result.top_points[1].result->step_time_s - result.top_points[0].result->step_time_s},
-      {"phases", phases}};
+  return {{"best", result.records[result.top[0]].candidate},
+          {"runner_up", result.records[result.top[second]].candidate},
+          {"step_time_difference_s",
+           result.top_points[second].result->step_time_s - result.top_points[0].result->step_time_s},
+          {"phases", phases}};
 }
 
 nlohmann::json best_vs_without_tp(const PlanSearchResult& result) {
@@ -73,8 +78,10 @@ nlohmann::json families_json(const PlanSearchResult& result) {
       j["design"] = r.design;
       j["tokens_per_s_per_gpu"] = r.tokens_per_s_per_gpu;
       j["relative_to_best"] = f.relative_to_best;
+      j["phases"] = phases_json(f.phases);
     } else {
       for (const char* k : {"candidate", "design", "tokens_per_s_per_gpu", "relative_to_best"}) j[k] = nullptr;
+      j["phases"] = nlohmann::json::array();
     }
     out.push_back(j);
   }
@@ -94,7 +101,7 @@ nlohmann::json plan_json(const std::string& scenario_name, const PlanSearchResul
   for (const auto& r : result.records) plans.push_back(record_json(result, r));
   nlohmann::json top = nlohmann::json::array();
   for (std::size_t k = 0; k < result.top.size(); ++k) {
-    top.push_back({{"rank", k + 1},
+    top.push_back({{"rank", *result.records[result.top[k]].rank},
                    {"candidate", result.records[result.top[k]].candidate},
                    {"point", sweep_point_json(result.top_points[k])}});
   }

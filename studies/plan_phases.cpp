@@ -17,6 +17,25 @@ std::string largest_exposed(const StepResult& r) {
   return name;
 }
 
+ExposedPhase largest_exposed_non_compute(const StepResult& r) {
+  ExposedPhase out{"idle", r.idle_s};
+  for (std::size_t p = 0; p < kPhases; ++p) {
+    const auto phase = static_cast<PhaseTag>(p);
+    // The compute stream's own phases; the rest is communication exposed on it.
+    const bool compute = phase == PhaseTag::forward || phase == PhaseTag::backward || phase == PhaseTag::recompute ||
+                         phase == PhaseTag::accumulate || phase == PhaseTag::optimizer;
+    if (!compute && r.exposed_s[p] > out.s) out = {name_of(phase), r.exposed_s[p]};
+  }
+  return out;
+}
+
+std::vector<std::size_t> shared_places(const std::vector<double>& scores) {
+  std::vector<std::size_t> places;
+  for (std::size_t i = 0; i < scores.size(); ++i)
+    places.push_back(i > 0 && scores[i] == scores[i - 1] ? places.back() : (places.empty() ? 1 : places.back() + 1));
+  return places;
+}
+
 std::vector<PhaseDifference> phase_differences(const SweepPoint& best_point, const SweepPoint& second_point) {
   const StepResult &best = *best_point.result, &second = *second_point.result;
   std::vector<PhaseDifference> out;

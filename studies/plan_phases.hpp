@@ -24,4 +24,16 @@ std::vector<PhaseDifference> phase_differences(const SweepPoint& best_point, con
 // time in.
 std::string largest_exposed(const StepResult& r);
 
+// The same among what is not compute (communication phases and idle): what a plan waits for.
+struct ExposedPhase {
+  std::string phase;
+  double s = 0;
+};
+ExposedPhase largest_exposed_non_compute(const StepResult& r);
+
+// The place each of a ranking's entries (scores best first) takes: entries with an equal score
+// share one (plans that differ only in axes that do not change the step: optimizer layouts),
+// 1-based.
+std::vector<std::size_t> shared_places(const std::vector<double>& scores);
+
 }  // namespace moesim

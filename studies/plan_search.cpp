@@ -27,6 +27,7 @@ struct Replayed {
   bool ok = false, fits = false;
   double step_time_s = 0, tokens_per_s_per_gpu = 0, mfu = 0, headroom_GiB = 0;
   std::string largest_exposed_phase;
+  ExposedPhase non_compute;
   std::optional<SweepPoint> point;
 };
 
@@ -41,6 +42,7 @@ Replayed replayed(SweepPoint&& point) {
     x.fits = !res.ledger.oom;
     x.headroom_GiB = worst_headroom_GiB(res.ledger);
     x.largest_exposed_phase = largest_exposed(res);
+    x.non_compute = largest_exposed_non_compute(res);
   }
   x.point = std::move(point);
   return x;
@@ -53,7 +55,9 @@ nlohmann::json replayed_json(const Replayed& x) {
           {"tps", x.tokens_per_s_per_gpu},
           {"mfu", x.mfu},
           {"headroom", x.headroom_GiB},
-          {"largest", x.largest_exposed_phase}};
+          {"largest", x.largest_exposed_phase},
+          {"wait", x.non_compute.phase},
+          {"wait_s", x.non_compute.s}};
 }
 
 Replayed replayed_from_json(const nlohmann::json& j) {
@@ -65,6 +69,7 @@ Replayed replayed_from_json(const nlohmann::json& j) {
   x.mfu = j.at("mfu").get<double>();
   x.headroom_GiB = j.at("headroom").get<double>();
   x.largest_exposed_phase = j.at("largest").get<std::string>();
+  x.non_compute = {j.at("wait").get<std::string>(), j.at("wait_s").get<double>()};
   return x;
 }
 
@@ -244,9 +249,16 @@ class Search {
     return v.contains("tp") && v.at("tp").get<std::int64_t>() > 1;
   }
 
-  // Whether `r` could still enter the top K or beat its family's best replayed plan.
+  std::vector<double> ranked_scores() const {
+    std::vector<double> scores;
+    for (const std::size_t i : ranked_) scores.push_back(out_.records[i].score);
+    return scores;
+  }
+  std::size_t places() const { return ranked_.empty() ? 0 : shared_places(ranked_scores()).back(); }
+
+  // Whether `r` could still enter the top K places or beat its family's best replayed plan.
   bool could_win(const PlanRecord& r) const {
-    if (ranked_.size() < out_.options.top_k || r.score_bound >= out_.records[ranked_.back()].score) return true;
+    if (places() < out_.options.top_k || r.score_bound >= out_.records[ranked_.back()].score) return true;
     const auto best = family_best_.find(family_of(r));
     if (best == family_best_.end() || r.score_bound >= out_.records[best->second].score) return true;
     // The best plan without TP, to say what TP buys.
@@ -295,6 +307,8 @@ class Search {
     r.tokens_per_s_per_gpu = x.tokens_per_s_per_gpu;
     r.mfu = x.mfu;
     r.largest_exposed_phase = x.largest_exposed_phase;
+    r.largest_non_compute_phase = x.non_compute.phase;
+    r.largest_non_compute_s = x.non_compute.s;
     // The replay's in-flight counts (the tests hold them equal to the schedule's).
     r.fits = fits(!x.fits, x.headroom_GiB);
     r.headroom_GiB = x.headroom_GiB;
@@ -313,35 +327,45 @@ class Search {
     if (!fresh && better(record, best->second)) best->second = record;
     if (!uses_tp(r) && (!no_tp_best_ || better(record, *no_tp_best_))) no_tp_best_ = record;
     if (x.point) points_.emplace(record, std::move(*x.point));
-    if (ranked_.size() > out_.options.top_k) ranked_.resize(out_.options.top_k);
+    // The first K places, ties included.
+    const std::vector<std::size_t> place = shared_places(ranked_scores());
+    ranked_.resize(
+        static_cast<std::size_t>(std::upper_bound(place.begin(), place.end(), out_.options.top_k) - place.begin()));
     // Keep the full points of the current top K only.
     for (auto it = points_.begin(); it != points_.end();) {
       it = std::find(ranked_.begin(), ranked_.end(), it->first) == ranked_.end() ? points_.erase(it) : std::next(it);
     }
   }
 
+  // The replayed point of record `i`: kept, or replayed again (under MPI another process may have
+  // replayed it; replaying again gives the same point).
+  SweepPoint point_of(std::size_t i) {
+    const auto kept = points_.find(i);
+    const std::size_t candidate = out_.records[i].candidate;
+    return kept != points_.end() ? kept->second : run_point(source_, out_.candidates[candidate].changes, candidate);
+  }
+
   void rank() {
     out_.top = ranked_;
+    const std::vector<std::size_t> place = shared_places(ranked_scores());
     for (std::size_t k = 0; k < ranked_.size(); ++k) {
-      out_.records[ranked_[k]].rank = k + 1;
-      // Under MPI another process may have replayed it: replaying again gives the same point.
-      const auto kept = points_.find(ranked_[k]);
-      const std::size_t candidate = out_.records[ranked_[k]].candidate;
-      out_.top_points.push_back(kept != points_.end()
-                                    ? std::move(kept->second)
-                                    : run_point(source_, out_.candidates[candidate].changes, candidate));
+      out_.records[ranked_[k]].rank = place[k];
+      if (!out_.runner_up && place[k] == 2) out_.runner_up = k;
+      out_.top_points.push_back(point_of(ranked_[k]));
     }
     const double best_tps = ranked_.empty() ? 0 : out_.records[ranked_.front()].tokens_per_s_per_gpu;
     for (const auto& family : out_.space.axes.front().values) {
-      PlanFamilyBest f{family.get<std::string>(), std::nullopt, 0};
+      PlanFamilyBest f{family.get<std::string>(), std::nullopt, 0, {}};
       const auto best = family_best_.find(f.family);
       if (best != family_best_.end()) {
         f.record = best->second;
         f.relative_to_best = best_tps > 0 ? out_.records[best->second].tokens_per_s_per_gpu / best_tps : 0.0;
+        // Where the best plan wins against this family's best (none against its own family).
+        if (best->second != ranked_.front()) f.phases = phase_differences(out_.top_points[0], point_of(best->second));
       }
       out_.families.push_back(f);
     }
-    if (out_.top_points.size() >= 2) out_.runner_up_phases = phase_differences(out_.top_points[0], out_.top_points[1]);
+    if (out_.runner_up) out_.runner_up_phases = phase_differences(out_.top_points[0], out_.top_points[*out_.runner_up]);
     if (!ranked_.empty() && uses_tp(out_.records[ranked_.front()]) && no_tp_best_) {
       const std::size_t candidate = out_.records[*no_tp_best_].candidate;
       const SweepPoint without = run_point(source_, out_.candidates[candidate].changes, candidate);

@@ -58,7 +58,11 @@ struct PlanRecord {
   // Replayed only:
   double step_time_s = 0, tokens_per_s_per_gpu = 0, mfu = 0, score = 0;
   std::string largest_exposed_phase;
-  std::optional<std::size_t> rank;  // 1-based place in the top K
+  std::string largest_non_compute_phase;  // communication or idle: what the plan waits for
+  double largest_non_compute_s = 0;
+  // 1-based place in the top K; plans of equal score (differing only in axes that do not change
+  // the step) share a place, and the top K holds K places.
+  std::optional<std::size_t> rank;
 };
 
 struct PlanCounts {
@@ -67,8 +71,9 @@ struct PlanCounts {
 
 struct PlanFamilyBest {
   std::string family;
-  std::optional<std::size_t> record;  // index into PlanSearchResult::records
-  double relative_to_best = 0;        // its tokens/s/GPU over the best plan's
+  std::optional<std::size_t> record;    // index into PlanSearchResult::records
+  double relative_to_best = 0;          // its tokens/s/GPU over the best plan's
+  std::vector<PhaseDifference> phases;  // where the best plan wins against it (empty for the best's family)
 };
 
 struct PlanSearchResult {
@@ -78,10 +83,12 @@ struct PlanSearchResult {
   std::vector<PlanRecord> records;              // candidates that passed the rules, in order
   std::map<std::string, std::size_t> refusals;  // reason -> count (rules and compose)
   PlanCounts counts;
-  std::vector<std::size_t> top;                   // record indices, best first
-  std::vector<SweepPoint> top_points;             // the replayed points of `top`, same order
-  std::vector<PlanFamilyBest> families;           // in design-axis order
-  std::vector<PhaseDifference> runner_up_phases;  // empty with fewer than two ranked plans
+  std::vector<std::size_t> top;          // record indices, best first
+  std::vector<SweepPoint> top_points;    // the replayed points of `top`, same order
+  std::vector<PlanFamilyBest> families;  // in design-axis order
+  // The best plan of the second place (the first that differs in step), an index into `top`.
+  std::optional<std::size_t> runner_up;
+  std::vector<PhaseDifference> runner_up_phases;  // empty with fewer than two places
   // When the best plan uses TP: the best replayed plan without it (a record index) and where the
   // best gains on it, phase by phase (what TP buys).
   std::optional<std::size_t> best_without_tp;

@@ -230,7 +230,9 @@ TEST_CASE("plan --json conforms to moesim-plan/1, and the page renders it", "[un
   const auto doc = cli_json(dir, "plan " + scenario("ddp-ep8") +
                                      " --gpus 8 --set architecture.moe.num_experts=8 --global-batch 256Ki"
                                      " --search microbatch=1,2 --search recompute=none,full --top 3 -j 2");
-  CHECK(doc["top"].size() == 3);
+  // Three places; plans of equal step share one.
+  REQUIRE(doc["top"].size() >= 3);
+  CHECK(doc["top"].back()["rank"] == 3);
   const auto errors = checker().check(doc, kPlan);
   INFO(joined(errors));
   CHECK(errors.empty());

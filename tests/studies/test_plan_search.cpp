@@ -48,7 +48,9 @@ TEST_CASE("Plan search: pruning loses nothing against replaying every candidate"
   const ScenarioSource source = small_source();
   for (const PlanObjective objective : {PlanObjective::tokens_per_s, PlanObjective::mfu}) {
     const PlanSearchResult r = search(source, small_request(), objective, 2);
-    REQUIRE(r.top.size() == 4);
+    // Four places; plans of equal score share one.
+    REQUIRE(r.top.size() >= 4);
+    CHECK(*r.records[r.top.back()].rank == 4);
     CHECK(r.counts.replayed < r.records.size());  // something was pruned
     // Exhaustive: replay every candidate the rules let through and rank the fitting ones.
     struct Scored {
@@ -68,10 +70,12 @@ TEST_CASE("Plan search: pruning loses nothing against replaying every candidate"
       return a.score != b.score ? a.score > b.score : a.candidate < b.candidate;
     });
     for (std::size_t k = 0; k < r.top.size(); ++k) {
-      INFO("rank " << k + 1);
+      INFO("entry " << k + 1);
       CHECK(r.records[r.top[k]].candidate == all[k].candidate);
       CHECK(r.records[r.top[k]].score == all[k].score);
     }
+    // The fourth place holds every plan of its score.
+    if (all.size() > r.top.size()) CHECK(all[r.top.size()].score != all[r.top.size() - 1].score);
     for (const auto& f : r.families) {
       const auto best = std::find_if(all.begin(), all.end(), [&](const Scored& s) { return s.family == f.family; });
       INFO("family " << f.family);
@@ -269,4 +273,42 @@ TEST_CASE("Plan search: a best plan with TP is compared with the best without it
   CHECK(tp_phase);
   const nlohmann::json doc = plan_json("x", r);
   CHECK(doc.at("best_vs_without_tp").at("runner_up") == r.records[*r.best_without_tp].candidate);
+}
+
+TEST_CASE("Plan search: tied plans share a place, the runner-up is the next place, families say where they lose",
+          "[unit][plan]") {
+  const ScenarioSource source = small_source();
+  PlanRequest q = small_request();
+  q.search.push_back("layout=per_tensor,concat_then_shard,same_param_count");
+  const PlanSearchResult r = search(source, q, PlanObjective::tokens_per_s, 2);
+  REQUIRE(r.top.size() >= 2);
+  // The distributed optimizer's layouts do not change the step: such plans tie and share a place.
+  std::size_t shared = 0;
+  for (std::size_t k = 1; k < r.top.size(); ++k) {
+    const PlanRecord &a = r.records[r.top[k - 1]], &b = r.records[r.top[k]];
+    CHECK((*a.rank == *b.rank) == (a.score == b.score));
+    shared += *a.rank == *b.rank ? 1 : 0;
+  }
+  CHECK(shared > 0);
+  // The runner-up is the first plan of place 2, whose step differs from the best's.
+  REQUIRE(r.runner_up.has_value());
+  CHECK(*r.records[r.top[*r.runner_up]].rank == 2);
+  CHECK(r.top_points[*r.runner_up].result->step_time_s != r.top_points[0].result->step_time_s);
+  CHECK_FALSE(r.runner_up_phases.empty());
+  // Every replayed plan names what it waits for most besides compute.
+  for (const std::size_t i : r.top) {
+    CHECK_FALSE(r.records[i].largest_non_compute_phase.empty());
+    CHECK(r.records[i].largest_non_compute_s >= 0);
+  }
+  // Each other family's best says where the best plan wins against it; the best's own family
+  // says nothing.
+  const std::string best_family = r.candidates[r.records[r.top[0]].candidate].family;
+  for (const auto& f : r.families) {
+    if (!f.record) continue;
+    INFO(f.family);
+    CHECK(f.phases.empty() == (*f.record == r.top[0]));
+  }
+  const nlohmann::json doc = plan_json("small", r);
+  CHECK(doc.at("best_vs_runner_up").at("runner_up") == r.records[r.top[*r.runner_up]].candidate);
+  CHECK(doc.at("top").at(1).at("rank") == *r.records[r.top[1]].rank);
 }
