@@ -206,7 +206,7 @@ int compare_under_stacks(const ScenarioSource& source, const Scenario& base, con
 Runner add_compare_command(CLI::App& app) {
   struct Args {
     std::string scenario;
-    std::vector<std::string> sets, designs, stacks;
+    std::vector<std::string> sets, designs, stacks, vary;
     int jobs = default_jobs();
     OutputArgs out;
   };
@@ -224,6 +224,10 @@ Runner add_compare_command(CLI::App& app) {
       ->excludes("--design");
   sub->add_option("--set", args->sets, "override a scenario field: PATH=VALUE (repeatable)");
   add_profile_option(sub, args->sets);
+  sub->add_option("--vary", args->vary,
+                  "set the designs side by side over an axis as sweep --vary does, beside the scenario's sweep axes "
+                  "(repeatable)")
+      ->excludes("--stack");
   sub->add_option("-j,--jobs", args->jobs, "threads (default: all cores)")->check(CLI::Range(1, 4096));
   add_outputs(sub, args->out);
   return [sub, args]() -> int {
@@ -233,16 +237,20 @@ Runner add_compare_command(CLI::App& app) {
     const Scenario base = compose(source);
     if (!args->stacks.empty())
       return compare_under_stacks(source, base, args->stacks, args->jobs, args->out, args->scenario);
-    const std::vector<std::string> designs =
-        once_each(args->designs.empty() ? source.compare.designs : args->designs, "design");
+    // The designs side by side over the scenario's sweep axes and any --vary (a design axis there
+    // names the designs when neither --design nor compare.designs does).
+    SweepSpec axes = source.sweep;
+    for (const auto& v : args->vary) set_axis(axes, parse_axis(v));
+    std::vector<std::string> named = args->designs.empty() ? source.compare.designs : args->designs;
+    for (const auto& a : axes.axes)
+      if (named.empty() && a.path == "design")
+        for (const auto& d : a.values) named.push_back(d.is_string() ? d.get<std::string>() : d.dump());
+    const std::vector<std::string> designs = once_each(named, "design");
     if (designs.empty())
       throw InputError("--design", "",
                        "no designs: give --design at least once or a compare.designs list in the scenario");
-    const CompareResult result = compare_designs(source, designs, args->jobs);
-    SweepSpec spec;
-    spec.axes.push_back({"design", {}});
-    for (const auto& d : designs) spec.axes.back().values.push_back(d);
-    const nlohmann::json sweep_doc = sweep_json(base.name, spec, result.points);
+    const CompareResult result = compare_designs(source, designs, args->jobs, axes);
+    const nlohmann::json sweep_doc = sweep_json(base.name, result.spec, result.points);
     const SweepListing table = listing_of(sweep_doc);
     listing << table.render() << compare_findings(result);
     require_a_valid_point(table.fit() + table.oom() > 0, sweep_doc.at("points").size(), "design of the comparison",

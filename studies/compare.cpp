@@ -99,19 +99,24 @@ ExpertWall expert_wall(const ScenarioSource& source, const std::string& design, 
 
 }  // namespace
 
-CompareResult compare_designs(const ScenarioSource& source, const std::vector<std::string>& designs, int jobs) {
+CompareResult compare_designs(const ScenarioSource& source, const std::vector<std::string>& designs, int jobs,
+                              const SweepSpec& axes) {
   CompareResult r;
   r.designs = designs;
-  std::vector<PointOverrides> each;
-  for (const auto& d : designs) each.push_back({{"design", d}});
-  for (const auto& point : each) {  // malformed design names fail before anything runs
+  for (const auto& d : designs) {  // malformed design names fail before anything runs
     try {
-      compose(source, changes_of(point));
+      compose(source, changes_of(PointOverrides{{"design", d}}));
     } catch (const InputError& e) {
       if (!e.infeasible()) throw;
     }
   }
-  const PointList points(std::move(each));
+  // The design axis first, so each design's points sit together; then the other axes.
+  r.spec.axes.push_back({"design", {}});
+  for (const auto& d : designs) r.spec.axes.back().values.emplace_back(d);
+  for (const auto& a : axes.axes)
+    if (a.path != "design") r.spec.axes.push_back(a);
+  r.spec.include = axes.include;
+  const PointList points = expand_points(source, r.spec);
   r.points = run_points(source, points, 0, points.size(), jobs, {});
   const Scenario base = compose(source);
   // The designs that reduce once per step against those that sync every microbatch (the design

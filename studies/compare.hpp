@@ -29,13 +29,17 @@ struct ExpertWall {
 
 struct CompareResult {
   std::vector<std::string> designs;
-  SweepResult points;  // one point per design, in order
+  SweepSpec spec;      // the side-by-side points' axes: design first, then the swept paths
+  SweepResult points;  // every design at every point of the other axes, in axis order
   std::vector<BatchCrossover> crossovers;
   std::vector<ExpertWall> walls;
 };
 
 // `designs`: short names (design_spec.hpp). Probes are composed from `source` (its --set values
-// included).
-CompareResult compare_designs(const ScenarioSource& source, const std::vector<std::string>& designs, int jobs);
+// included). `axes`: other paths to set the designs side by side over (a scenario's sweep block,
+// `compare --vary`); a design axis among them is replaced by `designs`. The crossovers and walls
+// are searched from the scenario itself.
+CompareResult compare_designs(const ScenarioSource& source, const std::vector<std::string>& designs, int jobs,
+                              const SweepSpec& axes = {});
 
 }  // namespace moesim

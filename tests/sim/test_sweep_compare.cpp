@@ -151,3 +151,26 @@ TEST_CASE("A --vary on an axis the scenario sweeps replaces it, and no point is 
   const auto more = expand_points(source, spec);
   CHECK(more.size() == 64 * 3 * 2 + 2);
 }
+
+TEST_CASE("compare sets the designs side by side over the scenario's sweep axes and --vary", "[unit]") {
+  test::TempDir dir;
+  // Figure 8b's sweep block: 3 designs x 5 expert counts, then its 2 dense references.
+  REQUIRE(test::run_cli("compare " + test::source_path("scenarios/fig8/fig8b.json") + " -j 2 --json " +
+                        dir.path("b.json")) == 0);
+  const auto b = nlohmann::json::parse(test::slurp(dir.path("b.json")));
+  REQUIRE(b.at("designs").size() == 17);
+  CHECK(b.at("designs").at(0).at("values") == nlohmann::json{{"design", "ddp"}, {"architecture.moe.num_experts", 8}});
+  CHECK(b.at("expert_walls").size() == 3);
+  // --vary adds an axis: 2 designs x 2 batches, the design axis first.
+  REQUIRE(test::run_cli("compare " + test::source_path("scenarios/fig8/moe-ddp.json") +
+                        " --design ddp --design fsdp --vary plan.batch.global_batch_tokens=1Mi,4Mi -j 2 --json " +
+                        dir.path("v.json") + " --csv " + dir.path("v.csv")) == 0);
+  const auto v = nlohmann::json::parse(test::slurp(dir.path("v.json")));
+  REQUIRE(v.at("designs").size() == 4);
+  CHECK(v.at("designs").at(1).at("values") ==
+        nlohmann::json{{"design", "ddp"}, {"plan.batch.global_batch_tokens", 4194304}});
+  CHECK(test::slurp(dir.path("v.csv")).rfind("index,axis.design,plan.batch.global_batch_tokens,status", 0) == 0);
+  // --vary and --stack exclude each other.
+  CHECK(test::run_cli("compare " + test::source_path("scenarios/fig8/moe-ddp.json") +
+                      " --stack olmo-core --vary plan.batch.global_batch_tokens=1Mi") == 2);
+}
