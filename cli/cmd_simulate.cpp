@@ -1,6 +1,10 @@
-// `moesim simulate SCENARIO [--set K=V]... [--json FILE|-] [--trace FILE] [--all-ranks] [--fail-on-oom]`.
+// `moesim simulate SCENARIO [--set K=V]... [--json FILE|-] [--trace FILE [--trace-ranks LIST]] [--all-ranks]
+// [--fail-on-oom]`.
+#include <cstdint>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
@@ -14,9 +18,57 @@
 
 namespace moesim::cli {
 
+namespace {
+
+// A trace this large (bytes) is said on stderr before it is written: Perfetto's UI loads a few
+// hundred MB at most, and a 512-GPU --all-ranks step writes several times that.
+constexpr std::size_t kLargeTraceBytes = 256u << 20;
+
+// "0,3,8-11": simulated rank ranges, read before the step is simulated (a typo fails at once).
+using RankRanges = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
+constexpr const char* kRanksAllowed = "simulated rank indices as a list with ranges, e.g. 0,3,8-11";
+
+RankRanges parse_rank_ranges(const std::string& text) {
+  RankRanges out;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    const std::size_t dash = item.find('-');
+    const auto number = [&](const std::string& s) {
+      constexpr std::size_t kMaxDigits = 9;  // below 2^32
+      if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > kMaxDigits)
+        throw InputError("--trace-ranks", text, "'" + item + "' is not a rank or a range; allowed: " + kRanksAllowed);
+      return static_cast<std::uint32_t>(std::stoul(s));
+    };
+    const std::uint32_t lo = number(item.substr(0, dash));
+    const std::uint32_t hi = dash == std::string::npos ? lo : number(item.substr(dash + 1));
+    if (hi < lo) throw InputError("--trace-ranks", text, "range " + item + " runs backwards");
+    out.emplace_back(lo, hi);
+    at = comma + 1;
+  }
+  return out;
+}
+
+// The ranks of `ranges`, each one the step simulated.
+std::vector<std::uint32_t> trace_ranks(const RankRanges& ranges, const std::string& text, std::uint32_t count) {
+  std::vector<std::uint32_t> out;
+  for (const auto& [lo, hi] : ranges) {
+    if (hi >= count) {
+      throw InputError("--trace-ranks", text,
+                       "rank " + std::to_string(hi) + " is not simulated: the step simulates " + std::to_string(count) +
+                           " rank(s), 0.." + std::to_string(count - 1) + " (--all-ranks simulates every one)");
+    }
+    for (std::uint32_t r = lo; r <= hi; ++r) out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace
+
 Runner add_simulate_command(CLI::App& app) {
   struct Args {
-    std::string scenario, json_out, trace_out;
+    std::string scenario, json_out, trace_out, trace_ranks;
     std::vector<std::string> sets;
     bool all_ranks = false, fail_on_oom = false;
   };
@@ -30,17 +82,31 @@ Runner add_simulate_command(CLI::App& app) {
       ->check(output_path());
   sub->add_option("--trace", args->trace_out, "write a Chrome/Perfetto trace of the step to FILE")
       ->check(output_path());
+  sub->add_option("--trace-ranks", args->trace_ranks,
+                  "only these simulated ranks in the trace, as the trace numbers them: 0,3,8-11 (with --trace)")
+      ->needs("--trace");
   sub->add_flag("--all-ranks", args->all_ranks, "simulate every rank instead of one per distinct role");
   add_fail_on_oom(sub, args->fail_on_oom);
   return [sub, args]() -> int {
     if (!sub->parsed()) return -1;
     std::ostream& listing = listing_stream({{"--json", &args->json_out}, {"--trace", &args->trace_out}});
+    const RankRanges ranges = args->trace_ranks.empty() ? RankRanges{} : parse_rank_ranges(args->trace_ranks);
     const Scenario s = load_scenario(args->scenario, args->sets);
     SimOptions options;
     options.all_ranks = args->all_ranks;
     const Simulation sim = simulate(s, options);
     listing << step_table(s, sim.result);
-    if (!args->trace_out.empty()) write_output(args->trace_out, trace_json(sim));
+    if (!args->trace_out.empty()) {
+      const auto ranks = trace_ranks(ranges, args->trace_ranks, sim.step.graph.ranks());
+      const std::size_t events = trace_event_count(sim, ranks);
+      if (events * kTraceBytesPerEvent > kLargeTraceBytes) {
+        std::cerr << "moesim: the trace holds " << events << " events, about " << (events * kTraceBytesPerEvent >> 20)
+                  << " MiB (" << sim.step.graph.ranks()
+                  << " simulated ranks); Perfetto's UI may not open it: --trace-ranks picks ranks\n";
+      }
+      const std::string trace = trace_json(sim, ranks);
+      write_output(args->trace_out, trace);
+    }
     if (!args->json_out.empty()) write_output(args->json_out, json_text(step_json(s, sim.result)));
     return exit_code(args->fail_on_oom, sim.result.ledger.oom);
   };

@@ -4,10 +4,31 @@
 
 namespace moesim {
 
-std::string trace_json(const Simulation& sim) {
+namespace {
+std::vector<bool> kept_ranks(const TaskGraph& g, const std::vector<std::uint32_t>& ranks) {
+  std::vector<bool> kept(g.ranks(), ranks.empty());
+  for (const std::uint32_t r : ranks)
+    if (r < kept.size()) kept[r] = true;
+  return kept;
+}
+}  // namespace
+
+std::size_t trace_event_count(const Simulation& sim, const std::vector<std::uint32_t>& ranks) {
   const TaskGraph& g = sim.step.graph;
+  const std::vector<bool> kept = kept_ranks(g, ranks);
+  std::size_t events = 0;
+  for (std::uint32_t r = 0; r < g.ranks(); ++r) events += kept[r] ? 1 + static_cast<std::size_t>(StreamKind::count) : 0;
+  for (TaskId id = 0; id < g.size(); ++id)
+    events += kept[g.task(id).rank] && sim.replay.finish[id] - sim.replay.start[id] > 0 ? 1 : 0;
+  return events;
+}
+
+std::string trace_json(const Simulation& sim, const std::vector<std::uint32_t>& ranks) {
+  const TaskGraph& g = sim.step.graph;
+  const std::vector<bool> kept = kept_ranks(g, ranks);
   nlohmann::json events = nlohmann::json::array();
   for (std::uint32_t r = 0; r < g.ranks(); ++r) {
+    if (!kept[r]) continue;
     const SimRank& sr = sim.step.ranks[r];
     events.push_back(
         {{"ph", "M"},
@@ -25,7 +46,7 @@ std::string trace_json(const Simulation& sim) {
   for (TaskId id = 0; id < g.size(); ++id) {
     const Task& t = g.task(id);
     const double dur = sim.replay.finish[id] - sim.replay.start[id];
-    if (dur <= 0) continue;
+    if (dur <= 0 || !kept[t.rank]) continue;
     nlohmann::json args = {{"phase", name_of(t.phase)}, {"kind", name_of(t.kind)}};
     if (t.microbatch >= 0) args["microbatch"] = t.microbatch;
     if (t.layer >= 0) args["layer"] = t.layer;
