@@ -81,6 +81,10 @@ std::string explain_parse_error(const CLI::App& app, int argc, const char* const
     if (command == &app) return "a command is required: " + comma_joined(command_names(app)) + " (moesim help COMMAND)";
     return "`" + path + "`: " + e.what() + " (`" + path + " --help` lists its options)";
   }
+  // An option given without the one it needs (--trace-ranks without --trace), or with one it
+  // excludes (compare --stack with --design): said as every other input error is.
+  if (e.get_name() == "RequiresError" || e.get_name() == "ExcludesError")
+    return "`" + path + "`: " + e.what() + " (`" + path + " --help` lists its options)";
   return "";
 }
 

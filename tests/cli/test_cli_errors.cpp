@@ -66,3 +66,15 @@ TEST_CASE("the ledger header names the composed design", "[unit]") {
   CHECK(ledger.rc == 0);
   CHECK_THAT(ledger.out, Catch::StartsWith("scenario fig8-moe-ddp-ep8  (design ddp+ep8, hardware b300-hgx)"));
 }
+
+TEST_CASE("an option without the one it needs, or with one it excludes, is named like any input error", "[unit]") {
+  const Ran needs = moesim_cli("simulate " + kScenario + " --trace-ranks 0");
+  CHECK(needs.rc == 2);
+  CHECK(needs.err ==
+        "moesim: error: `moesim simulate`: --trace-ranks requires --trace (`moesim simulate --help` lists its "
+        "options)\n");
+  const Ran excludes = moesim_cli("compare " + kScenario + " --stack olmo-core --design ddp");
+  CHECK(excludes.rc == 2);
+  CHECK_THAT(excludes.err, Catch::StartsWith("moesim: error: `moesim compare`: --"));
+  CHECK_THAT(excludes.err, Catch::Contains("excludes"));
+}
