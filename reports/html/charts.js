@@ -26,6 +26,19 @@ var moesimCharts = (function () {
     ["idle / bubble", "#bfbfbf"]];
 
 
+  // A line per series reads up to MAX_SERIES of them: past that, the series with the best MFU.
+  // The legend lists them in natural order (numbers by value: 8, 16, 128).
+  var MAX_SERIES = 20;
+  var MAX_TICKS = 16;
+  function pickSeries(points) {
+    var best = {};
+    points.forEach(function (p) { best[p.series] = Math.max(best[p.series] || 0, p.oom ? 0 : p.mfu); });
+    var all = Object.keys(best);
+    var shown = all.length <= MAX_SERIES ? all : all.slice().sort(function (a, b) { return best[b] - best[a]; }).slice(0, MAX_SERIES);
+    shown.sort(function (a, b) { return a.localeCompare(b, "en", { numeric: true }); });
+    return { shown: shown, total: all.length };
+  }
+
   function mfuPoint(m, row, x) {
     var r = row.result;
     var series = labelOf(m.axes, row.values, x) || r.design;
@@ -44,17 +57,34 @@ var moesimCharts = (function () {
   function mfuVersus(m, x) {
     var on = m.ok.filter(function (r) { return x in r.values; });
     var points = on.map(function (r) { return mfuPoint(m, r, x); });
+    var picked = pickSeries(points);
+    // The x axis spans the points that fit and a quarter more: out-of-memory points beyond are
+    // counted in the caption, not drawn (a sweep far past the memory wall would bury the rest).
+    var fitX = points.filter(function (p) { return !p.oom; }).map(function (p) { return p.x; });
+    var beyond = 0;
+    if (fitX.length && typeof fitX[0] === "number" && x !== BATCH) {
+      var limit = Math.max.apply(null, fitX) * 1.25;
+      beyond = points.filter(function (p) { return p.oom && p.x > limit; }).length;
+      points = points.filter(function (p) { return !(p.oom && p.x > limit); });
+      on = on.filter(function (r) { return !(r.result.oom && r.values[x] > limit); });
+    }
+    points = points.filter(function (p) { return picked.shown.indexOf(p.series) >= 0; });
+    on = on.filter(function (r) { return picked.shown.indexOf(labelOf(m.axes, r.values, x) || r.result.design) >= 0; });
     var fits = points.filter(function (p) { return !p.oom; });
     var ooms = points.filter(function (p) { return p.oom; }).map(function (p) { return Object.assign(p, { zero: 0 }); });
     var batch = x === BATCH;
-    var axis = { values: m.axes.filter(function (a) { return a.path === x; })[0].values.slice() };
+    // Ticks at the swept values while they can be read; past that, Vega's own ticks.
+    var swept = m.axes.filter(function (a) { return a.path === x; })[0].values.slice();
+    var axis = swept.length <= MAX_TICKS ? { values: swept } : { labelOverlap: "greedy" };
     if (batch) axis.labelExpr = "datum.value >= 1048576 ? datum.value / 1048576 + 'Mi' : datum.value / 1024 + 'Ki'";
     var xEnc = {
       field: "x", type: "quantitative", title: batch ? "global batch (tokens, log2 scale)" : x === EXPERTS ? "routed experts N" : x,
       scale: batch ? { type: "log", base: 2 } : { zero: false }, axis: axis
     };
     var yEnc = { field: "mfu", type: "quantitative", title: "MFU", axis: { format: ".0%" } };
-    var color = { field: "series", type: "nominal", title: "series" };
+    var color = { field: "series", type: "nominal", title: "series", sort: picked.shown,
+                  scale: { domain: picked.shown, scheme: picked.shown.length > 10 ? "category20" : "category10" },
+                  legend: { columns: picked.shown.length > 12 ? 2 : 1, labelLimit: 260 } };
     var tooltip = [
       { field: "label", title: "point" }, { field: "mfu", title: "MFU", format: ".1%" },
       { field: "step_ms", title: "step (ms)", format: ".1f" }, { field: "tokens_per_s_per_gpu", title: "tokens/s/GPU", format: ",.0f" },
@@ -92,7 +122,10 @@ var moesimCharts = (function () {
       : x === EXPERTS ? "MFU vs routed-expert count, OOM marked" : "MFU vs " + x;
     return {
       name: "mfu-vs-" + shortName(x), title: title,
-      caption: "Simulated MFU per series. A cross on the zero line marked OOM is a point whose device memory exceeds " +
+      caption: (picked.shown.length < picked.total ? "The " + picked.shown.length + " series of the " + picked.total +
+        " with the best MFU; the table lists every point. " : "") +
+        (beyond ? beyond + " out-of-memory point(s) past the largest " + x + " that fits are not drawn. " : "") +
+        "Simulated MFU per series. A cross on the zero line marked OOM is a point whose device memory exceeds " +
         "capacity. Hollow diamonds are published measurements of the same runs, labelled with their value; a shaded bar " +
         "is a published range. Dashed lines are the sweep's reference points without this axis (the dense models), " +
         "dotted lines their published values.",
@@ -217,7 +250,8 @@ var moesimCharts = (function () {
     values.forEach(function (v) { v.order = order[v.part]; });
     var labels = [];
     values.forEach(function (v) { if (labels.indexOf(v.label) < 0) labels.push(v.label); });
-    var x = { field: "label", type: "nominal", sort: labels, title: null, axis: { labelAngle: -30, labelLimit: 220 } };
+    // Vertical labels: a label's box is one line of text wide, so labels a step apart never overlap.
+    var x = { field: "label", type: "nominal", sort: labels, title: null, axis: { labelAngle: -90, labelLimit: 220 } };
     var bars = {
       name: "bars", data: { values: values }, mark: "bar",
       encoding: {
@@ -230,15 +264,33 @@ var moesimCharts = (function () {
       }
     };
     return { name: name, title: title, caption: caption,
-             spec: { width: { step: Math.max(28, Math.min(64, 720 / Math.max(1, labels.length))) }, height: 320,
+             spec: { width: { step: Math.max(MIN_BAR_STEP, Math.min(64, BARS_WIDTH / Math.max(1, labels.length))) }, height: 320,
                      layer: [bars].concat(more(x)) } };
   }
 
-  // Per-rank memory of the worst stage by class against usable capacity (seed Figure 9 style),
+  // A bar per point reads up to MAX_BARS points: past that, the best by MFU that fit, then the
+  // best of those that do not, in point order; the caption says how many are drawn.
+  var MAX_BARS = 48;
+  // The bars' width in pixels (the card's inner width less the legend), and the narrowest step
+  // that keeps a vertical label (11 px text) clear of its neighbours.
+  var BARS_WIDTH = 760, MIN_BAR_STEP = 15;
+  function barRows(m) {
+    if (m.ok.length <= MAX_BARS) return m.ok;
+    var ranked = m.ok.slice().sort(function (a, b) {
+      return (a.result.oom - b.result.oom) || (b.result.mfu - a.result.mfu) || (a.index - b.index);
+    }).slice(0, MAX_BARS);
+    return ranked.sort(function (a, b) { return a.index - b.index; });
+  }
+  function barNote(m) {
+    return m.ok.length <= MAX_BARS ? "" : "The " + MAX_BARS + " points of the " + m.ok.length +
+      " simulated with the best MFU (those that fit first); the table lists every point. ";
+  }
+
+  // Per-rank memory of the worst stage by class against usable capacity (the report's Figure 9),
   // with OOM marked over the bars and the published peak allocation and OOM verdicts beside them.
   function memoryBars(m) {
     var values = [], tops = [];
-    m.ok.forEach(function (row) {
+    barRows(m).forEach(function (row) {
       var r = row.result, parts = Object.assign({}, r.memory_by_class || {});
       var entries = Object.keys(parts).map(function (k) { return [k, parts[k].GiB]; });
       entries.push(["allocator_fragmentation", r.peak_reserved_GiB - r.peak_allocated_GiB]);
@@ -251,10 +303,10 @@ var moesimCharts = (function () {
     });
     // A published verdict sits a little above the taller of the bar and the capacity tick.
     var at = function (row) { return { label: row.label, above: 1.12 * Math.max(row.result.device_total_GiB, row.result.capacity_GiB) }; };
-    var verdicts = publishedData(m.ok, "oom", at).map(function (p) { return Object.assign(p, { text: p.published ? "OOM" : "fits" }); });
+    var verdicts = publishedData(barRows(m), "oom", at).map(function (p) { return Object.assign(p, { text: p.published ? "OOM" : "fits" }); });
     var gib = { field: "GiB", type: "quantitative" };
-    return stackedBars("memory-by-class", "Per-rank memory by class against capacity (Figure 9 style)",
-      "Peak device memory of the worst stage: persistent state, the peak phase's working set, allocator fragmentation " +
+    return stackedBars("memory-by-class", "Per-rank memory by class against capacity",
+      barNote(m) + "Peak device memory of the worst stage: persistent state, the peak phase's working set, allocator fragmentation " +
       "and runtime reserves. The red tick is usable capacity; OOM marks a bar over it. Hollow diamonds are a published " +
       "peak allocation of the same run; a triangle is a published verdict (filled red: OOM, hollow: fits).",
       values, MEMORY_CLASSES, { title: "GiB per rank", unit: "GiB" }, function (x) {
@@ -264,7 +316,7 @@ var moesimCharts = (function () {
           encoding: { x: x, y: { field: "capacity_GiB", type: "quantitative" },
                       tooltip: [{ field: "label", title: "point" }, { field: "capacity_GiB", title: "usable capacity GiB", format: ".1f" }] }
         }].concat(oomLayer(tops.filter(function (t) { return t.oom; }), x, top));
-        var allocated = publishedData(m.ok, "peak_allocated_GiB", function (r) { return { label: r.label }; }).map(function (p) {
+        var allocated = publishedData(barRows(m), "peak_allocated_GiB", function (r) { return { label: r.label }; }).map(function (p) {
           return Object.assign(p, { GiB: p.published, text: p.published.toFixed(1) + " GiB" });
         });
         layers = layers.concat(publishedLayers(allocated, x, gib, null));
@@ -282,7 +334,7 @@ var moesimCharts = (function () {
   // Where the critical rank's step time goes: compute, exposed communication, idle; OOM marked.
   function exposedBars(m) {
     var values = [], ooms = [];
-    m.ok.forEach(function (row) {
+    barRows(m).forEach(function (row) {
       var r = row.result, step = r.step_time_s, exposed = r.exposed_s || {};
       var entries = Object.keys(exposed).map(function (k) { return [k, exposed[k]]; });
       entries.push(["idle / bubble", r.idle_s || 0]);
@@ -291,8 +343,8 @@ var moesimCharts = (function () {
       });
       if (r.oom) ooms.push({ label: row.label, whole: 1, why: oomWhy(r) });
     });
-    return stackedBars("exposed-time", "Exposed time breakdown per design (share of step time)",
-      "The critical rank's step split into compute, exposed (not overlapped) communication and idle/bubble time; the tooltip gives milliseconds. OOM marks a point that does not fit in memory.",
+    return stackedBars("exposed-time", "Exposed time breakdown per point (share of step time)",
+      barNote(m) + "The critical rank's step split into compute, exposed (not overlapped) communication and idle/bubble time; the tooltip gives milliseconds. OOM marks a point that does not fit in memory.",
       values, PHASES, { title: "share of step time", unit: "ms", normalize: true }, function (x) {
         return oomLayer(ooms, x, { field: "whole", type: "quantitative" });
       });

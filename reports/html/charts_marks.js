@@ -104,10 +104,16 @@ var moesimMarks = (function () {
   }
 
   // "OOM" above each point that does not fit, at y (a field or a datum), in red.
+  // "OOM" over each point that does not fit; past MANY_OOM of them the word runs up the point
+  // (vertical), so neighbours' labels do not overlap.
+  var MANY_OOM = 8;
   function oomLayer(values, x, y) {
     if (!values.length) return [];
-    return [{ name: "oom", data: { values: values }, mark: { type: "text", text: "OOM", dy: -10, fontWeight: "bold",
-                                                              color: OOM_RED },
+    var mark = values.length > MANY_OOM
+      ? { type: "text", text: "OOM", angle: -90, align: "left", baseline: "middle", dy: 0, dx: 0, fontWeight: "bold",
+          fontSize: 9, color: OOM_RED, yOffset: -6 }
+      : { type: "text", text: "OOM", dy: -10, fontWeight: "bold", color: OOM_RED };
+    return [{ name: "oom", data: { values: values }, mark: mark,
               encoding: { x: x, y: y, tooltip: [{ field: "label", title: "point" }, { field: "why", title: "OOM" }] } }];
   }
 

@@ -24,8 +24,12 @@
       var box = element("section", { "class": "chart", id: "chart-" + c.name, "data-chart": c.name });
       box.appendChild(element("h2", {}, c.title));
       box.appendChild(element("p", { "class": "caption" }, c.caption));
+      // The chart scrolls inside its card when it is wider (vega-embed makes its own element
+      // shrink-to-fit, so the scrolling box is a wrapper around it).
+      var scroll = element("div", { "class": "scroll" });
       var view = element("div", { "class": "view" });
-      box.appendChild(view);
+      scroll.appendChild(view);
+      box.appendChild(scroll);
       holder.appendChild(box);
       // SVG, so the page prints sharply and a headless browser's DOM dump shows the marks.
       return vegaEmbed(view, c.spec, { renderer: "svg", actions: false, mode: "vega-lite" });
@@ -42,6 +46,35 @@
     var root = document.documentElement, box = document.getElementById("points-table");
     body.setAttribute("data-page-overflow", String(Math.max(0, root.scrollWidth - root.clientWidth)));
     body.setAttribute("data-table-overflow", String(Math.max(0, box.scrollWidth - box.clientWidth)));
+    // Charts wider than their card (they scroll) and axis or legend labels whose boxes overlap
+    // (the browser test wants 0 of each at 20, 200 and 2,000 points).
+    var wide = 0, overlaps = 0;
+    document.querySelectorAll("section.chart").forEach(function (card) {
+      var scroll = card.querySelector(".scroll"), before = overlaps;
+      if (scroll && scroll.scrollWidth > scroll.clientWidth + 1) {
+        wide += 1;
+        card.setAttribute("data-wide", String(scroll.scrollWidth - scroll.clientWidth));
+      }
+      card.querySelectorAll("g.role-axis-label, g.role-legend-label, g.role-legend-title").forEach(function (group) {
+        var boxes = [];
+        group.querySelectorAll("text").forEach(function (t) {
+          if (t.getAttribute("opacity") === "0" || !t.textContent) return;
+          var r = t.getBoundingClientRect();
+          if (r.width > 0 && r.height > 0) boxes.push(r);
+        });
+        for (var i = 0; i < boxes.length; i++) {
+          for (var j = i + 1; j < boxes.length; j++) {
+            var a = boxes[i], b = boxes[j];
+            // Overlapping by more than a pixel each way (touching labels are fine).
+            if (Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 &&
+                Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1) overlaps += 1;
+          }
+        }
+      });
+      card.setAttribute("data-label-overlaps", String(overlaps - before));
+    });
+    body.setAttribute("data-wide-charts", String(wide));
+    body.setAttribute("data-label-overlaps", String(overlaps));
   }
 
   // Table columns: key, header, how to read the value from a row, how to show it.
@@ -98,18 +131,30 @@
     return String(a).localeCompare(String(b), "en", { numeric: true });
   }
 
+  var PAGE_ROWS = 100;
   function drawTable() {
     var cols = columns();
     var table = element("table", { "class": "points" });
     var head = element("tr");
     var tbody = element("tbody");
-    var state = { key: "index", dir: 1 };
+    var state = { key: "index", dir: 1, page: 0 };
+    // A page of rows at a time, so a sweep of thousands of points stays quick to draw and sort.
+    var pager = element("div", { "class": "pager" });
+    var prev = element("button", { type: "button" }, "previous");
+    var next = element("button", { type: "button" }, "next");
+    var pagerText = element("span", {}, "");
+    prev.addEventListener("click", function () { state.page -= 1; fill(); });
+    next.addEventListener("click", function () { state.page += 1; fill(); });
+    pager.appendChild(prev);
+    pager.appendChild(pagerText);
+    pager.appendChild(next);
     cols.forEach(function (c) {
       var th = element("th", { scope: "col", "data-key": c.key, "class": c.text ? "text" : "" }, c.head);
       if (c.title) th.setAttribute("title", c.title);
       th.addEventListener("click", function () {
         state.dir = state.key === c.key ? -state.dir : 1;
         state.key = c.key;
+        state.page = 0;
         fill();
       });
       head.appendChild(th);
@@ -131,7 +176,14 @@
         th.setAttribute("aria-sort", th.getAttribute("data-key") === state.key ? (state.dir > 0 ? "ascending" : "descending") : "none");
       });
       tbody.textContent = "";
-      rows.forEach(function (r) {
+      var pages = Math.max(1, Math.ceil(rows.length / PAGE_ROWS));
+      state.page = Math.min(state.page, pages - 1);
+      pager.hidden = pages === 1;
+      pagerText.textContent = "rows " + (state.page * PAGE_ROWS + 1) + "\u2013" +
+        Math.min(rows.length, (state.page + 1) * PAGE_ROWS) + " of " + rows.length;
+      prev.disabled = state.page === 0;
+      next.disabled = state.page === pages - 1;
+      rows.slice(state.page * PAGE_ROWS, (state.page + 1) * PAGE_ROWS).forEach(function (r) {
         var tr = element("tr", { "class": r.ok ? "" : "invalid", "data-index": String(r.index) });
         var statusAt = cols.findIndex(function (c) { return c.key === "status"; });
         cols.forEach(function (c, i) {
@@ -152,6 +204,7 @@
     }
     fill();
     document.getElementById("points-table").appendChild(table);
+    document.getElementById("points-table").appendChild(pager);
   }
 
   // A table of `rows` under `headers`, each row a list of cell texts, rows of class `cls`.

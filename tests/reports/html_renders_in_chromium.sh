@@ -69,8 +69,9 @@ check() {
   local chart section
   for chart in "$@"; do
     # The chart's <section>, from its data-chart attribute to its closing tag.
-    section="$(awk -v c="data-chart=\"$chart\"" '{ t = t $0 "\n" } END {
-      i = index(t, c); if (!i) exit; s = substr(t, i); j = index(s, "</section>"); print (j ? substr(s, 1, j) : s) }' "$dom")"
+    # (perl reads the dump whole: a 2,000-point page's is several MB on a few long lines)
+    section="$(perl -0777 -ne 'BEGIN { $c = shift @ARGV } print $1 if /(data-chart="\Q$c\E".*?<\/section>)/s' \
+      "$chart" "$dom")"
     if [ -z "$section" ]; then fail "$name" "no chart '$chart' on the page"; continue; fi
     grep -q "<svg" <<<"$section" || fail "$name" "chart '$chart' holds no <svg>"
     grep -q "<path\|<rect\|<line" <<<"$section" || fail "$name" "chart '$chart' drew no marks"
@@ -84,6 +85,13 @@ check() {
     px="$(sed -n "s/.*data-$overflow=\"\([0-9]*\)\".*/\1/p" <<<"$body")"
     [ "$px" = "0" ] || fail "$name" "at 1280 px the ${overflow%-overflow} overflows by ${px:-?} px (data-$overflow): $body"
   done
+  # No chart wider than its card, no two axis or legend labels whose boxes overlap (page.js
+  # measures both from the rendered SVG's boxes).
+  local wide overlaps
+  wide="$(sed -n 's/.*data-wide-charts="\([0-9]*\)".*/\1/p' <<<"$body")"
+  overlaps="$(sed -n 's/.*data-label-overlaps="\([0-9]*\)".*/\1/p' <<<"$body")"
+  [ "$wide" = "0" ] || fail "$name" "${wide:-?} chart(s) wider than their card: $(grep -o '<section class="chart"[^>]*data-wide[^>]*>' "$dom")"
+  [ "$overlaps" = "0" ] || fail "$name" "${overlaps:-?} overlapping labels: $(grep -o '<section class="chart"[^>]*>' "$dom")"
   [ "$failures" -eq "$before" ] && echo "ok   [$name] $rendered chart(s) rendered ($*), $rows table rows"
   return 0
 }
@@ -129,7 +137,23 @@ fig8="$source_dir/scenarios/fig8/moe-ddp.json"
 # The seed's Figure 8b scenario itself: its dense references are included points.
 "$moesim" sweep "$source_dir/scenarios/fig8/fig8b.json" --html "$work/fig8b.html" >/dev/null
 
-for page in batch experts invalid compare fig8b; do render "$page" & done
+# Pages that scale: 20 and 2,000 points (expert counts x four designs) and 192 points in 48
+# series (six designs x four batches over eight expert counts). Each must fit its cards with no
+# overlapping labels; the bar charts draw at most 48 points, the line charts 20 series and the
+# table 100 rows a page.
+"$moesim" sweep "$fig8" --vary architecture.moe.num_experts=8..40+8 --vary design=ddp,fsdp,ddp+ep8,zero2 \
+  --html "$work/scale20.html" >/dev/null 2>&1
+"$moesim" sweep "$fig8" --vary architecture.moe.num_experts=8..4000+8 --vary design=ddp,fsdp,ddp+ep8,zero2 \
+  --html "$work/scale2000.html" >/dev/null 2>&1
+"$moesim" sweep "$fig8" --vary architecture.moe.num_experts=8..64+8 \
+  --vary design=ddp,fsdp,ddp+ep8,zero2,ddp+ep8+nodistopt,fsdp+ep8 --vary plan.batch.global_batch_tokens=512Ki..4Mi \
+  --html "$work/series.html" >/dev/null 2>&1
+
+# Two browsers at a time: more only thrash a 2-core machine.
+for page in batch experts invalid compare fig8b scale20 scale2000 series; do
+  render "$page" &
+  while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n; done
+done
 wait
 check batch mfu-vs-batch memory-by-class exposed-time
 check experts mfu-vs-experts memory-by-class exposed-time
@@ -137,6 +161,23 @@ check invalid mfu-vs-degree memory-by-class exposed-time
 check compare mfu-per-point batch-crossover memory-by-class exposed-time
 check fig8b mfu-vs-experts memory-by-class exposed-time
 grep -q '<td class="error" colspan=' "$work/invalid.dom" || fail invalid "an invalid point's error is not in the table"
+for page in scale20 scale2000; do check "$page" mfu-vs-experts memory-by-class exposed-time; done
+check series mfu-vs-batch mfu-vs-experts memory-by-class exposed-time
+expect_rows scale2000 "" 100
+grep -q '>rows 1–100 of 2000<' "$work/scale2000.dom" || fail scale2000 "the table's pager does not say rows 1-100 of 2000"
+grep -q 'The 48 points of the 2000 simulated with the best MFU' "$work/scale2000.dom" ||
+  fail scale2000 "the bar charts do not say they draw 48 of 2000 points"
+grep -q 'The 20 series of the 48 with the best MFU' "$work/series.dom" || fail series "the chart does not say it draws 20 of 48 series"
+# Screenshots of the pages that scale, kept where MOESIM_TEST_ARTIFACTS points (CTest sets it
+# under the build's Testing folder), for a person to look at.
+if [ -n "${MOESIM_TEST_ARTIFACTS:-}" ]; then
+  mkdir -p "$MOESIM_TEST_ARTIFACTS"
+  for page in scale2000; do
+    timeout 120 "$browser" --headless --no-sandbox --disable-gpu --window-size=1280,2600 --hide-scrollbars \
+      --user-data-dir="$work/shot-$page" --virtual-time-budget=10000 --proxy-server=127.0.0.1:9 \
+      --screenshot="$MOESIM_TEST_ARTIFACTS/sweep-$page.png" "file://$work/$page.html" >/dev/null 2>&1 || true
+  done
+fi
 
 # Published measurements (scenarios/validation/seed.json) on the points that simulate the same
 # runs. Figure 8a: DDP and FSDP at 128Ki and 4Mi, each labelled with its value.
