@@ -9,7 +9,7 @@ std::unique_ptr<StackPreset> composer_stack() {
       "composer",
       "Composer + llm-foundry: FlashAttention-2, flash-attn's Triton cross-entropy, Transformer Engine for FP8 "
       "(amp_fp8)",
-      "mosaicml/llm-foundry main, mosaicml/composer main",
+      "mosaicml/llm-foundry main (8c8dd48f), mosaicml/composer main (64051888)",
       std::vector<StackValue>{
           {"activations.loss", "\"flash_attn\"",
            "llmfoundry/models/mpt/modeling_mpt.py ComposerMPTCausalLM: loss_fn default 'fused_crossentropy' -> "
@@ -22,6 +22,12 @@ std::unique_ptr<StackPreset> composer_stack() {
            "composer/trainer/trainer.py Trainer(compile_config=None): no torch.compile unless the run asks"},
           {"precision.library", "\"transformer_engine\"",
            "composer/core/precision.py get_precision_context: amp_fp8 runs te.fp8_autocast"},
+          {"precision.reduce_dtype", "\"bf16\"",
+           "llm-foundry's FSDP runs set fsdp_config.mixed_precision: PURE (scripts/train/yamls/pretrain/mpt-*.yaml; "
+           "scripts/train/benchmarking/submit_benchmarks.py --fsdp_config_mixed_precision default 'PURE'); "
+           "composer/distributed/mosaic_parallelism.py get_mixed_precision: PURE reduces gradients in the amp dtype "
+           "(reduce_dtype = param_dtype = bf16)",
+           "fsdp"},
       });
 }
 

@@ -51,6 +51,21 @@ TEST_CASE("a plan naming a stack takes the stack's values where it sets none", "
   CHECK(under("composer").plan.loss == LossImpl::flash_attn);
 }
 
+TEST_CASE("composer reduces FSDP gradients in BF16 (llm-foundry's mixed_precision PURE), not DDP's", "[unit][stacks]") {
+  // The Figure 8 dense scenario's plan sets reduce_dtype itself: removed so the stack's value shows.
+  const std::vector<std::string> fsdp = {"design=fsdp", "plan.precision={\"compute_dtype\": \"bf16\"}"};
+  const Scenario s = under("composer", fsdp);
+  CHECK(s.plan.precision.reduce == DType::bf16);
+  CHECK(took(s, "precision.reduce_dtype"));
+  const Scenario ddp = under("composer", {"plan.precision={\"compute_dtype\": \"bf16\"}"});
+  CHECK(ddp.plan.precision.reduce == DType::fp32);
+  CHECK_FALSE(took(ddp, "precision.reduce_dtype"));
+  // A plan's own reduce dtype wins.
+  std::vector<std::string> own = fsdp;
+  own.push_back("plan.precision.reduce_dtype=\"fp32\"");
+  CHECK(under("composer", own).plan.precision.reduce == DType::fp32);
+}
+
 TEST_CASE("megatron-bridge is Megatron-Core with the fused vocab-parallel loss its GPT provider turns on",
           "[unit][stacks]") {
   const StackPreset& core = stack_presets().get("megatron-core");
