@@ -4,6 +4,7 @@
 // (--max-candidates) and its progress on stderr; a trace of chosen ranks (--trace-ranks).
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <set>
 #include <string>
 
@@ -173,4 +174,13 @@ TEST_CASE("trace_event_count counts the events trace_json writes", "[unit]") {
     const auto doc = nlohmann::json::parse(trace_json(sim, ranks));
     CHECK(doc.at("traceEvents").size() == trace_event_count(sim, ranks));
   }
+}
+
+TEST_CASE("sweep --html refuses a page too large to open, before any point runs", "[unit]") {
+  const test::TempDir dir;
+  const Ran big = moesim_cli("sweep " + kScenario + " --vary plan.batch.global_batch_tokens=1..60000+1 --html " +
+                             dir.path("p.html"));
+  CHECK(big.rc == 2);
+  CHECK_THAT(big.err, Catch::Contains("p.html: a page of 60000 points (about 205 MiB) would not open in a browser"));
+  CHECK_FALSE(std::filesystem::exists(dir.path("p.html")));
 }
