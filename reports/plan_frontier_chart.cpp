@@ -95,11 +95,29 @@ json plan_capacity_GiB(const DocumentNode& doc) {
 
 json plan_frontier_chart(const DocumentNode& doc) {
   const std::vector<PlanRow> plans = plan_rows(doc);
+  const json capacity = plan_capacity_GiB(doc);
+  // The memory axis spans the replayed plans and the capacity, and a quarter more: memory-pruned
+  // plans beyond are counted in the chart's subtitle, not drawn (thousands of them at several
+  // times the capacity buried the plans that fit).
+  double reach = capacity.is_null() ? 0.0 : capacity.get<double>();
+  for (const auto& p : plans)
+    if (p.replayed) reach = std::max(reach, p.peak_reserved_GiB);
+  constexpr double kMemoryMargin = 1.25;
+  const double memory_limit = reach * kMemoryMargin;
   json replayed = json::array(), top = json::array(), oom = json::array();
+  std::size_t beyond = 0;
+  std::vector<long long> labelled;  // ranks already labelled: tied plans share a place and a label
   for (const auto& p : plans) {
     if (p.replayed) replayed.push_back(datum(p, p.tokens_per_s_per_gpu, kReplayed));
-    if (p.replayed && p.rank) top.push_back(datum(p, p.tokens_per_s_per_gpu, kTop));
-    if (p.status == "pruned_by_memory") oom.push_back(datum(p, p.bound_tokens_per_s_per_gpu, kOom));
+    if (p.replayed && p.rank && std::find(labelled.begin(), labelled.end(), *p.rank) == labelled.end()) {
+      top.push_back(datum(p, p.tokens_per_s_per_gpu, kTop));
+      labelled.push_back(*p.rank);
+    }
+    if (p.status != "pruned_by_memory") continue;
+    if (reach > 0 && p.peak_reserved_GiB > memory_limit)
+      ++beyond;
+    else
+      oom.push_back(datum(p, p.bound_tokens_per_s_per_gpu, kOom));
   }
   if (replayed.empty() && oom.empty()) return nullptr;
   const json x = {{"field", "GiB"},
@@ -119,7 +137,6 @@ json plan_frontier_chart(const DocumentNode& doc) {
   // Mark sizes and offsets are in pixels, chosen as on the sweep page (reports/html/charts.js): a top-K
   // ring about twice a plan's dot, its label just above and right of it, dashes that read as a wall.
   json layers = json::array();
-  const json capacity = plan_capacity_GiB(doc);
   if (!capacity.is_null()) {
     layers.push_back(
         layer("capacity", json::array({{{"GiB", capacity}, {"kind", kCapacity}}}),
@@ -156,7 +173,14 @@ json plan_frontier_chart(const DocumentNode& doc) {
         layer("oom_bound", oom, {{"type", "point"}, {"shape", "triangle-up"}, {"filled", true}, {"size", 110}}, marks));
   }
   // 720 px wide leaves room for the axis titles inside the page's 1200 px column.
-  return {{"width", 720}, {"height", 360}, {"layer", std::move(layers)}};
+  json spec = {{"width", 720}, {"height", 360}, {"layer", std::move(layers)}};
+  if (beyond > 0) {
+    spec["title"] = {{"text", ""},
+                     {"subtitle", std::to_string(beyond) + " memory-pruned plan(s) above " +
+                                      std::to_string(static_cast<long long>(memory_limit)) +
+                                      " GiB per GPU are not drawn (the table lists them)"}};
+  }
+  return spec;
 }
 
 }  // namespace moesim

@@ -150,7 +150,10 @@ fig8="$source_dir/scenarios/fig8/moe-ddp.json"
   --html "$work/series.html" >/dev/null 2>&1
 
 # Two browsers at a time: more only thrash a 2-core machine.
-for page in batch experts invalid compare fig8b scale20 scale2000 series; do
+# A plan page of thousands of candidates (6,000 on 256 GPUs).
+"$moesim" plan "$source_dir/scenarios/fig8/moe-ddp-ep8.json" --gpus 256 -j 2 --html "$work/plan.html" >/dev/null 2>&1
+
+for page in batch experts invalid compare fig8b scale20 scale2000 series plan; do
   render "$page" &
   while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n; done
 done
@@ -168,6 +171,14 @@ grep -q '>rows 1–100 of 2000<' "$work/scale2000.dom" || fail scale2000 "the ta
 grep -q 'The 48 points of the 2000 simulated with the best MFU' "$work/scale2000.dom" ||
   fail scale2000 "the bar charts do not say they draw 48 of 2000 points"
 grep -q 'The 20 series of the 48 with the best MFU' "$work/series.dom" || fail series "the chart does not say it draws 20 of 48 series"
+# The plan page: its chart rendered without an error, the table of every candidate paged, the
+# memory-pruned plans far past the capacity counted rather than drawn.
+plan_body="$(grep -o -m1 '<body[^>]*>' "$work/plan.dom" || true)"
+grep -q 'data-rendered="1"' <<<"$plan_body" || fail plan "the frontier chart did not render: $plan_body"
+grep -q 'data-errors="0"' <<<"$plan_body" || fail plan "the page recorded an error: $plan_body"
+grep -q '>rows 1–100 of [0-9]*<' "$work/plan.dom" || fail plan "the table of every candidate is not paged"
+grep -q 'memory-pruned plan(s) above [0-9]* GiB per GPU are not drawn' "$work/plan.dom" ||
+  fail plan "the chart does not count the memory-pruned plans it leaves out"
 # Screenshots of the pages that scale, kept where MOESIM_TEST_ARTIFACTS points (CTest sets it
 # under the build's Testing folder), for a person to look at.
 if [ -n "${MOESIM_TEST_ARTIFACTS:-}" ]; then
