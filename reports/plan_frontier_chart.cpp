@@ -17,7 +17,7 @@ using nlohmann::json;
 // One colour per kind of mark; the legend lists them in this order. The OOM red and the dark
 // grey of reference lines are the sweep page's (reports/html/charts_marks.js).
 const char* const kReplayed = "replayed plan";
-const char* const kTop = "top K (labelled: rank, design)";
+const char* const kTop = "top K (labelled with their rank)";
 const char* const kFrontier = "Pareto frontier of the plans that fit";
 const char* const kOom = "memory-pruned (OOM) plan, y = upper bound (step-time bound)";
 const char* const kCapacity = "usable capacity per GPU";
@@ -41,8 +41,10 @@ json datum(const PlanRow& plan, double tokens_per_s, const char* kind) {
     d["step_time_s"] = plan.step_time_s;
   }
   if (plan.rank) {
+    // "#rank" alone: plans near each other on the chart wrote their designs over each other; the
+    // tooltip and the top table name the design.
     std::string label = "#";  // appended: "#" + std::to_string(...) draws GCC 12's -Wrestrict at -O3
-    label += std::to_string(*plan.rank) + " " + plan.design;
+    label += std::to_string(*plan.rank);
     d["label"] = label;
     d["rank"] = *plan.rank;
   }

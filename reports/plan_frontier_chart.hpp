@@ -9,7 +9,7 @@
 namespace moesim {
 
 // x = peak reserved GiB, y = tokens/s/GPU: every replayed plan (layer "replayed"), the top K
-// ringed and labelled with rank and design ("top", "top_labels"), the Pareto frontier of the
+// ringed and labelled with their rank ("top", "top_labels"), the Pareto frontier of the
 // replayed plans that fit ("frontier": the most tokens/s/GPU for at most that memory), the
 // usable-capacity wall ("capacity"), and the memory-pruned (OOM) plans at their memory with
 // y = their step-time bound's tokens/s/GPU, an upper bound ("oom_bound"). Null when the
