@@ -82,14 +82,6 @@ bool same_run(const Scenario& s, const nlohmann::json& result) {
          result.at("inputs") == s.resolved;
 }
 
-// Every run of `datasets`, in dataset and record order.
-std::vector<std::pair<std::string, RecordRun>> runs_of(const std::vector<std::string>& datasets) {
-  std::vector<std::pair<std::string, RecordRun>> out;
-  for (const auto& dataset : datasets)
-    for (auto& run : dataset_runs(dataset)) out.emplace_back(dataset, std::move(run));
-  return out;
-}
-
 // The datasets `moesim validate` reads by default, from the nearest folder above `scenario_file`
 // that holds them.
 std::vector<std::string> datasets_near(const std::string& scenario_file) {
@@ -123,22 +115,16 @@ std::string shown_dataset(const std::string& path) {
 }  // namespace
 
 struct PublishedMatcher::Run {
-  std::string dataset;
   RecordRun run;
 };
 
-PublishedMatcher::PublishedMatcher(const std::string& scenario_file) {
-  datasets_ = datasets_near(scenario_file);
-  for (auto& [dataset, run] : runs_of(datasets_)) runs_.push_back({dataset, std::move(run)});
-  for (auto& d : datasets_) d = shown_dataset(d);
+PublishedMatcher::PublishedMatcher(const std::vector<std::string>& datasets) : datasets_(datasets) {
+  for (const auto& dataset : datasets)
+    for (auto& run : dataset_runs(dataset)) runs_.push_back({std::move(run)});
 }
 
-PublishedOverlay PublishedMatcher::overlay() const {
-  std::vector<std::pair<std::size_t, PublishedMeasurement>> found = found_;
-  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  PublishedOverlay out{datasets_, {}};
-  for (auto& [run, m] : found) out.measurements.push_back(std::move(m));
-  return out;
+PublishedMatcher::PublishedMatcher(const std::string& scenario_file) : PublishedMatcher(datasets_near(scenario_file)) {
+  shown_names_ = true;
 }
 
 PublishedMatcher::~PublishedMatcher() = default;
@@ -149,30 +135,32 @@ void PublishedMatcher::add(const nlohmann::json& p) {
     if (!same_run(runs_[i].run.scenario, p.at("result"))) continue;
     PublishedMeasurement m = runs_[i].run.measured;
     m.point = p.at("index").get<std::size_t>();
-    m.dataset = shown_dataset(m.dataset);
     found_.emplace_back(i, std::move(m));
   }
 }
 
-PublishedOverlay published_measurements(const std::vector<std::string>& datasets, const nlohmann::json& points) {
-  PublishedOverlay out{datasets, {}};
-  const auto runs = runs_of(datasets);
-  for (const auto& [dataset, run] : runs) {
-    for (const auto& p : points) {
-      if (p.value("status", "") != "ok" || !p.contains("result") || !same_run(run.scenario, p.at("result"))) continue;
-      PublishedMeasurement m = run.measured;
-      m.point = p.at("index").get<std::size_t>();
-      out.measurements.push_back(std::move(m));
-    }
+PublishedOverlay PublishedMatcher::overlay() const {
+  std::vector<std::pair<std::size_t, PublishedMeasurement>> found = found_;
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  PublishedOverlay out{datasets_, {}};
+  for (auto& [run, m] : found) out.measurements.push_back(std::move(m));
+  if (shown_names_) {
+    for (auto& d : out.datasets) d = shown_dataset(d);
+    for (auto& m : out.measurements) m.dataset = shown_dataset(m.dataset);
   }
   return out;
 }
 
+PublishedOverlay published_measurements(const std::vector<std::string>& datasets, const nlohmann::json& points) {
+  PublishedMatcher matcher(datasets);
+  for (const auto& p : points) matcher.add(p);
+  return matcher.overlay();
+}
+
 PublishedOverlay published_for_scenario(const std::string& scenario_file, const nlohmann::json& points) {
-  PublishedOverlay out = published_measurements(datasets_near(scenario_file), points);
-  for (auto& d : out.datasets) d = shown_dataset(d);
-  for (auto& m : out.measurements) m.dataset = shown_dataset(m.dataset);
-  return out;
+  PublishedMatcher matcher(scenario_file);
+  for (const auto& p : points) matcher.add(p);
+  return matcher.overlay();
 }
 
 }  // namespace moesim

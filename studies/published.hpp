@@ -47,6 +47,10 @@ PublishedOverlay published_for_scenario(const std::string& scenario_file, const 
 // still holds its resolved inputs, which the sweep may then drop (a summary document).
 class PublishedMatcher {
  public:
+  // The records of `datasets`, named as given (published_measurements).
+  explicit PublishedMatcher(const std::vector<std::string>& datasets);
+  // The default datasets near `scenario_file`, named as `moesim validate` names them
+  // (published_for_scenario).
   explicit PublishedMatcher(const std::string& scenario_file);
   ~PublishedMatcher();
   PublishedMatcher(const PublishedMatcher&) = delete;
@@ -60,6 +64,7 @@ class PublishedMatcher {
   std::vector<Run> runs_;
   std::vector<std::pair<std::size_t, PublishedMeasurement>> found_;  // (run index, measurement)
   std::vector<std::string> datasets_;
+  bool shown_names_ = false;
 };
 
 }  // namespace moesim
