@@ -37,14 +37,17 @@ std::string min_headroom_text(const nlohmann::json& request) {
   return keep > 0 ? ", at least " + fmt("%.1f", keep) + " GiB free (--min-headroom)" : "";
 }
 
-// "layout concat_then_shard": the axes where `other` differs from `values`, with other's values.
-std::string differing_axes(const nlohmann::json& values, const nlohmann::json& other) {
+// The axes of `values` where `other` differs, comma-joined: "layout per_tensor vs concat_then_shard"
+// (with_own) or "layout concat_then_shard"; an axis `other` lacks reads "-"; "" when none differs.
+std::string axis_differences(const nlohmann::json& values, const nlohmann::json& other, bool with_own) {
   std::string out;
-  for (const auto& [axis, v] : other.items()) {
-    if (values.contains(axis) && values.at(axis) == v) continue;
-    out += (out.empty() ? "" : ", ") + axis + " " + json_value_text(v);
+  for (const auto& [axis, v] : values.items()) {
+    const std::string mine = json_value_text(v);
+    const std::string theirs = other.contains(axis) ? json_value_text(other.at(axis)) : "-";
+    if (theirs == mine) continue;
+    out += (out.empty() ? "" : ", ") + axis + " " + (with_own ? mine + " vs " : std::string()) + theirs;
   }
-  return out.empty() ? std::string("the same axes") : out;
+  return out;
 }
 
 std::string headline(const nlohmann::json& doc) {
@@ -92,7 +95,7 @@ std::string top_table(const nlohmann::json& doc, const std::map<std::size_t, con
     std::string ties;
     for (std::size_t j = k + 1; j < top.size() && top[j].at("rank") == top[k].at("rank"); ++j)
       ties += (ties.empty() ? "" : "; ") +
-              differing_axes(v, plans.at(top[j].at("candidate").get<std::size_t>())->at("values"));
+              axis_differences(v, plans.at(top[j].at("candidate").get<std::size_t>())->at("values"), false);
     table.add({top[k].at("rank").dump(), p.at("design").get<std::string>(), cell(v, "tp"), cell(v, "ep"), cell(v, "pp"),
                cell(v, "schedule"), split_cell(v), cell(v, "microbatch"), cell(v, "recompute"), cell(v, "layout"),
                fmt("%.0f", p.at("tokens_per_s_per_gpu").get<double>()), fmt("%.1f", 100 * p.at("mfu").get<double>()),
@@ -120,13 +123,7 @@ std::string comparison(const nlohmann::json& doc, const std::map<std::size_t, co
   const auto& best = *plans.at(d.at("best").get<std::size_t>());
   const auto& second = *plans.at(d.at("runner_up").get<std::size_t>());
   // What the two plans differ in, so that a tie (or a near tie) says which choice does not matter.
-  std::string differs;
-  for (const auto& [axis, v] : best.at("values").items()) {
-    const auto& w = second.at("values");
-    const std::string other = w.contains(axis) ? json_value_text(w.at(axis)) : "-";
-    if (other != json_value_text(v))
-      differs += (differs.empty() ? "" : ", ") + axis + " " + json_value_text(v) + " vs " + other;
-  }
+  const std::string differs = axis_differences(best.at("values"), second.at("values"), true);
   const double gap = d.at("step_time_difference_s").get<double>();
   std::string out = "best vs " + other_name + " (" + (differs.empty() ? std::string("same axes") : differs) + "): ";
   out += gap == 0  ? std::string("the same step time")

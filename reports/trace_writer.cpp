@@ -11,6 +11,11 @@ std::vector<bool> kept_ranks(const TaskGraph& g, const std::vector<std::uint32_t
     if (r < kept.size()) kept[r] = true;
   return kept;
 }
+
+// A task is written when its rank is kept and it took time (a zero-length task draws nothing).
+bool written(const Simulation& sim, const std::vector<bool>& kept, TaskId id) {
+  return kept[sim.step.graph.task(id).rank] && sim.replay.finish[id] - sim.replay.start[id] > 0;
+}
 }  // namespace
 
 std::size_t trace_event_count(const Simulation& sim, const std::vector<std::uint32_t>& ranks) {
@@ -18,8 +23,7 @@ std::size_t trace_event_count(const Simulation& sim, const std::vector<std::uint
   const std::vector<bool> kept = kept_ranks(g, ranks);
   std::size_t events = 0;
   for (std::uint32_t r = 0; r < g.ranks(); ++r) events += kept[r] ? 1 + static_cast<std::size_t>(StreamKind::count) : 0;
-  for (TaskId id = 0; id < g.size(); ++id)
-    events += kept[g.task(id).rank] && sim.replay.finish[id] - sim.replay.start[id] > 0 ? 1 : 0;
+  for (TaskId id = 0; id < g.size(); ++id) events += written(sim, kept, id) ? 1 : 0;
   return events;
 }
 
@@ -45,8 +49,8 @@ std::string trace_json(const Simulation& sim, const std::vector<std::uint32_t>& 
   }
   for (TaskId id = 0; id < g.size(); ++id) {
     const Task& t = g.task(id);
+    if (!written(sim, kept, id)) continue;
     const double dur = sim.replay.finish[id] - sim.replay.start[id];
-    if (dur <= 0 || !kept[t.rank]) continue;
     nlohmann::json args = {{"phase", name_of(t.phase)}, {"kind", name_of(t.kind)}};
     if (t.microbatch >= 0) args["microbatch"] = t.microbatch;
     if (t.layer >= 0) args["layer"] = t.layer;
