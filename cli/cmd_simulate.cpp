@@ -20,8 +20,11 @@ namespace moesim::cli {
 
 namespace {
 
-// A trace this large (bytes) is said on stderr before it is written: Perfetto's UI loads a few
-// hundred MB at most, and a 512-GPU --all-ranks step writes several times that.
+// A trace this large (bytes) is said on stderr before it is written. chrome://tracing loads JSON
+// traces up to 256 MB (google/trace-viewer issue 627, as google/perfetto issue 99 reports, where a
+// 900 MB JSON trace crashed ui.perfetto.dev); Perfetto's docs (visualization/large-traces) give a
+// browser about 2 GB at run time, a trace taking 2-4x its size there, and trace_processor --httpd
+// for larger ones. A 512-GPU --all-ranks step writes about 1 GB.
 constexpr std::size_t kLargeTraceBytes = 256u << 20;
 
 // "0,3,8-11": simulated rank ranges, read before the step is simulated (a typo fails at once).
@@ -100,9 +103,11 @@ Runner add_simulate_command(CLI::App& app) {
       const auto ranks = trace_ranks(ranges, args->trace_ranks, sim.step.graph.ranks());
       const std::size_t events = trace_event_count(sim, ranks);
       if (events * kTraceBytesPerEvent > kLargeTraceBytes) {
-        std::cerr << "moesim: the trace holds " << events << " events, about " << (events * kTraceBytesPerEvent >> 20)
-                  << " MiB (" << sim.step.graph.ranks()
-                  << " simulated ranks); Perfetto's UI may not open it: --trace-ranks picks ranks\n";
+        std::cerr
+            << "moesim: the trace holds " << events << " events, about " << (events * kTraceBytesPerEvent >> 20)
+            << " MiB (" << sim.step.graph.ranks()
+            << " simulated ranks); a browser may not open it (Perfetto: trace_processor --httpd): --trace-ranks picks "
+               "ranks\n";
       }
       const std::string trace = trace_json(sim, ranks);
       write_output(args->trace_out, trace);

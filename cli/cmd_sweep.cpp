@@ -105,14 +105,17 @@ Runner add_sweep_command(CLI::App& app) {
                        "no such point; the sweep has " + std::to_string(points.size()));
     }
     // The page holds every point: measured, a 2,000-point Figure 8 expert sweep made a page of
-    // 7,186,288 bytes, 3,593 a point. Past kMaxPagePoints (about 170 MiB) a browser would not open
-    // it, so it is refused before any point runs.
+    // 7,186,288 bytes, 3,593 a point; a 20,000-point one (`--vary plan.optimizer.min_shard_numel=
+    // 1..5000+1 --vary design=ddp,fsdp,ddp+ep8,zero2`) a 64 MB page that headless Chromium took
+    // 53 s and 1.0 GB to render. Past kMaxPagePoints (about 170 MiB, minutes and gigabytes in a
+    // browser) the page is refused before any point runs.
     constexpr std::size_t kPageBytesPerPoint = 3593, kMaxPagePoints = 50000;
     if (!args->out.html_out.empty() && points.size() > kMaxPagePoints) {
       throw InputError("--html", args->out.html_out,
                        "a page of " + std::to_string(points.size()) + " points (about " +
                            std::to_string((points.size() * kPageBytesPerPoint) >> 20) +
-                           " MiB) would not open in a browser; allowed: up to " + std::to_string(kMaxPagePoints) +
+                           " MiB) would take minutes and gigabytes to open in a browser; allowed: up to " +
+                           std::to_string(kMaxPagePoints) +
                            " points on a page: narrow the sweep, or write --json (--detail summary) or --csv and plot "
                            "from them");
     }
