@@ -146,7 +146,7 @@ InFlight schedule_in_flight(const ParallelPlan& plan, std::int64_t microbatches)
     out.chunks.push_back(peak_chunk_mix(stage_schedule(plan, stage, microbatches), plan.model_chunks()));
   }
   out.source = "the pipeline schedule's pass order on each stage";
-  out.order = stage_pass_orders(plan, microbatches);
+  out.replay = allocation_replay(stage_pass_orders(plan, microbatches));
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include "models/memory/ledger.hpp"
 #include "models/plan/parallel_plan.hpp"
+#include "sim/allocation_order.hpp"
 
 namespace moesim {
 
@@ -44,10 +45,11 @@ std::int64_t peak_chunks_in_flight(const std::vector<PipeOp>& ops);
 // what the memory ledger charges, each chunk for its own layers.
 std::vector<std::int64_t> peak_chunk_mix(const std::vector<PipeOp>& ops, std::int64_t chunks);
 
-// Each stage's passes as the memory model walks them (InFlight::order).
+// Each stage's passes as the allocation order walks them (allocation_order.hpp).
 std::vector<std::vector<StagePass>> stage_pass_orders(const ParallelPlan& plan, std::int64_t microbatches);
 
-// Every stage's count from its op order: what `moesim ledger` uses without a replay.
+// Every stage's count from its op order, and the allocation replay over that order: what
+// `moesim ledger` uses without a replay.
 InFlight schedule_in_flight(const ParallelPlan& plan, std::int64_t microbatches);
 
 }  // namespace moesim

@@ -1,6 +1,7 @@
 #include "sim/step_bound.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "models/costs/layer_work.hpp"
@@ -117,8 +118,7 @@ class BoundBuilder {
  private:
   ChunkTimes layer_times(std::int64_t layer, std::int64_t ep_mp) {
     const bool moe = arch_.is_moe_layer(layer);
-    const ShardRows shard =
-        moe ? shard_expert_rows(arch_, plan_, tokens_ * plan_.sequence_share(), layer, ep_mp) : ShardRows{};
+    const ShardRows shard = moe ? shard_expert_rows(load_of(layer), arch_, plan_, ep_mp) : ShardRows{};
     const LayerWork& w = work_.get(layer, shard.rows);
     const double recompute = w.partial_recompute;  // what a partial recompute redoes in backward
     // The TP collectives between the parts before the dispatch, and around the shared experts.
@@ -230,6 +230,14 @@ class BoundBuilder {
     return costs_.collective(collective_request(kind, bytes, communicator_shape(plan_, communicator))).time_s;
   }
 
+  // A MoE layer's routing, drawn once for every shard the bound walks.
+  const ExpertLoad& load_of(std::int64_t layer) {
+    if (loads_.empty()) loads_.resize(static_cast<std::size_t>(arch_.num_layers));
+    auto& load = loads_[static_cast<std::size_t>(layer)];
+    if (!load) load = layer_expert_load(arch_, plan_, tokens_ * plan_.sequence_share(), layer);
+    return *load;
+  }
+
   // The expert shards whose loads differ: the simulated ranks of a stage, one per EP-MP index
   // (the ETP ranks of a shard see the same rows).
   std::int64_t expert_shards() const {
@@ -268,6 +276,7 @@ class BoundBuilder {
   BatchShape shape_;
   double tokens_ = 0;
   LayerWorkCache work_;
+  std::vector<std::optional<ExpertLoad>> loads_;  // per layer, drawn on first use
 };
 
 }  // namespace

@@ -124,11 +124,12 @@ class StepBuilder {
       if (place_[static_cast<std::size_t>(l)].stage != sr.stage) continue;
       ShardRows shard;
       if (arch_.is_moe_layer(l)) {
-        shard = shard_expert_rows(arch_, plan_, tokens_ * plan_.sequence_share(), l, sr.ep_mp);
+        const ExpertLoad load = layer_expert_load(arch_, plan_, tokens_ * plan_.sequence_share(), l);
+        shard = shard_expert_rows(load, arch_, plan_, sr.ep_mp);
         routed_rows_ += shard.routed;
         dropped_rows_ += shard.dropped;
         if (sr.ep_mp == 0 && plan_.routing.kind != RoutingKind::uniform) {  // the layer's group, once
-          out_.routing.push_back({l, shard.imbalance, shard.dropped / (shard.routed + shard.dropped)});
+          out_.routing.push_back({l, rank_imbalance(load, plan_.ep), shard.dropped / (shard.routed + shard.dropped)});
         }
       }
       st.layers[static_cast<std::size_t>(l)] = work_.get(l, shard.rows);

@@ -9,6 +9,7 @@
 
 #include "models/arch/inventory.hpp"
 #include "models/costs/cost_book.hpp"
+#include "models/moe/routing.hpp"
 #include "models/plan/parallel_plan.hpp"
 #include "models/plan/rank_layout.hpp"
 #include "sim/pipeline_schedule.hpp"
@@ -56,16 +57,18 @@ struct BuiltStep {
 // expert shards unevenly; then one per expert shard (EP-MP index). All of them with all_ranks.
 std::int64_t simulated_ranks_per_stage(const Architecture& arch, const ParallelPlan& plan, const SimOptions& options);
 
-// Routed rows per local expert of one layer on the rank at EP-MP index `ep_mp`, for a rank
-// microbatch of `tokens`: the tokens of the whole EP-MP group are routed together (one draw per
-// layer) and the rank serves one shard of the experts. `routed`/`dropped`: the group's totals.
+// The routing of one layer for a rank microbatch of `tokens`: the tokens of the whole EP-MP
+// group are routed together (one draw per layer).
+ExpertLoad layer_expert_load(const Architecture& arch, const ParallelPlan& plan, double tokens, std::int64_t layer);
+
+// Routed rows per local expert of that layer on the rank at EP-MP index `ep_mp` (the rank serves
+// one shard of the experts). `routed`/`dropped`: the group's totals.
 struct ShardRows {
   std::vector<double> rows;
   double routed = 0;
   double dropped = 0;
-  double imbalance = 1;  // the group's most-loaded rank over the even share (rank_imbalance)
 };
-ShardRows shard_expert_rows(const Architecture& arch, const ParallelPlan& plan, double tokens, std::int64_t layer,
+ShardRows shard_expert_rows(const ExpertLoad& load, const Architecture& arch, const ParallelPlan& plan,
                             std::int64_t ep_mp);
 
 BuiltStep build_step(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan, const CostBook& costs,

@@ -115,7 +115,7 @@ void simulate(const Scenario& sc, const CostBook& costs, const SimOptions& optio
                            sc.plan.splits_backward()
                                ? "the replay: from each pass's first compute kernel to its W pass's last"
                                : "the replay: from each pass's first compute kernel to its backward's last",
-                           stage_pass_orders(sc.plan, batch_shape(sc.plan, sc.arch).microbatches)};
+                           allocation_replay(stage_pass_orders(sc.plan, batch_shape(sc.plan, sc.arch).microbatches))};
   r.in_flight = in_flight.chunks;
   r.tasks = sim.step.graph.size();
   r.simulated_ranks = sim.step.ranks.size();

@@ -74,6 +74,22 @@ TEST_CASE("models/ includes nothing from sim/, studies/, reports/ or cli/", "[un
         std::vector<std::string>{});
 }
 
+TEST_CASE("models/ knows no time order: no pass order, task or schedule is named there", "[unit][layering]") {
+  // The order passes, tasks and allocations happen in is sim/'s (pipeline_schedule, the step
+  // builder, allocation_order): models/ prices and counts, and is handed what needs an order.
+  static const std::regex time_order(R"re(\b(StagePass|PipeOp|TaskId|TaskGraph|StepEmitter|stage_schedule)\b)re"
+                                     R"re(|\b(stage_pass_orders|replay_stage_allocations)\b)re");
+  std::vector<std::string> named;
+  const fs::path root(moesim::test::source_path(""));
+  for (const auto& f : sources_under("models")) {
+    std::ifstream in(root / f.path);
+    std::smatch m;
+    for (std::string line; std::getline(in, line);)
+      if (std::regex_search(line, m, time_order)) named.push_back(f.path + " names " + m[0].str());
+  }
+  CHECK(named == std::vector<std::string>{});
+}
+
 TEST_CASE("sim/ includes nothing from studies/, reports/ or cli/ (how time passes, no files)", "[unit][layering]") {
   CHECK(breaches("sim", {"studies/", "reports/", "cli/", "calibrate/", "fuzz/"}) == std::vector<std::string>{});
 }

@@ -5,7 +5,6 @@
 #include <stdexcept>
 
 #include "models/common/units.hpp"
-#include "models/memory/allocation_trace.hpp"
 #include "models/memory/working_terms.hpp"
 #include "models/plan/rank_layout.hpp"
 
@@ -56,7 +55,7 @@ double sum_bytes(const std::vector<LedgerItem>& items) {
 // divides by (1 - the profile's fragmentation fraction).
 void allocator_view(StageLedger& s, const Architecture& arch, const ParallelPlan& plan, const HardwareProfile& hw,
                     const std::vector<LocalTensor>& tensors, const StageView& view, const RoutedRows& routed,
-                    const std::vector<std::int64_t>& held, const std::vector<StagePass>& order) {
+                    const std::vector<std::int64_t>& held, const StageAllocationReplay& replay) {
   if (plan.allocator.model == AllocatorModel::fixed_fraction) {
     const double f = hw.memory.fragmentation_fraction.value;
     s.peak_reserved = s.reserved_required = s.peak_allocated / (1.0 - f);
@@ -75,8 +74,9 @@ void allocator_view(StageLedger& s, const Architecture& arch, const ParallelPlan
         "reserves)";
     return;
   }
+  if (!replay) throw std::logic_error("build_ledger: the caching-allocator model needs the stage's allocation order");
   const AllocatorReplay r =
-      replay_stage_allocations(arch, plan, tensors, s.persistent, view, routed, held, order, std::max(limit, 1.0));
+      replay({arch, plan, tensors, s.persistent, view, routed, s.stage, held, std::max(limit, 1.0)});
   s.allocator_oom = r.out_of_memory;
   // The replay's overhead on the ledger's allocated peak, or the replay's own total where its
   // order holds more at once than the ledger's phases (whichever is larger).
@@ -100,7 +100,7 @@ void allocator_view(StageLedger& s, const Architecture& arch, const ParallelPlan
 
 StageLedger stage_ledger(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
                          const HardwareProfile& hw, std::int64_t stage, const std::vector<std::int64_t>& held,
-                         const std::vector<StagePass>& order) {
+                         const StageAllocationReplay& replay) {
   StageLedger s;
   s.stage = stage;
   s.layers = stage_layer_counts(plan, arch)[static_cast<std::size_t>(stage)];
@@ -126,7 +126,7 @@ StageLedger stage_ledger(const Architecture& arch, const Inventory& inv, const P
   s.runtime_reserves =
       (hw.memory.cuda_context_GiB.value + hw.memory.nccl_buffers_GiB.value + hw.memory.library_workspace_GiB.value) *
       kGiB;
-  allocator_view(s, arch, plan, hw, tensors, view, routed, held, order);
+  allocator_view(s, arch, plan, hw, tensors, view, routed, held, replay);
   s.capacity = hw.memory.usable_capacity_GiB.value * kGiB;
   // What the allocator could still take: cached segments it holds but can release are room.
   s.headroom = s.capacity - (s.reserved_required + s.runtime_reserves);
@@ -159,8 +159,7 @@ MemoryLedger build_ledger(const Architecture& arch, const Inventory& inv, const 
   ledger.in_flight_source = in_flight.source;
   for (std::int64_t stage = 0; stage < plan.pp; ++stage) {
     const auto i = static_cast<std::size_t>(stage);
-    ledger.stages.push_back(stage_ledger(arch, inv, plan, hw, stage, in_flight.chunks[i],
-                                         i < in_flight.order.size() ? in_flight.order[i] : std::vector<StagePass>{}));
+    ledger.stages.push_back(stage_ledger(arch, inv, plan, hw, stage, in_flight.chunks[i], in_flight.replay));
   }
   for (std::size_t i = 0; i < ledger.stages.size(); ++i) {
     if (ledger.stages[i].headroom < ledger.stages[ledger.worst_stage].headroom) ledger.worst_stage = i;

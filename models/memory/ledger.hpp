@@ -11,6 +11,7 @@
 #include "models/arch/architecture.hpp"
 #include "models/arch/inventory.hpp"
 #include "models/hw/hardware_profile.hpp"
+#include "models/memory/allocator_replay.hpp"
 #include "models/plan/parallel_plan.hpp"
 
 namespace moesim {
@@ -89,26 +90,15 @@ struct StageLedger {
   std::vector<LedgerItem> top_contributors;
 };
 
-// One pass of a pipeline stage as the memory model sees it: which chunk, forward or which part
-// of the backward, and whether it frees the pass's saved activations.
-struct StagePass {
-  std::int32_t microbatch = 0;
-  std::int32_t chunk = 0;
-  bool forward = true;
-  bool input_grads = true;   // a backward computes input gradients (whole or B)
-  bool weight_grads = true;  // a backward computes weight gradients (whole or W)
-  bool frees = false;        // the pass ends the hold of its saved activations
-};
-
 // Forward passes whose activations each pipeline stage holds at once, per model chunk (one
 // chunk without interleaving), at the moment the most are held, and where the counts came from.
 // The ledger does not derive them: the pipeline schedule (sim/pipeline_schedule) and the replay do.
 struct InFlight {
   std::vector<std::vector<std::int64_t>> chunks;  // per stage, per chunk
   std::string source;
-  // Each stage's passes in the order its compute stream runs them (the allocator replay walks
-  // them); empty: every held pass's forward, then its backward, chunk by chunk.
-  std::vector<std::vector<StagePass>> order;
+  // Replays a stage's allocations and frees in the order its passes run (sim/allocation_order.hpp);
+  // the caching-allocator model (plan.allocator) needs it, the fixed-fraction rule does not.
+  StageAllocationReplay replay;
 };
 
 struct MemoryLedger {

@@ -1,6 +1,6 @@
 // The terms execution working memory is made of, shared by the ledger's phase sets
-// (working_memory.cpp) and the allocator replay's allocation order (allocation_trace.cpp), so the
-// two count the same tensors.
+// (working_memory.cpp) and the allocator replay's allocation order (sim/allocation_order.cpp), so
+// the two count the same tensors.
 #pragma once
 
 #include <cstdint>

@@ -126,7 +126,8 @@ StageReplay replay_stage0(const Scenario& s) {
   OptimizerShardReport report;
   const auto tensors = stage_tensors(inv, s.arch, s.plan, 0);
   const auto persistent = persistent_state(tensors, s.plan, report);
-  return {replay_stage_allocations(s.arch, s.plan, tensors, persistent, 0, in_flight.chunks[0], in_flight.order[0], 0),
+  const std::vector<StagePass> order = stage_pass_orders(s.plan, batch_shape(s.plan, s.arch).microbatches)[0];
+  return {replay_stage_allocations(s.arch, s.plan, tensors, persistent, 0, in_flight.chunks[0], order, 0),
           ledger.stages[0]};
 }
 

@@ -11,7 +11,7 @@
 #include "models/common/errors.hpp"
 #include "models/costs/layer_ops.hpp"
 #include "models/input/scenario.hpp"
-#include "models/memory/allocation_trace.hpp"
+#include "models/memory/allocator_replay.hpp"
 #include "models/memory/ledger.hpp"
 #include "studies/plan_search.hpp"
 
@@ -66,7 +66,7 @@ double persistent_bytes_per_param(const TensorInfo& tensor, double local_numel, 
 PlanSearchResult plan_search(const std::string& file, const std::vector<std::string>& sets, std::int64_t gpus,
                              const std::vector<std::string>& search);
 
-// Stage 0's allocator replay beside its ledger (models/memory/allocation_trace.hpp).
+// Stage 0's allocator replay beside its ledger (sim/allocation_order.hpp).
 struct StageReplay {
   AllocatorReplay replay;
   StageLedger ledger;

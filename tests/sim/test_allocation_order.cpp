@@ -1,11 +1,11 @@
-// The allocator replay over a stage's allocation order (models/memory/allocation_trace.hpp): the
+// The allocator replay over a stage's allocation order (sim/allocation_order.hpp): the
 // loss's op sequence, agreement with the ledger's allocated peak, the lazily made optimizer
 // state, expandable segments, pipelines, and the fixed-fraction alternative.
 #include <catch2/catch.hpp>
 
 #include "models/common/units.hpp"
 #include "models/memory/activations.hpp"
-#include "models/memory/allocation_trace.hpp"
+#include "sim/allocation_order.hpp"
 #include "sim/pipeline_schedule.hpp"
 #include "sim/step_simulation.hpp"
 #include "tests/support/fixtures.hpp"

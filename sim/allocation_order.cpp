@@ -1,4 +1,4 @@
-#include "models/memory/allocation_trace.hpp"
+#include "sim/allocation_order.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -58,10 +58,12 @@ struct LayerBytes {
 
 class StageWalk {
  public:
-  StageWalk(const Architecture& a, const ParallelPlan& plan, const std::vector<LocalTensor>& tensors,
-            const std::vector<LedgerItem>& persistent, const StageView& v, const RoutedRows& routed, std::size_t chunks,
-            std::uint64_t limit)
-      : plan_(plan), trace_(plan.allocator.expandable_segments, limit) {
+  StageWalk(const StageAllocations& in, std::size_t chunks, std::uint64_t limit)
+      : plan_(in.plan), trace_(in.plan.allocator.expandable_segments, limit) {
+    const Architecture& a = in.arch;
+    const ParallelPlan& plan = in.plan;
+    const StageView& v = in.view;
+    const RoutedRows& routed = in.routed;
     const double T = dbl(batch_shape(plan, a).microbatch_tokens);
     const double e = bytes_of(plan.precision.compute);
     const DesignEntry& design = design_of(plan);
@@ -102,10 +104,10 @@ class StageWalk {
       for (auto& st : *steps) st.bytes *= T;
     head_weight_grad_ = (v.largest_local.count(a.num_layers) ? v.largest_local.at(a.num_layers) : 0.0) * e;
     for (const LedgerItem& item : ep_static_buffers(a, plan, T, moe_blocks, routed)) trace_.take(item.bytes);
-    const UpdateBuffers update = update_buffers(plan, tensors);
+    const UpdateBuffers update = update_buffers(plan, in.tensors);
     optimizer_temporaries_ = optimizer_temporaries(plan.optimizer, update.shard).bytes;
     rebuild_ = plan.optimizer.rebuild == WeightRebuild::in_place ? decltype(update.packs){} : update.packs;
-    place_persistent(plan, tensors, persistent, v);
+    place_persistent(plan, in.tensors, in.persistent, v);
   }
 
   // The persistent state the step itself allocates: torch optimizers create their states at the
@@ -341,19 +343,24 @@ AllocatorReplay replay_stage_allocations(const Architecture& a, const ParallelPl
                                          const std::vector<std::int64_t>& held_chunks,
                                          const std::vector<StagePass>& order, double allocator_limit) {
   const StageView v = view_of(a, plan, tensors, stage);
-  return replay_stage_allocations(a, plan, tensors, persistent, v, stage_routed_rows(a, plan, v), held_chunks, order,
-                                  allocator_limit);
+  const RoutedRows routed = stage_routed_rows(a, plan, v);
+  return replay_stage_allocations({a, plan, tensors, persistent, v, routed, stage, held_chunks, allocator_limit},
+                                  order);
 }
 
-AllocatorReplay replay_stage_allocations(const Architecture& a, const ParallelPlan& plan,
-                                         const std::vector<LocalTensor>& tensors,
-                                         const std::vector<LedgerItem>& persistent, const StageView& view,
-                                         const RoutedRows& routed, const std::vector<std::int64_t>& held_chunks,
-                                         const std::vector<StagePass>& order, double allocator_limit) {
-  const std::size_t chunks = std::max<std::size_t>(held_chunks.size(), 1);
-  const std::vector<StagePass> passes = replayed_passes(plan, held_chunks, order);
+StageAllocationReplay allocation_replay(std::vector<std::vector<StagePass>> orders) {
+  return [orders = std::move(orders)](const StageAllocations& stage) {
+    const auto i = static_cast<std::size_t>(stage.stage);
+    return replay_stage_allocations(stage, i < orders.size() ? orders[i] : std::vector<StagePass>{});
+  };
+}
+
+AllocatorReplay replay_stage_allocations(const StageAllocations& in, const std::vector<StagePass>& order) {
+  const ParallelPlan& plan = in.plan;
+  const std::size_t chunks = std::max<std::size_t>(in.held_chunks.size(), 1);
+  const std::vector<StagePass> passes = replayed_passes(plan, in.held_chunks, order);
   auto replay = [&](std::uint64_t limit) {
-    StageWalk walk(a, plan, tensors, persistent, view, routed, chunks, limit);
+    StageWalk walk(in, chunks, limit);
     for (int step = 0; step < 2; ++step) {  // the first step makes the lazy state; the second meets it
       for (const StagePass& p : passes) walk.run(p);
       walk.finish(step == 0);
@@ -365,13 +372,13 @@ AllocatorReplay replay_stage_allocations(const Architecture& a, const ParallelPl
   const CachingAllocator& free_run = roomy.trace().allocator();
   AllocatorReplay r;
   for (const LedgerItem* item : roomy.kept_at_start()) r.kept_from_start += item->bytes;
-  r.persistent_rounding = persistent_rounding(plan, tensors, roomy.kept_at_start());
+  r.persistent_rounding = persistent_rounding(plan, in.tensors, roomy.kept_at_start());
   r.working_allocated = bytes(free_run.peaks().allocated);
   r.working_reserved = r.working_reserved_roomy = bytes(free_run.peaks().reserved);
   r.working_required = bytes(free_run.peaks().required);
   r.events = roomy.trace().events();
-  const double room = allocator_limit - r.kept_from_start - r.persistent_rounding;
-  if (allocator_limit > 0 && r.working_reserved > room) {
+  const double room = in.allocator_limit - r.kept_from_start - r.persistent_rounding;
+  if (in.allocator_limit > 0 && r.working_reserved > room) {
     if (room <= 0) {
       r.out_of_memory = true;
       r.working_reserved = r.working_allocated;
