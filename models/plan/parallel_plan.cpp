@@ -66,6 +66,25 @@ PrecisionSpec parse_precision(const JsonReader& in, const DesignDefaults& defaul
   in.finish();
   return p;
 }
+// FSDP1's options (torch.distributed.fsdp.FullyShardedDataParallel's arguments), refused under
+// FSDP2, which has none of them; and FSDP2's prefetch depth refused under FSDP1, whose rate
+// limiter and backward prefetch keep one unit gathered ahead.
+void parse_fsdp1_options(const JsonReader& f, ParallelPlan& p) {
+  const bool fsdp1 = p.fsdp_implementation == FsdpImplementation::fsdp1;
+  for (const char* key : {"backward_prefetch", "limit_all_gathers"}) {
+    if (!fsdp1 && f.has(key))
+      f.fail(key, "an FSDP1 option; it takes plan.fsdp.implementation \"fsdp1\" (FSDP2 has no such argument)");
+  }
+  if (fsdp1 && f.has("prefetch_depth"))
+    f.fail("prefetch_depth",
+           "FSDP2's option; FSDP1 gathers one unit ahead (its all-gather rate limiter, plan.fsdp.backward_prefetch)");
+  p.fsdp_backward_prefetch = f.choice_of("backward_prefetch", kBackwardPrefetchNames, BackwardPrefetch::backward_pre);
+  // torch's default and Composer's; without the limiter the host issues every gather as far
+  // ahead as it runs, which no replay here bounds.
+  if (!f.boolean_or("limit_all_gathers", true))
+    f.fail("limit_all_gathers",
+           "FSDP1 without its all-gather rate limiter is not modelled; allowed: true (torch's default)");
+}
 }  // namespace
 
 ParallelPlan parse_plan(const JsonReader& in) {
@@ -117,6 +136,8 @@ ParallelPlan parse_plan(const JsonReader& in) {
     const auto policy = f->choice_of("reshard_after_forward_policy", kReshardPolicyNames, ReshardPolicy::always);
     const bool by_policy = policy == ReshardPolicy::always || (policy == ReshardPolicy::unless_pipelined && p.pp == 1);
     p.fsdp_reshard_after_forward = f->boolean_or("reshard_after_forward", by_policy);
+    p.fsdp_implementation = f->choice_of("implementation", kFsdpImplementationNames, FsdpImplementation::fsdp2);
+    parse_fsdp1_options(*f, p);
     f->finish();
   }
   if (auto d = in.optional_object("ddp")) {

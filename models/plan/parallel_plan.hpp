@@ -57,6 +57,20 @@ inline constexpr EnumNames<ReshardPolicy, 3> kReshardPolicyNames{"reshard-after-
                                                                  {{{ReshardPolicy::always, "always"},
                                                                    {ReshardPolicy::never, "never"},
                                                                    {ReshardPolicy::unless_pipelined, "default"}}}};
+// Which FSDP runs the plan (plan.fsdp.implementation): PyTorch's fully_shard (FSDP2, one
+// DTensor shard per parameter) or FullyShardedDataParallel (FSDP1, one flat parameter per unit).
+enum class FsdpImplementation : std::uint8_t { fsdp2, fsdp1 };
+inline constexpr EnumNames<FsdpImplementation, 2> kFsdpImplementationNames{
+    "FSDP implementation", {{{FsdpImplementation::fsdp2, "fsdp2"}, {FsdpImplementation::fsdp1, "fsdp1"}}}};
+// FSDP1's backward_prefetch (torch.distributed.fsdp.BackwardPrefetch): where the next unit's
+// all-gather is issued in backward, before this unit's gradient computation (pre), after it
+// (post), or only when the next unit's own backward starts (none).
+enum class BackwardPrefetch : std::uint8_t { backward_pre, backward_post, none };
+inline constexpr EnumNames<BackwardPrefetch, 3> kBackwardPrefetchNames{
+    "FSDP1 backward prefetch",
+    {{{BackwardPrefetch::backward_pre, "backward_pre"},
+      {BackwardPrefetch::backward_post, "backward_post"},
+      {BackwardPrefetch::none, "none"}}}};
 inline constexpr EnumNames<GradSync, 2> kGradSyncNames{
     "gradient sync", {{{GradSync::all_reduce, "all_reduce"}, {GradSync::reduce_scatter, "reduce_scatter"}}}};
 // How the optimizer update is written, which sets how many passes it makes over HBM:
@@ -207,6 +221,8 @@ struct ParallelPlan {
   // FSDP2's reshard_after_forward: true frees each gathered unit after its forward and gathers it
   // again for backward; false keeps it gathered from forward to backward (FSDP1 SHARD_GRAD_OP).
   bool fsdp_reshard_after_forward = true;
+  FsdpImplementation fsdp_implementation = FsdpImplementation::fsdp2;
+  BackwardPrefetch fsdp_backward_prefetch = BackwardPrefetch::backward_pre;  // FSDP1 only
   double bucket_cap_bytes = 250 * kMiB;  // DDP bucket cap in comm-dtype bytes (DESIGN.md)
   GradSync grad_sync = GradSync::all_reduce;
   // Megatron-Core's DistributedDataParallelConfig switches (distributed_data_parallel_config.py).

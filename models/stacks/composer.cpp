@@ -1,5 +1,6 @@
 // Composer with llm-foundry's models (mosaicml/composer, mosaicml/llm-foundry): FSDP1 via
-// Composer's parallelism config, flash-attn's fused cross-entropy, Transformer Engine for FP8.
+// Composer's parallelism config (plan.fsdp.implementation "fsdp1"), flash-attn's fused
+// cross-entropy, Transformer Engine for FP8.
 #include "models/stacks/stacks.hpp"
 
 namespace moesim {
@@ -27,6 +28,12 @@ std::unique_ptr<StackPreset> composer_stack() {
            "scripts/train/benchmarking/submit_benchmarks.py --fsdp_config_mixed_precision default 'PURE'); "
            "composer/distributed/mosaic_parallelism.py get_mixed_precision: PURE reduces gradients in the amp dtype "
            "(reduce_dtype = param_dtype = bf16)",
+           "fsdp"},
+          {"fsdp.implementation", "\"fsdp1\"",
+           "composer/distributed/dist_strategy.py prepare_fsdp_module wraps with torch's FullyShardedDataParallel "
+           "for an fsdp_config (composer/utils/parallelism.py FSDPConfig: FULL_SHARD, use_orig_params, "
+           "limit_all_gathers True, backward_prefetch BACKWARD_POST, which gives the communicator torch's "
+           "BACKWARD_PRE order, forward_prefetch False; 64051888)",
            "fsdp"},
       });
 }

@@ -23,42 +23,11 @@
 //   after the other on the same streams;
 // - with reshard_after_forward=False (fsdp2_shard_grad_op) no unit is gathered for backward: each
 //   stays gathered from its forward.
-#include <array>
-
-#include "sim/schedules/param_sync.hpp"
+#include "sim/schedules/fsdp_units.hpp"
 
 namespace moesim {
 
 namespace {
-
-// A unit's elements by the group they are sharded over: all of them over the shard group, or
-// with EP the routed experts over the experts' shard group and the rest over the shard group.
-struct ShardPart {
-  double numel = 0;
-  std::int64_t group = 1;
-  Communicator communicator = Communicator::fsdp_shard;
-};
-struct ShardParts {
-  std::array<ShardPart, 2> part{};
-  std::size_t count = 0;
-  const ShardPart* begin() const { return part.data(); }
-  const ShardPart* end() const { return part.data() + count; }
-};
-ShardParts shard_parts(const ParallelPlan& p, double numel, double expert_numel) {
-  const double experts = p.expert_shard_group() != p.shard_group() ? expert_numel : 0.0;
-  ShardParts out;
-  if (numel - experts > 0 || experts == 0) out.part[out.count++] = {numel - experts, p.shard_group()};
-  if (experts > 0) out.part[out.count++] = {experts, p.expert_shard_group(), Communicator::expert_shard};
-  return out;
-}
-
-// Olmo-core keeps the LM head gathered through backward and skips the embedding's backward
-// gather (its backward needs no weight); with tied embeddings both live in the root unit.
-// Without reshard_after_forward every unit is still gathered from its forward.
-bool gathered_for_backward(std::int64_t unit, std::int64_t last_unit, bool tied_embeddings, bool regather) {
-  const bool edge = unit == -1 || unit == last_unit;
-  return regather && (!edge || tied_embeddings);
-}
 
 class Fsdp2 final : public ParamSync {
  public:
@@ -125,18 +94,7 @@ class Fsdp2 final : public ParamSync {
     reductions_.push_back(reduced);
   }
 
-  void end_of_step() override {
-    double local = 0, experts = 0;
-    for (double n : rank_.local_params.values()) local += n;
-    if (rank_.plan.expert_shard_group() != rank_.plan.shard_group())
-      for (double n : rank_.unit_expert_numel.values()) experts += n;
-    const double shard = (local - experts) / dbl(rank_.plan.shard_group()) +
-                         (experts > 0 ? experts / dbl(rank_.plan.expert_shard_group()) : 0.0);
-    const TaskId clipped = clip_gradients(rank_, shard, reductions_);
-    const UpdateTraffic update = update_traffic(rank_.plan.optimizer, rank_.plan.precision.grad_accum);
-    rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::optimizer, -1, -1},
-                             shard * update.bytes_per_element, update.kind, "sharded update", clipped);
-  }
+  void end_of_step() override { sharded_update(rank_, reductions_); }
 
  private:
   double numel(std::int64_t unit) const { return rank_.local_params[unit]; }
@@ -201,26 +159,8 @@ class Fsdp2Model final : public ParamSyncModel {
   std::unique_ptr<ParamSync> make(const RankContext& rank) const override {
     return std::make_unique<Fsdp2>(rank, regather_);
   }
-  // Every gather and reduce-scatter of the stage's units, each microbatch, on the one comm_dp
-  // stream (the shard group's communicator serialises them).
   double serial_stream_s(const SyncStage& s) const override {
-    const PrecisionSpec& precision = s.plan.precision;
-    const StageUnits units = stage_units(s);
-    const std::int64_t last = s.arch.num_layers;
-    double per_microbatch = 0;
-    for (std::int64_t unit = -1; unit <= last; ++unit) {
-      if (!(units.numel[unit] > 0)) continue;
-      const double passes = gathered_for_backward(unit, last, s.arch.tie_embeddings, regather_) ? 2.0 : 1.0;
-      for (const ShardPart& part : shard_parts(s.plan, units.numel[unit], units.expert_numel[unit])) {
-        const CommunicatorShape shape = communicator_shape(s.plan, part.communicator);
-        const auto solo = [&](CollectiveKind kind, double bytes) {
-          return s.costs.collective(collective_request(kind, bytes, shape)).time_s;
-        };
-        per_microbatch += passes * solo(CollectiveKind::all_gather, part.numel * bytes_of(precision.compute)) +
-                          solo(CollectiveKind::reduce_scatter, part.numel * bytes_of(precision.reduce));
-      }
-    }
-    return dbl(s.microbatches) * per_microbatch;
+    return fsdp_serial_stream_s(s, regather_, s.arch.tie_embeddings);
   }
 
  private:

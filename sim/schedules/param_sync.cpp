@@ -15,6 +15,7 @@ const Registry<ParamSyncModel>& param_sync_models() {
     Registry<ParamSyncModel> r("parameter-sync strategy");
     r.add(make_fsdp2_full_reshard());
     r.add(make_fsdp2_shard_grad_op());
+    r.add(make_fsdp1_full_shard());
     r.add(make_zero2());
     r.add(make_ddp_distributed_optimizer());
     return r;

@@ -106,6 +106,7 @@ TaskId loss_all_reduce(const RankContext& rank);
 // Registration hooks of the strategies (one per file).
 std::unique_ptr<ParamSyncModel> make_fsdp2_full_reshard();
 std::unique_ptr<ParamSyncModel> make_fsdp2_shard_grad_op();
+std::unique_ptr<ParamSyncModel> make_fsdp1_full_shard();
 std::unique_ptr<ParamSyncModel> make_zero2();
 std::unique_ptr<ParamSyncModel> make_ddp_distributed_optimizer();
 

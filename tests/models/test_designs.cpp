@@ -36,11 +36,12 @@ double persistent_per_param(const std::string& design, std::int64_t dp) {
 }  // namespace
 
 TEST_CASE("Every design is one registered entry, chosen by its word and options", "[unit]") {
-  const std::vector<std::string> names = {"fsdp2_full_reshard", "olmo_ddp", "ddp_replicated_optimizer",
-                                          "fsdp2_shard_grad_op", "zero2"};
+  const std::vector<std::string> names = {"fsdp2_full_reshard",  "olmo_ddp", "ddp_replicated_optimizer",
+                                          "fsdp2_shard_grad_op", "zero2",    "fsdp1_full_shard"};
   CHECK(design_entries().registration_order() == names);
   const std::pair<const char*, const char*> chosen[] = {{"fsdp", "fsdp2_full_reshard"},
                                                         {"fsdp+noreshard", "fsdp2_shard_grad_op"},
+                                                        {"fsdp+fsdp1", "fsdp1_full_shard"},
                                                         {"fsdp+hsdp4", "fsdp2_full_reshard"},
                                                         {"ddp", "olmo_ddp"},
                                                         {"ddp+nodistopt", "ddp_replicated_optimizer"},
@@ -104,10 +105,10 @@ TEST_CASE("FSDP2 without reshard_after_forward gathers each unit once per microb
 TEST_CASE("The planner searches the designs it does not search by default when asked", "[unit][plan]") {
   const PlanSearchResult r = test::plan_search(
       "scenarios/fig8/moe-ddp.json", {"architecture.moe.num_experts=8", "plan.batch.global_batch_tokens=262144"}, 8,
-      {"design=zero2,fsdp-noreshard,ddp", "microbatch=2", "recompute=none", "pp=1"});
+      {"design=zero2,fsdp-noreshard,fsdp1,ddp", "microbatch=2", "recompute=none", "pp=1"});
   std::set<std::string> families;
   for (const auto& f : r.families) {
     if (f.record) families.insert(f.family);
   }
-  CHECK(families == std::set<std::string>{"zero2", "fsdp-noreshard", "ddp"});
+  CHECK(families == std::set<std::string>{"zero2", "fsdp-noreshard", "fsdp1", "ddp"});
 }

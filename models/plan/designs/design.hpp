@@ -147,5 +147,6 @@ std::unique_ptr<DesignEntry> make_olmo_ddp_design();
 std::unique_ptr<DesignEntry> make_ddp_design();
 std::unique_ptr<DesignEntry> make_fsdp2_shard_grad_op_design();
 std::unique_ptr<DesignEntry> make_zero2_design();
+std::unique_ptr<DesignEntry> make_fsdp1_full_shard_design();
 
 }  // namespace moesim

@@ -20,25 +20,15 @@ class Fsdp2FullReshard final : public FsdpFamilyDesign {
             "(HSDP: +hsdpN shards over N ranks and all-reduces across replicas; +epN: each rank's routed experts "
             "sharded over their own group, torchtitan's MoE layout)") {}
 
-  bool selected_by(const ParallelPlan& plan) const override { return plan.fsdp_reshard_after_forward; }
+  bool selected_by(const ParallelPlan& plan) const override {
+    return plan.fsdp_implementation == FsdpImplementation::fsdp2 && plan.fsdp_reshard_after_forward;
+  }
   NameParts name_parts(const ParallelPlan& plan) const override { return {hsdp_part(plan), ""}; }
   std::vector<PlannerFamily> families() const override {
     PlannerFamily fsdp{"fsdp", true, false,
                        false,  true, {{"plan.design", "\"fsdp\""}, {"plan.fsdp.shard_degree", "0"}}};
     PlannerFamily hsdp{"hsdp", true, true, false, true, {{"plan.design", "\"fsdp\""}}};
     return {fsdp, hsdp};
-  }
-
-  // One unit gathered for the layer that runs and `prefetch` more gathered ahead.
-  std::vector<LedgerItem> forward_items(const ParallelPlan& plan, const StageView& view) const override {
-    return {gathered_units(plan, view)};
-  }
-  std::vector<LedgerItem> backward_items(const ParallelPlan& plan, const StageView& view,
-                                         std::int64_t layer) const override {
-    return {gathered_units(plan, view), unsharded_gradients(plan, view, layer)};
-  }
-  UnitHold unit_hold(const ParallelPlan& plan, const StageView& view, std::int64_t unit) const override {
-    return gathered_unit_hold(plan, view, unit);
   }
 
   std::string_view param_sync() const override { return "fsdp2_full_reshard"; }

@@ -20,7 +20,9 @@ class Fsdp2ShardGradOp final : public FsdpFamilyDesign {
                          "once per microbatch and kept from its forward to its backward; half the all-gathers of full "
                          "reshard for the whole stage's weights held at the turn") {}
 
-  bool selected_by(const ParallelPlan& plan) const override { return !plan.fsdp_reshard_after_forward; }
+  bool selected_by(const ParallelPlan& plan) const override {
+    return plan.fsdp_implementation == FsdpImplementation::fsdp2 && !plan.fsdp_reshard_after_forward;
+  }
   NameParts name_parts(const ParallelPlan& plan) const override { return {hsdp_part(plan), "+noreshard"}; }
   std::vector<PlannerFamily> families() const override {
     return {
@@ -40,9 +42,6 @@ class Fsdp2ShardGradOp final : public FsdpFamilyDesign {
   std::vector<LedgerItem> backward_items(const ParallelPlan& plan, const StageView& view,
                                          std::int64_t layer) const override {
     return {held_units(plan, view, layer), unsharded_gradients(plan, view, layer)};
-  }
-  UnitHold unit_hold(const ParallelPlan& plan, const StageView& view, std::int64_t unit) const override {
-    return gathered_unit_hold(plan, view, unit);
   }
   bool keeps_gathered_units() const override { return true; }
   std::string_view param_sync() const override { return "fsdp2_shard_grad_op"; }

@@ -8,6 +8,7 @@ namespace moesim {
 namespace {
 constexpr GrammarPart kFsdpParts[] = {{"hsdp", "plan.fsdp.shard_degree", true, ""},
                                       {"noreshard", "plan.fsdp.reshard_after_forward", false, "false"},
+                                      {"fsdp1", "plan.fsdp.implementation", false, "\"fsdp1\""},
                                       {"ep", "plan.expert_parallel.degree", true, ""}};
 
 double unit_numel(const StageView& view, std::int64_t unit) {
@@ -23,6 +24,19 @@ std::vector<std::pair<std::string, std::string>> FsdpFamilyDesign::word_fields()
 }
 
 std::span<const GrammarPart> FsdpFamilyDesign::parts() const { return kFsdpParts; }
+
+std::vector<LedgerItem> FsdpFamilyDesign::forward_items(const ParallelPlan& plan, const StageView& view) const {
+  return {gathered_units(plan, view)};
+}
+
+std::vector<LedgerItem> FsdpFamilyDesign::backward_items(const ParallelPlan& plan, const StageView& view,
+                                                         std::int64_t layer) const {
+  return {gathered_units(plan, view), unsharded_gradients(plan, view, layer)};
+}
+
+UnitHold FsdpFamilyDesign::unit_hold(const ParallelPlan& plan, const StageView& view, std::int64_t unit) const {
+  return gathered_unit_hold(plan, view, unit);
+}
 
 // torchtitan's FSDP2 stack: EP dispatch by NCCL all_to_all_single, torch's AdamW (its CUDA
 // default is the foreach implementation: fused=None, foreach=None), every weight quantized on use.

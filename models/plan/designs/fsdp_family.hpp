@@ -29,6 +29,12 @@ class FsdpFamilyDesign : public DesignEntry {
   bool bucketed_gradients() const override { return false; }
   bool gradients_made_each_step() const override { return true; }
   bool syncs_every_microbatch() const override { return true; }
+  // Full reshard's holds (FSDP2's and FSDP1's): one unit gathered for the layer that runs and
+  // `prefetch` more gathered ahead; in backward, the layer's unsharded gradients besides.
+  std::vector<LedgerItem> forward_items(const ParallelPlan& plan, const StageView& view) const override;
+  std::vector<LedgerItem> backward_items(const ParallelPlan& plan, const StageView& view,
+                                         std::int64_t layer) const override;
+  UnitHold unit_hold(const ParallelPlan& plan, const StageView& view, std::int64_t unit) const override;
 
  protected:
   // "+hsdpF" when the shard group is smaller than the DP group.

@@ -15,6 +15,7 @@ const Registry<DesignEntry>& design_entries() {
     r.add(make_ddp_design());
     r.add(make_fsdp2_shard_grad_op_design());
     r.add(make_zero2_design());
+    r.add(make_fsdp1_full_shard_design());
     return r;
   }();
   return registry;
