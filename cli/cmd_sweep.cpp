@@ -149,25 +149,31 @@ Runner add_sweep_command(CLI::App& app) {
     };
     // The listing and the CSV read only the headline fields of each point.
     const PointDetail detail = html ? PointDetail::full : args->out.json_out.empty() ? PointDetail::headline : asked;
+    SweepTally tally;
     if (world.size() == 1) {
       run_points_in_order(
           source, points, first, count, args->jobs, on_progress,
-          [&](SweepPoint&& p) { consume(sweep_point_json(std::move(p), detail)); },
+          [&](SweepPoint&& p) {
+            tally.add(p);
+            consume(sweep_point_json(std::move(p), detail));
+          },
           detail == PointDetail::full ? ResolvedRecord::all_sections : ResolvedRecord::without_unchanged_hardware);
       progress.finish();
     } else {
       SweepResult result = run_points(source, points, first, count, args->jobs, on_progress);
       progress.finish();
-      nlohmann::json mine = nlohmann::json::array();
-      for (auto& p : result.points) mine.push_back(sweep_point_json(std::move(p), detail));
+      nlohmann::json mine = {{"tally", tally_json(tally_of(result.points))}, {"points", nlohmann::json::array()}};
+      for (auto& p : result.points) mine["points"].push_back(sweep_point_json(std::move(p), detail));
       const auto parts = world.gather(mine.dump());
       if (world.rank() != 0) return 0;
-      for (const auto& part : parts) {
-        for (auto& p : nlohmann::json::parse(part)) consume(std::move(p));
+      for (const auto& part : parts) {  // in rank order: the ranks' slices follow each other
+        nlohmann::json theirs = nlohmann::json::parse(part);
+        tally.merge(tally_from_json(theirs.at("tally")));
+        for (auto& p : theirs.at("points")) consume(std::move(p));
       }
     }
-    listing << table.render();
-    require_a_valid_point(table.fit() + table.oom() > 0, n, "point of the sweep", args->scenario);
+    listing << table.render(tally);
+    require_a_valid_point(tally.fit + tally.oom > 0, n, "point of the sweep", args->scenario);
     stream.finish();
     if (!args->out.html_out.empty()) {
       const nlohmann::json doc = sweep_document(base.name, spec, std::move(kept), inputs);
@@ -177,7 +183,7 @@ Runner add_sweep_command(CLI::App& app) {
       const Scenario s = compose(source, changes_of(points[static_cast<std::size_t>(args->trace_point)]));
       write_output(args->trace_out, trace_json(simulate(s)));
     }
-    return exit_code(args->out.fail_on_oom, table.oom() > 0);
+    return exit_code(args->out.fail_on_oom, tally.oom > 0);
   };
 }
 
@@ -207,14 +213,14 @@ int compare_under_stacks(const ScenarioSource& source, const Scenario& base, con
   spec.axes.push_back({"plan.stack", {}});
   for (const auto& s : stacks) spec.axes.back().values.push_back(s);
   const nlohmann::json sweep_doc = sweep_json(base.name, spec, result.points);
-  const SweepListing table = listing_of(sweep_doc);
-  listing_for(out) << table.render() << stack_comparison_text(result);
-  require_a_valid_point(table.fit() + table.oom() > 0, sweep_doc.at("points").size(), "stack of the comparison",
+  const SweepTally tally = tally_of(result.points.points);
+  listing_for(out) << listing_of(sweep_doc).render(tally) << stack_comparison_text(result);
+  require_a_valid_point(tally.fit + tally.oom > 0, sweep_doc.at("points").size(), "stack of the comparison",
                         scenario_file);
   if (!out.json_out.empty()) write_output(out.json_out, json_text(sweep_doc));
   if (!out.csv_out.empty()) write_output(out.csv_out, sweep_csv(sweep_doc));
   if (!out.html_out.empty()) write_output(out.html_out, html_report(sweep_doc));
-  return exit_code(out.fail_on_oom, table.oom() > 0);
+  return exit_code(out.fail_on_oom, tally.oom > 0);
 }
 }  // namespace
 
@@ -266,9 +272,9 @@ Runner add_compare_command(CLI::App& app) {
                        "no designs: give --design at least once or a compare.designs list in the scenario");
     const CompareResult result = compare_designs(source, designs, args->jobs, axes);
     const nlohmann::json sweep_doc = sweep_json(base.name, result.spec, result.points);
-    const SweepListing table = listing_of(sweep_doc);
-    listing << table.render() << compare_findings(result);
-    require_a_valid_point(table.fit() + table.oom() > 0, sweep_doc.at("points").size(), "design of the comparison",
+    const SweepTally tally = tally_of(result.points.points);
+    listing << listing_of(sweep_doc).render(tally) << compare_findings(result);
+    require_a_valid_point(tally.fit + tally.oom > 0, sweep_doc.at("points").size(), "design of the comparison",
                           args->scenario);
     const nlohmann::json doc = compare_json(base.name, result, sweep_doc.at("points"));
     if (!args->out.json_out.empty()) write_output(args->out.json_out, json_text(doc));
@@ -277,7 +283,7 @@ Runner add_compare_command(CLI::App& app) {
       const auto published = published_for_scenario(args->scenario, sweep_doc.at("points"));
       write_output(args->out.html_out, html_report(sweep_doc, published, doc));
     }
-    return exit_code(args->out.fail_on_oom, table.oom() > 0);
+    return exit_code(args->out.fail_on_oom, tally.oom > 0);
   };
 }
 

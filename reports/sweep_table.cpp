@@ -62,28 +62,27 @@ void SweepListing::start_table() {
 
 // "#index path=value ..." in the table's column order, appended piece by piece (gcc 12's
 // -Wrestrict misfires on `"literal" + std::string`).
-std::string SweepListing::label(const nlohmann::json& p) const {
+std::string SweepListing::label(std::size_t index, const PointOverrides& values) const {
   std::string out = "#";
-  out += p.at("index").dump();
+  out += std::to_string(index);
   for (const auto& path : paths_) {
-    if (!p.at("values").contains(path)) continue;
+    const auto it = std::find_if(values.begin(), values.end(), [&](const auto& v) { return v.first == path; });
+    if (it == values.end()) continue;
     out += ' ';
     out += path;
     out += '=';
-    out += json_value_text(p.at("values").at(path));
+    out += json_value_text(it->second);
   }
   return out;
 }
 
 void SweepListing::add(const nlohmann::json& p) {
   if (!table_) start_table();
-  ++points_;
-  const bool listed = points_ <= kListedPoints;
+  const bool listed = ++rows_ <= kListedPoints;
   std::vector<std::string> row = {p.at("index").dump()};
   for (const auto& path : paths_)
     row.push_back(p.at("values").contains(path) ? json_value_text(p.at("values").at(path)) : "");
   if (p.at("status") != "ok") {
-    ++invalid_count_;
     if (invalid_.size() < kListedPoints) {
       std::string reason = "#";
       reason += p.at("index").dump();
@@ -97,45 +96,42 @@ void SweepListing::add(const nlohmann::json& p) {
     return;
   }
   const auto& r = p.at("result");
-  const bool oom = r.at("oom").get<bool>();
-  const double mfu = r.at("mfu").get<double>();
   if (!design_axis_) row.push_back(r.at("design").get<std::string>());
-  row.push_back(fmt("%.1f%%", 100 * mfu));
+  row.push_back(fmt("%.1f%%", 100 * r.at("mfu").get<double>()));
   row.push_back(fmt("%.0f", r.at("tokens_per_s_per_gpu").get<double>()));
   row.push_back(fmt("%.1f", 1e3 * r.at("step_time_s").get<double>()));
   row.push_back(fmt("%.1f", r.at("device_total_GiB").get<double>()));
   row.push_back(fmt("%.1f", r.at("capacity_GiB").get<double>()));
   row.push_back(r.at("breaking_phase").get<std::string>());
-  row.push_back(oom ? "OOM" : "fits");
+  row.push_back(r.at("oom").get<bool>() ? "OOM" : "fits");
   if (listed) table_->add(std::move(row));
-  if (oom) {
-    ++oom_;
-    return;
-  }
-  ++fit_;
-  if (mfu <= best_mfu_) return;
-  best_mfu_ = mfu;
-  best_ = label(p);
-  best_ += "  ";
-  if (!design_axis_) best_ += r.at("design").get<std::string>() + "  ";
-  best_ += "MFU " + fmt("%.1f%%", 100 * mfu);
-  best_ += ", " + fmt("%.0f", r.at("tokens_per_s_per_gpu").get<double>());
-  best_ += " tok/s/GPU";
 }
 
-std::string SweepListing::render() const {
+std::string SweepListing::render(const SweepTally& tally) const {
   std::ostringstream os;
   if (table_) os << table_->render();
-  if (points_ > kListedPoints)
-    os << "... " << points_ - kListedPoints << " more point(s) not listed here (--csv and --json write every point)\n";
+  if (rows_ > kListedPoints)
+    os << "... " << rows_ - kListedPoints << " more point(s) not listed here (--csv and --json write every point)\n";
   if (!invalid_.empty()) os << "invalid points:\n";
   for (const auto& reason : invalid_) os << "  " << reason << "\n";
-  if (invalid_count_ > invalid_.size()) os << "  ... " << invalid_count_ - invalid_.size() << " more\n";
-  os << points_ << " point(s): " << fit_ << " fit, " << oom_ << " out of memory, " << invalid_count_ << " invalid\n";
-  if (!best_.empty())
-    os << "best MFU that fits: " << best_ << "\n";
-  else if (points_ > 0)
+  if (tally.invalid > invalid_.size()) os << "  ... " << tally.invalid - invalid_.size() << " more\n";
+  os << tally.points << " point(s): " << tally.fit << " fit, " << tally.oom << " out of memory, " << tally.invalid
+     << " invalid\n";
+  if (tally.best) {
+    const SweepBest& b = *tally.best;
+    std::string line = label(b.index, b.values);
+    line += "  ";
+    if (!design_axis_) {
+      line += b.design;
+      line += "  ";
+    }
+    line += "MFU " + fmt("%.1f%%", 100 * b.mfu);
+    line += ", " + fmt("%.0f", b.tokens_per_s_per_gpu);
+    line += " tok/s/GPU";
+    os << "best MFU that fits: " << line << "\n";
+  } else if (tally.points > 0) {
     os << "no point fits in memory\n";
+  }
   return os.str();
 }
 
@@ -145,8 +141,6 @@ SweepListing listing_of(const nlohmann::json& doc) {
   for (const auto& p : doc.at("points")) listing.add(p);
   return listing;
 }
-
-std::string sweep_table(const nlohmann::json& doc) { return listing_of(doc).render(); }
 
 std::string compare_findings(const CompareResult& result) {
   std::ostringstream os;

@@ -1,7 +1,8 @@
 // The terminal listings of sweeps and comparisons: one row per point under a header, the
-// invalid points' reasons below it, and a summary (counts, best fitting point). Observers only:
-// rendered from the same point documents the JSON and CSV come from, one point at a time, so a
-// streamed sweep lists as it runs and keeps at most kListedPoints rows.
+// invalid points' reasons below it, and the sweep's tally (counts, best fitting point:
+// studies/sweep_tally.hpp). Observers only: rendered from the same point documents the JSON and
+// CSV come from, one point at a time, so a streamed sweep lists as it runs and keeps at most
+// kListedPoints rows.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,7 @@
 #include "reports/text_table.hpp"
 #include "studies/compare.hpp"
 #include "studies/point_list.hpp"
+#include "studies/sweep_tally.hpp"
 
 namespace moesim {
 
@@ -36,14 +38,12 @@ class SweepListing {
   void scan_json(const nlohmann::json& values);
   // One point document (sweep_point_json), in point order.
   void add(const nlohmann::json& point);
-  std::string render() const;
-  // Points added that fit, and that are out of memory (the rest are invalid).
-  std::size_t fit() const { return fit_; }
-  std::size_t oom() const { return oom_; }
+  // The rows, the invalid points' reasons and the tally of the same points.
+  std::string render(const SweepTally& tally) const;
 
  private:
   void note_value(const std::string& path, const nlohmann::json& value);
-  std::string label(const nlohmann::json& point) const;
+  std::string label(std::size_t index, const PointOverrides& values) const;
   void start_table();
 
   std::vector<std::string> paths_;
@@ -52,14 +52,11 @@ class SweepListing {
   std::size_t column_count_ = 0;
   std::optional<TextTable> table_;
   std::vector<std::string> invalid_;  // the first kListedPoints reasons
-  std::size_t points_ = 0, fit_ = 0, oom_ = 0, invalid_count_ = 0;
-  double best_mfu_ = -1;
-  std::string best_;  // the best fitting point's summary line
+  std::size_t rows_ = 0;              // points added
 };
 
 // The listing of a whole sweep document (every point scanned, then added).
 SweepListing listing_of(const nlohmann::json& document);
-std::string sweep_table(const nlohmann::json& document);
 // A comparison's findings below its designs' listing: the batch crossovers and expert walls.
 std::string compare_findings(const CompareResult& result);
 

@@ -110,8 +110,11 @@ TEST_CASE("The CSV names a column per varied path: last key, whole path on a cla
 TEST_CASE("A sweep written to no JSON renders headline points: the same CSV and listing, no inputs", "[unit]") {
   const Sweep s = small_sweep();
   std::vector<nlohmann::json> full, headline;
-  run_points_in_order(s.source, s.points, 0, s.points.size(), 2, {},
-                      [&](SweepPoint&& p) { full.push_back(sweep_point_json(std::move(p))); });
+  SweepTally tally;
+  run_points_in_order(s.source, s.points, 0, s.points.size(), 2, {}, [&](SweepPoint&& p) {
+    tally.add(p);
+    full.push_back(sweep_point_json(std::move(p)));
+  });
   run_points_in_order(
       s.source, s.points, 0, s.points.size(), 2, {},
       [&](SweepPoint&& p) {
@@ -140,7 +143,8 @@ TEST_CASE("A sweep written to no JSON renders headline points: the same CSV and 
     for (const auto& [key, value] : h.items()) CHECK(full[i].at("result").at(key) == value);
   }
   CHECK(valid > 0);
-  CHECK(list_headline.render() == list_full.render());
+  CHECK(list_headline.render(tally) == list_full.render(tally));
+  CHECK(tally.fit + tally.oom == valid);
 }
 
 TEST_CASE("A point that changes the hardware keeps the changed profile in its resolved inputs", "[unit]") {
@@ -168,14 +172,19 @@ TEST_CASE("The listing keeps the first kListedPoints rows and counts every point
   SweepSpec spec;
   spec.axes.push_back({"plan.expert_parallel.degree", {3}});
   SweepListing listing(sweep_axes_json(spec));
+  SweepTally tally;
   const std::size_t n = kListedPoints + 7;
   for (std::size_t i = 0; i < n; ++i) {
     listing.add({{"index", i},
                  {"values", {{"plan.expert_parallel.degree", 3}}},
                  {"status", "invalid"},
                  {"error", "EP 3 does not divide 8"}});
+    SweepPoint p;
+    p.index = i;
+    p.error = "EP 3 does not divide 8";
+    tally.add(p);
   }
-  const std::string text = listing.render();
+  const std::string text = listing.render(tally);
   CHECK(text.find("... 7 more point(s) not listed here (--csv and --json") != std::string::npos);
   CHECK(text.find("  ... 7 more\n") != std::string::npos);
   std::string counts = std::to_string(n);
