@@ -93,3 +93,43 @@ TEST_CASE("FSDP1's options are refused under FSDP2, and what FSDP1 runs that is 
   CHECK_THROWS_WITH(fig8("fsdp+noreshard+fsdp1"), Catch::Contains("fsdp.reshard_after_forward"));
   CHECK_NOTHROW(fig8("fsdp+hsdp4+fsdp1"));
 }
+
+TEST_CASE("FSDP1's backward prefetch puts the next gather between two reduce-scatters on the communicator",
+          "[unit][fsdp1]") {
+  // The communicator's issue order in the last microbatch's backward (the comm_dp stream of rank
+  // 0, in insertion order): with prefetch, unit k - 1's gather comes right before unit k's
+  // reduce-scatter; without, right after it.
+  const auto order = [](const Simulation& sim) {
+    std::vector<std::pair<PhaseTag, std::int32_t>> out;
+    std::int32_t last = -1;
+    for (const Task& t : sim.step.graph.tasks()) last = std::max(last, t.microbatch);
+    for (const Task& t : sim.step.graph.tasks()) {
+      const bool backward_gather = t.phase == PhaseTag::fsdp_gather && t.kind == TaskKind::collective;
+      if (t.rank == 0 && t.stream == StreamKind::comm_dp && t.microbatch == last &&
+          (backward_gather || t.phase == PhaseTag::fsdp_reduce))
+        out.emplace_back(t.phase, t.layer);
+    }
+    return out;
+  };
+  const auto gather_of = [](const auto& seq, std::int32_t unit, bool after_forward) {
+    // The backward gather of `unit`: its second gather in the microbatch (the first is forward's).
+    std::size_t seen = 0;
+    for (std::size_t i = 0; i < seq.size(); ++i)
+      if (seq[i].first == PhaseTag::fsdp_gather && seq[i].second == unit && ++seen == (after_forward ? 2u : 1u))
+        return i;
+    return seq.size();
+  };
+  const auto reduce_of = [](const auto& seq, std::int32_t unit) {
+    for (std::size_t i = 0; i < seq.size(); ++i)
+      if (seq[i].first == PhaseTag::fsdp_reduce && seq[i].second == unit) return i;
+    return seq.size();
+  };
+  const auto post = order(simulate(fig8("fsdp+fsdp1", {"plan.fsdp.backward_prefetch=\"backward_post\""})));
+  const auto none = order(simulate(fig8("fsdp+fsdp1", {"plan.fsdp.backward_prefetch=\"none\""})));
+  for (const std::int32_t k : {2, 7}) {  // of the 8 blocks
+    CAPTURE(k);
+    REQUIRE(reduce_of(post, k) < post.size());
+    CHECK(gather_of(post, k - 1, true) + 1 == reduce_of(post, k));
+    CHECK(reduce_of(none, k) + 1 == gather_of(none, k - 1, true));
+  }
+}
