@@ -350,8 +350,9 @@ AllocatorReplay replay_stage_allocations(const Architecture& a, const ParallelPl
 
 StageAllocationReplay allocation_replay(std::vector<std::vector<StagePass>> orders) {
   return [orders = std::move(orders)](const StageAllocations& stage) {
+    static const std::vector<StagePass> kNoOrder;
     const auto i = static_cast<std::size_t>(stage.stage);
-    return replay_stage_allocations(stage, i < orders.size() ? orders[i] : std::vector<StagePass>{});
+    return replay_stage_allocations(stage, i < orders.size() ? orders[i] : kNoOrder);  // no copy of the order
   };
 }
 

@@ -6,7 +6,8 @@
 // activations (attention and MLP parts), its forward transients (EP staging, quantized operands),
 // its backward working set (activation gradients, rebuilt activations, weight gradients), FSDP's
 // gathered units (on the all-gather stream, `plan.fsdp.prefetch_depth` gathered ahead as the FSDP
-// schedule issues them: schedules/fsdp2_full_reshard.cpp) and reduce-scatter inputs (on the
+// schedules issue them: schedules/fsdp2_full_reshard.cpp; FSDP1's rate limiter and backward
+// prefetch keep one ahead, schedules/fsdp1_full_shard.cpp) and reduce-scatter inputs (on the
 // reduce-scatter stream), the loss buffers, the update's temporaries and the weight-rebuild
 // buffers. Persistent state is allocated once, each tensor its own segment or packed (only the
 // allocator's rounding is added for it). Gradient accumulation without a pipeline replays two

@@ -32,8 +32,9 @@ namespace moesim {
 namespace {
 
 // FSDP1's gradient division around the reduce-scatter (_init_utils.py
-// _get_gradient_predivide_factor): the largest power of two f with (world / f) > f that divides
-// the world before the reduction, world / f after it; a factor of 1 runs no kernel.
+// _get_gradient_predivide_factor): doubling f from 1 while f divides the world and world / f > f
+// (8 ranks: 4), it divides by f before the reduction and by world / f after it; a factor of 1
+// runs no kernel.
 double predivide_factor(std::int64_t world) {
   std::int64_t factor = 1;
   while (world % factor == 0 && world / factor > factor) factor *= 2;
@@ -42,16 +43,16 @@ double predivide_factor(std::int64_t world) {
 
 class Fsdp1 final : public ParamSync {
  public:
-  explicit Fsdp1(const RankContext& rank) : rank_(rank), ends_(rank.last_unit, kNoTask) {}
+  explicit Fsdp1(const RankContext& rank) : rank_(rank) {}
 
   TaskId before_unit(const UnitVisit& visit, TaskId ready) override {
     const std::int64_t unit = visit.units[visit.index];
     if (!visit.backward) {
       if (visit.index == 0) pass_start_ = rank_.emit.last_on(rank_.rank, StreamKind::compute);
-      ends_[unit] = ready;  // the end of the previous unit's forward
       // The rate limiter: unit i's gather waits for the free of unit i - 2, recorded after its
-      // forward, i.e. the end of that forward (where unit i - 1 starts).
-      const TaskId limit = visit.index >= 2 ? ends_[visit.units[visit.index - 1]] : pass_start_;
+      // forward, i.e. the end of that forward (where unit i - 1 started).
+      const TaskId limit = visit.index >= 2 ? previous_start_ : pass_start_;
+      previous_start_ = ready;  // the end of unit i - 1's forward
       return joined(visit, unit, ready, gather(visit, unit, limit));
     }
     const bool prefetch = rank_.plan.fsdp_backward_prefetch != BackwardPrefetch::none;
@@ -133,8 +134,8 @@ class Fsdp1 final : public ParamSync {
   }
 
   RankContext rank_;
-  UnitTable<TaskId> ends_;           // forward: where each unit's forward started (its predecessor's end)
   TaskId pass_start_ = kNoTask;      // forward: the compute stream's last task before the pass
+  TaskId previous_start_ = kNoTask;  // forward: where the previous unit's forward started
   TaskId pending_gather_ = kNoTask;  // backward: the gather issued for the next unit
   std::vector<TaskId> reductions_;   // what the optimizer waits for
 };
