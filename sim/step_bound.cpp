@@ -52,6 +52,18 @@ class BoundBuilder {
     // shard's chunk 0 is its share of a chain (which must hold whichever shard it runs through).
     std::vector<double> work(stages, 0.0);
     std::vector<ChunkTimes> first_chunk(stages);
+    // The stage's first pass of the last microbatch with gradient hooks (where the final
+    // reductions start; a forward fused with it runs beside it, so from that forward on), and the
+    // slowest shard's compute before it.
+    std::vector<std::size_t> final_from(stages);
+    std::vector<double> before_final(stages, 0.0);
+    for (std::size_t s = 0; s < stages; ++s) {
+      const auto& o = ops[s];
+      const auto at = std::find_if(
+          o.begin(), o.end(), [&](const PipeOp& op) { return op.frees() && op.microbatch == shape_.microbatches - 1; });
+      final_from[s] = static_cast<std::size_t>(at - o.begin());
+      if (at != o.begin() && at != o.end() && std::prev(at)->fused_with_next) --final_from[s];
+    }
     const EdgeWork edge = edge_work(arch_, plan_, costs_, tokens_);
     for (std::int64_t e = 0; e < shards; ++e) {
       std::vector<std::vector<ChunkTimes>> mine(
@@ -69,8 +81,9 @@ class BoundBuilder {
       add(places.back(), edge_times(edge.head, LayerPoint::tp_enter));
       for (std::size_t s = 0; s < stages; ++s) {
         double w = 0;
-        for (const PipeOp& op : ops[s]) {
-          w += mine[s][static_cast<std::size_t>(op.chunk)].of(op);
+        for (std::size_t i = 0; i < ops[s].size(); ++i) {
+          if (i == final_from[s]) before_final[s] = std::max(before_final[s], w);
+          w += mine[s][static_cast<std::size_t>(ops[s][i].chunk)].of(ops[s][i]);
         }
         work[s] = std::max(work[s], w);
         const ChunkTimes& c0 = mine[s][0];
@@ -79,8 +92,12 @@ class BoundBuilder {
       }
     }
     const double hop = stages > 1 ? transfer_s() : 0.0;
+    const std::vector<std::vector<LocalTensor>> tensors =
+        inv_ != nullptr ? tensors_by_stage(*inv_, arch_, plan_) : std::vector<std::vector<LocalTensor>>{};
     StepBound out;
     for (std::size_t s = 0; s < stages; ++s) {
+      const SyncBounds sync = sync_bounds(s, tensors);
+      const ComputeShare& share = sync.compute;
       // The host's share opens every rank's compute stream; stage s's first forward of chunk 0
       // waits for that microbatch's forward through stages 0..s-1, and its last backward of
       // chunk 0 is followed by that microbatch's backward back through them (a W pass last, as in
@@ -93,7 +110,25 @@ class BoundBuilder {
         if (opens) head += first_chunk[t].fwd + hop;
         if (closes) tail += first_chunk[t].bwd + hop;
       }
-      const double chain = std::max(head + work[s] + tail, costs_.step_host_s() + serial_sync_s(s));
+      // The strategy's kernels on the stream: its start-of-step work may run while the first
+      // forward waits; the last pass's gradient hooks may run beside the backward crossing back.
+      double hooks = 0, last = 0, hooks_before_final = 0;
+      for (std::size_t i = 0; i < ops[s].size(); ++i) {
+        if (i == final_from[s]) hooks_before_final = hooks;
+        hooks += share_of(share, ops[s][i]);
+      }
+      if (closes && ops[s].back().frees() && !share.gradients.empty()) last = share.gradients[0];
+      const double start = std::max(head, costs_.step_host_s() + share.at_start);
+      double chain =
+          std::max(start + work[s] + hooks - last + std::max(tail, last), costs_.step_host_s() + sync.serial_s);
+      // The strategy's final reductions and optimizer step follow its last microbatch's first
+      // gradient pass, or every pass.
+      const FinalSync& fin = sync.final;
+      if (fin.after_passes) {
+        chain = std::max(chain, start + work[s] + hooks + fin.s);
+      } else if (final_from[s] < ops[s].size()) {
+        chain = std::max(chain, start + before_final[s] + hooks_before_final + fin.s);
+      }
       if (chain > out.step_s) out = {chain, static_cast<std::int64_t>(s)};
     }
     return out;
@@ -261,12 +296,20 @@ class BoundBuilder {
     return collective_s(CollectiveKind::send_recv, bytes, Communicator::pp_neighbours);
   }
 
-  // The parameter-sync strategy's serial stream on stage s (sim/schedules/param_sync.hpp), which
-  // the host's share of the step precedes (0 for unit_compute_times, which has no inventory).
-  double serial_sync_s(std::size_t stage) const {
-    if (inv_ == nullptr) return 0.0;
-    return param_sync_for(plan_).serial_stream_s(
-        {arch_, *inv_, plan_, costs_, shape_.microbatches, static_cast<std::int64_t>(stage)});
+  // The parameter-sync strategy's share of stage s's bound (none for unit_compute_times, which
+  // has no inventory).
+  SyncBounds sync_bounds(std::size_t stage, const std::vector<std::vector<LocalTensor>>& tensors) const {
+    if (inv_ == nullptr) return {};
+    return param_sync_for(plan_).stage_bounds(
+        {arch_, tensors[stage], plan_, costs_, shape_.microbatches, static_cast<std::int64_t>(stage)});
+  }
+
+  // What the strategy's hooks add to one pass.
+  static double share_of(const ComputeShare& share, const PipeOp& op) {
+    if (share.forward.empty()) return 0.0;
+    const auto c = static_cast<std::size_t>(op.chunk);
+    if (op.forward) return share.forward[c];
+    return (op.part != BackwardPart::weight ? share.backward[c] : 0.0) + (op.frees() ? share.gradients[c] : 0.0);
   }
 
   const Inventory* inv_;

@@ -1,7 +1,8 @@
 // A lower bound on a plan's step time that costs a few cost-book calls per layer instead of a
 // replay: what `moesim plan` uses to skip replays that cannot enter its top K. It holds because
 // every task of the replay takes at least its solo time (a ResourceSharing rate is at most 1),
-// a rank's compute stream runs its tasks one after another, and a pipeline stage cannot start
+// a rank's compute stream runs its tasks one after another (its layers' and its parameter-sync
+// strategy's: sim/schedules/param_sync.hpp ComputeShare), and a pipeline stage cannot start
 // before the first microbatch's forward has crossed the stages before it, nor finish before
 // the last backward has crossed them back; nor sooner than the collectives a design runs one after
 // another on one stream. Tests check bound <= replayed step on many plans.

@@ -98,13 +98,12 @@ void allocator_view(StageLedger& s, const Architecture& arch, const ParallelPlan
                       " held at the worst reservation after releasing cached segments";
 }
 
-StageLedger stage_ledger(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
-                         const HardwareProfile& hw, std::int64_t stage, const std::vector<std::int64_t>& held,
-                         const StageAllocationReplay& replay) {
+StageLedger stage_ledger(const Architecture& arch, const ParallelPlan& plan, const HardwareProfile& hw,
+                         std::int64_t stage, const std::vector<LocalTensor>& tensors,
+                         const std::vector<std::int64_t>& held, const StageAllocationReplay& replay) {
   StageLedger s;
   s.stage = stage;
   s.layers = stage_layer_counts(plan, arch)[static_cast<std::size_t>(stage)];
-  const auto tensors = stage_tensors(inv, arch, plan, stage);
   for (const auto& lt : tensors) s.local_params += lt.local_numel;
   s.in_flight_chunks = held;
   for (const std::int64_t n : held) s.in_flight_microbatches += dbl(n);
@@ -157,9 +156,10 @@ MemoryLedger build_ledger(const Architecture& arch, const Inventory& inv, const 
   }
   MemoryLedger ledger;
   ledger.in_flight_source = in_flight.source;
+  const std::vector<std::vector<LocalTensor>> tensors = tensors_by_stage(inv, arch, plan);
   for (std::int64_t stage = 0; stage < plan.pp; ++stage) {
     const auto i = static_cast<std::size_t>(stage);
-    ledger.stages.push_back(stage_ledger(arch, inv, plan, hw, stage, in_flight.chunks[i], in_flight.replay));
+    ledger.stages.push_back(stage_ledger(arch, plan, hw, stage, tensors[i], in_flight.chunks[i], in_flight.replay));
   }
   for (std::size_t i = 0; i < ledger.stages.size(); ++i) {
     if (ledger.stages[i].headroom < ledger.stages[ledger.worst_stage].headroom) ledger.worst_stage = i;

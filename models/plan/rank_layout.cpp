@@ -136,30 +136,55 @@ std::int64_t communicator_instance(const ParallelPlan& plan, const RankCoords& c
   return 0;
 }
 
-std::vector<LocalTensor> stage_tensors(const Inventory& inv, const Architecture& arch, const ParallelPlan& plan,
-                                       std::int64_t stage) {
-  std::vector<LocalTensor> out;
+namespace {
+
+// Tensor `t` as a rank of a stage that holds it holds it.
+LocalTensor local_tensor(const TensorInfo& t, const Architecture& arch, const ParallelPlan& plan) {
+  LocalTensor lt;
+  lt.tensor = &t;
+  if (t.cls == TensorClass::routed_expert) {
+    // EP-MP shards the stacked expert dimension; EP-DP ranks hold copies (seed 4.3.2).
+    lt.local_numel = static_cast<double>(t.numel) / static_cast<double>(plan.ep * plan.etp);
+    lt.replica_group = plan.ep_dp();
+  } else {
+    lt.tp_share = tensor_parallel_share(t, arch, plan);
+    lt.local_numel = static_cast<double>(t.numel) * lt.tp_share;
+    lt.replica_group = plan.dp();
+  }
+  return lt;
+}
+
+// Calls `hold(stage, t)` for each stage holding tensor `t`, in inventory order: its layer's
+// stage; a tied embedding is also the LM head, so the head's stage keeps its own copy unless it
+// is the embedding's (stage 0).
+template <class Hold>
+void place_tensors(const Inventory& inv, const Architecture& arch, const ParallelPlan& plan, Hold&& hold) {
   const std::vector<LayerPlace> places = layer_places(plan, arch);
   const std::int64_t head = places.back().stage;  // the last stage, or stage 0 in a V
   for (const auto& t : inv.tensors) {
     const std::int64_t owner = places[static_cast<std::size_t>(t.layer + 1)].stage;
-    // A tied embedding is also the LM head: the head's stage keeps its own copy unless it is the
-    // embedding's (stage 0).
-    const bool tied_copy = arch.tie_embeddings && t.cls == TensorClass::embedding && stage == head && head > 0;
-    if (owner != stage && !tied_copy) continue;
-    LocalTensor lt;
-    lt.tensor = &t;
-    if (t.cls == TensorClass::routed_expert) {
-      // EP-MP shards the stacked expert dimension; EP-DP ranks hold copies (seed 4.3.2).
-      lt.local_numel = static_cast<double>(t.numel) / static_cast<double>(plan.ep * plan.etp);
-      lt.replica_group = plan.ep_dp();
-    } else {
-      lt.tp_share = tensor_parallel_share(t, arch, plan);
-      lt.local_numel = static_cast<double>(t.numel) * lt.tp_share;
-      lt.replica_group = plan.dp();
-    }
-    out.push_back(lt);
+    hold(owner, t);
+    if (arch.tie_embeddings && t.cls == TensorClass::embedding && head > 0 && head != owner) hold(head, t);
   }
+}
+
+}  // namespace
+
+std::vector<std::vector<LocalTensor>> tensors_by_stage(const Inventory& inv, const Architecture& arch,
+                                                       const ParallelPlan& plan) {
+  std::vector<std::vector<LocalTensor>> out(static_cast<std::size_t>(plan.pp));
+  place_tensors(inv, arch, plan, [&](std::int64_t stage, const TensorInfo& t) {
+    out[static_cast<std::size_t>(stage)].push_back(local_tensor(t, arch, plan));
+  });
+  return out;
+}
+
+std::vector<LocalTensor> stage_tensors(const Inventory& inv, const Architecture& arch, const ParallelPlan& plan,
+                                       std::int64_t stage) {
+  std::vector<LocalTensor> out;
+  place_tensors(inv, arch, plan, [&](std::int64_t s, const TensorInfo& t) {
+    if (s == stage) out.push_back(local_tensor(t, arch, plan));
+  });
   return out;
 }
 

@@ -22,6 +22,43 @@ class DdpDistributedOptimizer final : public BucketedSync {
  public:
   using BucketedSync::BucketedSync;
 
+  // Its compute-stream kernels: the zeroing of every bucket, and each unit's FP32 accumulate after
+  // its backward. Its final sync: the last microbatch's bucket reductions (after the passes
+  // without overlap_grad_reduce), the loss all-reduce behind them on the stream, then the
+  // optimizer step's chain.
+  static SyncBounds stage_bounds(const SyncStage& s) {
+    const ParallelPlan& plan = s.plan;
+    const std::vector<Bucket> buckets = gradient_buckets(s.tensors, plan);
+    const double cell = bytes_of(plan.precision.grad_accum);
+    const StageUnits units = stage_units(s);
+    SyncBounds out;
+    out.compute = unit_shares(s, units, [&](std::int64_t unit) {
+      UnitShare x;
+      if (!plan.grad_accumulation_fusion) {
+        x.gradients = s.costs.memory(units.numel[unit] * (bytes_of(plan.precision.compute) + 2 * cell),
+                                     MemoryKernel::elementwise);
+      }
+      return x;
+    });
+    for (const Bucket& bucket : buckets)
+      out.compute.at_start += s.costs.memory(bucket.numel * cell, MemoryKernel::elementwise);
+    const auto kind =
+        plan.grad_sync == GradSync::all_reduce ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
+    out.final = {bucket_reductions_s(s, buckets, kind) + loss_all_reduce_s(s), !plan.overlap_grad_reduce};
+    if (plan.distributed_optimizer) {
+      out.final.s += sharded_update_and_rebuild_s(s, elements_by_group(buckets), !plan.overlap_param_gather);
+      return out;
+    }
+    double local = 0;
+    for (const Bucket& bucket : buckets) local += bucket.numel;
+    const OptimizerSpec& optimizer = plan.optimizer;
+    const UpdateTraffic update = update_traffic(optimizer, plan.precision.grad_accum);
+    out.final.s += clip_after_reductions_s(s, local) + s.costs.memory(local * update.bytes_per_element, update.kind) +
+                   s.costs.memory(local * (bytes_of(optimizer.main_weight_dtype) + bytes_of(plan.precision.compute)),
+                                  MemoryKernel::elementwise);
+    return out;
+  }
+
   void start_of_step() override {
     // zero_grad(set_to_none=False): one FP32 fill of each bucket's flat storage per step
     // (MultiGroupDistributedDataParallel.zero_grad).

@@ -148,8 +148,10 @@ class Fsdp1Model final : public ParamSyncModel {
                        "copy-in or copy-out under the all-gather rate limiter, backward prefetch, flat gradients "
                        "pre-divided, reduce-scattered and post-divided on the post-backward stream; sharded update") {}
   std::unique_ptr<ParamSync> make(const RankContext& rank) const override { return std::make_unique<Fsdp1>(rank); }
-  double serial_stream_s(const SyncStage& s) const override {
-    return fsdp_serial_stream_s(s, s.plan.fsdp_reshard_after_forward, false);
+  SyncBounds stage_bounds(const SyncStage& s) const override {
+    SyncBounds out;
+    out.serial_s = fsdp_serial_stream_s(s, stage_units(s), s.plan.fsdp_reshard_after_forward, false);
+    return out;
   }
 };
 

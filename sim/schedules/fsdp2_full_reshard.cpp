@@ -159,8 +159,24 @@ class Fsdp2Model final : public ParamSyncModel {
   std::unique_ptr<ParamSync> make(const RankContext& rank) const override {
     return std::make_unique<Fsdp2>(rank, regather_);
   }
-  double serial_stream_s(const SyncStage& s) const override {
-    return fsdp_serial_stream_s(s, regather_, s.arch.tie_embeddings);
+  // Its serial stream: every gather and reduce-scatter. Its compute-stream kernels: each unit's
+  // copy-out in forward (and in backward where it is gathered again), and its reduce-scatter
+  // copy-in after its backward.
+  SyncBounds stage_bounds(const SyncStage& s) const override {
+    const PrecisionSpec& precision = s.plan.precision;
+    const StageUnits units = stage_units(s);
+    SyncBounds out;
+    out.serial_s = fsdp_serial_stream_s(s, units, regather_, s.arch.tie_embeddings);
+    out.compute = unit_shares(s, units, [&](std::int64_t unit) {
+      const double n = units.numel[unit];
+      UnitShare x;
+      x.forward = s.costs.memory(2 * n * bytes_of(precision.compute), MemoryKernel::copy);
+      if (gathered_for_backward(unit, s.arch.num_layers, s.arch.tie_embeddings, regather_)) x.backward = x.forward;
+      x.gradients =
+          s.costs.memory(n * (bytes_of(precision.compute) + bytes_of(precision.reduce)), MemoryKernel::elementwise);
+      return x;
+    });
+    return out;
   }
 
  private:

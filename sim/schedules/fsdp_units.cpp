@@ -30,9 +30,9 @@ void sharded_update(const RankContext& rank, const std::vector<TaskId>& reductio
                           shard * update.bytes_per_element, update.kind, "sharded update", clipped);
 }
 
-double fsdp_serial_stream_s(const SyncStage& s, bool regather_for_backward, bool root_regathered) {
+double fsdp_serial_stream_s(const SyncStage& s, const StageUnits& units, bool regather_for_backward,
+                            bool root_regathered) {
   const PrecisionSpec& precision = s.plan.precision;
-  const StageUnits units = stage_units(s);
   const std::int64_t last = s.arch.num_layers;
   double per_microbatch = 0;
   for (std::int64_t unit = -1; unit <= last; ++unit) {

@@ -38,8 +38,9 @@ bool gathered_for_backward(std::int64_t unit, std::int64_t last_unit, bool root_
 void sharded_update(const RankContext& rank, const std::vector<TaskId>& reductions);
 
 // Every gather and reduce-scatter of the stage's units, each microbatch, on the one comm_dp
-// stream (the shard group's communicator serialises them).
+// stream (the shard group's communicator serialises them); `units` the stage's (stage_units).
 // `root_regathered` as gathered_for_backward's, for the stage's architecture.
-double fsdp_serial_stream_s(const SyncStage& s, bool regather_for_backward, bool root_regathered);
+double fsdp_serial_stream_s(const SyncStage& s, const StageUnits& units, bool regather_for_backward,
+                            bool root_regathered);
 
 }  // namespace moesim

@@ -59,4 +59,33 @@ TaskId sharded_update_and_rebuild(const RankContext& rank, const std::map<Commun
   return previous;
 }
 
+double sharded_update_and_rebuild_s(const SyncStage& s, const std::map<Communicator, double>& by_group, bool gather) {
+  const ParallelPlan& plan = s.plan;
+  const OptimizerSpec& optimizer = plan.optimizer;
+  const UpdateTraffic update = update_traffic(optimizer, plan.precision.grad_accum);
+  const double weight = bytes_of(plan.precision.compute);
+  double shard = 0;
+  for (const auto& [group, n] : by_group) shard += n / dbl(communicator_shape(plan, group).ranks);
+  double t = clip_after_reductions_s(s, shard) + s.costs.memory(shard * update.bytes_per_element, update.kind);
+  for (const auto& [group, n] : by_group) {
+    const double members = dbl(communicator_shape(plan, group).ranks);
+    if (members <= 1) continue;
+    t += s.costs.memory(n / members * (bytes_of(optimizer.main_weight_dtype) + weight), MemoryKernel::elementwise);
+    if (!gather) continue;
+    t += solo_collective_s(s, CollectiveKind::all_gather, n * weight, group);
+    if (optimizer.rebuild != WeightRebuild::in_place) t += s.costs.memory(2 * n * weight, MemoryKernel::copy);
+  }
+  return t;
+}
+
+double bucket_reductions_s(const SyncStage& s, const std::vector<Bucket>& buckets, CollectiveKind kind) {
+  // Most buckets are full to the cap: each size and group is priced once.
+  std::map<std::pair<Communicator, double>, int> count;
+  for (const Bucket& bucket : buckets) ++count[{bucket.communicator, bucket.numel}];
+  double t = 0;
+  for (const auto& [bucket, n] : count)
+    t += n * solo_collective_s(s, kind, bucket.second * bytes_of(s.plan.precision.reduce), bucket.first);
+  return t;
+}
+
 }  // namespace moesim

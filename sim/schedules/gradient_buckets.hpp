@@ -44,4 +44,11 @@ class BucketedSync : public ParamSync {
 TaskId sharded_update_and_rebuild(const RankContext& rank, const std::map<Communicator, double>& by_group,
                                   const std::vector<TaskId>& reductions, bool gather = true);
 
+// sharded_update_and_rebuild's chain at solo times, from its gradient-norm all-reduce on.
+double sharded_update_and_rebuild_s(const SyncStage& s, const std::map<Communicator, double>& by_group,
+                                    bool gather = true);
+
+// Every bucket's reduction of `kind` at its solo time.
+double bucket_reductions_s(const SyncStage& s, const std::vector<Bucket>& buckets, CollectiveKind kind);
+
 }  // namespace moesim

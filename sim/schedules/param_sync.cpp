@@ -30,7 +30,7 @@ const ParamSyncModel& param_sync_for(const ParallelPlan& plan) {
 StageUnits stage_units(const SyncStage& s) {
   StageUnits out{UnitTable<double>(s.arch.num_layers), UnitTable<double>(s.arch.num_layers)};
   const std::int64_t first = layer_places(s.plan, s.arch).front().stage;
-  for (const LocalTensor& lt : stage_tensors(s.inventory, s.arch, s.plan, s.stage)) {
+  for (const LocalTensor& lt : s.tensors) {
     if (lt.tensor->layer == -1 && s.stage != first) continue;
     out.numel[lt.tensor->layer] += lt.local_numel;
     if (lt.tensor->cls == TensorClass::routed_expert) out.expert_numel[lt.tensor->layer] += lt.local_numel;
@@ -38,12 +38,33 @@ StageUnits stage_units(const SyncStage& s) {
   return out;
 }
 
+ComputeShare unit_shares(const SyncStage& s, const StageUnits& units,
+                         const std::function<UnitShare(std::int64_t)>& of) {
+  const std::vector<LayerPlace> places = layer_places(s.plan, s.arch);  // embedding, layers, head
+  const auto chunks = static_cast<std::size_t>(s.plan.model_chunks());
+  ComputeShare out{0, std::vector<double>(chunks), std::vector<double>(chunks), std::vector<double>(chunks)};
+  for (std::int64_t unit = -1; unit <= s.arch.num_layers; ++unit) {
+    const LayerPlace& at = places[static_cast<std::size_t>(unit + 1)];
+    if (at.stage != s.stage || !(units.numel[unit] > 0)) continue;  // an empty unit's kernels: left out
+    const UnitShare x = of(unit);
+    const auto c = static_cast<std::size_t>(at.chunk);
+    out.forward[c] += x.forward;
+    out.backward[c] += x.backward;
+    out.gradients[c] += x.gradients;
+  }
+  return out;
+}
+
+namespace {
+constexpr double kNormBytes = 2 * bytes_of(DType::fp32);  // the squared-norm partial sums, FP32
+constexpr double kLossBytes = bytes_of(DType::fp32);      // one FP32 scalar
+}  // namespace
+
 TaskId clip_gradients(const RankContext& rank, double elements, const std::vector<TaskId>& reductions) {
   const double cell = bytes_of(rank.plan.precision.grad_accum);
   const TaskPlace at{rank.rank, StreamKind::compute, PhaseTag::optimizer, -1, -1};
   const TaskId norms = rank.emit.memory_kernel(at, elements * cell, MemoryKernel::elementwise, "gradient norms");
   for (const TaskId t : reductions) rank.emit.depend(t, norms);
-  constexpr double kNormBytes = 2 * bytes_of(DType::fp32);  // the squared-norm partial sums, FP32
   const TaskId total = rank.emit.collective(
       {rank.rank, StreamKind::comm_dp, PhaseTag::optimizer, -1, -1},
       {Communicator::dp, CollectivePurpose::grad_norm, CollectiveKind::all_reduce, kNormBytes}, norms);
@@ -51,10 +72,22 @@ TaskId clip_gradients(const RankContext& rank, double elements, const std::vecto
 }
 
 TaskId loss_all_reduce(const RankContext& rank) {
-  constexpr double kLossBytes = bytes_of(DType::fp32);  // one FP32 scalar
   return rank.emit.collective({rank.rank, StreamKind::comm_dp, PhaseTag::optimizer, -1, -1},
                               {Communicator::dp, CollectivePurpose::loss, CollectiveKind::all_reduce, kLossBytes},
                               kNoTask);
+}
+
+double solo_collective_s(const SyncStage& s, CollectiveKind kind, double bytes, Communicator communicator) {
+  return s.costs.collective(collective_request(kind, bytes, communicator_shape(s.plan, communicator))).time_s;
+}
+
+double loss_all_reduce_s(const SyncStage& s) {
+  return solo_collective_s(s, CollectiveKind::all_reduce, kLossBytes, Communicator::dp);
+}
+
+double clip_after_reductions_s(const SyncStage& s, double elements) {
+  return solo_collective_s(s, CollectiveKind::all_reduce, kNormBytes, Communicator::dp) +
+         s.costs.memory(2 * elements * bytes_of(s.plan.precision.grad_accum), MemoryKernel::elementwise);
 }
 
 }  // namespace moesim

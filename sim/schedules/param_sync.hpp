@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -55,11 +56,10 @@ class ParamSync {
   virtual void end_of_step() = 0;
 };
 
-// One pipeline stage of a plan, as a bound on the strategy's serial stream sees it
-// (sim/step_bound.hpp).
+// One pipeline stage of a plan, as a bound on the strategy's step sees it (sim/step_bound.hpp).
 struct SyncStage {
   const Architecture& arch;
-  const Inventory& inventory;
+  const std::vector<LocalTensor>& tensors;  // the stage's, as a rank of it holds them (stage_tensors)
   const ParallelPlan& plan;
   const CostBook& costs;
   std::int64_t microbatches = 1;
@@ -73,21 +73,61 @@ struct StageUnits {
 };
 StageUnits stage_units(const SyncStage& stage);
 
+// The compute-stream kernels a strategy's hooks add on one rank of the stage in a step, each at
+// its solo time: once at the step's start, and per pass of a model chunk by the hook that runs
+// them (sim/step_bound.hpp adds them to the stage's compute chain).
+struct ComputeShare {
+  double at_start = 0;            // start_of_step
+  std::vector<double> forward;    // per chunk: before_unit in a forward pass
+  std::vector<double> backward;   // per chunk: before_unit in a backward pass (none in its W part)
+  std::vector<double> gradients;  // per chunk: after_unit_backward (a whole backward or its W part)
+};
+// What one unit's hooks add (ComputeShare's per-pass parts).
+struct UnitShare {
+  double forward = 0, backward = 0, gradients = 0;
+};
+// The share of every unit the stage's passes run with elements on its ranks (`units`), summed per
+// model chunk; `of(unit)` prices one.
+ComputeShare unit_shares(const SyncStage& s, const StageUnits& units, const std::function<UnitShare(std::int64_t)>& of);
+
+// What a strategy runs one after another once the step's last microbatch starts a backward pass
+// with gradient hooks on the stage (`after_passes`: once the stage's last pass has ended): its
+// reductions, then the optimizer step's chain.
+struct FinalSync {
+  double s = 0;
+  bool after_passes = false;
+};
+
+// What a strategy adds to a lower bound on a stage's step (sim/step_bound.hpp), each task at its
+// solo time: no replay ends the step sooner.
+struct SyncBounds {
+  double serial_s = 0;   // the collectives it runs one after another on one stream from the start
+  ComputeShare compute;  // its kernels on the compute stream
+  FinalSync final;
+};
+
 class ParamSyncModel : public Registered {
  public:
   using Registered::Registered;
   virtual std::unique_ptr<ParamSync> make(const RankContext& rank) const = 0;
-  // The least time the collectives it runs one after another on one stream take in a step of the
-  // stage, each at its solo time: no replay ends the step sooner. 0 when none bound the step.
-  virtual double serial_stream_s(const SyncStage&) const { return 0.0; }
+  // None by default: a lower bound stays one.
+  virtual SyncBounds stage_bounds(const SyncStage&) const { return {}; }
 };
 
-// The registry entry of a strategy class constructible from a RankContext.
+// The registry entry of a strategy class constructible from a RankContext; its bounds are the
+// class's static `stage_bounds(const SyncStage&)` where it has one.
 template <class Strategy>
 class StrategyModel final : public ParamSyncModel {
  public:
   using ParamSyncModel::ParamSyncModel;
   std::unique_ptr<ParamSync> make(const RankContext& rank) const override { return std::make_unique<Strategy>(rank); }
+  SyncBounds stage_bounds(const SyncStage& s) const override {
+    if constexpr (requires { Strategy::stage_bounds(s); }) {
+      return Strategy::stage_bounds(s);
+    } else {
+      return {};
+    }
+  }
 };
 
 const Registry<ParamSyncModel>& param_sync_models();  // "fsdp2_full_reshard", "ddp_distributed_optimizer"
@@ -102,6 +142,12 @@ const ParamSyncModel& param_sync_for(const ParallelPlan& plan);
 TaskId clip_gradients(const RankContext& rank, double elements, const std::vector<TaskId>& reductions);
 // The loss averaged over the data-parallel ranks: one small all-reduce per step.
 TaskId loss_all_reduce(const RankContext& rank);
+// Their solo times for the bounds: the loss all-reduce; the clip's gradient-norm all-reduce and
+// then its scale of `elements` (its norms run beside what precedes them).
+double loss_all_reduce_s(const SyncStage& s);
+double clip_after_reductions_s(const SyncStage& s, double elements);
+// One collective's solo time, as the step emitter prices it.
+double solo_collective_s(const SyncStage& s, CollectiveKind kind, double bytes, Communicator communicator);
 
 // Registration hooks of the strategies (one per file).
 std::unique_ptr<ParamSyncModel> make_fsdp2_full_reshard();

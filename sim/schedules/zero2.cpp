@@ -16,6 +16,27 @@ class Zero2 final : public BucketedSync {
  public:
   using BucketedSync::BucketedSync;
 
+  // Its compute-stream kernels: each bucket's copy-in after the backward of the unit that
+  // completes it. Its serial stream: every microbatch's bucket reduce-scatters, the loss
+  // all-reduce behind them, then the sharded update and rebuild.
+  static SyncBounds stage_bounds(const SyncStage& s) {
+    const PrecisionSpec& precision = s.plan.precision;
+    const std::vector<Bucket> buckets = gradient_buckets(s.tensors, s.plan);
+    SyncBounds out;
+    out.serial_s = dbl(s.microbatches) * bucket_reductions_s(s, buckets, CollectiveKind::reduce_scatter) +
+                   loss_all_reduce_s(s) + sharded_update_and_rebuild_s(s, elements_by_group(buckets));
+    out.compute = unit_shares(s, stage_units(s), [&](std::int64_t unit) {
+      UnitShare x;
+      for (const Bucket& bucket : buckets) {
+        if (bucket.ready_layer != unit) continue;
+        x.gradients += s.costs.memory(bucket.numel * (bytes_of(precision.compute) + bytes_of(precision.reduce)),
+                                      MemoryKernel::elementwise);
+      }
+      return x;
+    });
+    return out;
+  }
+
   void after_unit_backward(std::int64_t unit, std::int32_t microbatch, TaskId grads_ready) override {
     const PrecisionSpec& precision = rank_.plan.precision;
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
