@@ -49,9 +49,13 @@ class BoundBuilder {
     for (std::size_t s = 0; s < stages; ++s)
       ops[s] = stage_schedule(plan_, static_cast<std::int64_t>(s), shape_.microbatches);
     // Per stage: the slowest shard's compute-stream work sets the stage's length; the fastest
-    // shard's chunk 0 is its share of a chain (which must hold whichever shard it runs through).
+    // shard's chunks are their share of a chain (which must hold whichever shard it runs through).
     std::vector<double> work(stages, 0.0);
-    std::vector<ChunkTimes> first_chunk(stages);
+    std::vector<std::vector<ChunkTimes>> fastest(stages);
+    // The stage's first backward pass (it waits for microbatch 0's forward through the whole
+    // model and its backward back to this chunk), and the slowest shard's compute from it on.
+    std::vector<std::size_t> first_backward(stages);
+    std::vector<double> from_first_backward(stages, 0.0);
     // The stage's first pass of the last microbatch with gradient hooks (where the final
     // reductions start; a forward fused with it runs beside it, so from that forward on), and the
     // slowest shard's compute before it.
@@ -63,6 +67,8 @@ class BoundBuilder {
           o.begin(), o.end(), [&](const PipeOp& op) { return op.frees() && op.microbatch == shape_.microbatches - 1; });
       final_from[s] = static_cast<std::size_t>(at - o.begin());
       if (at != o.begin() && at != o.end() && std::prev(at)->fused_with_next) --final_from[s];
+      first_backward[s] = static_cast<std::size_t>(
+          std::find_if(o.begin(), o.end(), [](const PipeOp& op) { return !op.forward; }) - o.begin());
     }
     const EdgeWork edge = edge_work(arch_, plan_, costs_, tokens_);
     for (std::int64_t e = 0; e < shards; ++e) {
@@ -80,15 +86,24 @@ class BoundBuilder {
         add(places[static_cast<std::size_t>(l + 1)], layer_times(l, e));
       add(places.back(), edge_times(edge.head, LayerPoint::tp_enter));
       for (std::size_t s = 0; s < stages; ++s) {
-        double w = 0;
+        double w = 0, before_first_backward = 0;
         for (std::size_t i = 0; i < ops[s].size(); ++i) {
           if (i == final_from[s]) before_final[s] = std::max(before_final[s], w);
+          if (i == first_backward[s]) before_first_backward = w;
           w += mine[s][static_cast<std::size_t>(ops[s][i].chunk)].of(ops[s][i]);
         }
         work[s] = std::max(work[s], w);
-        const ChunkTimes& c0 = mine[s][0];
-        first_chunk[s] =
-            e == 0 ? c0 : ChunkTimes{std::min(first_chunk[s].fwd, c0.fwd), std::min(first_chunk[s].bwd, c0.bwd)};
+        if (first_backward[s] < ops[s].size())
+          from_first_backward[s] = std::max(from_first_backward[s], w - before_first_backward);
+        if (e == 0) {
+          fastest[s] = mine[s];
+          continue;
+        }
+        for (std::size_t c = 0; c < mine[s].size(); ++c) {
+          ChunkTimes& f = fastest[s][c];
+          const ChunkTimes& m = mine[s][c];
+          f = {std::min(f.fwd, m.fwd), std::min(f.bwd, m.bwd), std::min(f.input, m.input), std::min(f.wgrad, m.wgrad)};
+        }
       }
     }
     const double hop = stages > 1 ? transfer_s() : 0.0;
@@ -107,20 +122,29 @@ class BoundBuilder {
                           ops[s].back().part != BackwardPart::weight;
       double head = costs_.step_host_s(), tail = 0;
       for (std::size_t t = 0; t < s; ++t) {
-        if (opens) head += first_chunk[t].fwd + hop;
-        if (closes) tail += first_chunk[t].bwd + hop;
+        if (opens) head += fastest[t][0].fwd + hop;
+        if (closes) tail += fastest[t][0].bwd + hop;
       }
       // The strategy's kernels on the stream: its start-of-step work may run while the first
       // forward waits; the last pass's gradient hooks may run beside the backward crossing back.
-      double hooks = 0, last = 0, hooks_before_final = 0;
+      double hooks = 0, last = 0, hooks_before_final = 0, hooks_before_backward = 0;
       for (std::size_t i = 0; i < ops[s].size(); ++i) {
         if (i == final_from[s]) hooks_before_final = hooks;
+        if (i == first_backward[s]) hooks_before_backward = hooks;
         hooks += share_of(share, ops[s][i]);
       }
       if (closes && ops[s].back().frees() && !share.gradients.empty()) last = share.gradients[0];
       const double start = std::max(head, costs_.step_host_s() + share.at_start);
       double chain =
           std::max(start + work[s] + hooks - last + std::max(tail, last), costs_.step_host_s() + sync.serial_s);
+      // From its first backward pass (microbatch 0's) on, no sooner than that microbatch's
+      // gradient reaches it.
+      if (first_backward[s] < ops[s].size() && ops[s][first_backward[s]].microbatch == 0) {
+        const double reached =
+            costs_.step_host_s() + gradient_reaches(fastest, places, s, ops[s][first_backward[s]].chunk, hop);
+        chain = std::max(
+            chain, reached + from_first_backward[s] + hooks - hooks_before_backward - last + std::max(tail, last));
+      }
       // The strategy's final reductions and optimizer step follow its last microbatch's first
       // gradient pass, or every pass.
       const FinalSync& fin = sync.final;
@@ -132,6 +156,29 @@ class BoundBuilder {
       if (chain > out.step_s) out = {chain, static_cast<std::int64_t>(s)};
     }
     return out;
+  }
+
+  // The least time microbatch 0 takes from the first stage's start until its gradient reaches
+  // `chunk` of `stage`: its forward through every model chunk in model order, then its backward
+  // (the B part where it is split) through the chunks after this one, each at its fastest shard's
+  // time, with a hop between chunks on different stages.
+  double gradient_reaches(const std::vector<std::vector<ChunkTimes>>& fastest, const std::vector<LayerPlace>& places,
+                          std::size_t stage, std::int32_t chunk, double hop) const {
+    std::vector<std::pair<std::int64_t, std::int64_t>> order;  // (stage, chunk) in model order
+    for (const LayerPlace& p : places)
+      if (order.empty() || order.back() != std::pair{p.stage, p.chunk}) order.emplace_back(p.stage, p.chunk);
+    const auto times = [&](std::size_t i) -> const ChunkTimes& {
+      return fastest[static_cast<std::size_t>(order[i].first)][static_cast<std::size_t>(order[i].second)];
+    };
+    const auto hop_after = [&](std::size_t i) { return order[i].first != order[i + 1].first ? hop : 0.0; };
+    double t = 0;
+    for (std::size_t i = 0; i < order.size(); ++i) t += times(i).fwd + (i + 1 < order.size() ? hop_after(i) : 0.0);
+    const bool split = plan_.splits_backward();
+    for (std::size_t i = order.size(); i-- > 0;) {
+      if (order[i] == std::pair<std::int64_t, std::int64_t>{static_cast<std::int64_t>(stage), chunk}) return t;
+      t += (split ? times(i).input : times(i).bwd) + (i > 0 ? hop_after(i - 1) : 0.0);
+    }
+    return 0.0;  // not a chunk of the model: no chain
   }
 
   std::vector<double> unit_times() {

@@ -4,8 +4,9 @@
 // a rank's compute stream runs its tasks one after another (its layers' and its parameter-sync
 // strategy's: sim/schedules/param_sync.hpp ComputeShare), and a pipeline stage cannot start
 // before the first microbatch's forward has crossed the stages before it, nor finish before
-// the last backward has crossed them back; nor sooner than the collectives a design runs one after
-// another on one stream. Tests check bound <= replayed step on many plans.
+// the last backward has crossed them back; nor run its first backward before microbatch 0 has
+// crossed the whole model forward and come back to it; nor sooner than the collectives a design
+// runs one after another on one stream. Tests check bound <= replayed step on many plans.
 #pragma once
 
 #include <vector>
