@@ -127,14 +127,18 @@ class BoundBuilder {
       }
       // The strategy's kernels on the stream: its start-of-step work may run while the first
       // forward waits; the last pass's gradient hooks may run beside the backward crossing back.
+      // The first pass's wait overlaps the wait for its input.
+      const double first_wait = !ops[s].empty() && ops[s].front().forward && !share.forward_wait.empty()
+                                    ? share.forward_wait[static_cast<std::size_t>(ops[s].front().chunk)]
+                                    : 0.0;
       double hooks = 0, last = 0, hooks_before_final = 0, hooks_before_backward = 0;
       for (std::size_t i = 0; i < ops[s].size(); ++i) {
         if (i == final_from[s]) hooks_before_final = hooks;
         if (i == first_backward[s]) hooks_before_backward = hooks;
-        hooks += share_of(share, ops[s][i]);
+        hooks += share_of(share, ops[s][i]) - (i == 0 ? first_wait : 0.0);
       }
       if (closes && ops[s].back().frees() && !share.gradients.empty()) last = share.gradients[0];
-      const double start = std::max(head, costs_.step_host_s() + share.at_start);
+      const double start = std::max(head, costs_.step_host_s() + share.at_start + first_wait);
       double chain =
           std::max(start + work[s] + hooks - last + std::max(tail, last), costs_.step_host_s() + sync.serial_s);
       // From its first backward pass (microbatch 0's) on, no sooner than that microbatch's
@@ -355,7 +359,7 @@ class BoundBuilder {
   static double share_of(const ComputeShare& share, const PipeOp& op) {
     if (share.forward.empty()) return 0.0;
     const auto c = static_cast<std::size_t>(op.chunk);
-    if (op.forward) return share.forward[c];
+    if (op.forward) return share.forward[c] + (share.forward_wait.empty() ? 0.0 : share.forward_wait[c]);
     return (op.part != BackwardPart::weight ? share.backward[c] : 0.0) + (op.frees() ? share.gradients[c] : 0.0);
   }
 

@@ -176,10 +176,35 @@ class Fsdp2Model final : public ParamSyncModel {
           s.costs.memory(n * (bytes_of(precision.compute) + bytes_of(precision.reduce)), MemoryKernel::elementwise);
       return x;
     });
+    out.compute.forward_wait = first_gathers_s(s, units);
     return out;
   }
 
  private:
+  // Per chunk: the first unit of its forward pass gathered (cast, copy-in and all-gather of each
+  // shard part, one after another): before_unit waits for the compute stream's work so far.
+  static std::vector<double> first_gathers_s(const SyncStage& s, const StageUnits& units) {
+    const std::vector<LayerPlace> places = layer_places(s.plan, s.arch);  // embedding, layers, head
+    const double weight = bytes_of(s.plan.precision.compute);
+    const double main = bytes_of(s.plan.optimizer.main_weight_dtype);
+    std::vector<double> out(static_cast<std::size_t>(s.plan.model_chunks()), 0.0);
+    std::vector<bool> seen(out.size(), false);
+    for (std::int64_t unit = -1; unit <= s.arch.num_layers; ++unit) {
+      const LayerPlace& at = places[static_cast<std::size_t>(unit + 1)];
+      const auto c = static_cast<std::size_t>(at.chunk);
+      if (at.stage != s.stage || seen[c]) continue;
+      seen[c] = true;  // the pass's first unit, gathered or not
+      if (!(units.numel[unit] > 0)) continue;
+      for (const ShardPart& part : shard_parts(s.plan, units.numel[unit], units.expert_numel[unit])) {
+        const double shard = part.numel / dbl(part.group);
+        out[c] += s.costs.memory(shard * (main + weight), MemoryKernel::elementwise) +
+                  s.costs.memory(2 * shard * weight, MemoryKernel::copy) +
+                  solo_collective_s(s, CollectiveKind::all_gather, part.numel * weight, part.communicator);
+      }
+    }
+    return out;
+  }
+
   bool regather_;
 };
 

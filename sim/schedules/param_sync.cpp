@@ -42,7 +42,7 @@ ComputeShare unit_shares(const SyncStage& s, const StageUnits& units,
                          const std::function<UnitShare(std::int64_t)>& of) {
   const std::vector<LayerPlace> places = layer_places(s.plan, s.arch);  // embedding, layers, head
   const auto chunks = static_cast<std::size_t>(s.plan.model_chunks());
-  ComputeShare out{0, std::vector<double>(chunks), std::vector<double>(chunks), std::vector<double>(chunks)};
+  ComputeShare out{0, std::vector<double>(chunks), std::vector<double>(chunks), std::vector<double>(chunks), {}};
   for (std::int64_t unit = -1; unit <= s.arch.num_layers; ++unit) {
     const LayerPlace& at = places[static_cast<std::size_t>(unit + 1)];
     if (at.stage != s.stage || !(units.numel[unit] > 0)) continue;  // an empty unit's kernels: left out

@@ -81,6 +81,9 @@ struct ComputeShare {
   std::vector<double> forward;    // per chunk: before_unit in a forward pass
   std::vector<double> backward;   // per chunk: before_unit in a backward pass (none in its W part)
   std::vector<double> gradients;  // per chunk: after_unit_backward (a whole backward or its W part)
+  // Per chunk: the least gap before a forward pass's first compute kernel, waited for after the
+  // stream's work before the pass (FSDP2's first gather), which may overlap a wait for its input.
+  std::vector<double> forward_wait;
 };
 // What one unit's hooks add (ComputeShare's per-pass parts).
 struct UnitShare {
