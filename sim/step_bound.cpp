@@ -107,6 +107,7 @@ class BoundBuilder {
       }
     }
     const double hop = stages > 1 ? transfer_s() : 0.0;
+    const std::vector<std::vector<double>> arrivals = gradient_arrivals(fastest, places, hop);
     const std::vector<std::vector<LocalTensor>> tensors =
         inv_ != nullptr ? tensors_by_stage(*inv_, arch_, plan_) : std::vector<std::vector<LocalTensor>>{};
     StepBound out;
@@ -145,7 +146,7 @@ class BoundBuilder {
       // gradient reaches it.
       if (first_backward[s] < ops[s].size() && ops[s][first_backward[s]].microbatch == 0) {
         const double reached =
-            costs_.step_host_s() + gradient_reaches(fastest, places, s, ops[s][first_backward[s]].chunk, hop);
+            costs_.step_host_s() + arrivals[s][static_cast<std::size_t>(ops[s][first_backward[s]].chunk)];
         chain = std::max(
             chain, reached + from_first_backward[s] + hooks - hooks_before_backward - last + std::max(tail, last));
       }
@@ -162,27 +163,30 @@ class BoundBuilder {
     return out;
   }
 
-  // The least time microbatch 0 takes from the first stage's start until its gradient reaches
-  // `chunk` of `stage`: its forward through every model chunk in model order, then its backward
-  // (the B part where it is split) through the chunks after this one, each at its fastest shard's
-  // time, with a hop between chunks on different stages.
-  double gradient_reaches(const std::vector<std::vector<ChunkTimes>>& fastest, const std::vector<LayerPlace>& places,
-                          std::size_t stage, std::int32_t chunk, double hop) const {
-    std::vector<std::pair<std::int64_t, std::int64_t>> order;  // (stage, chunk) in model order
-    for (const LayerPlace& p : places)
-      if (order.empty() || order.back() != std::pair{p.stage, p.chunk}) order.emplace_back(p.stage, p.chunk);
-    const auto times = [&](std::size_t i) -> const ChunkTimes& {
-      return fastest[static_cast<std::size_t>(order[i].first)][static_cast<std::size_t>(order[i].second)];
-    };
+  // For each chunk of each stage, the least time microbatch 0 takes from the first stage's start
+  // until its gradient reaches it: its forward through every model chunk in model order, then its
+  // backward (the B part where it is split) through the chunks after this one, each at its
+  // fastest shard's time, with a hop between chunks on different stages.
+  std::vector<std::vector<double>> gradient_arrivals(const std::vector<std::vector<ChunkTimes>>& fastest,
+                                                     const std::vector<LayerPlace>& places, double hop) const {
+    std::vector<std::pair<std::size_t, std::size_t>> order;  // (stage, chunk) in model order
+    for (const LayerPlace& p : places) {
+      const std::pair<std::size_t, std::size_t> at{static_cast<std::size_t>(p.stage),
+                                                   static_cast<std::size_t>(p.chunk)};
+      if (order.empty() || order.back() != at) order.push_back(at);
+    }
+    const auto times = [&](std::size_t i) -> const ChunkTimes& { return fastest[order[i].first][order[i].second]; };
     const auto hop_after = [&](std::size_t i) { return order[i].first != order[i + 1].first ? hop : 0.0; };
     double t = 0;
     for (std::size_t i = 0; i < order.size(); ++i) t += times(i).fwd + (i + 1 < order.size() ? hop_after(i) : 0.0);
+    std::vector<std::vector<double>> out(fastest.size());
+    for (std::size_t s = 0; s < fastest.size(); ++s) out[s].assign(fastest[s].size(), 0.0);
     const bool split = plan_.splits_backward();
     for (std::size_t i = order.size(); i-- > 0;) {
-      if (order[i] == std::pair<std::int64_t, std::int64_t>{static_cast<std::int64_t>(stage), chunk}) return t;
+      out[order[i].first][order[i].second] = t;
       t += (split ? times(i).input : times(i).bwd) + (i > 0 ? hop_after(i - 1) : 0.0);
     }
-    return 0.0;  // not a chunk of the model: no chain
+    return out;
   }
 
   std::vector<double> unit_times() {

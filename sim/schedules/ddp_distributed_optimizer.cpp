@@ -18,6 +18,17 @@ namespace moesim {
 
 namespace {
 
+// The bytes of the kernels its tasks and its bound both price: zeroing a bucket (write FP32
+// once), adding a unit's BF16 gradient into its FP32 view (read BF16, read + write FP32), and
+// without the distributed optimizer the cast of every updated main weight to the compute dtype.
+double zero_bytes(const ParallelPlan& plan, double numel) { return numel * bytes_of(plan.precision.grad_accum); }
+double accumulate_bytes(const ParallelPlan& plan, double numel) {
+  return numel * (bytes_of(plan.precision.compute) + 2 * bytes_of(plan.precision.grad_accum));
+}
+double cast_bytes(const ParallelPlan& plan, double numel) {
+  return numel * (bytes_of(plan.optimizer.main_weight_dtype) + bytes_of(plan.precision.compute));
+}
+
 class DdpDistributedOptimizer final : public BucketedSync {
  public:
   using BucketedSync::BucketedSync;
@@ -29,22 +40,18 @@ class DdpDistributedOptimizer final : public BucketedSync {
   static SyncBounds stage_bounds(const SyncStage& s) {
     const ParallelPlan& plan = s.plan;
     const std::vector<Bucket> buckets = gradient_buckets(s.tensors, plan);
-    const double cell = bytes_of(plan.precision.grad_accum);
     const StageUnits units = stage_units(s);
     SyncBounds out;
     out.compute = unit_shares(s, units, [&](std::int64_t unit) {
       UnitShare x;
-      if (!plan.grad_accumulation_fusion) {
-        x.gradients = s.costs.memory(units.numel[unit] * (bytes_of(plan.precision.compute) + 2 * cell),
-                                     MemoryKernel::elementwise);
-      }
+      if (!plan.grad_accumulation_fusion)
+        x.gradients = s.costs.memory(accumulate_bytes(plan, units.numel[unit]), MemoryKernel::elementwise);
       return x;
     });
     for (const Bucket& bucket : buckets)
-      out.compute.at_start += s.costs.memory(bucket.numel * cell, MemoryKernel::elementwise);
-    const auto kind =
-        plan.grad_sync == GradSync::all_reduce ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
-    out.final = {bucket_reductions_s(s, buckets, kind) + loss_all_reduce_s(s), !plan.overlap_grad_reduce};
+      out.compute.at_start += s.costs.memory(zero_bytes(plan, bucket.numel), MemoryKernel::elementwise);
+    out.final = {bucket_reductions_s(s, buckets, bucket_reduction(plan)) + loss_all_reduce_s(s),
+                 !plan.overlap_grad_reduce};
     if (plan.distributed_optimizer) {
       out.final.s += sharded_update_and_rebuild_s(s, elements_by_group(buckets), !plan.overlap_param_gather);
       return out;
@@ -54,18 +61,16 @@ class DdpDistributedOptimizer final : public BucketedSync {
     const OptimizerSpec& optimizer = plan.optimizer;
     const UpdateTraffic update = update_traffic(optimizer, plan.precision.grad_accum);
     out.final.s += clip_after_reductions_s(s, local) + s.costs.memory(local * update.bytes_per_element, update.kind) +
-                   s.costs.memory(local * (bytes_of(optimizer.main_weight_dtype) + bytes_of(plan.precision.compute)),
-                                  MemoryKernel::elementwise);
+                   s.costs.memory(cast_bytes(plan, local), MemoryKernel::elementwise);
     return out;
   }
 
   void start_of_step() override {
     // zero_grad(set_to_none=False): one FP32 fill of each bucket's flat storage per step
     // (MultiGroupDistributedDataParallel.zero_grad).
-    const double cell = bytes_of(rank_.plan.precision.grad_accum);
     for (const auto& bucket : buckets_) {
-      rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::accumulate, 0, -1}, bucket.numel * cell,
-                               MemoryKernel::elementwise, "zero FP32 bucket");
+      rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::accumulate, 0, -1},
+                               zero_bytes(rank_.plan, bucket.numel), MemoryKernel::elementwise, "zero FP32 bucket");
     }
     gathers_.assign(buckets_.size(), kNoTask);
     next_gather_ = static_cast<std::ptrdiff_t>(buckets_.size()) - 1;
@@ -109,14 +114,12 @@ class DdpDistributedOptimizer final : public BucketedSync {
     // read + write FP32) in every microbatch (seed 4.4.1).
     // With grad_accumulation_fusion the weight-gradient GEMMs have already added into the bucket.
     const ParallelPlan& plan = rank_.plan;
-    const double params = rank_.local_params[unit];
-    const double cell = bytes_of(plan.precision.grad_accum);
-    const double bytes = params * (bytes_of(plan.precision.compute) + 2 * cell);
     TaskId last =
         plan.grad_accumulation_fusion
             ? grads_ready
-            : rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::accumulate, microbatch, unit}, bytes,
-                                       MemoryKernel::elementwise, "FP32 grad accumulate", grads_ready);
+            : rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::accumulate, microbatch, unit},
+                                       accumulate_bytes(plan, rank_.local_params[unit]), MemoryKernel::elementwise,
+                                       "FP32 grad accumulate", grads_ready);
     if (microbatch != rank_.microbatches - 1 || !plan.overlap_grad_reduce) return;
     // Final microbatch: buckets launch in order as they fill during backward.
     for (std::size_t b = 0; b < buckets_.size(); ++b) {
@@ -130,9 +133,7 @@ class DdpDistributedOptimizer final : public BucketedSync {
     if (!plan.overlap_grad_reduce) {
       for (std::size_t b = 0; b < buckets_.size(); ++b) reduce_bucket(b, kNoTask);
     }
-    const OptimizerSpec& optimizer = plan.optimizer;
-    const UpdateTraffic update = update_traffic(optimizer, plan.precision.grad_accum);
-    const double weight = bytes_of(plan.precision.compute);
+    const UpdateTraffic update = update_traffic(plan.optimizer, plan.precision.grad_accum);
     const TaskPlace update_at{rank_.rank, StreamKind::compute, PhaseTag::optimizer, -1, -1};
     // The cross-entropy loss, averaged over the data-parallel ranks once per step.
     loss_all_reduce(rank_);
@@ -143,8 +144,8 @@ class DdpDistributedOptimizer final : public BucketedSync {
       // Every rank clips and updates all of its parameters and casts them to the compute dtype.
       const TaskId clipped = clip_gradients(rank_, local, reductions_);
       rank_.emit.memory_kernel(update_at, local * update.bytes_per_element, update.kind, "update", clipped);
-      const TaskId cast = rank_.emit.memory_kernel(update_at, local * (bytes_of(optimizer.main_weight_dtype) + weight),
-                                                   MemoryKernel::elementwise, "cast to the compute dtype");
+      const TaskId cast = rank_.emit.memory_kernel(update_at, cast_bytes(plan, local), MemoryKernel::elementwise,
+                                                   "cast to the compute dtype");
       refresh_weight_caches(cast);
       return;
     }
@@ -163,15 +164,13 @@ class DdpDistributedOptimizer final : public BucketedSync {
     const ParallelPlan& plan = rank_.plan;
     const Bucket& bucket = buckets_[b];
     const auto microbatch = static_cast<std::int32_t>(rank_.microbatches - 1);
-    const auto kind =
-        plan.grad_sync == GradSync::all_reduce ? CollectiveKind::all_reduce : CollectiveKind::reduce_scatter;
     const TaskId divided = rank_.emit.memory_kernel(
         {rank_.rank, StreamKind::compute, PhaseTag::grad_sync, microbatch, -1},
         2 * bucket.numel * bytes_of(plan.precision.grad_accum), MemoryKernel::elementwise, "bucket divide", after);
     reductions_.push_back(
         rank_.emit.collective({rank_.rank, StreamKind::comm_dp, PhaseTag::grad_sync, microbatch, -1},
-                              {bucket.communicator, CollectivePurpose::gradient_bucket, kind,
-                               bucket.numel * bytes_of(plan.precision.reduce), static_cast<std::int32_t>(b)},
+                              {bucket.communicator, CollectivePurpose::gradient_bucket, bucket_reduction(plan),
+                               bucket_reduce_bytes(plan, bucket), static_cast<std::int32_t>(b)},
                               divided));
     return divided;
   }

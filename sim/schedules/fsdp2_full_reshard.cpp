@@ -29,6 +29,23 @@ namespace moesim {
 
 namespace {
 
+// The bytes of its kernels, which its tasks and its bound both price: a shard part's gather (cast
+// the FP32 shard to BF16, copy it into the flat buffer, all-gather the part), a unit's copy-out
+// of the gathered buffer (read and write BF16 once) and its reduce-scatter copy-in (read the
+// compute dtype, write the reduce dtype).
+struct GatherBytes {
+  double cast = 0, staged = 0, gathered = 0;
+};
+GatherBytes gather_bytes(const ParallelPlan& plan, const ShardPart& part) {
+  const double weight = bytes_of(plan.precision.compute), main = bytes_of(plan.optimizer.main_weight_dtype);
+  const double shard = part.numel / dbl(part.group);
+  return {shard * (main + weight), 2 * shard * weight, part.numel * weight};
+}
+double copy_out_bytes(const ParallelPlan& plan, double numel) { return 2 * (numel * bytes_of(plan.precision.compute)); }
+double copy_in_bytes(const ParallelPlan& plan, double numel) {
+  return numel * (bytes_of(plan.precision.compute) + bytes_of(plan.precision.reduce));
+}
+
 class Fsdp2 final : public ParamSync {
  public:
   Fsdp2(const RankContext& rank, bool regather_for_backward)
@@ -62,12 +79,11 @@ class Fsdp2 final : public ParamSync {
 
   void after_unit_backward(std::int64_t unit, std::int32_t microbatch, TaskId grads_ready) override {
     const PrecisionSpec& precision = rank_.plan.precision;
-    const double n = numel(unit);
     // chunk_cat on the compute stream, after the previous unit's reduce-scatter (post_backward).
-    const TaskId staged = rank_.emit.memory_kernel(
-        {rank_.rank, StreamKind::compute, PhaseTag::fsdp_reduce, microbatch, unit},
-        n * (bytes_of(precision.compute) + bytes_of(precision.reduce)), MemoryKernel::elementwise,
-        "reduce-scatter copy-in", grads_ready, last_reduce_scatter_);
+    const TaskId staged =
+        rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::fsdp_reduce, microbatch, unit},
+                                 copy_in_bytes(rank_.plan, numel(unit)), MemoryKernel::elementwise,
+                                 "reduce-scatter copy-in", grads_ready, last_reduce_scatter_);
     double shard = 0;
     TaskId reduced = staged;
     for (const ShardPart& part : parts(unit)) {
@@ -112,21 +128,19 @@ class Fsdp2 final : public ParamSync {
   // Copy-in (cast the FP32 shard to BF16, copy it into the flat buffer) and the all-gather.
   // One per shard group of the unit.
   TaskId gather(const UnitVisit& visit, std::int64_t unit, TaskId after) {
-    const PrecisionSpec& precision = rank_.plan.precision;
-    const double weight = bytes_of(precision.compute), main = bytes_of(rank_.plan.optimizer.main_weight_dtype);
     const TaskPlace copy_in{rank_.rank, StreamKind::copy_in, PhaseTag::fsdp_gather, visit.microbatch, unit};
     TaskId gathered = kNoTask;
     for (const ShardPart& part : parts(unit)) {
-      const double shard = part.numel / dbl(part.group);
-      const TaskId cast = rank_.emit.memory_kernel(copy_in, shard * (main + weight), MemoryKernel::elementwise,
-                                                   "all-gather copy-in cast", after);
+      const GatherBytes bytes = gather_bytes(rank_.plan, part);
+      const TaskId cast =
+          rank_.emit.memory_kernel(copy_in, bytes.cast, MemoryKernel::elementwise, "all-gather copy-in cast", after);
       const TaskId staged =
-          rank_.emit.memory_kernel(copy_in, 2 * shard * weight, MemoryKernel::copy, "all-gather copy-in", cast);
+          rank_.emit.memory_kernel(copy_in, bytes.staged, MemoryKernel::copy, "all-gather copy-in", cast);
       gathered = rank_.emit.collective(
           {rank_.rank, StreamKind::comm_dp, PhaseTag::fsdp_gather, visit.microbatch, unit},
           {part.communicator,
            visit.backward ? CollectivePurpose::fsdp_gather_backward : CollectivePurpose::fsdp_gather_forward,
-           CollectiveKind::all_gather, part.numel * weight},
+           CollectiveKind::all_gather, bytes.gathered},
           staged);
     }
     return gathered;
@@ -135,10 +149,9 @@ class Fsdp2 final : public ParamSync {
   // The compute stream copies the gathered flat buffer out into the unit's parameters (read and
   // write BF16 once), after the gather and the previous compute.
   TaskId copy_out(const UnitVisit& visit, std::int64_t unit, TaskId gathered, TaskId ready) {
-    const double weight_bytes = numel(unit) * bytes_of(rank_.plan.precision.compute);
-    const TaskId out =
-        rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::fsdp_gather, visit.microbatch, unit},
-                                 2 * weight_bytes, MemoryKernel::copy, "all-gather copy-out", ready, gathered);
+    const TaskId out = rank_.emit.memory_kernel(
+        {rank_.rank, StreamKind::compute, PhaseTag::fsdp_gather, visit.microbatch, unit},
+        copy_out_bytes(rank_.plan, numel(unit)), MemoryKernel::copy, "all-gather copy-out", ready, gathered);
     copy_outs_[unit] = out;
     return out;
   }
@@ -163,17 +176,14 @@ class Fsdp2Model final : public ParamSyncModel {
   // copy-out in forward (and in backward where it is gathered again), and its reduce-scatter
   // copy-in after its backward.
   SyncBounds stage_bounds(const SyncStage& s) const override {
-    const PrecisionSpec& precision = s.plan.precision;
     const StageUnits units = stage_units(s);
     SyncBounds out;
     out.serial_s = fsdp_serial_stream_s(s, units, regather_, s.arch.tie_embeddings);
     out.compute = unit_shares(s, units, [&](std::int64_t unit) {
-      const double n = units.numel[unit];
       UnitShare x;
-      x.forward = s.costs.memory(2 * n * bytes_of(precision.compute), MemoryKernel::copy);
+      x.forward = s.costs.memory(copy_out_bytes(s.plan, units.numel[unit]), MemoryKernel::copy);
       if (gathered_for_backward(unit, s.arch.num_layers, s.arch.tie_embeddings, regather_)) x.backward = x.forward;
-      x.gradients =
-          s.costs.memory(n * (bytes_of(precision.compute) + bytes_of(precision.reduce)), MemoryKernel::elementwise);
+      x.gradients = s.costs.memory(copy_in_bytes(s.plan, units.numel[unit]), MemoryKernel::elementwise);
       return x;
     });
     out.compute.forward_wait = first_gathers_s(s, units);
@@ -185,8 +195,6 @@ class Fsdp2Model final : public ParamSyncModel {
   // shard part, one after another): before_unit waits for the compute stream's work so far.
   static std::vector<double> first_gathers_s(const SyncStage& s, const StageUnits& units) {
     const std::vector<LayerPlace> places = layer_places(s.plan, s.arch);  // embedding, layers, head
-    const double weight = bytes_of(s.plan.precision.compute);
-    const double main = bytes_of(s.plan.optimizer.main_weight_dtype);
     std::vector<double> out(static_cast<std::size_t>(s.plan.model_chunks()), 0.0);
     std::vector<bool> seen(out.size(), false);
     for (std::int64_t unit = -1; unit <= s.arch.num_layers; ++unit) {
@@ -196,10 +204,10 @@ class Fsdp2Model final : public ParamSyncModel {
       seen[c] = true;  // the pass's first unit, gathered or not
       if (!(units.numel[unit] > 0)) continue;
       for (const ShardPart& part : shard_parts(s.plan, units.numel[unit], units.expert_numel[unit])) {
-        const double shard = part.numel / dbl(part.group);
-        out[c] += s.costs.memory(shard * (main + weight), MemoryKernel::elementwise) +
-                  s.costs.memory(2 * shard * weight, MemoryKernel::copy) +
-                  solo_collective_s(s, CollectiveKind::all_gather, part.numel * weight, part.communicator);
+        const GatherBytes bytes = gather_bytes(s.plan, part);
+        out[c] += s.costs.memory(bytes.cast, MemoryKernel::elementwise) +
+                  s.costs.memory(bytes.staged, MemoryKernel::copy) +
+                  solo_collective_s(s, CollectiveKind::all_gather, bytes.gathered, part.communicator);
       }
     }
     return out;

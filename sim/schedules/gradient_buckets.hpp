@@ -23,6 +23,25 @@ std::vector<Bucket> gradient_buckets(const std::vector<LocalTensor>& tensors, co
 // Elements per replica group's communicator over all the buckets.
 std::map<Communicator, double> elements_by_group(const std::vector<Bucket>& buckets);
 
+// The collective a bucket's gradients are reduced with (plan.ddp.grad_sync), and its bytes.
+CollectiveKind bucket_reduction(const ParallelPlan& plan);
+double bucket_reduce_bytes(const ParallelPlan& plan, const Bucket& bucket);
+
+// The sizes of the sharded optimizer step, which its tasks and its bound both read: the rank's
+// shard of every replica group's elements, the update's traffic over it, and per group with more
+// than one member the rebuild's pack, all-gather and copy-out bytes (no copy-out in place).
+struct ShardedStep {
+  struct Rebuild {
+    Communicator group = Communicator::dp;
+    double pack_bytes = 0, gather_bytes = 0, copy_out_bytes = 0;
+  };
+  double shard = 0;
+  double update_bytes = 0;
+  MemoryKernel update_kind = MemoryKernel::elementwise;
+  std::vector<Rebuild> rebuilds;
+};
+ShardedStep sharded_step(const ParallelPlan& plan, const std::map<Communicator, double>& by_group);
+
 // A strategy that reduces gradients in buckets: the rank it serves, its buckets and the
 // reductions its optimizer step waits for.
 class BucketedSync : public ParamSync {

@@ -12,6 +12,11 @@ namespace moesim {
 
 namespace {
 
+// A bucket's copy-in: read the compute dtype, write the reduce dtype (its tasks and bound).
+double copy_in_bytes(const ParallelPlan& plan, const Bucket& bucket) {
+  return bucket.numel * (bytes_of(plan.precision.compute) + bytes_of(plan.precision.reduce));
+}
+
 class Zero2 final : public BucketedSync {
  public:
   using BucketedSync::BucketedSync;
@@ -20,7 +25,6 @@ class Zero2 final : public BucketedSync {
   // completes it. Its serial stream: every microbatch's bucket reduce-scatters, the loss
   // all-reduce behind them, then the sharded update and rebuild.
   static SyncBounds stage_bounds(const SyncStage& s) {
-    const PrecisionSpec& precision = s.plan.precision;
     const std::vector<Bucket> buckets = gradient_buckets(s.tensors, s.plan);
     SyncBounds out;
     out.serial_s = dbl(s.microbatches) * bucket_reductions_s(s, buckets, CollectiveKind::reduce_scatter) +
@@ -29,8 +33,7 @@ class Zero2 final : public BucketedSync {
       UnitShare x;
       for (const Bucket& bucket : buckets) {
         if (bucket.ready_layer != unit) continue;
-        x.gradients += s.costs.memory(bucket.numel * (bytes_of(precision.compute) + bytes_of(precision.reduce)),
-                                      MemoryKernel::elementwise);
+        x.gradients += s.costs.memory(copy_in_bytes(s.plan, bucket), MemoryKernel::elementwise);
       }
       return x;
     });
@@ -44,14 +47,13 @@ class Zero2 final : public BucketedSync {
       if (bucket.ready_layer != unit) continue;
       // Copy the bucket's gradients in (read the compute dtype, write the reduce dtype), then
       // reduce-scatter them over the bucket's group.
-      const TaskId staged =
-          rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::grad_sync, microbatch, unit},
-                                   bucket.numel * (bytes_of(precision.compute) + bytes_of(precision.reduce)),
-                                   MemoryKernel::elementwise, "gradient bucket copy-in", grads_ready);
+      const TaskId staged = rank_.emit.memory_kernel(
+          {rank_.rank, StreamKind::compute, PhaseTag::grad_sync, microbatch, unit}, copy_in_bytes(rank_.plan, bucket),
+          MemoryKernel::elementwise, "gradient bucket copy-in", grads_ready);
       TaskId reduced = rank_.emit.collective(
           {rank_.rank, StreamKind::comm_dp, PhaseTag::grad_sync, microbatch, unit},
           {bucket.communicator, CollectivePurpose::gradient_bucket, CollectiveKind::reduce_scatter,
-           bucket.numel * bytes_of(precision.reduce), static_cast<std::int32_t>(b)},
+           bucket_reduce_bytes(rank_.plan, bucket), static_cast<std::int32_t>(b)},
           staged);
       if (microbatch > 0) {
         // partition += this microbatch's part in FP32: read both, write the sum.
