@@ -8,42 +8,11 @@
 #include "models/memory/caching_allocator.hpp"
 #include "models/memory/working_terms.hpp"
 #include "models/plan/designs/design.hpp"
+#include "sim/allocation_trace.hpp"
 
 namespace moesim {
 
 namespace {
-
-constexpr std::uint32_t kNone = 0xffffffffu;
-
-// Allocation ids handed out in order; a dropped id is never reused.
-class Trace {
- public:
-  Trace(bool expandable, std::uint64_t limit) : alloc_(expandable, limit) {}
-  std::uint32_t take(double bytes, AllocStream stream = AllocStream::compute) {
-    if (!(bytes > 0)) return kNone;
-    const std::uint32_t id = next_++;
-    alloc_.allocate(id, static_cast<std::uint64_t>(std::ceil(bytes)), stream);
-    ++events_;
-    return id;
-  }
-  void drop(std::uint32_t& id) {
-    if (id == kNone) return;
-    alloc_.release(id);
-    id = kNone;
-    ++events_;
-  }
-  void drop_all(std::vector<std::uint32_t>& ids) {
-    for (auto& id : ids) drop(id);
-    ids.clear();
-  }
-  const CachingAllocator& allocator() const { return alloc_; }
-  std::size_t events() const { return events_; }
-
- private:
-  CachingAllocator alloc_;
-  std::uint32_t next_ = 0;
-  std::size_t events_ = 0;
-};
 
 // One layer's tensors for one microbatch, in bytes.
 struct LayerBytes {
@@ -54,6 +23,7 @@ struct LayerBytes {
   double grads = 0, rebuilt = 0, weight_grad = 0;
   double gathered = 0, reduce_input = 0;  // FSDP: the unit's gathered weights, its reduce-scatter input
   double step_grads = 0;                  // FSDP: the unit's sharded gradients, made each step
+  double accumulated = 0;                 // FSDP2 under a pipeline: its unsharded gradient accumulator
 };
 
 class StageWalk {
@@ -68,6 +38,7 @@ class StageWalk {
     const double e = bytes_of(plan.precision.compute);
     const DesignEntry& design = design_of(plan);
     keeps_gathered_ = design.keeps_gathered_units();
+    accumulates_ = design.accumulates_unsharded(plan);
     bool any_moe = false;
     for (const auto l : v.layers) any_moe = any_moe || a.is_moe_layer(l);
     const double staging = ep_transient_staging(a, plan, T, routed, any_moe).bytes;
@@ -92,11 +63,13 @@ class StageWalk {
       b.gathered = hold.gathered;
       b.weight_grad = hold.weight_grad;
       b.reduce_input = hold.reduce_input;
+      b.accumulated = hold.accumulated_grad;
       layers_.push_back(b);
       layer_index_.push_back(l);
     }
-    gathered_.assign(layers_.size(), kNone);
-    step_grad_ids_.assign(layers_.size(), kNone);
+    gathered_.assign(layers_.size(), kNoAllocation);
+    step_grad_ids_.assign(layers_.size(), kNoAllocation);
+    accumulator_ids_.assign(layers_.size(), kNoAllocation);
     has_head_ = v.has_head;
     head_chunk_ = static_cast<std::size_t>(std::max<std::int64_t>(v.places.back().chunk, 0));
     loss_ = loss_per_token(a, plan);
@@ -154,6 +127,7 @@ class StageWalk {
     for (auto& [key, ids] : held_) trace_.drop_all(ids);
     for (auto& [key, ids] : loss_held_) trace_.drop_all(ids);
     trace_.drop(pending_reduce_);
+    if (accumulates_) reduce_accumulated();
     if (first_step)
       for (const double x : lazy_states_) trace_.take(x);
     std::uint32_t t = trace_.take(optimizer_temporaries_);
@@ -168,14 +142,28 @@ class StageWalk {
 
   const std::vector<const LedgerItem*>& kept_at_start() const { return kept_at_start_; }
 
-  const Trace& trace() const { return trace_; }
+  const AllocationTrace& trace() const { return trace_; }
 
  private:
   using Key = std::pair<std::int32_t, std::int32_t>;  // microbatch, chunk
 
   void gather(std::size_t i) {
-    if (gathered_[i] == kNone) gathered_[i] = trace_.take(layers_[i].gathered, AllocStream::gather);
+    if (gathered_[i] == kNoAllocation) gathered_[i] = trace_.take(layers_[i].gathered, AllocStream::gather);
   }
+  // FSDP2 under a pipeline, after the last backward (REDUCE_GRAD): unit by unit, the
+  // reduce-scatter's input copied from the accumulator, which is freed, the sharded gradient made,
+  // the input freed once the collective is done; then the unit is resharded.
+  void reduce_accumulated() {
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      std::uint32_t input = trace_.take(layers_[i].reduce_input, AllocStream::reduce);
+      trace_.drop(accumulator_ids_[i]);
+      if (step_grad_ids_[i] == kNoAllocation)
+        step_grad_ids_[i] = trace_.take(layers_[i].step_grads, AllocStream::reduce);
+      trace_.drop(input);
+      trace_.drop(gathered_[i]);
+    }
+  }
+
   // FSDP: the next unit in execution order is gathered ahead (fsdp_prefetch of them).
   void prefetch(std::size_t i, bool forward) {
     std::int64_t left = plan_.fsdp_prefetch;
@@ -231,7 +219,7 @@ class StageWalk {
       if (b.chunk != static_cast<std::size_t>(p.chunk)) continue;
       gather(i);
       prefetch(i, false);
-      std::uint32_t r = kNone, g = kNone, st = kNone, q = kNone;
+      std::uint32_t r = kNoAllocation, g = kNoAllocation, st = kNoAllocation, q = kNoAllocation;
       if (p.input_grads) {
         r = trace_.take(b.rebuilt);
         g = trace_.take(b.grads);
@@ -240,7 +228,13 @@ class StageWalk {
         std::uint32_t cp = trace_.take(b.cp_backward);
         trace_.drop(cp);
       }
-      if (p.weight_grads) {
+      if (p.weight_grads && accumulates_) {
+        // Added into the accumulator made by the unit's first backward (FSDPParam
+        // to_accumulated_grad_if_needed); no reduction before the chunk's last backward.
+        std::uint32_t w = trace_.take(b.weight_grad);
+        if (accumulator_ids_[i] == kNoAllocation) accumulator_ids_[i] = trace_.take(b.accumulated);
+        trace_.drop(w);
+      } else if (p.weight_grads) {
         std::uint32_t w = trace_.take(b.weight_grad);
         // FSDP2's post-backward first waits for the previous unit's reduce-scatter and drops its
         // state (FSDPParamGroup.post_backward, comm_ctx.reduce_scatter_state), then allocates
@@ -248,28 +242,29 @@ class StageWalk {
         trace_.drop(pending_reduce_);
         pending_reduce_ = trace_.take(b.reduce_input, AllocStream::reduce);
         trace_.drop(w);
-        if (step_grad_ids_[i] == kNone) step_grad_ids_[i] = trace_.take(b.step_grads, AllocStream::reduce);
+        if (step_grad_ids_[i] == kNoAllocation) step_grad_ids_[i] = trace_.take(b.step_grads, AllocStream::reduce);
       }
       trace_.drop(q);
       trace_.drop(st);
       trace_.drop(g);
       trace_.drop(r);
-      trace_.drop(gathered_[i]);
+      if (!accumulates_) trace_.drop(gathered_[i]);  // else kept until the step's reduction
     }
     if (p.frees) trace_.drop_all(held_[key]);
   }
 
   const ParallelPlan& plan_;
-  Trace trace_;
+  AllocationTrace trace_;
   std::vector<LayerBytes> layers_;
   std::vector<std::int64_t> layer_index_;
-  std::vector<std::uint32_t> gathered_, step_grad_ids_;
+  std::vector<std::uint32_t> gathered_, step_grad_ids_, accumulator_ids_;
   std::vector<double> lazy_states_;
   std::vector<const LedgerItem*> kept_at_start_;
   std::map<Key, std::vector<std::uint32_t>> held_, loss_held_;
-  std::uint32_t pending_reduce_ = kNone;
+  std::uint32_t pending_reduce_ = kNoAllocation;
   bool has_head_ = false;
   bool keeps_gathered_ = false;  // a unit gathered for its forward stays until its backward
+  bool accumulates_ = false;     // FSDP2 under a pipeline: gathered units and accumulators kept across microbatches
   std::size_t head_chunk_ = 0;
   LossBuffers loss_;
   double head_weight_grad_ = 0, optimizer_temporaries_ = 0;

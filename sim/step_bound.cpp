@@ -140,8 +140,8 @@ class BoundBuilder {
       }
       if (closes && ops[s].back().frees() && !share.gradients.empty()) last = share.gradients[0];
       const double start = std::max(head, costs_.step_host_s() + share.at_start + first_wait);
-      double chain =
-          std::max(start + work[s] + hooks - last + std::max(tail, last), costs_.step_host_s() + sync.serial_s);
+      double chain = std::max(start + work[s] + hooks + share.in_passes - last + std::max(tail, last),
+                              costs_.step_host_s() + sync.serial_s);
       // From its first backward pass (microbatch 0's) on, no sooner than that microbatch's
       // gradient reaches it.
       if (first_backward[s] < ops[s].size() && ops[s][first_backward[s]].microbatch == 0) {
@@ -154,7 +154,7 @@ class BoundBuilder {
       // gradient pass, or every pass.
       const FinalSync& fin = sync.final;
       if (fin.after_passes) {
-        chain = std::max(chain, start + work[s] + hooks + fin.s);
+        chain = std::max(chain, start + work[s] + hooks + share.in_passes + fin.s);
       } else if (final_from[s] < ops[s].size()) {
         chain = std::max(chain, start + before_final[s] + hooks_before_final + fin.s);
       }

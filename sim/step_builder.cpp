@@ -27,6 +27,7 @@ struct RankState {
   EdgeWork edge;
   UnitTable<double> local_params;       // elements held per unit (-1 embedding, L head): its TP shard, its experts
   UnitTable<double> unit_expert_numel;  // of which routed experts
+  UnitTable<std::int32_t> unit_chunk;   // the model chunk whose passes run each unit (-1: another stage's)
   std::unique_ptr<ParamSync> sync;
   // By microbatch: the end of its loss under TP (the vocab-parallel reductions after the head's
   // kernel), which the head's backward waits for.
@@ -52,8 +53,7 @@ class StepBuilder {
         emit_(arch, plan, costs, out_),
         edge_tp_bytes_(tokens_ * dbl(arch.d_model) * bytes_of(plan.precision.compute)),
         pipeline_(plan, edge_tp_bytes_ * plan.sequence_share()) {
-    const std::vector<LayerPlace> all = layer_places(plan, arch);  // embedding, layers, head
-    place_.assign(all.begin() + 1, all.end() - 1);
+    places_ = layer_places(plan, arch);  // embedding, layers, head
   }
 
   BuiltStep build() {
@@ -121,7 +121,7 @@ class StepBuilder {
     }
     st.layers.resize(static_cast<std::size_t>(arch_.num_layers));
     for (std::int64_t l = 0; l < arch_.num_layers; ++l) {
-      if (place_[static_cast<std::size_t>(l)].stage != sr.stage) continue;
+      if (places_[static_cast<std::size_t>(l + 1)].stage != sr.stage) continue;
       ShardRows shard;
       if (arch_.is_moe_layer(l)) {
         const ExpertLoad load = layer_expert_load(arch_, plan_, tokens_ * plan_.sequence_share(), l);
@@ -137,8 +137,13 @@ class StepBuilder {
     st.edge = edge_work(arch_, plan_, costs_, tokens_);
     // Each stage has the same number of simulated ranks, so the ratio is the step's.
     if (routed_rows_ + dropped_rows_ > 0) out_.dropped_fraction = dropped_rows_ / (routed_rows_ + dropped_rows_);
+    st.unit_chunk = UnitTable<std::int32_t>(arch_.num_layers, -1);
+    for (std::int64_t unit = -1; unit <= arch_.num_layers; ++unit) {
+      const LayerPlace& at = places_[static_cast<std::size_t>(unit + 1)];
+      if (at.stage == sr.stage) st.unit_chunk[unit] = static_cast<std::int32_t>(at.chunk);
+    }
     st.sync = param_sync_for(plan_).make({r, sr, plan_, shape_.microbatches, arch_.num_layers, arch_.tie_embeddings,
-                                          st.tensors, st.local_params, st.unit_expert_numel, emit_});
+                                          st.tensors, st.local_params, st.unit_expert_numel, st.unit_chunk, emit_});
   }
 
   // The host's share of the step first (the GPU waits for it: optimizer launch, loss and
@@ -159,7 +164,7 @@ class StepBuilder {
     const SimRank& sr = out_.ranks[r];
     if (pipeline_.starts_model(sr, op)) units.push_back(-1);
     for (std::int64_t l = 0; l < arch_.num_layers; ++l) {
-      const LayerPlace& pl = place_[static_cast<std::size_t>(l)];
+      const LayerPlace& pl = places_[static_cast<std::size_t>(l + 1)];
       if (pl.stage == sr.stage && pl.chunk == op.chunk) units.push_back(l);
     }
     if (pipeline_.ends_model(sr, op)) units.push_back(arch_.num_layers);
@@ -373,7 +378,7 @@ class StepBuilder {
   StepEmitter emit_;
   double edge_tp_bytes_ = 0;  // the [T, d] activations the embedding's and LM head's TP collectives move
   PipelineTransfers pipeline_;
-  std::vector<LayerPlace> place_;  // by layer index
+  std::vector<LayerPlace> places_;  // by unit + 1: the embedding, the layers, the LM head
   std::vector<RankState> ranks_;
   // Routed rows kept and dropped over every prepared rank.
   double routed_rows_ = 0, dropped_rows_ = 0;

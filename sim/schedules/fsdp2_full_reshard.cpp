@@ -23,90 +23,95 @@
 //   after the other on the same streams;
 // - with reshard_after_forward=False (fsdp2_shard_grad_op) no unit is gathered for backward: each
 //   stays gathered from its forward.
-#include "sim/schedules/fsdp_units.hpp"
+// Under a pipeline schedule the stage's module runs through torch.distributed.pipelining
+// (torchtitan's PP), which changes when FSDP2 moves anything (stage.py:
+// backward_maybe_with_nosync, _post_backward; schedules.py: _add_reduce_grad):
+// - every backward runs with set_requires_gradient_sync(False) and set_reshard_after_backward(False):
+//   no reduce-scatter per microbatch, and a unit gathered for its backward stays gathered;
+// - its gradient accumulates unsharded: the first microbatch's is cast to the reduce dtype
+//   (FSDPParam.to_accumulated_grad_if_needed), later ones are added into it
+//   (accumulate_unsharded_grad_if_needed), on the compute stream;
+// - after a model chunk's last backward, its REDUCE_GRAD action calls every unit's post_backward:
+//   the copy-in of the accumulated gradient and its reduce-scatter, unit after unit, then
+//   _root_post_backward_final_callback makes the compute stream wait for the last one;
+// - a unit is gathered only where it is not gathered already (FSDPParamGroup.unshard): once per
+//   step without reshard_after_forward (torchtitan's default under PP), before a forward that
+//   follows its resharding after the previous forward otherwise.
+#include "sim/schedules/fsdp2_bytes.hpp"
 
 namespace moesim {
 
 namespace {
 
-// The bytes of its kernels, which its tasks and its bound both price: a shard part's gather (cast
-// the FP32 shard to BF16, copy it into the flat buffer, all-gather the part), a unit's copy-out
-// of the gathered buffer (read and write BF16 once) and its reduce-scatter copy-in (read the
-// compute dtype, write the reduce dtype).
-struct GatherBytes {
-  double cast = 0, staged = 0, gathered = 0;
-};
-GatherBytes gather_bytes(const ParallelPlan& plan, const ShardPart& part) {
-  const double weight = bytes_of(plan.precision.compute), main = bytes_of(plan.optimizer.main_weight_dtype);
-  const double shard = part.numel / dbl(part.group);
-  return {shard * (main + weight), 2 * shard * weight, part.numel * weight};
-}
-double copy_out_bytes(const ParallelPlan& plan, double numel) { return 2 * (numel * bytes_of(plan.precision.compute)); }
-double copy_in_bytes(const ParallelPlan& plan, double numel) {
-  return numel * (bytes_of(plan.precision.compute) + bytes_of(plan.precision.reduce));
-}
-
 class Fsdp2 final : public ParamSync {
  public:
   Fsdp2(const RankContext& rank, bool regather_for_backward)
-      : rank_(rank), copy_outs_(rank.last_unit, kNoTask), regather_for_backward_(regather_for_backward) {}
+      : rank_(rank),
+        copy_outs_(rank.last_unit, kNoTask),
+        regather_for_backward_(regather_for_backward),
+        pipelined_(rank.plan.pp > 1),
+        gathered_(rank.last_unit, 0),
+        backwards_(rank.last_unit, 0) {
+    for (std::int64_t unit = -1; unit <= rank.last_unit; ++unit) {
+      const std::int32_t c = rank.unit_chunk[unit];
+      if (c < 0) continue;
+      if (static_cast<std::size_t>(c) >= chunk_units_.size()) chunk_units_.resize(static_cast<std::size_t>(c) + 1);
+      chunk_units_[static_cast<std::size_t>(c)].push_back(unit);
+    }
+    chunk_backwards_.assign(chunk_units_.size(), 0);
+  }
 
   TaskId before_unit(const UnitVisit& visit, TaskId ready) override {
-    if (visit.index == 0) copy_outs_.fill(kNoTask);
     const std::int64_t unit = visit.units[visit.index];
     if (!visit.backward) {
+      if (visit.index == 0) {
+        copy_outs_.fill(kNoTask);
+        pass_start_ = rank_.emit.last_on(rank_.rank, StreamKind::compute);
+      }
+      const bool gather_now = needs_gather(unit, false);
+      if (pipelined_) gathered_[unit] = resharded_after_forward(unit) ? 0 : 1;
+      if (!gather_now) return ready;
       // Implicit prefetch: the copy-in and gather of unit i wait for the copy-out of unit
       // i - 1 - depth (all_gather_state), nothing else; the pass's first ones wait for the
       // compute stream's work so far (FSDPState._root_pre_forward: the all-gather streams wait
       // on the current stream), so gathers never run ahead into the next microbatch.
       const auto back = static_cast<std::ptrdiff_t>(visit.index) - 1 - rank_.plan.fsdp_prefetch;
-      const TaskId limit = back >= 0          ? copy_out_of(visit.units[static_cast<std::size_t>(back)])
-                           : visit.index == 0 ? rank_.emit.last_on(rank_.rank, StreamKind::compute)
-                                              : kNoTask;
+      TaskId limit = back >= 0          ? copy_out_of(visit.units[static_cast<std::size_t>(back)])
+                     : visit.index == 0 ? pass_start_
+                                        : kNoTask;
+      if (pipelined_ && limit == kNoTask) limit = pass_start_;  // the unit it would follow was gathered already
       return copy_out(visit, unit, gather(visit, unit, limit), ready);
     }
     // Backward: the first unit's gather is issued here, every later one by its predecessor.
-    if (visit.index == 0 && gathered_for_backward(unit)) pending_gather_ = gather(visit, unit, kNoTask);
-    const TaskId out = gathered_for_backward(unit) ? copy_out(visit, unit, pending_gather_, ready) : ready;
+    if (visit.index == 0 && needs_gather(unit, true)) pending_gather_ = gather(visit, unit, kNoTask);
+    const bool gathered = needs_gather(unit, true);
+    const TaskId out = gathered ? copy_out(visit, unit, pending_gather_, ready) : ready;
+    if (gathered && pipelined_) gathered_[unit] = 1;  // kept: no reshard after backward
     pending_gather_ = kNoTask;
     // Prefetch the next unit's gather once this copy-out is done (_backward_prefetch).
     if (visit.index + 1 < visit.units.size()) {
       const std::int64_t next = visit.units[visit.index + 1];
-      if (gathered_for_backward(next)) pending_gather_ = gather(visit, next, out == ready ? kNoTask : out);
+      if (needs_gather(next, true)) pending_gather_ = gather(visit, next, out == ready ? kNoTask : out);
     }
     return out;
   }
 
   void after_unit_backward(std::int64_t unit, std::int32_t microbatch, TaskId grads_ready) override {
+    if (pipelined_) return accumulate(unit, microbatch, grads_ready);
     const PrecisionSpec& precision = rank_.plan.precision;
     // chunk_cat on the compute stream, after the previous unit's reduce-scatter (post_backward).
     const TaskId staged =
         rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::fsdp_reduce, microbatch, unit},
                                  copy_in_bytes(rank_.plan, numel(unit)), MemoryKernel::elementwise,
                                  "reduce-scatter copy-in", grads_ready, last_reduce_scatter_);
-    double shard = 0;
-    TaskId reduced = staged;
-    for (const ShardPart& part : parts(unit)) {
-      shard += part.numel / dbl(part.group);
-      reduced = rank_.emit.collective({rank_.rank, StreamKind::comm_dp, PhaseTag::fsdp_reduce, microbatch, unit},
-                                      {part.communicator, CollectivePurpose::fsdp_reduce_scatter,
-                                       CollectiveKind::reduce_scatter, part.numel * bytes_of(precision.reduce)},
-                                      reduced);
-    }
-    last_reduce_scatter_ = reduced;
+    TaskId reduced = reduce_scatter(unit, microbatch, staged);
     if (microbatch > 0) {
       // grad += output in FP32: read both, write the sum.
       reduced = rank_.emit.memory_kernel({rank_.rank, StreamKind::comm_rs, PhaseTag::fsdp_reduce, microbatch, unit},
-                                         3 * shard * bytes_of(precision.grad_accum), MemoryKernel::elementwise,
+                                         3 * shard(unit) * bytes_of(precision.grad_accum), MemoryKernel::elementwise,
                                          "sharded gradient accumulate", reduced);
     }
-    const bool final_microbatch = microbatch == rank_.microbatches - 1;
-    if (final_microbatch && rank_.plan.shard_group() < rank_.plan.dp()) {
-      reduced = rank_.emit.collective({rank_.rank, StreamKind::comm_replica, PhaseTag::grad_sync, microbatch, unit},
-                                      {Communicator::hsdp_replica, CollectivePurpose::hsdp_replica_all_reduce,
-                                       CollectiveKind::all_reduce, shard * bytes_of(precision.reduce)},
-                                      reduced);
-    }
+    if (microbatch == rank_.microbatches - 1) reduced = replica_all_reduce(unit, microbatch, reduced);
     reductions_.push_back(reduced);
   }
 
@@ -118,9 +123,28 @@ class Fsdp2 final : public ParamSync {
   ShardParts parts(std::int64_t unit) const {
     return shard_parts(rank_.plan, numel(unit), rank_.unit_expert_numel[unit]);
   }
+  double shard(std::int64_t unit) const {
+    double out = 0;
+    for (const ShardPart& part : parts(unit)) out += part.numel / dbl(part.group);
+    return out;
+  }
 
   bool gathered_for_backward(std::int64_t unit) const {
     return moesim::gathered_for_backward(unit, rank_.last_unit, rank_.tied_embeddings, regather_for_backward_);
+  }
+
+  // Whether the unit's pass gathers it. Without a pipeline: every forward, and every backward
+  // where it was resharded after its forward. Under one: wherever it is not gathered now (the
+  // embedding's backward needs no weight: set_unshard_in_backward(False)).
+  bool needs_gather(std::int64_t unit, bool backward) const {
+    if (!pipelined_) return !backward || gathered_for_backward(unit);
+    if (gathered_[unit] != 0) return false;
+    return !backward || unit != -1 || rank_.tied_embeddings;
+  }
+  // Whether reshard_after_forward frees the unit after its forward: every block with it, the
+  // root's embedding and LM head as the root is (the LM head is kept through backward).
+  bool resharded_after_forward(std::int64_t unit) const {
+    return regather_for_backward_ && (unit != rank_.last_unit || rank_.tied_embeddings);
   }
 
   TaskId copy_out_of(std::int64_t unit) const { return copy_outs_[unit]; }
@@ -156,12 +180,74 @@ class Fsdp2 final : public ParamSync {
     return out;
   }
 
+  // The unit's reduce-scatters after `staged`, one per shard group.
+  TaskId reduce_scatter(std::int64_t unit, std::int32_t microbatch, TaskId staged) {
+    TaskId reduced = staged;
+    for (const ShardPart& part : parts(unit)) {
+      reduced =
+          rank_.emit.collective({rank_.rank, StreamKind::comm_dp, PhaseTag::fsdp_reduce, microbatch, unit},
+                                {part.communicator, CollectivePurpose::fsdp_reduce_scatter,
+                                 CollectiveKind::reduce_scatter, part.numel * bytes_of(rank_.plan.precision.reduce)},
+                                reduced);
+    }
+    last_reduce_scatter_ = reduced;
+    return reduced;
+  }
+  // HSDP: the shard's all-reduce over the replicas after `reduced`, once per step.
+  TaskId replica_all_reduce(std::int64_t unit, std::int32_t microbatch, TaskId reduced) {
+    if (rank_.plan.shard_group() >= rank_.plan.dp()) return reduced;
+    return rank_.emit.collective({rank_.rank, StreamKind::comm_replica, PhaseTag::grad_sync, microbatch, unit},
+                                 {Communicator::hsdp_replica, CollectivePurpose::hsdp_replica_all_reduce,
+                                  CollectiveKind::all_reduce, shard(unit) * bytes_of(rank_.plan.precision.reduce)},
+                                 reduced);
+  }
+
+  // Under a pipeline: the microbatch's gradient into the unit's unsharded accumulator; after the
+  // chunk's last backward, its REDUCE_GRAD.
+  void accumulate(std::int64_t unit, std::int32_t microbatch, TaskId grads_ready) {
+    const bool first = backwards_[unit]++ == 0;
+    const double bytes = accumulate_bytes(rank_.plan, numel(unit), first);
+    if (bytes > 0) {
+      rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::accumulate, microbatch, unit}, bytes,
+                               MemoryKernel::elementwise,
+                               first ? "unsharded gradient cast" : "unsharded gradient accumulate", grads_ready);
+    }
+    const std::int32_t c = rank_.unit_chunk[unit];
+    if (c < 0) return;
+    const auto chunk = static_cast<std::size_t>(c);
+    const std::vector<std::int64_t>& units = chunk_units_[chunk];
+    if (++chunk_backwards_[chunk] == static_cast<std::int64_t>(units.size()) * rank_.microbatches)
+      reduce_chunk(units, microbatch);
+  }
+
+  // REDUCE_GRAD: each unit's post_backward in turn (its copy-in waits for the previous unit's
+  // reduce-scatter), then the compute stream waits for the last one; the unit is resharded.
+  void reduce_chunk(const std::vector<std::int64_t>& units, std::int32_t microbatch) {
+    for (const std::int64_t unit : units) {
+      gathered_[unit] = 0;
+      if (!(numel(unit) > 0)) continue;
+      const TaskId staged =
+          rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::fsdp_reduce, microbatch, unit},
+                                   accumulated_copy_in_bytes(rank_.plan, numel(unit)), MemoryKernel::elementwise,
+                                   "reduce-scatter copy-in", kNoTask, last_reduce_scatter_);
+      reductions_.push_back(replica_all_reduce(unit, microbatch, reduce_scatter(unit, microbatch, staged)));
+    }
+    rank_.emit.kernel({rank_.rank, StreamKind::compute, PhaseTag::fsdp_reduce, microbatch, -1}, TaskKind::host, 0.0,
+                      "wait for the gradient reduce-scatters", last_reduce_scatter_);
+  }
+
   RankContext rank_;
-  UnitTable<TaskId> copy_outs_;           // this pass's copy-out of each unit
-  TaskId pending_gather_ = kNoTask;       // backward: the prefetched gather of the next unit
-  TaskId last_reduce_scatter_ = kNoTask;  // the compute stream waits for it before a copy-in
-  std::vector<TaskId> reductions_;        // what the optimizer waits for
-  bool regather_for_backward_ = true;     // reshard_after_forward: gather each unit again for backward
+  UnitTable<TaskId> copy_outs_;                         // this pass's copy-out of each unit
+  TaskId pending_gather_ = kNoTask;                     // backward: the prefetched gather of the next unit
+  TaskId last_reduce_scatter_ = kNoTask;                // the compute stream waits for it before a copy-in
+  TaskId pass_start_ = kNoTask;                         // forward: the compute stream's last task before the pass
+  std::vector<TaskId> reductions_;                      // what the optimizer waits for
+  bool regather_for_backward_ = true;                   // reshard_after_forward: gather each unit again for backward
+  bool pipelined_ = false;                              // under a pipeline schedule (torch.distributed.pipelining)
+  UnitTable<char> gathered_;                            // pipelined: the unit is gathered now
+  UnitTable<std::int64_t> backwards_;                   // pipelined: gradient passes of the unit so far
+  std::vector<std::vector<std::int64_t>> chunk_units_;  // the units of each model chunk of the stage
+  std::vector<std::int64_t> chunk_backwards_;           // pipelined: gradient passes of the chunk's units so far
 };
 
 // A registered FSDP2 strategy: the same placement, gathering for backward or not.
@@ -177,6 +263,7 @@ class Fsdp2Model final : public ParamSyncModel {
   // copy-in after its backward.
   SyncBounds stage_bounds(const SyncStage& s) const override {
     const StageUnits units = stage_units(s);
+    if (s.plan.pp > 1) return fsdp2_pipelined_bounds(s, units, regather_);
     SyncBounds out;
     out.serial_s = fsdp_serial_stream_s(s, units, regather_, s.arch.tie_embeddings);
     out.compute = unit_shares(s, units, [&](std::int64_t unit) {

@@ -32,6 +32,7 @@ struct RankContext {
   const std::vector<LocalTensor>& tensors;     // the stage's tensors as this rank holds them
   const UnitTable<double>& local_params;       // elements held per unit (FSDP: gathered when it runs)
   const UnitTable<double>& unit_expert_numel;  // of which routed experts (their own shard group)
+  const UnitTable<std::int32_t>& unit_chunk;   // the model chunk whose passes run the unit (-1: none here)
   StepEmitter& emit;
 };
 
@@ -84,6 +85,9 @@ struct ComputeShare {
   // Per chunk: the least gap before a forward pass's first compute kernel, waited for after the
   // stream's work before the pass (FSDP2's first gather), which may overlap a wait for its input.
   std::vector<double> forward_wait;
+  // Once per step, somewhere between the first pass's first kernel and the last pass's end, where
+  // the stage's order decides (FSDP2 under a pipeline: the copy-outs of its gathers).
+  double in_passes = 0;
 };
 // What one unit's hooks add (ComputeShare's per-pass parts).
 struct UnitShare {

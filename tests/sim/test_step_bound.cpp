@@ -76,11 +76,18 @@ TEST_CASE("Step bound: pipelines (V-shape and zero-bubble too), recompute and sk
                             {"plan.nodes=16", "plan.batch.global_batch_tokens=2097152"}));
   // Tied embeddings under FSDP with PP: the head's stage holds a copy it never gathers as a unit.
   check_bound(test::gallery("mpt-7b", {"design=fsdp+pp2", "plan.nodes=16", "plan.batch.global_batch_tokens=524288"}));
+  // FSDP2 under the pipeline: gathered once per pass that follows a forward, reduced once a step.
+  check_bound(
+      load_scenario(test::source_path("scenarios/deepseek-v3-ddp-ep8-pp16.json"),
+                    {"design=fsdp+hsdp16+ep2+pp16", "plan.nodes=32", "plan.batch.global_batch_tokens=4194304"}));
+  check_bound(load_scenario(
+      test::source_path("scenarios/deepseek-v3-ddp-ep8-pp16.json"),
+      {"design=fsdp+hsdp16+ep2+noreshard+pp16+v2", "plan.nodes=32", "plan.batch.global_batch_tokens=4194304"}));
   // Where FSDP's gathers dominate, the bound is their serial stream: within a quarter of the step
   // (the replay slows the gathers beside compute, interference.comm_slowdown_with_compute).
   const Scenario gathers =
       load_scenario(test::source_path("scenarios/deepseek-v3-ddp-ep8-pp16.json"),
-                    {"design=fsdp+hsdp16+ep2+pp16", "plan.nodes=32", "plan.batch.global_batch_tokens=4194304"});
+                    {"design=fsdp+hsdp16+ep2", "plan.nodes=32", "plan.batch.global_batch_tokens=4194304"});
   check_bound(gathers);
   const ProfileCostBook costs(gathers.hardware, gathers.cost_models);
   const double bound = step_time_lower_bound(gathers.arch, build_inventory(gathers.arch), gathers.plan, costs).step_s;

@@ -70,6 +70,9 @@ struct UnitHold {
   double gathered = 0;      // parameters materialised while the unit runs (FSDP: its gathered weights)
   double weight_grad = 0;   // the gradient backward makes before the design takes it
   double reduce_input = 0;  // a reduction's input, alive until its collective completes
+  // A gradient accumulated across the step's microbatches unsharded, from the unit's first
+  // backward to its reduction once per step (FSDP2 under a pipeline schedule).
+  double accumulated_grad = 0;
 };
 
 // Fails a plan: the plan path at fault and what is allowed (validate_plan's `fail`).
@@ -114,6 +117,11 @@ class DesignEntry : public Registered {
   // Whether a unit gathered for its forward stays gathered until its backward has run (FSDP2
   // without reshard_after_forward) instead of being freed and gathered again.
   virtual bool keeps_gathered_units() const { return false; }
+  // Whether, under the plan's pipeline, its units stay gathered across the step's microbatches
+  // and their gradients accumulate unsharded until a model chunk's last backward, then are
+  // reduced once (FSDP2 under torch.distributed.pipelining): a unit is freed only by
+  // reshard_after_forward or by that reduction.
+  virtual bool accumulates_unsharded(const ParallelPlan&) const { return false; }
   // Whether it moves parameters or gradients every microbatch (FSDP2, ZeRO-2), so its
   // communication does not shrink per token as the batch grows, unlike a design that reduces
   // once per step (DDP): `moesim compare` looks for the batch where the second overtakes the first.

@@ -36,11 +36,13 @@ class Fsdp2ShardGradOp final : public FsdpFamilyDesign {
 
   // At the end of a forward every unit of the stage is gathered.
   std::vector<LedgerItem> forward_items(const ParallelPlan& plan, const StageView& view) const override {
+    if (accumulates_unsharded(plan)) return pipelined_items(plan, view, nullptr);
     return {held_units(plan, view, std::numeric_limits<std::int64_t>::max())};
   }
   // In the backward of `layer`, the units before it (and the embedding) are still gathered.
   std::vector<LedgerItem> backward_items(const ParallelPlan& plan, const StageView& view,
                                          std::int64_t layer) const override {
+    if (accumulates_unsharded(plan)) return pipelined_items(plan, view, &layer);
     return {held_units(plan, view, layer), unsharded_gradients(plan, view, layer)};
   }
   bool keeps_gathered_units() const override { return true; }

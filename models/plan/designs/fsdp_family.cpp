@@ -26,12 +26,30 @@ std::vector<std::pair<std::string, std::string>> FsdpFamilyDesign::word_fields()
 std::span<const GrammarPart> FsdpFamilyDesign::parts() const { return kFsdpParts; }
 
 std::vector<LedgerItem> FsdpFamilyDesign::forward_items(const ParallelPlan& plan, const StageView& view) const {
+  if (accumulates_unsharded(plan)) return pipelined_items(plan, view, nullptr);
   return {gathered_units(plan, view)};
 }
 
 std::vector<LedgerItem> FsdpFamilyDesign::backward_items(const ParallelPlan& plan, const StageView& view,
                                                          std::int64_t layer) const {
+  if (accumulates_unsharded(plan)) return pipelined_items(plan, view, &layer);
   return {gathered_units(plan, view), unsharded_gradients(plan, view, layer)};
+}
+
+std::vector<LedgerItem> FsdpFamilyDesign::pipelined_items(const ParallelPlan& plan, const StageView& view,
+                                                          const std::int64_t* layer) {
+  double numel = 0;
+  for (const auto& [unit, n] : view.unit_numel) numel += n;
+  const double e = bytes_of(plan.precision.compute), acc = bytes_of(plan.precision.reduce);
+  std::vector<LedgerItem> out = {
+      {"gathered units (kept across microbatches under the pipeline)", MemClass::fsdp_materialized, numel * e,
+       "every unit of the stage x compute dtype"},
+      {"unsharded gradient accumulators", MemClass::fsdp_grad_unsharded, numel * acc,
+       "every unit of the stage x reduce dtype, reduce-scattered after the chunk's last backward"}};
+  if (layer != nullptr)
+    out.push_back({"unit gradients before accumulation", MemClass::weight_grad_transient, unit_numel(view, *layer) * e,
+                   "the layer's unit x compute dtype"});
+  return out;
 }
 
 UnitHold FsdpFamilyDesign::unit_hold(const ParallelPlan& plan, const StageView& view, std::int64_t unit) const {
@@ -111,9 +129,11 @@ LedgerItem FsdpFamilyDesign::unsharded_gradients(const ParallelPlan& plan, const
           "unit grads in compute dtype + reduce-scatter input in reduce dtype"};
 }
 
-UnitHold FsdpFamilyDesign::gathered_unit_hold(const ParallelPlan& plan, const StageView& view, std::int64_t unit) {
+UnitHold FsdpFamilyDesign::gathered_unit_hold(const ParallelPlan& plan, const StageView& view,
+                                              std::int64_t unit) const {
   const double n = unit_numel(view, unit), e = bytes_of(plan.precision.compute);
-  return {n * e, n * e, n * bytes_of(plan.precision.reduce)};
+  const double reduce = n * bytes_of(plan.precision.reduce);
+  return {n * e, n * e, reduce, accumulates_unsharded(plan) ? reduce : 0.0};
 }
 
 }  // namespace moesim

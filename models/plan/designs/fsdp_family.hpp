@@ -35,6 +35,11 @@ class FsdpFamilyDesign : public DesignEntry {
   std::vector<LedgerItem> backward_items(const ParallelPlan& plan, const StageView& view,
                                          std::int64_t layer) const override;
   UnitHold unit_hold(const ParallelPlan& plan, const StageView& view, std::int64_t unit) const override;
+  // FSDP2 under a pipeline schedule (torch.distributed.pipelining's backward_maybe_with_nosync
+  // and REDUCE_GRAD); FSDP1 is not an FSDPModule there and reduces every microbatch.
+  bool accumulates_unsharded(const ParallelPlan& plan) const override {
+    return plan.pp > 1 && plan.fsdp_implementation == FsdpImplementation::fsdp2;
+  }
 
  protected:
   // "+hsdpF" when the shard group is smaller than the DP group.
@@ -43,8 +48,15 @@ class FsdpFamilyDesign : public DesignEntry {
   static LedgerItem gathered_units(const ParallelPlan& plan, const StageView& view);
   // The unit's gradients in the compute dtype and the reduce-scatter's input in the reduce dtype.
   static LedgerItem unsharded_gradients(const ParallelPlan& plan, const StageView& view, std::int64_t layer);
-  // A gathered unit, its gradients and its reduce-scatter input.
-  static UnitHold gathered_unit_hold(const ParallelPlan& plan, const StageView& view, std::int64_t unit);
+  // A gathered unit, its gradients and its reduce-scatter input (and under a pipeline its
+  // accumulated gradient in the reduce dtype).
+  UnitHold gathered_unit_hold(const ParallelPlan& plan, const StageView& view, std::int64_t unit) const;
+  // Under a pipeline: every unit of the stage gathered and its gradient accumulator, through the
+  // step's steady state (each unit is gathered again before its backward and kept, and has an
+  // accumulator from its first backward on); in the backward of `layer` (else the forward) the
+  // layer's gradient in the compute dtype before it is added in.
+  static std::vector<LedgerItem> pipelined_items(const ParallelPlan& plan, const StageView& view,
+                                                 const std::int64_t* layer);
 };
 
 }  // namespace moesim
