@@ -123,6 +123,16 @@ MlpSpec parse_mlp(const JsonReader& in) {
   return m;
 }
 
+DropoutSpec parse_dropout(const JsonReader& in) {
+  DropoutSpec d;
+  for (auto [key, p] : {std::pair{"attention", &d.attention}, std::pair{"hidden", &d.hidden}}) {
+    *p = in.number_or(key, 0.0, Range::between(0, 1));
+    if (*p == 1) in.fail(key, "a dropout of 1 drops every element; allowed: 0 <= p < 1");
+  }
+  in.finish();
+  return d;
+}
+
 MoeSpec parse_moe(const JsonReader& in) {
   MoeSpec m;
   m.num_experts = in.integer("num_experts", Range::between(1, kMaxExperts));
@@ -206,6 +216,7 @@ Architecture parse_architecture(const JsonReader& in) {
   a.max_positions = in.integer_or("max_positions", a.sequence_length, Range::between(1, 1 << 24));
   a.attention = parse_attention(in.object("attention"), a.sequence_length);
   if (auto mlp = in.optional_object("mlp")) a.mlp = parse_mlp(*mlp);
+  if (auto dropout = in.optional_object("dropout")) a.dropout = parse_dropout(*dropout);
   a.dense_hidden = in.integer_or("dense_hidden", 0, Range::between(0, kMaxDim));
   if (auto moe = in.optional_object("moe")) a.moe = parse_moe(*moe);
   a.dense_layers = in.integer_list_or("dense_layers", Range::between(0, kMaxLayers - 1));

@@ -126,6 +126,17 @@ struct LayerSpec {
   auto operator<=>(const LayerSpec&) const = default;
 };
 
+// Dropout probabilities (GPT-3, Megatron-LM's GPT models: attention_dropout, hidden_dropout).
+// Each dropout that drops saves a one-byte mask per element for its backward (torch's dropout,
+// Megatron's fused bias-dropout-add): after the attention and after the MLP (hidden), and over the
+// attention probabilities where the kernel writes them (plan.kernels.attention "unfused"; flash
+// attention regenerates its mask from the RNG state).
+struct DropoutSpec {
+  double attention = 0;
+  double hidden = 0;
+  bool operator==(const DropoutSpec&) const = default;
+};
+
 struct Architecture {
   std::string name;
   std::int64_t num_layers = 0;
@@ -139,6 +150,7 @@ struct Architecture {
   std::int64_t max_positions = 0;  // rows of a learned position table
   AttentionSpec attention;
   MlpSpec mlp;
+  DropoutSpec dropout;
   std::int64_t dense_hidden = 0;           // hidden width of dense MLP layers
   std::optional<MoeSpec> moe;              // absent: every feed-forward part is dense
   std::vector<std::int64_t> dense_layers;  // with moe: layers that keep a dense MLP

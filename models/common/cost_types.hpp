@@ -195,15 +195,20 @@ constexpr std::string_view name_of(MemoryKernel value) { return kMemoryKernelNam
 //   cudnn          cuDNN's fused flash attention (SDPA's CUDNN_ATTENTION, TE's FusedAttention);
 //   flash_attn_2   FlashAttention-2 (the flash_attn 2.x package; SDPA's FLASH_ATTENTION backend);
 //   flash_attn_3   FlashAttention-3 (flash_attn_interface, Hopper);
-//   mem_efficient  SDPA's EFFICIENT_ATTENTION (xFormers' CUTLASS kernel).
-enum class AttentionKernel : std::uint8_t { profile, cudnn, flash_attn_2, flash_attn_3, mem_efficient };
-inline constexpr EnumNames<AttentionKernel, 5> kAttentionKernelNames{
+//   mem_efficient  SDPA's EFFICIENT_ATTENTION (xFormers' CUTLASS kernel);
+//   unfused        Megatron-LM's core attention without a fused kernel (DotProductAttention:
+//                  baddbmm scores, fused scale-mask-softmax, dropout, bmm with V), priced from the
+//                  GEMM table and HBM rates; it writes and saves the S x S probabilities
+//                  (Korthikanti et al. 2022's 5as^2b). A plan's choice, never a profile's.
+enum class AttentionKernel : std::uint8_t { profile, cudnn, flash_attn_2, flash_attn_3, mem_efficient, unfused };
+inline constexpr EnumNames<AttentionKernel, 6> kAttentionKernelNames{
     "attention kernel",
     {{{AttentionKernel::profile, "profile"},
       {AttentionKernel::cudnn, "cudnn"},
       {AttentionKernel::flash_attn_2, "flash_attn_2"},
       {AttentionKernel::flash_attn_3, "flash_attn_3"},
-      {AttentionKernel::mem_efficient, "mem_efficient"}}}};
+      {AttentionKernel::mem_efficient, "mem_efficient"},
+      {AttentionKernel::unfused, "unfused"}}}};
 constexpr std::string_view name_of(AttentionKernel value) { return kAttentionKernelNames.name(value); }
 // Throw UnknownNameError listing the valid names.
 GemmPass parse_gemm_pass(std::string_view name);

@@ -35,6 +35,32 @@ PassTimes attention(const Architecture& a, const CostBook& c, double tokens, dou
   return {c.attention(shape, false), c.attention(shape, true)};
 }
 
+// Megatron-LM's unfused core attention (megatron/core/transformer/dot_product_attention.py
+// DotProductAttention.forward) over the microbatch's sequences on this rank's `heads`: per
+// sequence and head, baddbmm writes the S x S scores (every pair: the causal mask is applied to
+// the whole matrix), the fused scale-mask-softmax reads them and writes the probabilities,
+// dropout (where it drops) reads them and writes its output and a one-byte mask, and bmm reads
+// them with V. Backward: the four bmm gradients, the dropout's (read the gradient and the mask,
+// write) and the softmax's (read the probabilities and the gradient, write). Each bmm is priced
+// as one head's GEMM times the heads; at head widths of 64-256 the score matrix's HBM traffic
+// sets that GEMM's time (the GEMM model's roofline floor).
+PassTimes unfused_attention(const Architecture& a, const CostBook& c, double tokens, double heads, double e) {
+  const double S = dbl(a.sequence_length), count = tokens / S * heads;
+  const double dq = dbl(a.attention.qk_head_dim()), dv = dbl(a.attention.value_head_dim());
+  const double scores = count * S * S;
+  const bool drops = a.dropout.attention > 0;
+  constexpr GemmPrecision bf16 = GemmPrecision::bf16;
+  const double gemms_fwd = c.gemm({S, S, dq, GemmPass::forward, bf16}) + c.gemm({S, dv, S, GemmPass::forward, bf16});
+  // dP = dO V^T, dV = P^T dO, dS -> dQ = dS K, dK = dS^T Q.
+  const double gemms_bwd = c.gemm({S, S, dv, GemmPass::dgrad, bf16}) + c.gemm({S, dv, S, GemmPass::wgrad, bf16}) +
+                           c.gemm({S, dq, S, GemmPass::dgrad, bf16}) + c.gemm({S, dq, S, GemmPass::wgrad, bf16});
+  constexpr double kMask = 1.0;
+  const double softmax_fwd = scores * 2 * e, dropout_fwd = drops ? scores * (2 * e + kMask) : 0.0;
+  const double softmax_bwd = scores * 3 * e, dropout_bwd = drops ? scores * (2 * e + kMask) : 0.0;
+  return {count * gemms_fwd + c.memory(softmax_fwd + dropout_fwd, MemoryKernel::elementwise),
+          count * gemms_bwd + c.memory(softmax_bwd + dropout_bwd, MemoryKernel::elementwise), 0.0};
+}
+
 // An MLP d -> h -> d: up(/gate) [T, d] x [d, 2h] (gated) or [d, h], down [T, h] x [h, d], and its
 // elementwise kernels (the activation, and for a gated one its product, and the residual add).
 PassTimes mlp(const Architecture& a, const CostBook& c, Format f, double T, double d, double h, double e) {
@@ -59,7 +85,11 @@ struct OpsBuilder {
   bool tp = plan.tp > 1;
   bool seams = tp && plan.tp_comm_overlap && plan.cp == 1;
   LayerOps out;
-  double attn_elem_ = 0;  // the attention's memory-bound bytes (what op-level checkpointing redoes)
+  double attn_elem_ = 0;       // the attention's memory-bound bytes (what op-level checkpointing redoes)
+  double core_recompute_ = 0;  // selective recompute of the unfused core attention: its forward again
+  // Hidden dropout's one-byte mask of the rank's `tokens`, written in forward (read in backward)
+  // beside the residual add (Megatron-LM's fused bias-dropout-add).
+  double dropout_mask(double tokens) const { return a.dropout.hidden > 0 ? tokens * d : 0.0; }
 
   void push(LayerOpKind kind, PassTimes t, OpPlace place = OpPlace::main) { out.ops.push_back({kind, place, t}); }
   void point(LayerOpKind kind) {
@@ -87,7 +117,8 @@ void OpsBuilder::attention_mixer() {
   if (at.kind == AttentionKind::mla) attn_elem += T * e * 2 * dbl(at.q_lora_rank + at.kv_lora_rank);
   // Under TP the residual add runs after the region closes, on the rank's sequence share (its
   // 3d of the elementwise bytes), so the op list keeps the data flow the collectives sit in.
-  const double attn_residual = tp ? T * e * 3 * d * f : 0.0;
+  attn_elem += dropout_mask(T * f);
+  const double attn_residual = tp ? T * e * 3 * d * f + dropout_mask(T * f) : 0.0;
   push(LayerOpKind::attention_elementwise, elementwise(c, attn_elem - attn_residual));
   point(LayerOpKind::tp_enter);
   if (at.kind == AttentionKind::mla) {
@@ -116,7 +147,13 @@ void OpsBuilder::attention_mixer() {
     out.cp_qkv_bytes = T * (q + kv + v) * e;
     out.cp_out_bytes = T * s.out * e;
   }
-  push(LayerOpKind::attention_core, attention(a, c, T, s.heads, s.kv_heads, dbl(spec.window)));
+  if (plan.attention_kernel == AttentionKernel::unfused) {
+    const PassTimes core = unfused_attention(a, c, T, s.heads, e);
+    if (plan.recompute == Recompute::selective) core_recompute_ = core.fwd;  // core_attn recomputed in backward
+    push(LayerOpKind::attention_core, core);
+  } else {
+    push(LayerOpKind::attention_core, attention(a, c, T, s.heads, s.kv_heads, dbl(spec.window)));
+  }
   if (cp) out.ops.push_back({LayerOpKind::cp_end, OpPlace::point, {}});
   seam();
   push(LayerOpKind::output_projection, linear(c, attn_f, T, s.out, d));
@@ -152,14 +189,14 @@ void OpsBuilder::dense_ffn() {
   const Format mlp_f = format_of(plan, LinearClass::dense_mlp);
   // The MLP's elementwise kernels: its norm and input (2d), the activation (3h gated, 2h not),
   // the residual (3d).
-  const double mlp_elem = T * e * (2 * d * f + (up + 1) * h + 3 * d * f);
+  const double mlp_elem = T * e * (2 * d * f + (up + 1) * h + 3 * d * f) + dropout_mask(T * f);
   if (!tp) {
     push(LayerOpKind::dense_mlp,
          add(add(linear(c, mlp_f, T, d, up * h), linear(c, mlp_f, T, h, d)), elementwise(c, mlp_elem)));
   } else {
     // Its norm closes the mixer's residual op; then the TP region: up(/gate) and the activation,
     // the down projection (a seam between them under overlap), and the residual after it.
-    const double norm = T * e * 2 * d * f, residual = T * e * 3 * d * f;
+    const double norm = T * e * 2 * d * f, residual = T * e * 3 * d * f + dropout_mask(T * f);
     if (out.ops.empty()) {
       push(LayerOpKind::residual, elementwise(c, norm));  // an MLP-only layer: its norm alone
     } else {
@@ -221,7 +258,7 @@ void OpsBuilder::moe_ffn(const std::vector<double>& rows) {
   out.ops.push_back({LayerOpKind::ep_combine, OpPlace::point, {}});
   // Unpermute the K copies back to token order, then the weighted combine and the residual.
   push(LayerOpKind::unpermute, permutation);
-  push(LayerOpKind::combine_elementwise, elementwise(c, 3 * T * d * e));
+  push(LayerOpKind::combine_elementwise, elementwise(c, 3 * T * d * e + dropout_mask(T)));
   // A shared expert under TP is a TP MLP of its own (Megatron-Core SharedExpertMLP): the whole
   // microbatch through 1/TP of its hidden width, between its own all-gather and reduce-scatter.
   const Format shared_f = format_of(plan, LinearClass::shared_expert);
@@ -250,6 +287,7 @@ LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBo
   if (b.spec.mixer == Mixer::mamba) b.mamba_mixer();
   if (b.spec.ffn == Ffn::dense) b.dense_ffn();
   if (b.spec.ffn == Ffn::moe) b.moe_ffn(rows);
+  b.out.partial_recompute += b.core_recompute_;
   return std::move(b.out);
 }
 

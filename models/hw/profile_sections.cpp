@@ -187,10 +187,17 @@ std::optional<LowPrecisionGemmSpec> low_precision_gemm(const JsonReader& c, std:
 // holds other kernels' rates, keyed by kernel name.
 void attention_kernels(const JsonReader& c, ComputeSpec& s) {
   s.attention_kernel = c.choice_of("attention_kernel", kAttentionKernelNames, AttentionKernel::profile);
+  if (s.attention_kernel == AttentionKernel::unfused) {
+    c.fail("attention_kernel",
+           "\"unfused\" is priced from the GEMM table and HBM rates, not from attention rates; "
+           "name the fused kernel the rates measure (cudnn, flash_attn_2, flash_attn_3, "
+           "mem_efficient) or profile");
+  }
   const auto by = c.optional_object("attention_by_kernel");
   if (!by) return;
   for (const auto& [kernel, name] : kAttentionKernelNames.entries()) {
-    if (kernel == AttentionKernel::profile || !by->has(name)) continue;  // "profile" is no kernel: an unknown key
+    // "profile" is no kernel and "unfused" has no rates: unknown keys here.
+    if (kernel == AttentionKernel::profile || kernel == AttentionKernel::unfused || !by->has(name)) continue;
     if (kernel == s.attention_kernel) {
       by->fail(name, "is the kernel compute.attention_fwd_TFLOPs and attention_bwd_TFLOPs already describe (" +
                          std::string(name) + "); list only other kernels here");

@@ -68,7 +68,8 @@ void price_plan_kernels(ParallelPlan& plan, HardwareProfile& hw, StackUse& stack
                         const std::string& plan_prefix) {
   const AttentionKernel wanted = plan.attention_kernel;
   ComputeSpec& c = hw.compute;
-  if (wanted == AttentionKernel::profile || wanted == c.attention_kernel) return;
+  // The unfused core attention is priced from the GEMM table and HBM rates (layer_ops.cpp).
+  if (wanted == AttentionKernel::profile || wanted == c.attention_kernel || wanted == AttentionKernel::unfused) return;
   for (const auto& k : c.attention_by_kernel) {
     if (k.kernel != wanted) continue;
     c.attention_fwd_TFLOPs = k.fwd_TFLOPs;
@@ -92,7 +93,7 @@ void price_plan_kernels(ParallelPlan& plan, HardwareProfile& hw, StackUse& stack
     plan.attention_kernel = AttentionKernel::profile;
     return;
   }
-  std::string allowed = "profile";
+  std::string allowed = "profile, unfused";
   if (c.attention_kernel != AttentionKernel::profile) allowed += ", " + std::string(name_of(c.attention_kernel));
   for (const auto& k : c.attention_by_kernel) allowed += ", " + std::string(name_of(k.kernel));
   throw InputError(plan_file, plan_path(plan_prefix, kAttentionKernelKey),

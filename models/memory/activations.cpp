@@ -13,6 +13,7 @@ namespace moesim {
 namespace {
 constexpr double kFp32 = 4.0;   // router logits and the attention log-sum-exp are FP32
 constexpr double kIndex = 8.0;  // int64 expert indices
+constexpr double kMask = 1.0;   // a dropout mask element (torch.bool)
 }  // namespace
 
 std::string_view name_of(SavedFormat format, DType compute) {
@@ -22,6 +23,7 @@ std::string_view name_of(SavedFormat format, DType compute) {
     case SavedFormat::int64: return "int64";
     case SavedFormat::fp8: return "fp8";
     case SavedFormat::mxfp8: return "mxfp8";
+    case SavedFormat::mask: return "bool";
   }
   return "?";
 }
@@ -143,7 +145,12 @@ class SavedTerms {
 // MLA (Megatron-Core MLASelfAttention, non-absorbed for training) also keeps its latents, whole on
 // every TP rank: the q latent before and after its norm (the up projection's input), the kv
 // latent with the RoPE key and the normed kv latent.
-void attention_terms(const Architecture& a, const TpWidths& w, SavedTerms& t) {
+// The unfused core attention (plan.kernels.attention "unfused", Megatron-LM's DotProductAttention)
+// keeps no log-sum-exp but each local head's softmax probabilities over the S keys, and where
+// attention dropout drops, its mask and output (Korthikanti et al. 2022 Section 4.1: 5as^2b per
+// layer), unless selective recompute recomputes the core attention (Megatron-LM's default
+// selective module, core_attn). Hidden dropout keeps a mask of the attention's output.
+void attention_terms(const Architecture& a, const ParallelPlan& plan, const TpWidths& w, SavedTerms& t) {
   constexpr auto attention = &BlockActivations::attention;
   const double d = dbl(a.d_model);
   t.activations(attention, d * w.seq);
@@ -155,7 +162,17 @@ void attention_terms(const Architecture& a, const TpWidths& w, SavedTerms& t) {
   }
   if (a.attention.qk_norm) t.activations(attention, w.q + w.kv);
   t.activations(attention, w.q + w.kv + w.v + w.out);
-  t.add(attention, SavedFormat::fp32, kFp32 * w.heads);
+  if (plan.attention_kernel != AttentionKernel::unfused) {
+    t.add(attention, SavedFormat::fp32, kFp32 * w.heads);
+  } else if (plan.recompute != Recompute::selective) {
+    const double scores = w.heads * dbl(a.sequence_length);  // per query token: one row per local head
+    t.activations(attention, scores);
+    if (a.dropout.attention > 0) {
+      t.add(attention, SavedFormat::mask, kMask * scores);
+      t.activations(attention, scores);
+    }
+  }
+  if (a.dropout.hidden > 0) t.add(attention, SavedFormat::mask, kMask * dbl(a.d_model) * w.seq);
 }
 
 // A Mamba-2 mixer (Megatron-Core MambaMixer on mamba_ssm's mamba_split_conv1d_scan_combined, which
@@ -179,7 +196,7 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
   constexpr auto mlp = &BlockActivations::mlp;
   SavedTerms t(plan);
   const LayerSpec spec = a.layer(layer);
-  if (spec.mixer == Mixer::attention) attention_terms(a, w, t);
+  if (spec.mixer == Mixer::attention) attention_terms(a, plan, w, t);
   if (spec.mixer == Mixer::mamba) mamba_terms(a, w, t);
   const bool recompute_swiglu = plan.recompute == Recompute::selective;
   if (spec.ffn == Ffn::moe) {
@@ -223,6 +240,8 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
     t.activations(mlp, up * h);
     if (!recompute_swiglu) t.swiglu_product(mlp, LinearClass::dense_mlp, h);
   }
+  // Hidden dropout after the feed-forward part: its mask (MLP or MoE output, the rank's sequence share).
+  if (spec.ffn != Ffn::none && a.dropout.hidden > 0) t.add(mlp, SavedFormat::mask, kMask * d * seq);
   return t.result();
 }
 

@@ -18,8 +18,8 @@ namespace moesim {
 // The formats saved activations are kept in: the compute dtype (BF16), FP32 (router logits and
 // probabilities, the attention log-sum-exp), int64 expert indices, and the quantized copies an
 // FP8 / MXFP8 linear keeps under Transformer Engine or an FP8 dispatch delivers.
-enum class SavedFormat : std::uint8_t { compute, fp32, int64, fp8, mxfp8 };
-inline constexpr std::size_t kSavedFormats = static_cast<std::size_t>(SavedFormat::mxfp8) + 1;  // the last one
+enum class SavedFormat : std::uint8_t { compute, fp32, int64, fp8, mxfp8, mask };  // mask: dropout's, 1 byte
+inline constexpr std::size_t kSavedFormats = static_cast<std::size_t>(SavedFormat::mask) + 1;  // the last one
 using SavedSplit = std::array<double, kSavedFormats>;
 // Its name in reports: the compute format by its dtype ("bf16").
 std::string_view name_of(SavedFormat format, DType compute);

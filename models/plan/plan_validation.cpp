@@ -181,6 +181,18 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
          "this architecture has MoE, Mamba-2, MLA, non-gated or mixer-less layers (allowed here: none, full, "
          "selective)");
   }
+  if (p.attention_kernel == AttentionKernel::unfused) {
+    // Megatron-Core's context parallelism runs Transformer Engine's fused attention per KV chunk;
+    // torchtitan's op-level checkpointing keeps flash attention's outputs.
+    if (p.cp > 1)
+      fail("kernels.attention",
+           "\"unfused\" with context parallelism is not modeled (CP's ring runs a fused attention kernel per KV "
+           "chunk); allowed with context_parallel.degree > 1: a fused kernel (profile, cudnn, flash_attn_2, ...)");
+    if (p.recompute == Recompute::selective_op)
+      fail("kernels.attention",
+           "\"unfused\" with activations.recompute \"selective_op\" is not modeled (torchtitan's op list saves "
+           "flash attention's outputs); allowed here: a fused kernel, or recompute none, full or selective");
+  }
   if (p.ep > 1) {
     if (const PlanRule rule = expert_parallel_rule(a, p.ep); !rule.path.empty()) fail(rule.path, rule.message);
     if (p.ep_a2a_overlap) {

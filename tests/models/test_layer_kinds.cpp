@@ -160,6 +160,12 @@ TEST_CASE("Architecture errors name the key and what is allowed", "[unit][layers
   CHECK(arch_error(kHead + gqa + R"(}, "dense_hidden": 512, "norm_bias": true})") ==
         "norm_bias: only a \"layernorm\" has a bias");
   CHECK(arch_error(kHead + gqa + R"(}, "dense_hidden": 512, "mlp": {"activation": "gelu", "bias": true}})") == "");
+  CHECK(arch_error(kHead + gqa + R"(}, "dense_hidden": 512, "dropout": {"hidden": 1}})") ==
+        "dropout.hidden: a dropout of 1 drops every element; allowed: 0 <= p < 1");
+  CHECK(arch_error(kHead + gqa + R"(}, "dense_hidden": 512, "dropout": {"attention": -0.1}})")
+            .starts_with("dropout.attention: "));
+  CHECK(arch_error(kHead + gqa + R"(}, "dense_hidden": 512, "dropout": {"residual": 0.1}})")
+            .starts_with("dropout.residual: unknown key"));
 }
 
 TEST_CASE("An MTP module adds a block, a projection and the head once more on the last stage", "[unit][layers]") {
