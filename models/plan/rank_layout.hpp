@@ -94,11 +94,11 @@ struct LocalTensor {
 };
 
 // The tensors of one PP stage as one rank of that stage holds them under `plan`.
+std::vector<LocalTensor> stage_tensors(const Inventory& inv, const Architecture& arch, const ParallelPlan& plan,
+                                       std::int64_t stage);
 // Every stage's tensors (stage_tensors of each) in one pass over the inventory.
 std::vector<std::vector<LocalTensor>> tensors_by_stage(const Inventory& inv, const Architecture& arch,
                                                        const ParallelPlan& plan);
-std::vector<LocalTensor> stage_tensors(const Inventory& inv, const Architecture& arch, const ParallelPlan& plan,
-                                       std::int64_t stage);
 
 // The cost book's request for one EP dispatch or combine of `bytes` (all routed copies) over the
 // EP-MP communicator.
