@@ -169,8 +169,9 @@ void OpsBuilder::mamba_mixer() {
   const MambaSpec& m = *a.mamba;
   const double N = dbl(m.state_dim), inner = s.mamba_inner, groups = s.mamba_groups, heads = s.mamba_heads;
   const double f = s.seq;
-  const double residual = tp ? T * e * 3 * d * f : 0.0;
-  push(LayerOpKind::mixer_elementwise, elementwise(c, T * e * (2 * d * f + 3 * d * f) - residual));
+  const double residual = tp ? T * e * 3 * d * f + dropout_mask(T * f) : 0.0;
+  push(LayerOpKind::mixer_elementwise,
+       elementwise(c, T * e * (2 * d * f + 3 * d * f) + dropout_mask(T * f) - residual));
   point(LayerOpKind::tp_enter);
   const Format mix_f = format_of(plan, LinearClass::attention);
   push(LayerOpKind::mamba_in_projection, linear(c, mix_f, T, d, 2 * inner + 2 * groups * N + heads));

@@ -178,7 +178,7 @@ void attention_terms(const Architecture& a, const ParallelPlan& plan, const TpWi
 // A Mamba-2 mixer (Megatron-Core MambaMixer on mamba_ssm's mamba_split_conv1d_scan_combined, which
 // saves in_proj's output and recomputes the conv and the scan's internals in backward): the norm
 // input and output (in_proj's input), z/x/B/C/dt, the scan output, the gated norm's FP32 rstd (one
-// per group) and its output (out_proj's input).
+// per group) and its output (out_proj's input); hidden dropout's mask after the mixer.
 void mamba_terms(const Architecture& a, const TpWidths& w, SavedTerms& t) {
   constexpr auto attention = &BlockActivations::attention;
   const double d = dbl(a.d_model), N = dbl(a.mamba->state_dim);
@@ -187,6 +187,7 @@ void mamba_terms(const Architecture& a, const TpWidths& w, SavedTerms& t) {
   t.activations(attention, 2 * w.mamba_inner + 2 * w.mamba_groups * N + w.mamba_heads + w.mamba_inner);
   t.add(attention, SavedFormat::fp32, kFp32 * w.mamba_groups);
   t.linear_input(attention, LinearClass::attention, w.mamba_inner);
+  if (a.dropout.hidden > 0) t.add(attention, SavedFormat::mask, kMask * d * w.seq);  // MambaLayer's bias-dropout-add
 }
 
 BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,

@@ -81,6 +81,15 @@ TEST_CASE("Korthikanti et al. 2022: the terms moesim adds or drops beside the pa
   CHECK(per_layer(flash) == Approx(sbh * 34 + 4 * a * kS).epsilon(1e-12));
   // Full recompute keeps the layer input alone (2sbh; Section 4.3's "2sbhL" for the model).
   CHECK(per_layer(gpt(m, 1, false, Recompute::full)) == Approx(2 * sbh).epsilon(1e-12));
+  // Hidden dropout after a Mamba-2 mixer (Megatron-Core MambaLayer's bias-dropout-add): one mask
+  // byte per element of its output.
+  Scenario hybrid = test::gallery("nemotron-h-8b");
+  std::int64_t mamba = 0;
+  while (hybrid.arch.layer(mamba).mixer != Mixer::mamba) ++mamba;
+  const double before = saved_per_token(hybrid.arch, mamba, hybrid.plan, {}).attention;
+  hybrid.arch.dropout.hidden = 0.1;
+  CHECK(saved_per_token(hybrid.arch, mamba, hybrid.plan, {}).attention ==
+        Approx(before + dbl(hybrid.arch.d_model) * hybrid.plan.sequence_share()).epsilon(1e-12));
 }
 
 TEST_CASE("The unfused attention kernel costs its score matrix's HBM traffic and refuses CP", "[unit]") {
