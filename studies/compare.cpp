@@ -1,6 +1,7 @@
 #include "studies/compare.hpp"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 #include "models/arch/inventory.hpp"
@@ -103,11 +104,25 @@ CompareResult compare_designs(const ScenarioSource& source, const std::vector<st
                               const SweepSpec& axes) {
   CompareResult r;
   r.designs = designs;
-  for (const auto& d : designs) {  // malformed design names fail before anything runs
+  // Malformed design names fail before anything runs. Whether each design syncs every microbatch
+  // is its entry's answer for its composed plan; where that plan is infeasible at the scenario's
+  // batch (the crossover search tries others), its word's first entry answers without a pipeline.
+  const auto by_word = [](const std::string& design) {
+    const std::string word = design.substr(0, design.find('+'));
+    for (const auto& name : design_entries().registration_order()) {
+      const DesignEntry& e = design_entries().get(name);
+      if (e.word() == word) return e.syncs_every_microbatch(ParallelPlan{});
+    }
+    return false;
+  };
+  std::map<std::string, bool> every_microbatch;
+  for (const auto& d : designs) {
     try {
-      compose(source, changes_of(PointOverrides{{"design", d}}));
+      const Scenario s = compose(source, changes_of(PointOverrides{{"design", d}}));
+      every_microbatch[d] = design_of(s.plan).syncs_every_microbatch(s.plan);
     } catch (const InputError& e) {
       if (!e.infeasible()) throw;
+      every_microbatch[d] = by_word(d);
     }
   }
   // The design axis first, so each design's points sit together; then the other axes.
@@ -119,15 +134,12 @@ CompareResult compare_designs(const ScenarioSource& source, const std::vector<st
   const PointList points = expand_points(source, r.spec);
   r.points = run_points(source, points, 0, points.size(), jobs, {});
   const Scenario base = compose(source);
-  // The designs that reduce once per step against those that sync every microbatch (the design
-  // entries say which): where does the first reach the second's MFU as the batch grows?
-  const auto every_microbatch = [](const std::string& design) {
-    return syncs_every_microbatch(design.substr(0, design.find('+')));
-  };
+  // The designs that reduce once per step against those that sync every microbatch: where does
+  // the first reach the second's MFU as the batch grows?
   for (const auto& d : designs) {
-    if (every_microbatch(d)) continue;
+    if (every_microbatch[d]) continue;
     for (const auto& f : designs) {
-      if (every_microbatch(f)) r.crossovers.push_back(batch_crossover(source, d, f, base));
+      if (every_microbatch[f]) r.crossovers.push_back(batch_crossover(source, d, f, base));
     }
   }
   for (const auto& d : designs) r.walls.push_back(expert_wall(source, d, base));

@@ -137,3 +137,19 @@ TEST_CASE("FSDP2 under PP holds the stage's gathered units and FP32 gradient acc
   const StageLedger& stage = ledger.stages[0];
   CHECK(stage.peak_reserved - stage.persistent_bytes >= 6 * blocks);
 }
+
+TEST_CASE("FSDP2 without reshard under PP moves its units once per step: compare treats it as DDP",
+          "[unit][fsdp][pipeline]") {
+  // moesim compare looks for the batch where a design that syncs once per step overtakes one that
+  // syncs every microbatch; the entry answers for the composed plan.
+  const auto every_microbatch = [](const std::string& design) {
+    const Scenario s = fig8(design);
+    return design_of(s.plan).syncs_every_microbatch(s.plan);
+  };
+  CHECK_FALSE(every_microbatch("fsdp+noreshard+pp2"));  // gathered once, reduced once
+  CHECK(every_microbatch("fsdp+pp2"));                  // gathered again before each backward after a forward
+  CHECK(every_microbatch("fsdp+noreshard"));            // reduce-scattered every microbatch
+  CHECK(every_microbatch("fsdp+fsdp1+pp2"));
+  CHECK(every_microbatch("zero2"));
+  CHECK_FALSE(every_microbatch("ddp+pp2"));
+}

@@ -25,7 +25,7 @@ class DdpFamilyDesign : public DesignEntry {
   UnitHold unit_hold(const ParallelPlan& plan, const StageView& view, std::int64_t unit) const override;
   bool bucketed_gradients() const override { return true; }
   bool gradients_made_each_step() const override { return false; }
-  bool syncs_every_microbatch() const override { return false; }
+  bool syncs_every_microbatch(const ParallelPlan&) const override { return false; }
   std::string_view param_sync() const override { return "ddp_distributed_optimizer"; }
 
  protected:

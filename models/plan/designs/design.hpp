@@ -122,10 +122,11 @@ class DesignEntry : public Registered {
   // reduced once (FSDP2 under torch.distributed.pipelining): a unit is freed only by
   // reshard_after_forward or by that reduction.
   virtual bool accumulates_unsharded(const ParallelPlan&) const { return false; }
-  // Whether it moves parameters or gradients every microbatch (FSDP2, ZeRO-2), so its
-  // communication does not shrink per token as the batch grows, unlike a design that reduces
-  // once per step (DDP): `moesim compare` looks for the batch where the second overtakes the first.
-  virtual bool syncs_every_microbatch() const = 0;
+  // Whether, under `plan`, it moves parameters or gradients every microbatch (FSDP2, ZeRO-2), so
+  // its communication does not shrink per token as the batch grows, unlike a design that reduces
+  // once per step (DDP; FSDP2 without reshard_after_forward under a pipeline, which gathers and
+  // reduces once): `moesim compare` looks for the batch where the second overtakes the first.
+  virtual bool syncs_every_microbatch(const ParallelPlan& plan) const = 0;
 
   // The parameter-sync strategy (sim/schedules/param_sync.hpp) that places its tasks.
   virtual std::string_view param_sync() const = 0;
@@ -140,10 +141,8 @@ const Registry<DesignEntry>& design_entries();
 const DesignEntry& design_of(const ParallelPlan& plan);
 // The design words in registry order, without repeats ("ddp", "fsdp", "zero2").
 std::vector<std::string> design_words();
-// The defaults of a design word (its entries agree on them), and whether its designs sync every
-// microbatch (the same for every entry of a word).
+// The defaults of a design word (its entries agree on them).
 DesignDefaults design_defaults(std::string_view word);
-bool syncs_every_microbatch(std::string_view word);
 // Every design's planner families, in the order the designs are registered; and one by name
 // (throws UnknownNameError listing them).
 std::vector<PlannerFamily> planner_families();

@@ -28,7 +28,11 @@ class FsdpFamilyDesign : public DesignEntry {
   bool rebuilds_weights(const ParallelPlan&) const override { return false; }
   bool bucketed_gradients() const override { return false; }
   bool gradients_made_each_step() const override { return true; }
-  bool syncs_every_microbatch() const override { return true; }
+  // Under a pipeline (accumulates_unsharded) a design that keeps its units gathered moves them
+  // once per step; with reshard_after_forward each backward after a forward gathers again.
+  bool syncs_every_microbatch(const ParallelPlan& plan) const override {
+    return !(accumulates_unsharded(plan) && keeps_gathered_units());
+  }
   // Full reshard's holds (FSDP2's and FSDP1's): one unit gathered for the layer that runs and
   // `prefetch` more gathered ahead; in backward, the layer's unsharded gradients besides.
   std::vector<LedgerItem> forward_items(const ParallelPlan& plan, const StageView& view) const override;

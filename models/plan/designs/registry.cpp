@@ -51,8 +51,6 @@ const DesignEntry& first_of(std::string_view word) {
 
 DesignDefaults design_defaults(std::string_view word) { return first_of(word).defaults(); }
 
-bool syncs_every_microbatch(std::string_view word) { return first_of(word).syncs_every_microbatch(); }
-
 std::vector<PlannerFamily> planner_families() {
   std::vector<PlannerFamily> out;
   for (const auto& name : design_entries().registration_order()) {

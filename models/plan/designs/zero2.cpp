@@ -92,7 +92,7 @@ class Zero2 final : public DesignEntry {
   bool rebuilds_weights(const ParallelPlan&) const override { return true; }
   bool bucketed_gradients() const override { return false; }
   bool gradients_made_each_step() const override { return false; }
-  bool syncs_every_microbatch() const override { return true; }
+  bool syncs_every_microbatch(const ParallelPlan&) const override { return true; }
   std::string_view param_sync() const override { return "zero2"; }
 };
 
