@@ -112,7 +112,7 @@ class BoundBuilder {
         inv_ != nullptr ? tensors_by_stage(*inv_, arch_, plan_) : std::vector<std::vector<LocalTensor>>{};
     StepBound out;
     for (std::size_t s = 0; s < stages; ++s) {
-      const SyncBounds sync = sync_bounds(s, tensors);
+      const SyncBounds sync = sync_bounds(s, tensors, ops[s]);
       const ComputeShare& share = sync.compute;
       // The host's share opens every rank's compute stream; stage s's first forward of chunk 0
       // waits for that microbatch's forward through stages 0..s-1, and its last backward of
@@ -353,10 +353,11 @@ class BoundBuilder {
 
   // The parameter-sync strategy's share of stage s's bound (none for unit_compute_times, which
   // has no inventory).
-  SyncBounds sync_bounds(std::size_t stage, const std::vector<std::vector<LocalTensor>>& tensors) const {
+  SyncBounds sync_bounds(std::size_t stage, const std::vector<std::vector<LocalTensor>>& tensors,
+                         const std::vector<PipeOp>& order) const {
     if (inv_ == nullptr) return {};
     return param_sync_for(plan_).stage_bounds(
-        {arch_, tensors[stage], plan_, costs_, shape_.microbatches, static_cast<std::int64_t>(stage)});
+        {arch_, tensors[stage], plan_, costs_, shape_.microbatches, static_cast<std::int64_t>(stage), order});
   }
 
   // What the strategy's hooks add to one pass.

@@ -6,10 +6,9 @@
 
 namespace moesim {
 
-// The bytes of its kernels, which its tasks and its bound both price: a shard part's gather (cast
-// the FP32 shard to BF16, copy it into the flat buffer, all-gather the part), a unit's copy-out
-// of the gathered buffer (read and write BF16 once) and its reduce-scatter copy-in (read the
-// compute dtype, write the reduce dtype).
+// A shard part's gather (cast the FP32 shard to BF16, copy it into the flat buffer, all-gather the
+// part), a unit's copy-out of the gathered buffer (read and write BF16 once) and its
+// reduce-scatter copy-in (read the compute dtype, write the reduce dtype).
 struct GatherBytes {
   double cast = 0, staged = 0, gathered = 0;
 };

@@ -37,6 +37,8 @@
 // - a unit is gathered only where it is not gathered already (FSDPParamGroup.unshard): once per
 //   step without reshard_after_forward (torchtitan's default under PP), before a forward that
 //   follows its resharding after the previous forward otherwise.
+#include <algorithm>
+
 #include "sim/schedules/fsdp2_bytes.hpp"
 
 namespace moesim {
@@ -58,7 +60,6 @@ class Fsdp2 final : public ParamSync {
       if (static_cast<std::size_t>(c) >= chunk_units_.size()) chunk_units_.resize(static_cast<std::size_t>(c) + 1);
       chunk_units_[static_cast<std::size_t>(c)].push_back(unit);
     }
-    chunk_backwards_.assign(chunk_units_.size(), 0);
   }
 
   TaskId before_unit(const UnitVisit& visit, TaskId ready) override {
@@ -212,11 +213,11 @@ class Fsdp2 final : public ParamSync {
                                MemoryKernel::elementwise,
                                first ? "unsharded gradient cast" : "unsharded gradient accumulate", grads_ready);
     }
+    // The chunk's last backward is over once each of its units has had every microbatch's.
     const std::int32_t c = rank_.unit_chunk[unit];
-    if (c < 0) return;
-    const auto chunk = static_cast<std::size_t>(c);
-    const std::vector<std::int64_t>& units = chunk_units_[chunk];
-    if (++chunk_backwards_[chunk] == static_cast<std::int64_t>(units.size()) * rank_.microbatches)
+    if (c < 0 || backwards_[unit] < rank_.microbatches) return;
+    const std::vector<std::int64_t>& units = chunk_units_[static_cast<std::size_t>(c)];
+    if (std::all_of(units.begin(), units.end(), [&](std::int64_t u) { return backwards_[u] == rank_.microbatches; }))
       reduce_chunk(units, microbatch);
   }
 
@@ -247,7 +248,6 @@ class Fsdp2 final : public ParamSync {
   UnitTable<char> gathered_;                            // pipelined: the unit is gathered now
   UnitTable<std::int64_t> backwards_;                   // pipelined: gradient passes of the unit so far
   std::vector<std::vector<std::int64_t>> chunk_units_;  // the units of each model chunk of the stage
-  std::vector<std::int64_t> chunk_backwards_;           // pipelined: gradient passes of the chunk's units so far
 };
 
 // A registered FSDP2 strategy: the same placement, gathering for backward or not.

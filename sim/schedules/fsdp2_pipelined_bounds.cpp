@@ -5,7 +5,7 @@ namespace moesim {
 
 namespace {
 
-// What the stage's order (stage_schedule) makes FSDP2 gather under a pipeline. A block is
+// What the stage's order (SyncStage::order) makes FSDP2 gather under a pipeline. A block is
 // gathered by a forward where the previous pass of its chunk was a forward that resharded it
 // (reshard_after_forward) or there was none, and by a backward (not a W part) after such a
 // forward; it stays gathered after a backward. The embedding, not gathered for backward, is
@@ -22,7 +22,7 @@ OrderGathers order_gathers(const SyncStage& s, bool regather, const std::vector<
                    0};
   std::vector<bool> gathered(chunks, false), embedding(chunks, false);
   bool first = true;
-  for (const PipeOp& op : stage_schedule(s.plan, s.stage, s.microbatches)) {
+  for (const PipeOp& op : s.order) {
     const auto c = static_cast<std::size_t>(op.chunk);
     if (op.frees()) out.last_reduced = c;
     if (!op.forward && op.part == BackwardPart::weight) continue;

@@ -20,6 +20,8 @@
 
 namespace moesim {
 
+struct PipeOp;  // sim/pipeline_schedule.hpp
+
 // What a strategy knows of the simulated rank it serves. Units are FSDP units / DDP layers:
 // -1 the embedding, 0..L-1 the blocks, L the final norm and LM head.
 struct RankContext {
@@ -65,6 +67,7 @@ struct SyncStage {
   const CostBook& costs;
   std::int64_t microbatches = 1;
   std::int64_t stage = 0;
+  const std::vector<PipeOp>& order;  // the stage's passes in order (stage_schedule), as the bound has them
 };
 // The elements of each unit a rank of the stage gathers, and of them the routed experts', for the
 // units the stage's passes run (the step builder's: the embedding only where the model starts, so
