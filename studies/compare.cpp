@@ -107,14 +107,6 @@ CompareResult compare_designs(const ScenarioSource& source, const std::vector<st
   // Malformed design names fail before anything runs. Whether each design syncs every microbatch
   // is its entry's answer for its composed plan; where that plan is infeasible at the scenario's
   // batch (the crossover search tries others), its word's first entry answers without a pipeline.
-  const auto by_word = [](const std::string& design) {
-    const std::string word = design.substr(0, design.find('+'));
-    for (const auto& name : design_entries().registration_order()) {
-      const DesignEntry& e = design_entries().get(name);
-      if (e.word() == word) return e.syncs_every_microbatch(ParallelPlan{});
-    }
-    return false;
-  };
   std::map<std::string, bool> every_microbatch;
   for (const auto& d : designs) {
     try {
@@ -122,7 +114,7 @@ CompareResult compare_designs(const ScenarioSource& source, const std::vector<st
       every_microbatch[d] = design_of(s.plan).syncs_every_microbatch(s.plan);
     } catch (const InputError& e) {
       if (!e.infeasible()) throw;
-      every_microbatch[d] = by_word(d);
+      every_microbatch[d] = first_design_of(d.substr(0, d.find('+'))).syncs_every_microbatch(ParallelPlan{});
     }
   }
   // The design axis first, so each design's points sit together; then the other axes.

@@ -29,6 +29,9 @@ constexpr double bytes_of(DType t) {
   return 0.0;
 }
 
+// A dropout mask element: torch.bool, one byte (what fused dropout kernels save and read back).
+inline constexpr double kMaskBytes = 1.0;
+
 inline constexpr EnumNames<DType, 4> kDTypeNames{
     "dtype", {{{DType::fp32, "fp32"}, {DType::bf16, "bf16"}, {DType::fp16, "fp16"}, {DType::fp8, "fp8"}}}};
 constexpr std::string_view name_of(DType value) { return kDTypeNames.name(value); }

@@ -54,9 +54,8 @@ PassTimes unfused_attention(const Architecture& a, const CostBook& c, double tok
   // dP = dO V^T, dV = P^T dO, dS -> dQ = dS K, dK = dS^T Q.
   const double gemms_bwd = c.gemm({S, S, dv, GemmPass::dgrad, bf16}) + c.gemm({S, dv, S, GemmPass::wgrad, bf16}) +
                            c.gemm({S, dq, S, GemmPass::dgrad, bf16}) + c.gemm({S, dq, S, GemmPass::wgrad, bf16});
-  constexpr double kMask = 1.0;
-  const double softmax_fwd = scores * 2 * e, dropout_fwd = drops ? scores * (2 * e + kMask) : 0.0;
-  const double softmax_bwd = scores * 3 * e, dropout_bwd = drops ? scores * (2 * e + kMask) : 0.0;
+  const double softmax_fwd = scores * 2 * e, dropout_fwd = drops ? scores * (2 * e + kMaskBytes) : 0.0;
+  const double softmax_bwd = scores * 3 * e, dropout_bwd = drops ? scores * (2 * e + kMaskBytes) : 0.0;
   return {count * gemms_fwd + c.memory(softmax_fwd + dropout_fwd, MemoryKernel::elementwise),
           count * gemms_bwd + c.memory(softmax_bwd + dropout_bwd, MemoryKernel::elementwise), 0.0};
 }
@@ -89,7 +88,7 @@ struct OpsBuilder {
   double core_recompute_ = 0;  // selective recompute of the unfused core attention: its forward again
   // Hidden dropout's one-byte mask of the rank's `tokens`, written in forward (read in backward)
   // beside the residual add (Megatron-LM's fused bias-dropout-add).
-  double dropout_mask(double tokens) const { return a.dropout.hidden > 0 ? tokens * d : 0.0; }
+  double dropout_mask(double tokens) const { return a.dropout.hidden > 0 ? tokens * d * kMaskBytes : 0.0; }
 
   void push(LayerOpKind kind, PassTimes t, OpPlace place = OpPlace::main) { out.ops.push_back({kind, place, t}); }
   void point(LayerOpKind kind) {

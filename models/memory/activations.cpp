@@ -13,7 +13,6 @@ namespace moesim {
 namespace {
 constexpr double kFp32 = 4.0;   // router logits and the attention log-sum-exp are FP32
 constexpr double kIndex = 8.0;  // int64 expert indices
-constexpr double kMask = 1.0;   // a dropout mask element (torch.bool)
 }  // namespace
 
 std::string_view name_of(SavedFormat format, DType compute) {
@@ -168,11 +167,11 @@ void attention_terms(const Architecture& a, const ParallelPlan& plan, const TpWi
     const double scores = w.heads * dbl(a.sequence_length);  // per query token: one row per local head
     t.activations(attention, scores);
     if (a.dropout.attention > 0) {
-      t.add(attention, SavedFormat::mask, kMask * scores);
+      t.add(attention, SavedFormat::mask, kMaskBytes * scores);
       t.activations(attention, scores);
     }
   }
-  if (a.dropout.hidden > 0) t.add(attention, SavedFormat::mask, kMask * dbl(a.d_model) * w.seq);
+  if (a.dropout.hidden > 0) t.add(attention, SavedFormat::mask, kMaskBytes * dbl(a.d_model) * w.seq);
 }
 
 // A Mamba-2 mixer (Megatron-Core MambaMixer on mamba_ssm's mamba_split_conv1d_scan_combined, which
@@ -187,7 +186,8 @@ void mamba_terms(const Architecture& a, const TpWidths& w, SavedTerms& t) {
   t.activations(attention, 2 * w.mamba_inner + 2 * w.mamba_groups * N + w.mamba_heads + w.mamba_inner);
   t.add(attention, SavedFormat::fp32, kFp32 * w.mamba_groups);
   t.linear_input(attention, LinearClass::attention, w.mamba_inner);
-  if (a.dropout.hidden > 0) t.add(attention, SavedFormat::mask, kMask * d * w.seq);  // MambaLayer's bias-dropout-add
+  if (a.dropout.hidden > 0)
+    t.add(attention, SavedFormat::mask, kMaskBytes * d * w.seq);  // MambaLayer's bias-dropout-add
 }
 
 BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,
@@ -242,7 +242,7 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
     if (!recompute_swiglu) t.swiglu_product(mlp, LinearClass::dense_mlp, h);
   }
   // Hidden dropout after the feed-forward part: its mask (MLP or MoE output, the rank's sequence share).
-  if (spec.ffn != Ffn::none && a.dropout.hidden > 0) t.add(mlp, SavedFormat::mask, kMask * d * seq);
+  if (spec.ffn != Ffn::none && a.dropout.hidden > 0) t.add(mlp, SavedFormat::mask, kMaskBytes * d * seq);
   return t.result();
 }
 

@@ -141,6 +141,9 @@ const Registry<DesignEntry>& design_entries();
 const DesignEntry& design_of(const ParallelPlan& plan);
 // The design words in registry order, without repeats ("ddp", "fsdp", "zero2").
 std::vector<std::string> design_words();
+// The first registered entry of a design word: the one its plan selects without options. Throws
+// std::logic_error for an unknown word.
+const DesignEntry& first_design_of(std::string_view word);
 // The defaults of a design word (its entries agree on them).
 DesignDefaults design_defaults(std::string_view word);
 // Every design's planner families, in the order the designs are registered; and one by name

@@ -34,19 +34,19 @@ class Fsdp2ShardGradOp final : public FsdpFamilyDesign {
          {{"plan.design", "\"fsdp\""}, {"plan.fsdp.shard_degree", "0"}, {"plan.fsdp.reshard_after_forward", "false"}}}};
   }
 
+  bool keeps_gathered_units() const override { return true; }
+  std::string_view param_sync() const override { return "fsdp2_shard_grad_op"; }
+
+ protected:
   // At the end of a forward every unit of the stage is gathered.
-  std::vector<LedgerItem> forward_items(const ParallelPlan& plan, const StageView& view) const override {
-    if (accumulates_unsharded(plan)) return pipelined_items(plan, view, nullptr);
+  std::vector<LedgerItem> microbatch_forward_items(const ParallelPlan& plan, const StageView& view) const override {
     return {held_units(plan, view, std::numeric_limits<std::int64_t>::max())};
   }
   // In the backward of `layer`, the units before it (and the embedding) are still gathered.
-  std::vector<LedgerItem> backward_items(const ParallelPlan& plan, const StageView& view,
-                                         std::int64_t layer) const override {
-    if (accumulates_unsharded(plan)) return pipelined_items(plan, view, &layer);
+  std::vector<LedgerItem> microbatch_backward_items(const ParallelPlan& plan, const StageView& view,
+                                                    std::int64_t layer) const override {
     return {held_units(plan, view, layer), unsharded_gradients(plan, view, layer)};
   }
-  bool keeps_gathered_units() const override { return true; }
-  std::string_view param_sync() const override { return "fsdp2_shard_grad_op"; }
 
  private:
   // Every unit of the stage up to `last` (by index: the embedding -1 first) in the compute dtype.

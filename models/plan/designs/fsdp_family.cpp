@@ -27,12 +27,22 @@ std::span<const GrammarPart> FsdpFamilyDesign::parts() const { return kFsdpParts
 
 std::vector<LedgerItem> FsdpFamilyDesign::forward_items(const ParallelPlan& plan, const StageView& view) const {
   if (accumulates_unsharded(plan)) return pipelined_items(plan, view, nullptr);
-  return {gathered_units(plan, view)};
+  return microbatch_forward_items(plan, view);
 }
 
 std::vector<LedgerItem> FsdpFamilyDesign::backward_items(const ParallelPlan& plan, const StageView& view,
                                                          std::int64_t layer) const {
   if (accumulates_unsharded(plan)) return pipelined_items(plan, view, &layer);
+  return microbatch_backward_items(plan, view, layer);
+}
+
+std::vector<LedgerItem> FsdpFamilyDesign::microbatch_forward_items(const ParallelPlan& plan,
+                                                                   const StageView& view) const {
+  return {gathered_units(plan, view)};
+}
+
+std::vector<LedgerItem> FsdpFamilyDesign::microbatch_backward_items(const ParallelPlan& plan, const StageView& view,
+                                                                    std::int64_t layer) const {
   return {gathered_units(plan, view), unsharded_gradients(plan, view, layer)};
 }
 

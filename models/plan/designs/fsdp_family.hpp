@@ -33,11 +33,11 @@ class FsdpFamilyDesign : public DesignEntry {
   bool syncs_every_microbatch(const ParallelPlan& plan) const override {
     return !(accumulates_unsharded(plan) && keeps_gathered_units());
   }
-  // Full reshard's holds (FSDP2's and FSDP1's): one unit gathered for the layer that runs and
-  // `prefetch` more gathered ahead; in backward, the layer's unsharded gradients besides.
-  std::vector<LedgerItem> forward_items(const ParallelPlan& plan, const StageView& view) const override;
+  // Under a pipeline (accumulates_unsharded) every design of the family holds pipelined_items;
+  // otherwise what its microbatch_*_items say.
+  std::vector<LedgerItem> forward_items(const ParallelPlan& plan, const StageView& view) const final;
   std::vector<LedgerItem> backward_items(const ParallelPlan& plan, const StageView& view,
-                                         std::int64_t layer) const override;
+                                         std::int64_t layer) const final;
   UnitHold unit_hold(const ParallelPlan& plan, const StageView& view, std::int64_t unit) const override;
   // FSDP2 under a pipeline schedule (torch.distributed.pipelining's backward_maybe_with_nosync
   // and REDUCE_GRAD); FSDP1 is not an FSDPModule there and reduces every microbatch.
@@ -46,6 +46,12 @@ class FsdpFamilyDesign : public DesignEntry {
   }
 
  protected:
+  // What a forward (a backward of `layer`) holds when gradients are reduced every microbatch.
+  // Full reshard's (FSDP2's and FSDP1's): one unit gathered for the layer that runs and `prefetch`
+  // more gathered ahead; in backward, the layer's unsharded gradients besides.
+  virtual std::vector<LedgerItem> microbatch_forward_items(const ParallelPlan& plan, const StageView& view) const;
+  virtual std::vector<LedgerItem> microbatch_backward_items(const ParallelPlan& plan, const StageView& view,
+                                                            std::int64_t layer) const;
   // "+hsdpF" when the shard group is smaller than the DP group.
   static std::string hsdp_part(const ParallelPlan& plan);
   // (1 + prefetch) x the largest unit, gathered in the compute dtype.
@@ -55,6 +61,8 @@ class FsdpFamilyDesign : public DesignEntry {
   // A gathered unit, its gradients and its reduce-scatter input (and under a pipeline its
   // accumulated gradient in the reduce dtype).
   UnitHold gathered_unit_hold(const ParallelPlan& plan, const StageView& view, std::int64_t unit) const;
+
+ private:
   // Under a pipeline: every unit of the stage gathered and its gradient accumulator, through the
   // step's steady state (each unit is gathered again before its backward and kept, and has an
   // accumulator from its first backward on); in the backward of `layer` (else the forward) the

@@ -39,17 +39,15 @@ std::vector<std::string> design_words() {
   return out;
 }
 
-namespace {
-const DesignEntry& first_of(std::string_view word) {
+const DesignEntry& first_design_of(std::string_view word) {
   for (const auto& name : design_entries().registration_order()) {
     const DesignEntry& entry = design_entries().get(name);
     if (entry.word() == word) return entry;
   }
   throw std::logic_error("no registered design for the word \"" + std::string(word) + "\"");
 }
-}  // namespace
 
-DesignDefaults design_defaults(std::string_view word) { return first_of(word).defaults(); }
+DesignDefaults design_defaults(std::string_view word) { return first_design_of(word).defaults(); }
 
 std::vector<PlannerFamily> planner_families() {
   std::vector<PlannerFamily> out;
