@@ -34,6 +34,40 @@
   }
   var view = document.getElementById("frontier-view");
 
+  // The top-K rank labels (reports/plan_frontier_chart.cpp: odd ranks above right of their plan,
+  // even ranks below right). Plans close on the chart would write their labels over each other:
+  // in rank order, a label that overlaps one placed before it moves down a line at a time until
+  // it clears them all (the chart has room: its scales are padded).
+  var LABEL_LAYERS = ["top_labels", "top_labels_below"];
+  function separateLabels() {
+    var labels = [];
+    LABEL_LAYERS.forEach(function (name) {
+      view.querySelectorAll("g." + name + "_marks text").forEach(function (t) {
+        labels.push({ text: t, rank: Number(String(t.textContent).replace("#", "")) });
+      });
+    });
+    labels.sort(function (a, b) { return a.rank - b.rank; });
+    var placed = [];
+    var clashes = function (r) {
+      return placed.some(function (p) {
+        return Math.min(r.right, p.right) - Math.max(r.left, p.left) > 1 &&
+          Math.min(r.bottom, p.bottom) - Math.max(r.top, p.top) > 1;
+      });
+    };
+    labels.forEach(function (l) {
+      var moved = 0, r = l.text.getBoundingClientRect();
+      // Vega's SVG renderer places a text mark by transform="translate(x,y)".
+      var at = /translate\(([-0-9.e]+),\s*([-0-9.e]+)\)/.exec(l.text.getAttribute("transform") || "");
+      while (at && clashes(r) && moved < labels.length) {
+        moved += 1;
+        var y = Number(at[2]) + moved * (r.height + 2);
+        l.text.setAttribute("transform", "translate(" + at[1] + "," + y + ")");
+        r = l.text.getBoundingClientRect();
+      }
+      placed.push(r);
+    });
+  }
+
   if (spec === null) {
     // No replayed or memory-pruned plan: nothing to place on the chart.
     body.setAttribute("data-charts", "0");
@@ -43,6 +77,8 @@
   body.setAttribute("data-charts", "1");
   // SVG, so the page prints sharply and a headless browser's DOM dump shows the marks.
   vegaEmbed(view, spec, { renderer: "svg", actions: false, mode: "vega-lite" }).then(function () {
+    separateLabels();
+    window.moesimMeasureFit(document.querySelectorAll(".table-box"), LABEL_LAYERS);
     body.setAttribute("data-rendered", "1");
   }).catch(function (err) {
     window.moesimRecordError("the frontier chart failed to render: " + (err && err.message ? err.message : err));

@@ -179,6 +179,15 @@ grep -q 'data-errors="0"' <<<"$plan_body" || fail plan "the page recorded an err
 grep -q '>rows 1–100 of [0-9]*<' "$work/plan.dom" || fail plan "the table of every candidate is not paged"
 grep -q 'memory-pruned plan(s) above [0-9]* GiB per GPU are not drawn' "$work/plan.dom" ||
   fail plan "the chart does not count the memory-pruned plans it leaves out"
+# The page fits 1280 px, the chart its card, and no two labels overlap: axis and legend labels,
+# and the top K's rank labels (plans close on the chart drew theirs over each other: two pairs of
+# this page's did before the page moved them apart).
+for attr in page-overflow wide-charts label-overlaps; do
+  px="$(sed -n "s/.*data-$attr=\"\([0-9]*\)\".*/\1/p" <<<"$plan_body")"
+  [ "$px" = "0" ] || fail plan "data-$attr is ${px:-missing}, expected 0: $plan_body"
+done
+labels="$(( $(marks plan frontier top_labels) + $(marks plan frontier top_labels_below) ))"
+[ "$labels" -eq 5 ] || fail plan "the chart labelled $labels of the top 5 plans"
 # Screenshots of the pages that scale, kept where MOESIM_TEST_ARTIFACTS points (CTest sets it
 # under the build's Testing folder), for a person to look at.
 if [ -n "${MOESIM_TEST_ARTIFACTS:-}" ]; then
