@@ -81,9 +81,9 @@ TEST_CASE("Every <script> on the page closes where it should", "[unit]") {
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   // A "</script" or "<!--" inside an inlined bundle would end or confuse its block early.
   CHECK(count(lower, "<script") == count(lower, "</script>"));
-  // Error capture, the sweep, published and comparison blocks, three bundles, charts_marks.js,
-  // charts.js and page.js.
-  CHECK(count(lower, "<script") == 10);
+  // Error capture, the sweep, published and comparison blocks, three bundles, page_fit.js,
+  // charts_marks.js, charts.js and page.js.
+  CHECK(count(lower, "<script") == 11);
   CHECK(count(html, "<!--") == 0);
 }
 

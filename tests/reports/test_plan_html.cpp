@@ -83,7 +83,7 @@ TEST_CASE("The plan page embeds the plan document unchanged", "[unit]") {
   CHECK_FALSE(std::regex_search(html, std::regex(R"(<script[^>]*\ssrc\s*=)", std::regex::icase)));
   CHECK_FALSE(std::regex_search(html, std::regex(R"((src|href)\s*=\s*["']?\s*(https?:)?//)", std::regex::icase)));
   CHECK(html.find("sourceMappingURL") == std::string::npos);
-  CHECK(count(html, "<script>") == 5);  // error recorder, three Vega bundles, the page's script
+  CHECK(count(html, "<script>") == 6);  // error recorder, three Vega bundles, page_fit.js, the page's script
 }
 
 TEST_CASE("The plan page names every top plan with its numbers, in rank order", "[unit]") {
