@@ -90,6 +90,10 @@ const nlohmann::json* JsonReader::find(std::string_view key) const {
 const nlohmann::json& JsonReader::require(std::string_view key) const {
   const auto* v = find(key);
   if (v != nullptr) return *v;
+  missing(key, "required field is missing");
+}
+
+void JsonReader::missing(std::string_view key, const std::string& message) const {
   // A key of this object that no accessor asked for and that is a typo of the missing one is the
   // mistake to name: "num_layer" is an unknown key, not a second problem beside "num_layers".
   std::vector<std::string> unread;
@@ -104,7 +108,7 @@ const nlohmann::json& JsonReader::require(std::string_view key) const {
     throw UnknownKeyError(file_, child_path(typo),
                           "unknown key; did you mean '" + std::string(key) + "'? (a required field, missing)", known);
   }
-  fail(key, "required field is missing");
+  fail(key, message);
 }
 
 namespace {

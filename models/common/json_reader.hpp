@@ -83,6 +83,9 @@ class JsonReader {
   // Throws InputError naming the first key that no accessor asked for.
   void finish() const;
   [[noreturn]] void fail(std::string_view key, const std::string& message) const;
+  // A required `key` that is missing: where a key of this object no accessor read is a typo of it
+  // (at most two edits), that key is named as unknown ("did you mean"); otherwise `message`.
+  [[noreturn]] void missing(std::string_view key, const std::string& message) const;
 
  private:
   const nlohmann::json& require(std::string_view key) const;

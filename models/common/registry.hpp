@@ -60,7 +60,7 @@ class Registry {
   const std::vector<std::string>& registration_order() const { return order_; }
 
   const Interface& get(std::string_view name) const {
-    auto it = items_.find(std::string(name));
+    auto it = items_.find(name);
     if (it == items_.end()) {
       throw UnknownNameError("unknown " + kind_ + " \"" + std::string(name) + "\"" +
                              did_you_mean(name, names(), "valid: " + list()));
@@ -73,6 +73,12 @@ class Registry {
   const Interface* find(std::string_view name) const {
     auto it = items_.find(name);
     return it == items_.end() ? nullptr : it->second.get();
+  }
+
+  // Calls `visit` with every implementation in name order (as names() lists them, without copies).
+  template <class Visit>
+  void for_each(Visit&& visit) const {
+    for (const auto& [k, v] : items_) visit(*v);
   }
 
   std::vector<std::string> names() const {

@@ -41,7 +41,7 @@ std::string section_file(const std::string& scenario_file, std::string_view key,
 nlohmann::json load_section(const JsonReader& scenario, const nlohmann::json& raw, std::string_view key,
                             SectionOrigin& origin) {
   const auto it = raw.find(std::string(key));
-  if (it == raw.end()) scenario.fail(key, "required: a file path (relative to the scenario) or an inline object");
+  if (it == raw.end()) scenario.missing(key, "required: a file path (relative to the scenario) or an inline object");
   scenario.has(key);  // mark as known
   if (it->is_string()) {
     origin = {section_file(scenario.file(), key, it->get<std::string>(), scenario.file(), std::string(key)), ""};

@@ -93,6 +93,15 @@ TEST_CASE("a misspelt required key is named as the unknown key it is", "[unit]")
   CHECK(r.rc == 2);
   CHECK_THAT(r.err, Catch::Contains("arch.json: num_layer: unknown key; did you mean 'num_layers'?"));
   CHECK(r.err.find("required field is missing") == std::string::npos);
+  // A scenario's own sections too: "plann" beside a missing "plan".
+  const std::string scenario = dir.write(
+      "s.json", "{\"architecture\": \"" + test::source_path("scenarios/architectures/olmo-ddp-bench-moe.json") +
+                    "\", \"plann\": \"" + test::source_path("scenarios/plans/ddp-1node.json") +
+                    "\", \"hardware\": \"b300-hgx\"}");
+  const Ran s = moesim_cli("ledger " + scenario);
+  CHECK(s.rc == 2);
+  CHECK_THAT(s.err, Catch::Contains("s.json: plann: unknown key; did you mean 'plan'?"));
+  CHECK(s.err.find("required:") == std::string::npos);
 }
 
 TEST_CASE("a profile number without its provenance object says where the number goes", "[unit]") {

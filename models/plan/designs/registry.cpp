@@ -22,11 +22,11 @@ const Registry<DesignEntry>& design_entries() {
 }
 
 const DesignEntry& design_of(const ParallelPlan& plan) {
-  const Registry<DesignEntry>& all = design_entries();
-  for (const auto& name : all.names()) {
-    const DesignEntry& entry = all.get(name);
-    if (entry.word() == plan.design && entry.selected_by(plan)) return entry;
-  }
+  const DesignEntry* found = nullptr;
+  design_entries().for_each([&](const DesignEntry& entry) {
+    if (found == nullptr && entry.word() == plan.design && entry.selected_by(plan)) found = &entry;
+  });
+  if (found != nullptr) return *found;
   throw std::logic_error("no registered design for plan.design \"" + plan.design + "\" and its options");
 }
 
