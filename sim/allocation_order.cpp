@@ -28,8 +28,7 @@ struct LayerBytes {
 
 class StageWalk {
  public:
-  StageWalk(const StageAllocations& in, std::size_t chunks, std::uint64_t limit)
-      : plan_(in.plan), trace_(in.plan.allocator.expandable_segments, limit) {
+  StageWalk(const StageAllocations& in, std::size_t chunks) : plan_(in.plan) {
     const Architecture& a = in.arch;
     const ParallelPlan& plan = in.plan;
     const StageView& v = in.view;
@@ -355,24 +354,22 @@ AllocatorReplay replay_stage_allocations(const StageAllocations& in, const std::
   const ParallelPlan& plan = in.plan;
   const std::size_t chunks = std::max<std::size_t>(in.held_chunks.size(), 1);
   const std::vector<StagePass> passes = replayed_passes(plan, in.held_chunks, order);
-  auto replay = [&](std::uint64_t limit) {
-    StageWalk walk(in, chunks, limit);
-    for (int step = 0; step < 2; ++step) {  // the first step makes the lazy state; the second meets it
-      for (const StagePass& p : passes) walk.run(p);
-      walk.finish(step == 0);
-    }
-    return walk;
-  };
+  StageWalk walk(in, chunks);
+  for (int step = 0; step < 2; ++step) {  // the first step makes the lazy state; the second meets it
+    for (const StagePass& p : passes) walk.run(p);
+    walk.finish(step == 0);
+  }
+  const std::vector<AllocEvent>& events = walk.trace().events();
+  const bool expandable = plan.allocator.expandable_segments;
   auto bytes = [](std::uint64_t x) { return dbl(static_cast<std::int64_t>(x)); };
-  const StageWalk roomy = replay(0);
-  const CachingAllocator& free_run = roomy.trace().allocator();
+  const AllocatorOutcome free_run = run_allocator(events, expandable, 0);
   AllocatorReplay r;
-  for (const LedgerItem* item : roomy.kept_at_start()) r.kept_from_start += item->bytes;
-  r.persistent_rounding = persistent_rounding(plan, in.tensors, roomy.kept_at_start());
-  r.working_allocated = bytes(free_run.peaks().allocated);
-  r.working_reserved = r.working_reserved_roomy = bytes(free_run.peaks().reserved);
-  r.working_required = bytes(free_run.peaks().required);
-  r.events = roomy.trace().events();
+  for (const LedgerItem* item : walk.kept_at_start()) r.kept_from_start += item->bytes;
+  r.persistent_rounding = persistent_rounding(plan, in.tensors, walk.kept_at_start());
+  r.working_allocated = bytes(free_run.peaks.allocated);
+  r.working_reserved = r.working_reserved_roomy = bytes(free_run.peaks.reserved);
+  r.working_required = bytes(free_run.peaks.required);
+  r.events = events.size();
   const double room = in.allocator_limit - r.kept_from_start - r.persistent_rounding;
   if (in.allocator_limit > 0 && r.working_reserved > room) {
     if (room <= 0) {
@@ -380,12 +377,12 @@ AllocatorReplay replay_stage_allocations(const StageAllocations& in, const std::
       r.working_reserved = r.working_allocated;
       return r;
     }
-    const StageWalk tight = replay(static_cast<std::uint64_t>(room));
-    const CachingAllocator& capped = tight.trace().allocator();
-    r.out_of_memory = capped.failed();
-    r.working_reserved = bytes(capped.peaks().reserved);
-    r.working_required = capped.failed() ? room + bytes(capped.shortfall()) : bytes(capped.peaks().required);
-    r.events += tight.trace().events();
+    // The same record under the limit: the allocator releases cached segments as PyTorch does.
+    const AllocatorOutcome capped = run_allocator(events, expandable, static_cast<std::uint64_t>(room));
+    r.out_of_memory = capped.failed;
+    r.working_reserved = bytes(capped.peaks.reserved);
+    r.working_required = capped.failed ? room + bytes(capped.shortfall) : bytes(capped.peaks.required);
+    r.events += events.size();
   }
   return r;
 }

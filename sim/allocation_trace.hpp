@@ -1,5 +1,7 @@
 // The allocation replay's record (sim/allocation_order.cpp): tensors taken from and given back
-// to the caching allocator in the order a stage's step makes and frees them.
+// to the caching allocator in the order a stage's step makes and frees them. The walk records
+// the events once; the caching allocator then replays them, on a device with room and, where that
+// reserves more than the device has, again under the limit (run_allocator).
 #pragma once
 
 #include <cmath>
@@ -12,34 +14,49 @@ namespace moesim {
 
 inline constexpr std::uint32_t kNoAllocation = 0xffffffffu;  // an id never handed out
 
+// One allocation (bytes > 0) or release (bytes == 0) of tensor `id`.
+struct AllocEvent {
+  std::uint64_t bytes = 0;
+  std::uint32_t id = 0;
+  AllocStream stream = AllocStream::compute;
+};
+
 // Allocation ids handed out in order; a dropped id is never reused.
 class AllocationTrace {
  public:
-  AllocationTrace(bool expandable, std::uint64_t limit) : alloc_(expandable, limit) {}
   std::uint32_t take(double bytes, AllocStream stream = AllocStream::compute) {
     if (!(bytes > 0)) return kNoAllocation;
     const std::uint32_t id = next_++;
-    alloc_.allocate(id, static_cast<std::uint64_t>(std::ceil(bytes)), stream);
-    ++events_;
+    events_.push_back({static_cast<std::uint64_t>(std::ceil(bytes)), id, stream});
     return id;
   }
   void drop(std::uint32_t& id) {
     if (id == kNoAllocation) return;
-    alloc_.release(id);
+    events_.push_back({0, id, AllocStream::compute});
     id = kNoAllocation;
-    ++events_;
   }
   void drop_all(std::vector<std::uint32_t>& ids) {
     for (auto& id : ids) drop(id);
     ids.clear();
   }
-  const CachingAllocator& allocator() const { return alloc_; }
-  std::size_t events() const { return events_; }
+  const std::vector<AllocEvent>& events() const { return events_; }
 
  private:
-  CachingAllocator alloc_;
+  std::vector<AllocEvent> events_;
   std::uint32_t next_ = 0;
-  std::size_t events_ = 0;
 };
+
+// What the caching allocator ends with after replaying a record.
+struct AllocatorOutcome {
+  AllocatorPeaks peaks;
+  bool failed = false;
+  std::uint64_t shortfall = 0;
+};
+
+// `events` replayed through a CachingAllocator(expandable, limit). Many plans of a search replay
+// the same record (a stage another candidate has too, a layout that leaves the working set as it
+// was): each thread keeps the outcomes of the records it replayed, keyed by a 128-bit digest of
+// the events, the segment mode and the limit, so a record is replayed once.
+AllocatorOutcome run_allocator(const std::vector<AllocEvent>& events, bool expandable, std::uint64_t limit);
 
 }  // namespace moesim

@@ -1,6 +1,8 @@
 #include "sim/pipeline_schedule.hpp"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 namespace moesim {
 
@@ -162,21 +164,41 @@ std::vector<std::vector<StagePass>> stage_pass_orders(const ParallelPlan& plan, 
   return out;
 }
 
-std::vector<PipeOp> stage_schedule(const ParallelPlan& plan, std::int64_t stage, std::int64_t m) {
-  const std::int64_t P = plan.pp;
-  const bool fused = plan.ep_a2a_overlap && plan.ep > 1;
+namespace {
+
+std::vector<PipeOp> schedule_order(PipelineSchedule schedule, std::int64_t P, std::int64_t chunks, std::int64_t stage,
+                                   std::int64_t m, bool fused) {
   // No pipeline: every schedule is plain gradient accumulation, which the EP all-to-all overlap
   // runs as 1F1B on one stage (combined_1f1b_schedule_for_no_pipelining: forward 0, then forward
   // i + 1 fused with backward i).
   if (P == 1) return one_f_one_b_order(1, 1, 0, m, fused);
-  switch (plan.pp_schedule) {
+  switch (schedule) {
     case PipelineSchedule::one_f_one_b:
-    case PipelineSchedule::interleaved_1f1b: return one_f_one_b_order(P, plan.model_chunks(), stage, m, fused);
+    case PipelineSchedule::interleaved_1f1b: return one_f_one_b_order(P, chunks, stage, m, fused);
     case PipelineSchedule::zb_h1: return zb_h1_order(P, stage, m);
     case PipelineSchedule::one_f_one_b_v: return v_shape_order(P, stage, m, false);
     case PipelineSchedule::zbv: return v_shape_order(P, stage, m, true);
   }
   return {};
+}
+
+}  // namespace
+
+std::vector<PipeOp> stage_schedule(const ParallelPlan& plan, std::int64_t stage, std::int64_t m) {
+  const bool fused = plan.ep_a2a_overlap && plan.ep > 1;
+  // A stage's order depends on these numbers only; the ledger, the allocation replay and the
+  // step bound each ask for it, and a plan search's candidates share most of them, so each
+  // thread keeps the orders it made (forgotten all at once past kKeptOrders).
+  using Key = std::tuple<PipelineSchedule, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>;
+  constexpr std::size_t kKeptOrders = 4096;
+  thread_local std::map<Key, std::vector<PipeOp>> kept;
+  const Key key{
+      plan.pp == 1 ? PipelineSchedule::one_f_one_b : plan.pp_schedule, plan.pp, plan.model_chunks(), stage, m, fused};
+  if (const auto it = kept.find(key); it != kept.end()) return it->second;
+  std::vector<PipeOp> order = schedule_order(plan.pp_schedule, plan.pp, plan.model_chunks(), stage, m, fused);
+  if (kept.size() >= kKeptOrders) kept.clear();
+  kept.emplace(key, order);
+  return order;
 }
 
 }  // namespace moesim
