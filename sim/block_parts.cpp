@@ -90,6 +90,10 @@ class PartWalk {
   TaskId point(std::size_t p, TaskId ready) {
     const LayerPoint lp = w_.pre_points[p];
     if (lp == LayerPoint::seam) return ready;
+    if (lp == LayerPoint::qk_norm_exchange) {
+      return blocking(tp_point(emit_, plan_, at_, lp, tp_pass(), static_cast<std::int32_t>(p), w_.qk_norm_bytes, ready),
+                      ready);
+    }
     if (lp == LayerPoint::tp_enter || lp == LayerPoint::tp_exit) {
       if (overlapped(lp, CollectiveKind::reduce_scatter)) return ready;  // started with the part before
       const TaskId out = tp_point(emit_, plan_, at_, lp, tp_pass(), static_cast<std::int32_t>(p), w_.tp_bytes, ready);

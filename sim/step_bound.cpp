@@ -215,6 +215,13 @@ class BoundBuilder {
     double tp_fwd = 0, tp_bwd = 0, tp_input = 0;
     for (std::size_t i = 0; i < w.pre_points.size(); ++i) {
       const LayerPoint p = w.pre_points[i];
+      if (p == LayerPoint::qk_norm_exchange) {  // blocking, both ways (sim/block_parts.cpp)
+        const double a2a = collective_s(CollectiveKind::all_to_all, w.qk_norm_bytes, Communicator::tp);
+        tp_fwd += a2a;
+        tp_bwd += a2a;
+        tp_input += a2a;
+        continue;
+      }
       if (p != LayerPoint::tp_enter && p != LayerPoint::tp_exit) continue;
       tp_fwd += overlapped_tp_s(p, false, w.tp_bytes, w.pre_parts[i], w.pre_parts[i + 1], false);
       tp_bwd += overlapped_tp_s(p, true, w.tp_bytes, w.pre_parts[i], w.pre_parts[i + 1], true);

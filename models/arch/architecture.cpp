@@ -97,6 +97,9 @@ AttentionSpec parse_attention(const JsonReader& in, std::int64_t sequence_length
     }
   }
   a.qk_norm = in.boolean_or("qk_norm", false);
+  if (in.has("qk_norm_scope") && !a.qk_norm)
+    in.fail("qk_norm_scope", "only used with \"qk_norm\": true (this attention has no QK-norm)");
+  a.qk_norm_scope = in.choice_of("qk_norm_scope", kQkNormScopeNames, QkNormScope::projection);
   a.bias = enum_or(in, "bias", kAttentionBiasNames, AttentionBias::none);
   a.window_pattern = in.integer_list_or("window_pattern", Range::between(-1, 1 << 24));
   a.sinks = in.boolean_or("sinks", false);

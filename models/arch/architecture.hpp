@@ -26,12 +26,21 @@ enum class AttentionBias : std::uint8_t { none, qkv, all };
 inline constexpr EnumNames<AttentionBias, 3> kAttentionBiasNames{
     "attention bias", {{{AttentionBias::none, "none"}, {AttentionBias::qkv, "qkv"}, {AttentionBias::all, "all"}}}};
 
+// What one QK-norm normalises: the whole q (and k) projection of a token, one weight per
+// projected feature (OLMo 2, OLMoE, Olmo-core's default), or each head's vector with one weight
+// of head_dim shared by the heads (Qwen3, Gemma 3, Megatron-Core's qk_layernorm, Olmo-core's
+// use_head_qk_norm).
+enum class QkNormScope : std::uint8_t { projection, head };
+inline constexpr EnumNames<QkNormScope, 2> kQkNormScopeNames{
+    "QK-norm scope", {{{QkNormScope::projection, "projection"}, {QkNormScope::head, "head"}}}};
+
 struct AttentionSpec {
   AttentionKind kind = AttentionKind::gqa;
   std::int64_t num_heads = 0;
   std::int64_t num_kv_heads = 0;  // GQA: num_heads % num_kv_heads == 0 (MLA: = num_heads)
   std::int64_t head_dim = 0;      // GQA: q, k and v head width
   bool qk_norm = false;           // RMSNorm on the q and k projections (OLMo 2 / Olmo-core)
+  QkNormScope qk_norm_scope = QkNormScope::projection;
   AttentionBias bias = AttentionBias::none;
   // Per layer, cyclically: the sliding window in keys, -1 full causal attention (empty: all full).
   std::vector<std::int64_t> window_pattern;

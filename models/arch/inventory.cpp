@@ -58,7 +58,10 @@ void Builder::attention(const std::string& p, std::int64_t l) {
     linear(p + ".attention.w_k", a.kv_dim(), d, TensorClass::attention, l, qkv_bias);
     linear(p + ".attention.w_v", a.v_dim(), d, TensorClass::attention, l, qkv_bias);
   }
-  if (at.qk_norm) {
+  if (at.qk_norm && at.qk_norm_scope == QkNormScope::head) {  // one weight per head feature, shared by the heads
+    add(p + ".attention.q_norm", {at.qk_head_dim()}, TensorClass::norm, l);
+    add(p + ".attention.k_norm", {at.qk_head_dim()}, TensorClass::norm, l);
+  } else if (at.qk_norm) {
     add(p + ".attention.q_norm", {a.attn_dim()}, TensorClass::norm, l);
     add(p + ".attention.k_norm", {a.kv_dim()}, TensorClass::norm, l);
   }

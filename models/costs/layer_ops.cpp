@@ -132,6 +132,15 @@ void OpsBuilder::attention_mixer() {
     push(LayerOpKind::qkv_projection, proj);
   } else {
     push(LayerOpKind::qkv_projection, linear(c, attn_f, T, d, q + kv + v));
+    // A whole-projection QK-norm needs every feature of a token's q and k, which TP splits by
+    // head: q and k go to sequence shards for the norm and come back (LayerPoint::qk_norm_exchange).
+    // The norm's bytes are the same either way (all tokens x the rank's heads, or a share of the
+    // tokens x every head), so its kernel stays in the block's elementwise op.
+    if (tp && at.qk_norm && at.qk_norm_scope == QkNormScope::projection) {
+      out.qk_norm_bytes = T * (q + kv) * e;
+      point(LayerOpKind::qk_norm_exchange);
+      point(LayerOpKind::qk_norm_exchange);
+    }
   }
   seam();
   // Context parallelism: T is the rank's share of each sequence (2 chunks of S / 2CP, one from
@@ -301,6 +310,7 @@ std::optional<LayerPoint> layer_point_of(LayerOpKind kind) {
     case LayerOpKind::cp_begin: return LayerPoint::cp_begin;
     case LayerOpKind::cp_end: return LayerPoint::cp_end;
     case LayerOpKind::tp_seam: return LayerPoint::seam;
+    case LayerOpKind::qk_norm_exchange: return LayerPoint::qk_norm_exchange;
     default: return std::nullopt;
   }
 }
@@ -319,6 +329,7 @@ LayerWork segments(const LayerOps& l) {
   w.etp_bytes = l.etp_bytes;
   w.cp_qkv_bytes = l.cp_qkv_bytes;
   w.cp_out_bytes = l.cp_out_bytes;
+  w.qk_norm_bytes = l.qk_norm_bytes;
   w.pre_parts.emplace_back();
   w.pre_first.push_back(static_cast<std::uint8_t>(LayerOpKind::attention_elementwise));
   bool named = false;

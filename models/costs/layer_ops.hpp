@@ -45,9 +45,10 @@ enum class LayerOpKind : std::uint8_t {
   mamba_in_projection,    // [T, d] x [d, z + x + B + C + dt]
   ssd_scan,               // depthwise causal conv1d, the SSD scan and the gated RMSNorm
   mamba_out_projection,   // [T, d_inner] x [d_inner, d]
+  qk_norm_exchange,       // point: under TP a whole-projection QK-norm moves q and k to sequence shards (and back)
 };
 
-inline constexpr EnumNames<LayerOpKind, 26> kLayerOpKindNames{
+inline constexpr EnumNames<LayerOpKind, 27> kLayerOpKindNames{
     "layer op",
     {{{LayerOpKind::attention_elementwise, "attention_elementwise"},
       {LayerOpKind::qkv_projection, "qkv_projection"},
@@ -74,7 +75,8 @@ inline constexpr EnumNames<LayerOpKind, 26> kLayerOpKindNames{
       {LayerOpKind::mixer_elementwise, "mixer_elementwise"},
       {LayerOpKind::mamba_in_projection, "mamba_in_projection"},
       {LayerOpKind::ssd_scan, "ssd_scan"},
-      {LayerOpKind::mamba_out_projection, "mamba_out_projection"}}}};
+      {LayerOpKind::mamba_out_projection, "mamba_out_projection"},
+      {LayerOpKind::qk_norm_exchange, "qk_norm_exchange"}}}};
 constexpr std::string_view name_of(LayerOpKind value) { return kLayerOpKindNames.name(value); }
 
 // Where an op runs: on the block's main compute stream, beside it on the side stream (from the
@@ -98,6 +100,7 @@ struct LayerOps {
   double cp_ring_bytes = 0;      // one ring step's K and V chunk (context parallelism, ring)
   double cp_qkv_bytes = 0;       // the all-to-all variant's q, k, v exchange
   double cp_out_bytes = 0;       // and its output exchange
+  double qk_norm_bytes = 0;      // each all-to-all of q and k around a whole-projection QK-norm under TP
   double etp_bytes = 0;          // expert TP: the gathered routed rows (all-gather out, reduce-scatter in)
 };
 

@@ -67,6 +67,11 @@ TpCollective tp_collective(LayerPoint point, bool backward, bool sequence_parall
   // backward) and reduce_from (g: all-reduce, identity in backward); with SP,
   // gather_from_sequence_parallel_region (all-gather, reduce-scatter in backward) and
   // reduce_scatter_to_sequence_parallel_region (reduce-scatter, all-gather in backward).
+  // Olmo-core's whole-projection QK-norm under TP (nn/attention Attention.apply_tp): w_q and w_k
+  // hand their outputs over as Shard(1) (the sequence), the norm runs sequence-parallel, and its
+  // output goes back to Shard(2) (the heads): DTensor redistributes between two shard dimensions
+  // by an all-to-all, both ways in forward and their adjoints in backward.
+  if (point == LayerPoint::qk_norm_exchange) return {true, CollectiveKind::all_to_all};
   const bool opens = point == LayerPoint::tp_enter;
   if (sequence_parallel) {
     return {true, opens != backward ? CollectiveKind::all_gather : CollectiveKind::reduce_scatter};

@@ -54,11 +54,12 @@ PassTimes grouped(const CostBook& c, Format f, const std::vector<double>& rows, 
 // Section 3; with sequence parallelism Korthikanti et al. 2022 Section 4.2.2), and around the
 // attention core under context parallelism.
 enum class LayerPoint : std::uint8_t {
-  tp_enter,  // SP: all-gather forward, reduce-scatter backward; without SP: nothing, all-reduce
-  tp_exit,   // SP: reduce-scatter forward, all-gather backward; without SP: all-reduce, nothing
-  cp_begin,  // ring: the K/V passes start beside the attention; all-to-all: q, k, v to head shards
-  cp_end,    // ring: the attention waits for the last pass; all-to-all: the output back
-  seam,      // nothing: a task boundary (TP communication overlap runs a collective beside one GEMM)
+  tp_enter,          // SP: all-gather forward, reduce-scatter backward; without SP: nothing, all-reduce
+  tp_exit,           // SP: reduce-scatter forward, all-gather backward; without SP: all-reduce, nothing
+  cp_begin,          // ring: the K/V passes start beside the attention; all-to-all: q, k, v to head shards
+  cp_end,            // ring: the attention waits for the last pass; all-to-all: the output back
+  seam,              // nothing: a task boundary (TP communication overlap runs a collective beside one GEMM)
+  qk_norm_exchange,  // all-to-all over TP both ways: q and k between head and sequence shards
 };
 // The collective a TP point runs in one direction (`has` false: none).
 struct TpCollective {
@@ -86,6 +87,7 @@ struct LayerWork {
   double cp_ring_bytes = 0;
   double cp_qkv_bytes = 0;
   double cp_out_bytes = 0;
+  double qk_norm_bytes = 0;   // each qk_norm_exchange's all-to-all (q and k of the rank's heads, all tokens)
   double etp_bytes = 0;       // expert TP's gather and scatter of the rank's routed rows
   PassTimes experts;          // routed-expert grouped GEMMs on this rank's rows
   PassTimes post;             // unpermute / combine weighting / residual

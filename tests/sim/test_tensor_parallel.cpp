@@ -332,3 +332,36 @@ TEST_CASE("ETP golden: the routed rows are gathered over the expert-TP group and
     if (lt.tensor->cls == TensorClass::routed_expert) CHECK(lt.local_numel == dbl(lt.tensor->numel) / 8);
   }
 }
+
+TEST_CASE("TP golden: a whole-projection QK-norm sends q and k to sequence shards and back", "[golden]") {
+  // Olmo-core's Attention.apply_tp: w_q and w_k hand over Shard(1), the norm runs on the rank's
+  // tokens, its output returns to Shard(2): per layer two all-to-alls of the rank's q and k
+  // (2 of 4 heads of 16: [16, 32 + 32] BF16 = 2048 bytes) forward and two backward, 3 ms each:
+  // 8 per microbatch, 48 ms over the two. A per-head norm (Qwen3, Megatron-Core) moves nothing.
+  for (const char* scope : {"projection", "head"}) {
+    INFO(scope);
+    nlohmann::json doc = tiny_document(2, {{"tensor_parallel", {{"degree", 2}, {"sequence_parallel", true}}}});
+    doc["architecture"]["attention"]["qk_norm"] = true;
+    doc["architecture"]["attention"]["qk_norm_scope"] = scope;
+    const Scenario s = load_tiny(doc);
+    const bool whole = std::string(scope) == "projection";
+    const Inventory inv = build_inventory(s.arch);
+    const BuiltStep step = build_step(s.arch, inv, s.plan, test::FakeCosts{}, SimOptions{});
+    const TpCounts c = tp_collectives(step, 0);
+    CHECK(count(c, PhaseTag::forward, CollectiveKind::all_to_all) == (whole ? 4 : 0));
+    CHECK(count(c, PhaseTag::backward, CollectiveKind::all_to_all) == (whole ? 4 : 0));
+    CHECK(count(c, PhaseTag::forward, CollectiveKind::all_gather) == 5);  // the regions' as before
+    CHECK(c.bytes == std::set<double>{64.0, 2048.0});
+    CHECK(replay(step.graph, *fair_share(0)).makespan == Approx(whole ? 0.240 : 0.192));
+    // The norms' weights: the whole q and k widths (64 each), or one head's (16) each.
+    double norm_numel = 0;
+    for (const auto& t : inv.tensors)
+      if (t.name.find("q_norm") != std::string::npos || t.name.find("k_norm") != std::string::npos)
+        norm_numel += dbl(t.numel);
+    CHECK(norm_numel == (whole ? 2 * 2 * 64.0 : 2 * 2 * 16.0));  // two layers
+  }
+  // The scope belongs to a QK-norm.
+  nlohmann::json doc = tiny_document(1, nlohmann::json::object());
+  doc["architecture"]["attention"]["qk_norm_scope"] = "head";
+  CHECK_THROWS_WITH(load_tiny(doc), Catch::Contains("attention.qk_norm_scope: only used with \"qk_norm\": true"));
+}
