@@ -40,8 +40,8 @@ Digest digest(const std::vector<AllocEvent>& events, bool expandable, std::uint6
   return d;
 }
 
-// Outcomes kept per thread, forgotten all at once past this many (a search's distinct stage
-// records number in the thousands; each entry is a few dozen bytes).
+// Outcomes kept, forgotten all at once past this many (a search's distinct stage records number in
+// the thousands; each entry is a few dozen bytes).
 constexpr std::size_t kKeptOutcomes = 1 << 16;
 
 }  // namespace

@@ -55,8 +55,8 @@ struct AllocatorOutcome {
 
 // `events` replayed through a CachingAllocator(expandable, limit). Many plans of a search replay
 // the same record (a stage another candidate has too, a layout that leaves the working set as it
-// was): each thread keeps the outcomes of the records it replayed, keyed by a 128-bit digest of
-// the events, the segment mode and the limit, so a record is replayed once.
+// was): outcomes are kept, shared by the threads, keyed by a 128-bit digest of the events, the
+// segment mode and the limit, so a record is replayed once.
 AllocatorOutcome run_allocator(const std::vector<AllocEvent>& events, bool expandable, std::uint64_t limit);
 
 }  // namespace moesim

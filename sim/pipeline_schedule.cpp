@@ -188,15 +188,21 @@ std::vector<PipeOp> stage_schedule(const ParallelPlan& plan, std::int64_t stage,
   const bool fused = plan.ep_a2a_overlap && plan.ep > 1;
   // A stage's order depends on these numbers only; the ledger, the allocation replay and the
   // step bound each ask for it, and a plan search's candidates share most of them, so each
-  // thread keeps the orders it made (forgotten all at once past kKeptOrders).
+  // thread keeps the orders it made, forgotten all at once past kKeptOps passes in all (about
+  // 48 MB: one order of a 1,024-microbatch, 8-chunk stage holds 16,384).
   using Key = std::tuple<PipelineSchedule, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>;
-  constexpr std::size_t kKeptOrders = 4096;
+  constexpr std::size_t kKeptOps = std::size_t{1} << 22;
   thread_local std::map<Key, std::vector<PipeOp>> kept;
+  thread_local std::size_t kept_ops = 0;
   const Key key{
       plan.pp == 1 ? PipelineSchedule::one_f_one_b : plan.pp_schedule, plan.pp, plan.model_chunks(), stage, m, fused};
   if (const auto it = kept.find(key); it != kept.end()) return it->second;
   std::vector<PipeOp> order = schedule_order(plan.pp_schedule, plan.pp, plan.model_chunks(), stage, m, fused);
-  if (kept.size() >= kKeptOrders) kept.clear();
+  if (kept_ops + order.size() > kKeptOps) {
+    kept.clear();
+    kept_ops = 0;
+  }
+  kept_ops += order.size();
   kept.emplace(key, order);
   return order;
 }
