@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "models/costs/cost_book.hpp"
 #include "models/hw/hardware_profile.hpp"
@@ -47,6 +48,15 @@ class ProfileCostBook final : public CostBook {
   const AttentionCost& attention_;
   const MemoryBoundCost& memory_;
   const CollectiveModel& collective_;
+  // Collectives priced so far: a step bound or a step build asks for the same request many times
+  // (equal gradient buckets on every stage, each layer's TP collectives), and each price runs the
+  // collective model's algorithm search. A book serves one thread (each simulation, screening
+  // and `moesim cost` makes its own).
+  struct PricedCollective {
+    CollectiveRequest request;
+    CommCost cost;
+  };
+  mutable std::vector<PricedCollective> priced_;
 };
 
 }  // namespace moesim

@@ -4,6 +4,7 @@
 #include "models/common/json_reader.hpp"
 #include "models/common/units.hpp"
 #include "models/costs/collective_model.hpp"
+#include "models/costs/profile_cost_book.hpp"
 #include "models/input/scenario.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -136,4 +137,37 @@ TEST_CASE("NVL72 keeps 64 ranks inside one NVLink domain", "[unit]") {
   CHECK(hgx.nodes == 8);
   CHECK(hgx.nic_bytes_per_rank == Approx(56.0 / 64 * kGiB));
   CHECK(hgx.time_s > 5 * c.time_s);
+}
+
+TEST_CASE("a cost book prices a collective asked again as the model does, request by request", "[unit]") {
+  const ProfileCostBook book(b300());
+  std::vector<CollectiveRequest> requests;
+  for (const int per_node : {0, 4}) {
+    for (const char* alg : {"", "ring"}) {
+      for (const PxnChoice pxn : {PxnChoice::profile, PxnChoice::off}) {
+        CollectiveRequest r;
+        r.kind = CollectiveKind::all_reduce;
+        r.bytes = 64 * kMiB;
+        r.ranks = 16;
+        r.ranks_per_node = per_node;
+        r.algorithm = alg;
+        r.pxn = pxn;
+        requests.push_back(r);
+      }
+    }
+  }
+  CollectiveRequest other = requests.front();
+  other.kind = CollectiveKind::reduce_scatter;
+  requests.push_back(other);
+  other.bytes = 32 * kMiB;
+  requests.push_back(other);
+  for (int round = 0; round < 2; ++round) {  // the second round reads the kept prices
+    for (const CollectiveRequest& r : requests) {
+      const CollectiveCost model = nccl().cost(b300(), r);
+      const CommCost kept = book.collective(r);
+      CHECK(kept.time_s == model.time_s);
+      CHECK(kept.nvlink_bytes == model.nvlink_bytes_per_rank);
+      CHECK(kept.nic_bytes == model.nic_bytes_per_rank);
+    }
+  }
 }
