@@ -7,8 +7,10 @@ namespace moesim {
 
 namespace {
 
-// Two independent 64-bit digests of the record (FNV-1a over each word, and a multiply-xorshift
-// mix): a wrong outcome would need both to collide at once.
+// Two independent 64-bit digests of the record: FNV-1a over each word (the FNV-1a 64-bit offset
+// basis and prime), and boost::hash_combine's step (the golden-ratio constant 0x9e3779b97f4a7c15)
+// finished by splitmix64's xorshift-multiply (0xbf58476d1ce4e5b9); a wrong outcome would need both
+// to collide at once.
 struct Digest {
   std::uint64_t a = 0, b = 0;
   bool operator==(const Digest&) const = default;

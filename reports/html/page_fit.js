@@ -19,11 +19,13 @@
     return boxes;
   }
 
-  // Overlapping by more than a pixel each way (touching labels are fine).
+  // Overlapping by more than a pixel each way (touching labels are fine). The plan page moves its
+  // rank labels apart by the same test.
   function overlap(a, b) {
     return Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 &&
       Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
   }
+  window.moesimBoxesOverlap = overlap;
 
   function countOverlaps(boxes) {
     var n = 0;

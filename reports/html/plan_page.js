@@ -49,10 +49,7 @@
     labels.sort(function (a, b) { return a.rank - b.rank; });
     var placed = [];
     var clashes = function (r) {
-      return placed.some(function (p) {
-        return Math.min(r.right, p.right) - Math.max(r.left, p.left) > 1 &&
-          Math.min(r.bottom, p.bottom) - Math.max(r.top, p.top) > 1;
-      });
+      return placed.some(function (p) { return window.moesimBoxesOverlap(r, p); });
     };
     labels.forEach(function (l) {
       var moved = 0, r = l.text.getBoundingClientRect();
