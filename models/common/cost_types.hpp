@@ -53,6 +53,7 @@ struct CollectiveRequest {
   int ranks_per_node = 0;  // group ranks sharing one NVLink domain; 0: min(ranks, domain size)
   std::string algorithm;   // "" = the fastest available; else forced (error if unavailable)
   PxnChoice pxn = PxnChoice::profile;
+  bool operator==(const CollectiveRequest&) const = default;  // every field (a cost book keeps prices by it)
 };
 
 struct CollectiveCost {

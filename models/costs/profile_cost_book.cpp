@@ -29,11 +29,6 @@ double ProfileCostBook::scan(const ScanShape& shape, bool backward) const {
 double ProfileCostBook::memory(double bytes, MemoryKernel kind) const { return memory_.time(hw_, bytes, kind).time_s; }
 
 namespace {
-// Every field of the request (cost_types.hpp), so a kept price answers only the same request.
-bool same_request(const CollectiveRequest& a, const CollectiveRequest& b) {
-  return a.kind == b.kind && a.bytes == b.bytes && a.ranks == b.ranks && a.ranks_per_node == b.ranks_per_node &&
-         a.pxn == b.pxn && a.algorithm == b.algorithm;
-}
 // Prices kept per book: a linear search over this many beats the model's own search; past it the
 // newest are priced afresh.
 constexpr std::size_t kKeptPrices = 64;
@@ -41,7 +36,7 @@ constexpr std::size_t kKeptPrices = 64;
 
 CommCost ProfileCostBook::collective(const CollectiveRequest& request) const {
   for (const PricedCollective& p : priced_)
-    if (same_request(p.request, request)) return p.cost;
+    if (p.request == request) return p.cost;  // every field alike
   const CollectiveCost c = collective_.cost(hw_, request);
   const CommCost cost{c.time_s, c.nvlink_bytes_per_rank, c.nic_bytes_per_rank, c.ctas, c.nvlink_relay_bytes_per_rank};
   if (priced_.size() < kKeptPrices) priced_.push_back({request, cost});
