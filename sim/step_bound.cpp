@@ -256,19 +256,24 @@ class BoundBuilder {
       t.bwd = w.pre.bwd + recompute + tp_bwd;
       t.input = w.pre.input_grad() + recompute + tp_input;
     } else {
-      // Dispatch + combine (the forward dispatch may send FP8 rows; backward both BF16).
-      // Expert TP's gather (with the dispatch) and scatter (with the combine) of the rows. Under
-      // the EP all-to-all overlap they may all run beside another block's compute: none counted.
+      // Dispatch + combine (the forward dispatch may send FP8 rows; backward both BF16, the
+      // combine's gradient bringing the rows and the dispatch's returning them). Expert TP's
+      // gather (with the dispatch) and scatter (with the combine) of the rows. Under the EP
+      // all-to-all overlap they may all run beside another block's compute: none counted.
       const bool counted = plan_.ep > 1 && !plan_.ep_a2a_overlap;
-      const double combine = counted ? all_to_all_s(w.a2a_bytes) : 0.0;
-      const double dispatch = counted ? all_to_all_s(w.dispatch_bytes) + etp_s(w.etp_bytes) : 0.0;
+      const auto ep = [&](double bytes, bool toward) {  // toward the experts or back from them
+        return counted ? costs_.ep_transfer(plan_.ep_transport, ep_transfer_request(arch_, plan_, bytes, toward)).time_s
+                       : 0.0;
+      };
+      const double etp = counted ? etp_s(w.etp_bytes) : 0.0;  // the gather and the scatter
+      const double fwd_transfers = ep(w.dispatch_bytes, true) + etp + ep(w.a2a_bytes, false);
+      const double bwd_transfers = ep(w.a2a_bytes, true) + ep(w.a2a_bytes, false) + etp;
       const double shared_fwd = w.shared.fwd > 0 ? w.shared.fwd + shared_tp_fwd : 0.0;
       const double shared_bwd = w.shared.bwd > 0 ? w.shared.bwd + shared_tp_bwd : 0.0;
       const double shared_input = w.shared.bwd > 0 ? w.shared.input_grad() + shared_tp_bwd : 0.0;
-      const double etp = counted ? etp_s(w.etp_bytes) : 0.0;  // the gather and the scatter, backward
-      t.fwd = w.pre.fwd + tp_fwd + std::max(dispatch + combine + w.experts.fwd, shared_fwd) + w.post.fwd;
-      t.bwd = w.post.bwd + std::max(2 * combine + etp + w.experts.bwd + recompute, shared_bwd) + w.pre.bwd + tp_bwd;
-      t.input = w.post.input_grad() + std::max(2 * combine + etp + w.experts.input_grad() + recompute, shared_input) +
+      t.fwd = w.pre.fwd + tp_fwd + std::max(fwd_transfers + w.experts.fwd, shared_fwd) + w.post.fwd;
+      t.bwd = w.post.bwd + std::max(bwd_transfers + w.experts.bwd + recompute, shared_bwd) + w.pre.bwd + tp_bwd;
+      t.input = w.post.input_grad() + std::max(bwd_transfers + w.experts.input_grad() + recompute, shared_input) +
                 w.pre.input_grad() + tp_input;
     }
     // W as the step builder runs it: every weight gradient of the block in one kernel.
@@ -346,10 +351,6 @@ class BoundBuilder {
     if (plan_.etp == 1) return 0.0;
     return collective_s(CollectiveKind::all_gather, bytes, Communicator::etp) +
            collective_s(CollectiveKind::reduce_scatter, bytes, Communicator::etp);
-  }
-
-  double all_to_all_s(double bytes) const {
-    return costs_.ep_transfer(plan_.ep_transport, ep_transfer_request(arch_, plan_, bytes)).time_s;
   }
 
   // One microbatch's hidden states between neighbouring stages (sim/schedules/pipeline_transfers).

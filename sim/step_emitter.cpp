@@ -64,13 +64,16 @@ CollectiveRequest collective_request(CollectiveKind kind, double bytes, const Co
   return request;
 }
 
-const CommCost& StepEmitter::priced_ep_transfer(double bytes) {
+const CommCost& StepEmitter::priced_ep_transfer(double bytes, bool toward_experts) {
   // Consecutive calls mostly move the same bytes (every layer's dispatch and combine): the last
   // answer is checked before the map (its nodes never move).
-  if (last_ep_price_ != nullptr && last_ep_price_->first == bytes) return last_ep_price_->second;
-  auto it = ep_prices_.find(bytes);
+  const EpPriceKey key{bytes, toward_experts};
+  if (last_ep_price_ != nullptr && last_ep_price_->first == key) return last_ep_price_->second;
+  auto it = ep_prices_.find(key);
   if (it == ep_prices_.end()) {
-    it = ep_prices_.emplace(bytes, costs_.ep_transfer(plan_.ep_transport, ep_transfer_request(arch_, plan_, bytes)))
+    it = ep_prices_
+             .emplace(key,
+                      costs_.ep_transfer(plan_.ep_transport, ep_transfer_request(arch_, plan_, bytes, toward_experts)))
              .first;
   }
   last_ep_price_ = &*it;
@@ -111,7 +114,7 @@ TaskId StepEmitter::collective(const TaskPlace& at, const CollectiveCall& call, 
     group = collective_groups_.find_or_add(key, [&] { return step_.graph.new_group(); });
   }
   const CommCost& cost = call.communicator == Communicator::ep_mp
-                             ? priced_ep_transfer(call.bytes)
+                             ? priced_ep_transfer(call.bytes, call.kind != CollectiveKind::reduce_scatter)
                              : priced(call.kind, call.bytes, communicator_shape(plan_, call.communicator));
   return add(
       [&](Task& t) {

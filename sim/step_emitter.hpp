@@ -97,6 +97,8 @@ struct TaskPlace {
 struct CollectiveCall {
   Communicator communicator = Communicator::dp;
   CollectivePurpose purpose = CollectivePurpose::grad_norm;
+  // On the EP-MP communicator: the collective the plan's EP transport runs in that direction
+  // (ep_collective_request); a reduce-scatter there carries rows back from the experts.
   CollectiveKind kind = CollectiveKind::all_reduce;
   double bytes = 0;  // nccl-tests convention (collective_model.hpp)
   std::int32_t bucket = -1;
@@ -135,7 +137,7 @@ class StepEmitter {
 
  private:
   const CommCost& priced(CollectiveKind kind, double bytes, const CommunicatorShape& shape);
-  const CommCost& priced_ep_transfer(double bytes);
+  const CommCost& priced_ep_transfer(double bytes, bool toward_experts);
   // Adds the task `fill` writes (in place, in the graph) with its dependencies.
   template <class Fill>
   TaskId add(Fill&& fill, TaskId after, TaskId also_after = kNoTask) {
@@ -155,8 +157,10 @@ class StepEmitter {
   GroupIndex<CollectiveKey, CollectiveKeyHash> collective_groups_;
   GroupIndex<TransferKey, TransferKeyHash> transfer_groups_;
   std::map<std::tuple<CollectiveKind, double, std::int64_t, std::int64_t>, CommCost> prices_;
-  std::map<double, CommCost> ep_prices_;  // by bytes: the EP-MP group and transport are the plan's
-  const std::pair<const double, CommCost>* last_ep_price_ = nullptr;  // the last one looked up
+  // By bytes and direction (EpTransferRequest::toward_experts): the EP-MP group and transport are the plan's.
+  using EpPriceKey = std::pair<double, bool>;
+  std::map<EpPriceKey, CommCost> ep_prices_;
+  const std::pair<const EpPriceKey, CommCost>* last_ep_price_ = nullptr;  // the last one looked up
 };
 
 }  // namespace moesim

@@ -82,18 +82,24 @@ struct CollectiveCost {
 //                     routed row written into its expert's slot on the destination (Olmo-core's
 //                     production rowwise NVSHMEM path);
 //   deepep            DeepEP's normal kernels: each token sent once per destination rank, across
-//                     nodes once per destination node over RDMA then forwarded over NVLink.
-enum class EpTransport : std::uint8_t { nccl_all_to_all, symmetric_memory, deepep };
-inline constexpr EnumNames<EpTransport, 3> kEpTransportNames{"EP transport",
+//                     nodes once per destination node over RDMA then forwarded over NVLink;
+//   nccl_all_gather   Megatron-Core's all-gather token dispatcher (MoEAllGatherTokenDispatcher):
+//                     every rank gathers every token of the group and picks its experts' rows
+//                     itself; the combine reduce-scatters the unpermuted outputs back.
+enum class EpTransport : std::uint8_t { nccl_all_to_all, symmetric_memory, deepep, nccl_all_gather };
+inline constexpr EnumNames<EpTransport, 4> kEpTransportNames{"EP transport",
                                                              {{{EpTransport::nccl_all_to_all, "nccl_all_to_all"},
                                                                {EpTransport::symmetric_memory, "symmetric_memory"},
-                                                               {EpTransport::deepep, "deepep"}}}};
+                                                               {EpTransport::deepep, "deepep"},
+                                                               {EpTransport::nccl_all_gather, "nccl_all_gather"}}}};
 constexpr std::string_view name_of(EpTransport value) { return kEpTransportNames.name(value); }
 const std::vector<EpTransport>& all_ep_transports();
 
 // One dispatch or combine of a rank's routed rows over the EP-MP group.
 struct EpTransferRequest {
-  double bytes = 0;                    // the rank's routed rows (all K copies of each token) x row bytes
+  // The rank's routed rows (all K copies of each token) x row bytes; for a transport that gathers
+  // every token (EpTransportModel::gathers_tokens), the rank's tokens once x row bytes.
+  double bytes = 0;
   int ranks = 1;                       // EP-MP group size
   int ranks_per_node = 0;              // as in CollectiveRequest
   double top_k = 1;                    // routed copies of each token (rank- and node-level deduplication)
@@ -103,6 +109,10 @@ struct EpTransferRequest {
   // most `groups_per_token` of them (0: unlimited).
   double expert_groups = 0;
   double groups_per_token = 0;
+  // Rows travel toward the experts (the dispatch, and the combine's gradient) or back from them
+  // (the combine, and the dispatch's gradient): an all-gather one way, a reduce-scatter the other
+  // for the all-gather dispatcher; the all-to-all transports move the same bytes either way.
+  bool toward_experts = true;
 };
 // One dispatch or combine as a transport priced it (ep_transports.hpp).
 struct EpTransferCost {
@@ -124,6 +134,19 @@ inline CollectiveRequest all_to_all_request(const EpTransferRequest& r) {
   c.ranks = r.ranks;
   c.ranks_per_node = r.ranks_per_node;
   c.pxn = r.pxn;
+  return c;
+}
+
+// The NCCL collective a transport's transfer is (or is priced against): for the all-gather
+// dispatcher, an all-gather of every rank's tokens toward the experts and a reduce-scatter of the
+// [ranks x tokens] outputs back (nccl-tests bytes: the whole gathered buffer); otherwise the
+// all-to-all of the routed rows.
+inline CollectiveRequest ep_collective_request(EpTransport transport, const EpTransferRequest& r) {
+  CollectiveRequest c = all_to_all_request(r);
+  if (transport == EpTransport::nccl_all_gather) {
+    c.kind = r.toward_experts ? CollectiveKind::all_gather : CollectiveKind::reduce_scatter;
+    c.bytes = r.bytes * r.ranks;
+  }
   return c;
 }
 

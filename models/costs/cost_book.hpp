@@ -27,9 +27,10 @@ class CostBook {
   // `request.bytes` in the nccl-tests convention (collective_model.hpp).
   virtual CommCost collective(const CollectiveRequest& request) const = 0;
   // One EP dispatch or combine over `transport` (ep_transports.hpp). This default prices every
-  // transport as NCCL's all-to-all, for books with hand-set numbers.
-  virtual CommCost ep_transfer(EpTransport /*transport*/, const EpTransferRequest& request) const {
-    return collective(all_to_all_request(request));
+  // transport as the NCCL collective it runs or is measured against (NCCL's all-to-all, or the
+  // all-gather dispatcher's all-gather and reduce-scatter), for books with hand-set numbers.
+  virtual CommCost ep_transfer(EpTransport transport, const EpTransferRequest& request) const {
+    return collective(ep_collective_request(transport, request));
   }
   // Host work the GPU waits for once per step (optimizer launch, host syncs), in seconds.
   virtual double step_host_s() const = 0;

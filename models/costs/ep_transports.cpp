@@ -7,7 +7,10 @@
 //     it over NVLink to the others there): NIC (bytes / K) (m - 1) q_node; NVLink (bytes / K)
 //     m (r - 1) q_rank (in each of the m nodes, the token reaches the r - 1 ranks other than the
 //     one holding it with probability q_rank each), with q the hit probabilities of a rank and of
-//     a node under uniform routing (hit_probability).
+//     a node under uniform routing (hit_probability);
+//   nccl_all_gather: the rank's T tokens (bytes = T x row bytes) reach every other rank of the
+//     group: NVLink T (r - 1), NIC T (n - r) per rank, by the collective model's all-gather toward
+//     the experts and reduce-scatter back.
 // Across nodes the NCCL-based transports take the collective model's fabric and PXN path
 // (collective_algorithms.cpp); DeepEP's RDMA goes to the same local rank of each other node, on
 // the sender's own rail (one switch level), as m - 1 messages that each pay the per-peer latency.
@@ -23,7 +26,7 @@ namespace moesim {
 
 const std::vector<EpTransport>& all_ep_transports() {
   static const std::vector<EpTransport> all{EpTransport::nccl_all_to_all, EpTransport::symmetric_memory,
-                                            EpTransport::deepep};
+                                            EpTransport::deepep, EpTransport::nccl_all_gather};
   return all;
 }
 
@@ -53,17 +56,28 @@ EpTransferCost from_collective(const CollectiveCost& c) {
                             " EP transport; use plan.expert_parallel.transport=nccl_all_to_all");
 }
 
-class NcclAllToAll final : public EpTransportModel {
+// A transport that is one NCCL collective each way, priced by the collective model
+// (ep_collective_request); the permutations are the layer's own kernels.
+class NcclTransport : public EpTransportModel {
  public:
-  NcclAllToAll()
-      : EpTransportModel("nccl_all_to_all",
-                         "NCCL all_to_all of rows permuted into per-destination blocks (the collective model's "
-                         "p2p algorithm): every routed copy travels; permute and unpermute kernels around it") {}
+  NcclTransport(EpTransport transport, std::string_view description)
+      : EpTransportModel(name_of(transport), description), transport_(transport) {}
   EpTransferCost cost(const HardwareProfile& hw, const CollectiveModel& collectives,
                       const EpTransferRequest& request) const override {
-    return from_collective(collectives.cost(hw, all_to_all_request(request)));
+    return from_collective(collectives.cost(hw, ep_collective_request(transport_, request)));
   }
   bool fuses_permutation() const override { return false; }
+
+ private:
+  EpTransport transport_;
+};
+
+class NcclAllToAll final : public NcclTransport {
+ public:
+  NcclAllToAll()
+      : NcclTransport(EpTransport::nccl_all_to_all,
+                      "NCCL all_to_all of rows permuted into per-destination blocks (the collective model's "
+                      "p2p algorithm): every routed copy travels; permute and unpermute kernels around it") {}
 };
 
 // Row-wise puts of every routed copy into the destination's symmetric buffer, at its expert's
@@ -134,10 +148,26 @@ class DeepEp final : public EpTransportModel {
   bool fuses_permutation() const override { return false; }
 };
 
+// Megatron-Core's all-gather token dispatcher (megatron/core/transformer/moe/token_dispatcher.py
+// MoEAllGatherTokenDispatcher): token_dispatch all-gathers the hidden states (with the routing
+// map and probabilities, T x experts each: not counted) over the EP group; dispatch_postprocess
+// permutes out the rows of the rank's own experts; combine_preprocess unpermutes them into a
+// zeroed [n x T, d] tensor that token_combine reduce-scatters back: each direction one NCCL
+// collective on the rank's tokens.
+class NcclAllGather final : public NcclTransport {
+ public:
+  NcclAllGather()
+      : NcclTransport(EpTransport::nccl_all_gather,
+                      "Megatron-Core's all-gather dispatcher: every token all-gathered to every rank of the group, "
+                      "each rank permuting out its experts' rows; the combine reduce-scatters them back") {}
+  bool gathers_tokens() const override { return true; }
+};
+
 }  // namespace
 
 const Registry<EpTransportModel>& ep_transport_models() {
-  static const auto registry = make_registry<EpTransportModel, NcclAllToAll, SymmetricMemory, DeepEp>("EP transport");
+  static const auto registry =
+      make_registry<EpTransportModel, NcclAllToAll, SymmetricMemory, DeepEp, NcclAllGather>("EP transport");
   return registry;
 }
 

@@ -20,9 +20,14 @@ class EpTransportModel : public Registered {
   // True when dispatch writes each routed row into its expert's slot on the destination and
   // combine reads it from there: no permutation before dispatch or after combine.
   virtual bool fuses_permutation() const = 0;
+  // True when every rank receives every token of the group and picks out its own experts' rows
+  // (the all-gather dispatcher): the transfer moves the rank's tokens once, whatever the routing,
+  // and the request's bytes are those tokens (EpTransferRequest::bytes).
+  virtual bool gathers_tokens() const { return false; }
 };
 
-// Registered under name_of(EpTransport): "nccl_all_to_all", "symmetric_memory", "deepep".
+// Registered under name_of(EpTransport): "nccl_all_to_all", "symmetric_memory", "deepep",
+// "nccl_all_gather".
 const Registry<EpTransportModel>& ep_transport_models();
 const EpTransportModel& ep_transport_model(EpTransport transport);
 

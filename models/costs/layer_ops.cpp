@@ -243,8 +243,21 @@ void OpsBuilder::moe_ffn(const std::vector<double>& rows) {
   // Norm, router GEMM, FP32 softmax/top-K, then the permutation of the K routed copies of each
   // token (read the token, write K rows), unless the EP transport writes each row into its
   // expert's slot itself (ep_transports.hpp); unpermuting after combine likewise.
-  const bool permutes = plan.ep == 1 || !ep_transport_model(plan.ep_transport).fuses_permutation();
-  const PassTimes permutation = permutes ? streaming(c, T * K * d * e + T * d * e, MemoryKernel::permute) : PassTimes{};
+  // Under the all-gather dispatcher the rank permutes its own experts' rows out of the gathered
+  // [EP x T, d] tokens (an index_select: read and write each row) and unpermutes them into a zeroed
+  // [EP x T, d] tensor (write it, then scatter_add each row: read it, read and write its place),
+  // Megatron-Core moe_utils.py permute / unpermute.
+  const double received = routed / dbl(plan.etp);  // under expert TP, the rank's 1/ETP before the gather
+  const EpTransportModel& transport = ep_transport_model(plan.ep_transport);
+  const bool gathers = plan.ep > 1 && transport.gathers_tokens();
+  const bool permutes = plan.ep == 1 || !transport.fuses_permutation();
+  PassTimes permutation{}, unpermutation{};
+  if (gathers) {
+    permutation = streaming(c, 2 * received * d * e, MemoryKernel::permute);
+    unpermutation = streaming(c, dbl(plan.ep) * T * d * e + 3 * received * d * e, MemoryKernel::permute);
+  } else if (permutes) {
+    permutation = unpermutation = streaming(c, T * K * d * e + T * d * e, MemoryKernel::permute);
+  }
   push(LayerOpKind::router, linear(c, T, d, N));
   push(LayerOpKind::router_elementwise, elementwise(c, T * (2 * d * e + 2 * N * kFp32)));
   push(LayerOpKind::permute, permutation);
@@ -266,7 +279,7 @@ void OpsBuilder::moe_ffn(const std::vector<double>& rows) {
                                         elementwise(c, routed * e * (up + 1) * he_r)));
   out.ops.push_back({LayerOpKind::ep_combine, OpPlace::point, {}});
   // Unpermute the K copies back to token order, then the weighted combine and the residual.
-  push(LayerOpKind::unpermute, permutation);
+  push(LayerOpKind::unpermute, unpermutation);
   push(LayerOpKind::combine_elementwise, elementwise(c, 3 * T * d * e + dropout_mask(T)));
   // A shared expert under TP is a TP MLP of its own (Megatron-Core SharedExpertMLP): the whole
   // microbatch through 1/TP of its hidden width, between its own all-gather and reduce-scatter.
@@ -274,13 +287,12 @@ void OpsBuilder::moe_ffn(const std::vector<double>& rows) {
   for (std::int64_t x = 0; x < m.shared_experts; ++x)
     push(LayerOpKind::shared_expert, mlp(a, c, shared_f, T * s.t, d, s.shared_hidden, e), OpPlace::side);
   // Dispatch sends every routed copy (the off-rank share is the collective model's business);
-  // a skewed rank's receive side is larger, and the slower side sets its time.
-  // Under expert TP a rank receives its 1/ETP of the rows it computes on, before the gather.
-  const double received = routed / dbl(plan.etp);
-  out.a2a_bytes = std::max(T * K, received) * d * e;
-  out.dispatch_bytes = dispatch == GemmPrecision::bf16
-                           ? out.a2a_bytes
-                           : std::max(T * K, received) * d * quantized_bytes_per_element(dispatch);
+  // a skewed rank's receive side is larger, and the slower side sets its time. The all-gather
+  // dispatcher moves the rank's tokens once, whatever the routing (FP8 dispatch is refused there).
+  const double sent_rows = gathers ? T : std::max(T * K, received);
+  out.a2a_bytes = sent_rows * d * e;
+  out.dispatch_bytes =
+      dispatch == GemmPrecision::bf16 ? out.a2a_bytes : sent_rows * d * quantized_bytes_per_element(dispatch);
   if (plan.etp > 1) out.etp_bytes = routed * d * e;
   if (plan.recompute == Recompute::selective)  // selective_op is refused for MoE blocks (parallel_plan.cpp)
     out.partial_recompute = c.memory(routed * e * (up + 1) * he_r + T * e * (up + 1) * hs, MemoryKernel::elementwise);

@@ -49,13 +49,13 @@ PassTimes mtp_module(const Architecture& a, const ParallelPlan& plan, const Cost
   const LayerWork block = layer_work(a, plan, c, a.num_layers - 1, T, rows);
   t = add(t, block_compute(block));
   if (block.moe && plan.ep > 1) {
-    // Its dispatch and combine, exposed as in the step-time bound: both forward, the combine's
-    // gradient twice backward.
-    const auto transfer = [&](double bytes) {
-      return c.ep_transfer(plan.ep_transport, ep_transfer_request(a, plan, bytes)).time_s;
+    // Its dispatch and combine, exposed as in the step-time bound: both forward, and both their
+    // gradients backward.
+    const auto transfer = [&](double bytes, bool toward_experts) {
+      return c.ep_transfer(plan.ep_transport, ep_transfer_request(a, plan, bytes, toward_experts)).time_s;
     };
-    t.fwd += transfer(block.dispatch_bytes) + transfer(block.a2a_bytes);
-    t.bwd += 2 * transfer(block.a2a_bytes);
+    t.fwd += transfer(block.dispatch_bytes, true) + transfer(block.a2a_bytes, false);
+    t.bwd += transfer(block.a2a_bytes, true) + transfer(block.a2a_bytes, false);
   }
   return add(t, edge.head);
 }

@@ -31,16 +31,17 @@ void check_linear_formats(const ParallelPlan& plan, const HardwareProfile& hw, c
   }
 }
 
-// The transports beyond NCCL's all-to-all need the profile's interconnect.ep_transports numbers.
+// The transports beyond NCCL's collectives need the profile's interconnect.ep_transports numbers.
 void check_ep_transport(const ParallelPlan& plan, const HardwareProfile& hw, const std::string& file,
                         const std::string& prefix) {
   if (plan.ep == 1) return;
   const EpTransportSpecs& specs = hw.interconnect.ep_transports;
   const bool measured = plan.ep_transport == EpTransport::nccl_all_to_all ||
+                        plan.ep_transport == EpTransport::nccl_all_gather ||
                         (plan.ep_transport == EpTransport::symmetric_memory && specs.symmetric_memory) ||
                         (plan.ep_transport == EpTransport::deepep && specs.deepep);
   if (measured) return;
-  std::string allowed = "nccl_all_to_all";
+  std::string allowed = "nccl_all_to_all, nccl_all_gather";
   if (specs.symmetric_memory) allowed += ", symmetric_memory";
   if (specs.deepep) allowed += ", deepep";
   throw InputError(file, plan_path(prefix, "expert_parallel.transport"),

@@ -197,6 +197,13 @@ Scenario parse_composed(ScenarioInputs& src, const HardwareProfile* hardware) {
                              [&] { return parse_architecture(JsonReader(arch, src.arch.file, src.arch.prefix)); });
   s.plan = plans.get(plan, src.plan.file, src.plan.prefix,
                      [&] { return parse_plan(JsonReader(plan, src.plan.file, src.plan.prefix)); });
+  // A stack's MoE decisions (its EP dispatcher, its dropless routing) mean nothing to a model
+  // without MoE layers: not listed as taken.
+  if (!s.arch.moe) {
+    std::erase_if(s.stack.taken, [](const StackSetting& t) {
+      return t.path.starts_with("expert_parallel.") || t.path.starts_with("routing.");
+    });
+  }
   s.hardware = hardware
                    ? *hardware
                    : parse_hardware_profile(JsonReader(doc.at("hardware"), src.hardware.file, src.hardware.prefix));

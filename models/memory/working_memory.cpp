@@ -39,43 +39,6 @@ double max_value(const std::map<std::int64_t, double>& m) {
   return out;
 }
 
-// All-to-all staging of the layer that runs (NCCL, and DeepEP, whose dispatch returns the received
-// rows as new tensors): the permuted send rows (all K x T local routes) and the received rows,
-// alive together while the exchange runs. DeepEP's own communication buffer, one region for all
-// layers sized by its config, is not counted.
-LedgerItem ep_transient_staging(const Architecture& a, const ParallelPlan& plan, double T, const RoutedRows& routed,
-                                bool any_moe) {
-  if (plan.ep == 1 || !any_moe || plan.ep_transport == EpTransport::symmetric_memory) return {};
-  const double e = bytes_of(plan.precision.compute), d = dbl(a.d_model);
-  T *= plan.sequence_share();  // an MoE block under TP routes the rank's sequence share
-  return {"EP all-to-all staging", MemClass::ep_comm_buffers, T * (dbl(a.moe->top_k) + routed.computed) * e * d,
-          "send K x T rows + receive the rank's routed rows, x d x compute dtype"};
-}
-
-// Symmetric-memory EP buffers each MoE block keeps for the run (Olmo-core rowwise path,
-// ep_no_sync_buffers.py): the capacity-sized combine input, and, when the EP group spans more
-// GPUs than one node (its auto rule: EP > max(local GPUs, 8)), the symmetric dispatch input and
-// combine gather of K x T rows. The dispatched input is leased per pass and counted with the
-// saved activations.
-std::vector<LedgerItem> ep_static_buffers(const Architecture& a, const ParallelPlan& plan, double T, double moe_blocks,
-                                          const RoutedRows& routed) {
-  if (plan.ep == 1 || moe_blocks == 0 || plan.ep_transport != EpTransport::symmetric_memory) return {};
-  constexpr std::int64_t kOlmoIntraNodeFloor = 8;  // _rowwise_symm_auto_enabled's minimum node size
-  const double e = bytes_of(plan.precision.compute), d = dbl(a.d_model);
-  T *= plan.sequence_share();  // an MoE block under TP routes the rank's sequence share
-  const double blocks = plan.ep_buffers_shared ? 1.0 : moe_blocks;
-  const std::string per =
-      plan.ep_buffers_shared ? "one shared slot" : std::to_string(int(moe_blocks)) + " MoE block(s)";
-  std::vector<LedgerItem> out;
-  out.push_back({"EP symmetric combine buffers", MemClass::ep_comm_buffers, blocks * T * routed.dispatch * e * d,
-                 per + " x capacity (" + brief(plan.ep_buffer_capacity_factor) + " x K x T rows) x d"});
-  if (plan.ep > std::max(plan.gpus_per_node, kOlmoIntraNodeFloor)) {
-    out.push_back({"EP symmetric dispatch-in and combine-gather buffers", MemClass::ep_comm_buffers,
-                   blocks * 2 * T * dbl(a.moe->top_k) * e * d, per + " x 2 x K x T rows x d (EP spans nodes)"});
-  }
-  return out;
-}
-
 // The quantized copies of the inputs of the widest FP8 / MXFP8 linear of layer `l` (num_layers:
 // the LM head) while its forward or backward GEMMs run (models/costs/low_precision.hpp); zero
 // when the layer has none. Expert rows are the rank's routed rows; FP8-dispatched rows arrive

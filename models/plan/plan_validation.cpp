@@ -200,6 +200,19 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
           !rule.path.empty())
         fail(rule.path, rule.message);
     }
+    if (p.ep_transport == EpTransport::nccl_all_gather) {
+      // Megatron-Core's all-gather dispatcher gathers over the expert-TP x EP group at once, and
+      // gathers the hidden states as they are (no FP8 dispatch path).
+      if (p.etp > 1)
+        fail("expert_parallel.transport",
+             "\"nccl_all_gather\" with expert_parallel.tensor_degree > 1 is not modeled (the dispatcher gathers over "
+             "the ETP x EP group at once); allowed with expert TP: nccl_all_to_all, symmetric_memory, deepep");
+      if (p.precision.ep_dispatch != GemmPrecision::bf16)
+        fail("precision.ep_dispatch",
+             "\"" + std::string(name_of(p.precision.ep_dispatch)) +
+                 "\" dispatch with expert_parallel.transport \"nccl_all_gather\" is not modeled (the all-gather "
+                 "dispatcher gathers the hidden states in the compute dtype); allowed: bf16");
+    }
     if (p.stage_ranks() % (p.ep * p.etp) != 0) {
       fail("expert_parallel.degree", "EP-MP degree " + s(p.ep) + " x expert TP " + s(p.etp) + " does not divide the " +
                                          s(p.stage_ranks()) + " ranks of a pipeline stage (TP " + s(p.tp) + " x DP " +

@@ -188,7 +188,8 @@ std::vector<LocalTensor> stage_tensors(const Inventory& inv, const Architecture&
   return out;
 }
 
-EpTransferRequest ep_transfer_request(const Architecture& arch, const ParallelPlan& plan, double bytes) {
+EpTransferRequest ep_transfer_request(const Architecture& arch, const ParallelPlan& plan, double bytes,
+                                      bool toward_experts) {
   const CommunicatorShape shape = communicator_shape(plan, Communicator::ep_mp);
   EpTransferRequest request;
   request.bytes = bytes;
@@ -201,6 +202,7 @@ EpTransferRequest ep_transfer_request(const Architecture& arch, const ParallelPl
     request.groups_per_token = dbl(arch.moe->groups_per_token);
   }
   request.pxn = plan.ep_pxn;
+  request.toward_experts = toward_experts;
   return request;
 }
 

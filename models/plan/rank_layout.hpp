@@ -100,8 +100,10 @@ std::vector<LocalTensor> stage_tensors(const Inventory& inv, const Architecture&
 std::vector<std::vector<LocalTensor>> tensors_by_stage(const Inventory& inv, const Architecture& arch,
                                                        const ParallelPlan& plan);
 
-// The cost book's request for one EP dispatch or combine of `bytes` (all routed copies) over the
-// EP-MP communicator.
-EpTransferRequest ep_transfer_request(const Architecture& arch, const ParallelPlan& plan, double bytes);
+// The cost book's request for one EP dispatch or combine of `bytes` (all routed copies, or the
+// rank's tokens for a transport that gathers them) over the EP-MP communicator, toward the
+// experts or back.
+EpTransferRequest ep_transfer_request(const Architecture& arch, const ParallelPlan& plan, double bytes,
+                                      bool toward_experts = true);
 
 }  // namespace moesim

@@ -19,8 +19,15 @@ std::unique_ptr<StackPreset> megatron_bridge_stack() {
                         "fusions/fused_cross_entropy.py fused_vocab_parallel_cross_entropy)"};
   std::replace_if(
       values.begin(), values.end(), [](const StackValue& v) { return v.path == "activations.loss"; }, loss);
-  // The same overlaps, set by its recipes rather than passed as Megatron-LM flags.
+  // The same overlaps, set by its recipes rather than passed as Megatron-LM flags; the all-to-all
+  // dispatcher set by its MoE model bridges.
   for (StackValue& v : values) {
+    if (v.path == "expert_parallel.transport") {
+      v.source =
+          "src/megatron/bridge/models/*: the MoE bridges and providers set moe_token_dispatcher_type \"alltoall\" "
+          "(qwen/qwen3_moe_bridge.py, deepseek/deepseek_v3_bridge.py, olmoe/olmoe_provider.py, "
+          "gpt_oss/gpt_oss_bridge.py; a few newer ones \"flex\", DeepEP: expert_parallel.transport \"deepep\")";
+    }
     if (v.path == "ddp.overlap_grad_reduce" || v.path == "ddp.overlap_param_gather") {
       v.source =
           "src/megatron/bridge/recipes/common.py _pretrain_common: DistributedDataParallelConfig("

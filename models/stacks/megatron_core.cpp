@@ -51,6 +51,15 @@ std::unique_ptr<StackPreset> megatron_core_stack() {
            "ddp"},
           {"optimizer.implementation", "\"fused\"",
            "megatron/core/optimizer/__init__.py _get_megatron_optimizer_based_on_param_groups: TE / apex FusedAdam"},
+          {"expert_parallel.transport", "\"nccl_all_to_all\"",
+           "megatron/core/transformer/moe/README.md 'Token Dispatching': --moe-token-dispatcher-type alltoall for EP > "
+           "1 "
+           "(token_dispatcher.py MoEAlltoAllTokenDispatcher, NCCL all-to-all between permute and unpermute); "
+           "transformer_config.py's default, allgather, is the README's choice for TP-only or small-EP runs: "
+           "expert_parallel.transport \"nccl_all_gather\""},
+          {"routing.dropless", "true",
+           "megatron/core/transformer/transformer_config.py moe_expert_capacity_factor None: 'no token will be "
+           "dropped'"},
           {"precision.library", "\"transformer_engine\"",
            "megatron/core/extensions/transformer_engine.py TELinear, TELayerNormColumnParallelLinear, TEGroupedLinear"},
       });

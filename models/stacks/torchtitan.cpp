@@ -22,6 +22,12 @@ std::unique_ptr<StackPreset> torchtitan_stack() {
            "distributed/fsdp.py "
            "get_fsdp_reshard_after_forward_policy: reshard unless pipeline parallelism is on",
            "fsdp"},
+          {"expert_parallel.transport", "\"nccl_all_to_all\"",
+           "torchtitan/models/deepseek_v3/__init__.py moe_comm_backend \"standard\" -> "
+           "models/common/config_utils.py make_token_dispatcher_config: AllToAllTokenDispatcher "
+           "(models/common/token_dispatcher.py all_to_all_single); \"deepep\" and \"hybridep\" are opt-in"},
+          {"routing.dropless", "true",
+           "torchtitan/models/common/moe.py: top-k token-choice routing with no expert capacity, no token dropped"},
           {"precision.library", "\"torchao\"",
            "torchtitan/components/quantization/float8.py, mx.py (torchao Float8Linear, MXLinear)"},
       });

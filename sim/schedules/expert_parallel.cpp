@@ -36,6 +36,14 @@ CollectivePurpose etp_purpose(ExpertPass pass) {
                                          : CollectivePurpose::etp_backward;
 }
 
+// The collective the plan's EP transport runs toward the experts or back (all-to-all, or the
+// all-gather dispatcher's all-gather and reduce-scatter).
+CollectiveKind ep_kind(const ParallelPlan& plan, bool toward_experts) {
+  EpTransferRequest direction;
+  direction.toward_experts = toward_experts;
+  return ep_collective_request(plan.ep_transport, direction).kind;
+}
+
 }  // namespace
 
 TaskId experts_in(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, ExpertPass pass,
@@ -44,7 +52,7 @@ TaskId experts_in(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& 
   TaskId in = ready;
   if (plan.ep > 1) {
     const double bytes = pass == ExpertPass::backward ? experts.a2a_bytes : experts.dispatch_bytes;
-    in = emit.collective(comm, {Communicator::ep_mp, purposes(pass).before, CollectiveKind::all_to_all, bytes}, ready);
+    in = emit.collective(comm, {Communicator::ep_mp, purposes(pass).before, ep_kind(plan, true), bytes}, ready);
   }
   if (plan.etp > 1) {
     in = emit.collective(comm, {Communicator::etp, etp_purpose(pass), CollectiveKind::all_gather, experts.etp_bytes, 0},
@@ -69,8 +77,8 @@ TaskId experts_out(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace&
         back, {Communicator::etp, etp_purpose(pass), CollectiveKind::reduce_scatter, experts.etp_bytes, 1}, out);
   }
   if (plan.ep > 1) {
-    out = emit.collective(
-        back, {Communicator::ep_mp, purposes(pass).after, CollectiveKind::all_to_all, experts.a2a_bytes}, out);
+    out = emit.collective(back, {Communicator::ep_mp, purposes(pass).after, ep_kind(plan, false), experts.a2a_bytes},
+                          out);
   }
   return out;
 }

@@ -155,7 +155,7 @@ TEST_CASE("The plan picks its EP transport, a profile without its numbers refuse
     FAIL("a transport the profile has no numbers for was accepted");
   } catch (const InputError& e) {
     CHECK(e.path() == "plan.expert_parallel.transport");
-    CHECK_THAT(e.what(), Catch::Contains("allowed here: nccl_all_to_all, symmetric_memory"));
+    CHECK_THAT(e.what(), Catch::Contains("allowed here: nccl_all_to_all, nccl_all_gather, symmetric_memory"));
     CHECK(e.infeasible());
   }
 }
