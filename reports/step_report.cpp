@@ -244,6 +244,9 @@ nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
   j["inputs"] = sc.resolved;
   // Written only when the plan names a stack, so that reports without one stay as they were.
   if (!sc.stack.name.empty()) j["stack"] = stack_json(sc.stack);
+  if (const auto& p = sc.hardware.power_limit) {  // written only under a limit below the default
+    j["power_limit"] = {{"limit_W", p->limit_W}, {"board_W", p->board_W}, {"factor", p->factor}, {"source", p->source}};
+  }
   return j;
 }
 
@@ -261,6 +264,15 @@ std::string kernel_basis_line(const Scenario& sc) {
          sc.hardware.name + ")\n";
 }
 
+// The power limit the GPUs run under, where it is below the board's default (empty otherwise).
+std::string power_line(const HardwareProfile& hw) {
+  if (!hw.power_limit) return "";
+  const PowerLimit& p = *hw.power_limit;
+  return "power    limited to " + fmt("%.0f", p.limit_W) + " W of the board's " + fmt("%.0f", p.board_W) +
+         " W: GEMM and attention at " + fmt("%.3f", p.factor) +
+         " x the profile's rates, HBM and links unchanged (compute.gemm_TFLOPs_by_power_limit)\n";
+}
+
 std::string step_table(const Scenario& sc, const StepResult& r) {
   std::ostringstream os;
   const auto& worst = r.ledger.stages[r.ledger.worst_stage];
@@ -269,6 +281,7 @@ std::string step_table(const Scenario& sc, const StepResult& r) {
   if (sc.plan.ep > 1 && sc.plan.ep_pxn != PxnChoice::profile) os << ", PXN " << name_of(sc.plan.ep_pxn);
   os << ", hardware " << sc.hardware.name << ", " << r.world << " GPUs)\n";
   os << stack_line(sc.stack);
+  os << power_line(sc.hardware);
   os << "model    " << fmt("%.2f", r.params_total / 1e9) << "B total, " << fmt("%.2f", r.params_active / 1e9)
      << "B active, " << fmt("%.3f", r.flops.total / 1e9) << " GFLOP/token (" << r.flops.convention << ")\n";
   os << "step     " << fmt("%.1f", r.step_time_s * 1e3) << " ms for " << fmt("%.0f", r.global_tokens)

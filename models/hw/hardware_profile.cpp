@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "models/hw/power_limit.hpp"
 #include "models/hw/profile_sections.hpp"
 
 namespace moesim {
@@ -45,6 +46,8 @@ HardwareProfile parse_hardware_profile(const JsonReader& in) {
     h.gpu.hbm_bw_GBps = quantity(g, "hbm_bw_GBps", plausible::kHbmGBps);
     h.gpu.sm_count = quantity(g, "sm_count", Range::between(1, 1024));
     h.gpu.peak_fp8_dense_TFLOPs = optional_quantity(g, "peak_fp8_dense_TFLOPs", plausible::kFp8PeakTFLOPs);
+    h.gpu.board_power_W = optional_quantity(g, "board_power_W", plausible::kBoardPowerW);
+    h.gpu.power_limit_W = read_power_limit_W(g);
     g.finish();
   }
   {
@@ -65,6 +68,7 @@ HardwareProfile parse_hardware_profile(const JsonReader& in) {
   }
   h.compute = parse_compute(in.object("compute"));
   check_rates_under_peaks(h, in);
+  apply_power_limit(h, in);
   h.interconnect = parse_interconnect(in.object("interconnect"));
   const double domain = h.interconnect.intra_node.domain_gpus.value, host = h.node.gpus_per_node.value;
   if (domain < host || std::fmod(domain, host) != 0) {

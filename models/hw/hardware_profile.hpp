@@ -36,6 +36,9 @@ struct TablePoint {
 class ProfileTable {
  public:
   void add(TablePoint p);
+  void scale_y(double factor) {
+    for (TablePoint& p : points_) p.y *= factor;
+  }
   const std::vector<TablePoint>& points() const { return points_; }
   const std::vector<double>& log_x() const { return log_x_; }
 
@@ -54,6 +57,11 @@ struct GpuSpec {
   Quantity sm_count;          // streaming multiprocessors (NCCL's CTAs each hold one)
   // Nominal dense FP8 peak, for the FP8 view of MFU (absent: the profile offers no such view).
   std::optional<Quantity> peak_fp8_dense_TFLOPs;
+  // The board's default power limit (nvidia-smi's "Default Power Limit"), the one the profile's
+  // compute rates hold at; and the limit the scenario's GPUs run under (gpu.power_limit_W, a plain
+  // number of watts; absent: the default). models/hw/power_limit.hpp applies a lower one.
+  std::optional<Quantity> board_power_W;
+  std::optional<double> power_limit_W;
 };
 
 struct MemorySpec {
@@ -106,6 +114,9 @@ struct ComputeSpec {
   // Fraction of hbm_sustained_GBps each memory-kernel class reaches (index: MemoryKernel; copy 1).
   std::array<Quantity, kMemoryKernels> hbm_fraction_by_kernel;
   Quantity kernel_launch_us;  // fixed per-kernel overhead
+  // A large dense BF16 GEMM's sustained rate at several board power limits (x: watts, y:
+  // TFLOP/s): how a lower limit slows the compute-bound kernels (models/hw/power_limit.hpp).
+  std::optional<ProfileTable> gemm_TFLOPs_by_power_limit;
   // FP8 formats (GemmPrecision): absent where the GPU has no such tensor-core path (no MXFP8
   // before Blackwell), and a plan that asks for one is refused.
   std::optional<LowPrecisionGemmSpec> fp8_gemm;
@@ -213,6 +224,15 @@ struct HostSpec {
   Quantity step_overhead_us;  // host work the GPU waits for once per step (optimizer launch, syncs)
 };
 
+// GPUs run under a power limit below the board's default: the compute-bound rates (GEMM tables,
+// the power-limited ceiling, attention) were scaled by `factor` when the profile was read.
+struct PowerLimit {
+  double limit_W = 0;
+  double board_W = 0;
+  double factor = 1;   // the GEMM rate at the limit over the rate at the board's default
+  std::string source;  // compute.gemm_TFLOPs_by_power_limit's provenance
+};
+
 struct HardwareProfile {
   std::string name;
   std::string description;
@@ -223,6 +243,7 @@ struct HardwareProfile {
   InterconnectSpec interconnect;
   InterferenceSpec interference;
   HostSpec host;
+  std::optional<PowerLimit> power_limit;  // set where gpu.power_limit_W is below gpu.board_power_W
 };
 
 HardwareProfile parse_hardware_profile(const JsonReader& in);

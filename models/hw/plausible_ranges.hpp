@@ -42,6 +42,9 @@ inline constexpr PlausibleRange kNvlinkGBps{
     "NVLink per GPU per direction runs from 150 (NVLink 2) to 900 (NVLink 5); above 10,000 is MB/s or Gb/s"};
 inline constexpr PlausibleRange kNicGbps{
     1, 10000, "Gb/s", "NIC line rate per GPU runs from 100 to 800 Gb/s (EDR to ConnectX-8); above 10,000 is Mb/s"};
+inline constexpr PlausibleRange kBoardPowerW{
+    50, 5000, "W",
+    "board power limits run from 250 W (A100 PCIe) to 1,400 W (GB300); below 50 is kW typed as W, above 5,000 is mW"};
 inline constexpr PlausibleRange kLatencyUs{0, 1000, "us",
                                            "collective and link latencies are 1-100 us; above 1 ms is ns typed as us"};
 

@@ -233,6 +233,8 @@ ComputeSpec parse_compute(const JsonReader& c) {
   memory_kernel_fractions(c.object("hbm_fraction_by_kernel"), s);
   // A per-kernel overhead of a millisecond or more would be a unit mistake (ms typed as us).
   s.kernel_launch_us = quantity(c, "kernel_launch_us", Range::between(0.0, 1000.0));
+  if (c.has("gemm_TFLOPs_by_power_limit"))
+    s.gemm_TFLOPs_by_power_limit = table(c, "gemm_TFLOPs_by_power_limit", "power_limit_W", "TFLOPs", Range::positive());
   s.fp8_gemm = low_precision_gemm(c, "fp8_gemm");
   s.mxfp8_gemm = low_precision_gemm(c, "mxfp8_gemm");
   c.finish();

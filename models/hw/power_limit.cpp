@@ -1,0 +1,108 @@
+#include "models/hw/power_limit.hpp"
+
+#include <cstdio>
+#include <sstream>
+#include <string>
+
+#include "models/common/errors.hpp"
+#include "models/hw/plausible_ranges.hpp"
+
+namespace moesim {
+
+namespace {
+
+// Linear in watts between the table's points (the measurements are a few limits apart).
+double rate_at(const ProfileTable& t, double watts) {
+  const auto& p = t.points();
+  if (p.size() == 1 || watts <= p.front().x) return p.front().y;
+  for (std::size_t i = 1; i < p.size(); ++i) {
+    if (watts <= p[i].x) return p[i - 1].y + (watts - p[i - 1].x) / (p[i].x - p[i - 1].x) * (p[i].y - p[i - 1].y);
+  }
+  return p.back().y;
+}
+
+std::string watts(double w) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g W", w);
+  return text;
+}
+
+std::string implausible(double watts) {
+  std::ostringstream msg;
+  const PlausibleRange& r = plausible::kBoardPowerW;
+  msg << watts << " " << r.unit << " is not plausible; allowed: [" << r.min << ", " << r.max << "] " << r.unit << " ("
+      << r.reason << ")";
+  return msg.str();
+}
+
+bool plausible_watts(double w) { return w >= plausible::kBoardPowerW.min && w <= plausible::kBoardPowerW.max; }
+
+// The table's watts are plausible and its rates stay under the BF16 peak.
+void check_table(const HardwareProfile& h, const JsonReader& in) {
+  const auto& table = h.compute.gemm_TFLOPs_by_power_limit;
+  if (!table) return;
+  const std::string path = in.object("compute").child_path("gemm_TFLOPs_by_power_limit");
+  const double peak = h.gpu.peak_bf16_TFLOPs.value;
+  const auto& points = table->points();
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const std::string at = path + ".points[" + std::to_string(i) + "]";
+    if (!plausible_watts(points[i].x)) throw InputError(in.file(), at + ".power_limit_W", implausible(points[i].x));
+    if (points[i].y > peak) {
+      throw InputError(
+          in.file(), at + ".TFLOPs",
+          brief(points[i].y) + " TFLOP/s exceeds the GPU's BF16 peak gpu.peak_bf16_dense_TFLOPs " + brief(peak));
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<double> read_power_limit_W(const JsonReader& gpu) {
+  if (!gpu.has("power_limit_W")) return std::nullopt;
+  const double w = gpu.number("power_limit_W", Range::non_negative());
+  if (!plausible_watts(w)) gpu.fail("power_limit_W", implausible(w));
+  return w;
+}
+
+void apply_power_limit(HardwareProfile& h, const JsonReader& in) {
+  check_table(h, in);
+  if (!h.gpu.power_limit_W) return;
+  const JsonReader gpu = in.object("gpu");
+  const double limit = *h.gpu.power_limit_W;
+  if (!h.gpu.board_power_W) {
+    gpu.fail("power_limit_W", "needs gpu.board_power_W, the board's default limit that hardware profile \"" + h.name +
+                                  "\"'s rates hold at");
+  }
+  const double board = h.gpu.board_power_W->value;
+  if (limit > board) {
+    gpu.fail("power_limit_W", watts(limit) + " exceeds the board's limit (gpu.board_power_W " + watts(board) +
+                                  "); allowed: up to " + watts(board));
+  }
+  if (limit == board) return;
+  const auto& table = h.compute.gemm_TFLOPs_by_power_limit;
+  if (!table) {
+    gpu.fail("power_limit_W", "a limit below the board's " + watts(board) +
+                                  " needs compute.gemm_TFLOPs_by_power_limit (a GEMM's rate measured at such "
+                                  "limits), which hardware profile \"" +
+                                  h.name + "\" does not have; allowed here: " + watts(board));
+  }
+  const double lowest = table->points().front().x, highest = table->points().back().x;
+  if (limit < lowest || board > highest) {
+    gpu.fail("power_limit_W", watts(limit) + " is outside the limits compute.gemm_TFLOPs_by_power_limit measures (" +
+                                  watts(lowest) + " to " + watts(highest) + "); allowed here: " + watts(lowest) +
+                                  " to " + watts(board));
+  }
+  const double factor = rate_at(*table, limit) / rate_at(*table, board);
+  ComputeSpec& c = h.compute;
+  c.gemm_bf16_TFLOPs_by_rows.scale_y(factor);
+  if (c.gemm_power_limited_TFLOPs) c.gemm_power_limited_TFLOPs->value *= factor;
+  c.attention_fwd_TFLOPs.value *= factor;
+  c.attention_bwd_TFLOPs.value *= factor;
+  for (auto& k : c.attention_by_kernel) {
+    k.fwd_TFLOPs.value *= factor;
+    k.bwd_TFLOPs.value *= factor;
+  }
+  h.power_limit = PowerLimit{limit, board, factor, table->source};
+}
+
+}  // namespace moesim
