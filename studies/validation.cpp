@@ -8,6 +8,7 @@
 #include "models/common/units.hpp"
 #include "models/input/scenario.hpp"
 #include "models/memory/ledger.hpp"
+#include "models/memory/loss_benchmark.hpp"
 #include "models/memory/optimizer_layouts.hpp"
 #include "models/plan/rank_layout.hpp"
 #include "sim/step_simulation.hpp"
@@ -161,6 +162,25 @@ void bytes_checks(const JsonReader& rec, ValidationRecord& out) {
   out.checks.push_back(compare("bytes_per_param", sum / numel, expected, 1e-9, false));
 }
 
+// A loss path's peak memory against a kernel benchmark of it (models/memory/loss_benchmark.hpp).
+void loss_memory_checks(const JsonReader& rec, ValidationRecord& out) {
+  LossBenchmark b;
+  b.impl = kLossImplNames.parse(rec.choice_in("loss", kLossImplNames.names()));
+  b.tokens = rec.number("tokens", Range::positive());
+  b.vocab = rec.number("vocab", Range::positive());
+  b.activation = rec.number_or("activation_bytes", 2, Range::positive());
+  b.input_logits = rec.choice("input", {"logits", "hidden"}) == "logits";
+  if (!b.input_logits) b.hidden = rec.number("hidden", Range::positive());
+  b.head_weight_gradient = rec.boolean_or("head_weight_gradient", false);
+  const auto tol = rec.optional_object("tolerance");
+  const double mem_tol = tol ? tol->number_or("memory_rel", 0.05, Range::positive()) : 0.05;
+  if (tol) tol->finish();
+  const JsonReader m = rec.object("measured");
+  out.checks.push_back(compare("loss_peak_MiB", loss_benchmark_peak_bytes(b) / kMiB,
+                               m.number("peak_MiB", Range::positive()), mem_tol, true));
+  m.finish();
+}
+
 void layout_checks(const JsonReader& rec, ValidationRecord& out) {
   const std::string layout = rec.choice("layout", {"per_tensor", "concat_then_shard", "same_param_count"});
   std::vector<double> tensors;
@@ -279,7 +299,8 @@ double largest_stage_peak_GiB(const MemoryLedger& ledger, double StageLedger::*f
 }
 
 std::vector<std::string> default_validation_datasets() {
-  return {"scenarios/validation/seed.json", "scenarios/validation/a100.json", "scenarios/validation/h100.json"};
+  return {"scenarios/validation/seed.json", "scenarios/validation/a100.json", "scenarios/validation/h100.json",
+          "scenarios/validation/memory.json"};
 }
 
 std::string record_scenario(const std::string& dataset, const JsonReader& rec) {
@@ -311,7 +332,7 @@ ValidationReport validate_dataset(const std::string& file, const std::vector<std
     const JsonReader rec(records[i], file, "records[" + std::to_string(i) + "]");
     ValidationRecord out;
     out.id = rec.string("id");
-    out.kind = rec.choice("kind", {"step", "step_range", "bytes_per_param", "layout", "schedule"});
+    out.kind = rec.choice("kind", {"step", "step_range", "bytes_per_param", "layout", "schedule", "loss_memory"});
     out.source = rec.string("source");
     out.known_gap = rec.string_or("known_gap", "");
     const std::string scenario = record_scenario(file, rec);
@@ -324,6 +345,8 @@ ValidationReport validate_dataset(const std::string& file, const std::vector<std
         bytes_checks(rec, out);
       else if (out.kind == "layout")
         layout_checks(rec, out);
+      else if (out.kind == "loss_memory")
+        loss_memory_checks(rec, out);
       else
         schedule_checks(rec, records[i], scenario, extra_sets, out);
       rec.has("set");

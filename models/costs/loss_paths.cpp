@@ -102,16 +102,24 @@ class VocabParallelLoss final : public LossPath {
 };
 
 // The same with cross_entropy_loss_fusion and cross_entropy_fusion_impl "native"
-// (megatron/core/fusions/fused_cross_entropy.py: each step a jit_fuser function): the same
+// (megatron/core/fusions/fused_cross_entropy.py: each step a jit_fuser function): the forward's
 // buffers; kernels per logit: upcast with the max (read e, write 4), subtract, exp and sum (read
 // + write 4), divide (read + write 4); backward the scale written back with the BF16 cast (read 4,
-// write 4 and e).
+// write 4 and e). The backward's calculate_gradients, one fused function, cannot write into the
+// saved softmax it was given: it returns a new FP32 gradient (3) beside it, then its BF16 cast (4).
+// Measured (linkedin/Liger-Kernel benchmark/data/all_benchmark_data.csv, H100, bf16 logits held
+// by the caller): 12 bytes per logit at the peak against the unfused path's 8
+// (scenarios/validation/loss_memory.json).
 class VocabParallelFusedLoss final : public LossPath {
  public:
   VocabParallelFusedLoss()
       : LossPath("vocab_parallel_fused", "Megatron-Core's fused vocab-parallel cross-entropy (jit_fuser steps)",
                  {{1, 5 * kFp32}, {1, 2 * kFp32}}) {}
-  LossBuffers steps(const LossShape& s) const override { return VocabParallelLoss::fp32_gradient_kept(s); }
+  LossBuffers steps(const LossShape& s) const override {
+    const double e = s.activation, d = s.hidden, v = s.vocab;
+    return {{{e * d}, {e * v}, {kFp32 * v}, {0, 1}},
+            {{kFp32 * v}, {e * v}, {0, 2}, {0, 3}, {e * d}, {0, 4}, {0, 0}, {0, 5}}};
+  }
 };
 
 // Transformer Engine's Triton cross-entropy (transformer_engine/pytorch/triton/cross_entropy.py

@@ -32,7 +32,9 @@ TEST_CASE("each loss path holds the buffers its source allocates, per token", "[
       {LossImpl::fused, 2000, 2000, 4000},
       // Megatron: logits + one FP32 buffer (the softmax, in place); backward casts its gradient.
       {LossImpl::vocab_parallel, 2000 + 20000 + 40000, 2000 + 40000, 2000 + 40000 + 20000},
-      {LossImpl::vocab_parallel_fused, 2000 + 20000 + 40000, 2000 + 40000, 2000 + 40000 + 20000},
+      // Fused: the backward's jit-fused function returns a new FP32 gradient beside the saved
+      // softmax, then its BF16 cast.
+      {LossImpl::vocab_parallel_fused, 2000 + 20000 + 40000, 2000 + 40000, 2000 + 40000 + 40000 + 20000},
       // Transformer Engine: the FP32 gradient made in forward takes the softmax's place.
       {LossImpl::te, 2000 + 20000 + 40000, 2000 + 40000, 2000 + 40000 + 20000},
       // Cut Cross-Entropy: input + FP32 log-sum-exp; backward writes the input gradient.
