@@ -149,7 +149,11 @@ int run_ep(const EpArgs& a) {
     EpTransferQuote::Row row;
     row.transport = name_of(t);
     try {
-      row.cost = model.cost(hw, collectives, quote.request);
+      // --bytes are every routed copy; a transport that gathers every token moves the rank's
+      // tokens once (EpTransferRequest::bytes).
+      EpTransferRequest request = quote.request;
+      if (model.gathers_tokens()) request.bytes /= request.top_k;
+      row.cost = model.cost(hw, collectives, request);
       row.fuses_permutation = model.fuses_permutation();
     } catch (const ProfileGapError& e) {  // a bad request (any other InputError) stops the listing
       row.unavailable = "not in this profile (" + e.path() + ")";

@@ -1,6 +1,7 @@
 // `moesim cost ...` as a user runs it: strict sizes, exit code 2 for bad input, JSON output.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -98,6 +99,11 @@ TEST_CASE("moesim cost ep lists a transport the profile has no numbers for, and 
     if (row.contains("unavailable")) unavailable.insert(row["transport"].get<std::string>());
   }
   CHECK(unavailable == std::set<std::string>{"deepep"});  // the H200 profile has no DeepEP numbers
+  // The all-gather dispatcher moves the rank's tokens (1 GiB of top-4 rows: 256 MiB) to the 7 others.
+  const auto gather =
+      std::find_if(rows.begin(), rows.end(), [](const auto& r) { return r["transport"] == "nccl_all_gather"; });
+  REQUIRE(gather != rows.end());
+  CHECK((*gather)["nvlink_bytes_per_rank"].get<double>() == Approx(7.0 * 256 * 1024 * 1024));
   // A ragged group is the request's fault on any profile: exit 2, no listing.
   CHECK(run("cost ep" + h200 + " --bytes 1GiB --ranks 8 --ranks-per-node 3 --top-k 4 --experts 64 --json " +
             dir.path("bad.json")) == 2);
