@@ -1,5 +1,5 @@
-// `moesim cost collective|gemm|grouped-gemm|attention|memory --profile P ... [--json FILE|-]`:
-// one kernel or collective priced by the cost models on a hardware profile.
+// `moesim cost collective|gemm|grouped-gemm|attention|memory|ep --profile P ... [--json FILE|-]`: one kernel or
+// collective priced by the cost models on a hardware profile.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -34,8 +34,7 @@
 namespace moesim::cli {
 
 namespace {
-// "4096", "256MiB", "1GiB", "1.5GB": a non-negative number and an optional binary (KiB..TiB) or
-// decimal (KB..TB) unit, nothing else.
+// "4096", "256MiB", "1GiB", "1.5GB": a number >= 0 and an optional binary (KiB..TiB) or decimal (KB..TB) unit.
 double parse_size(const std::string& text, const std::string& option) {
   static const std::regex pattern(R"(^([0-9]+(\.[0-9]+)?)(B|KiB|MiB|GiB|TiB|KB|MB|GB|TB)?$)");
   std::smatch m;
@@ -149,9 +148,7 @@ int run_ep(const EpArgs& a) {
     EpTransferQuote::Row row;
     row.transport = name_of(t);
     try {
-      // --bytes are every routed copy; a transport that gathers every token moves the rank's
-      // tokens once (EpTransferRequest::bytes).
-      EpTransferRequest request = quote.request;
+      EpTransferRequest request = quote.request;  // --bytes: every routed copy; a gatherer moves each token once
       if (model.gathers_tokens()) request.bytes /= request.top_k;
       row.cost = model.cost(hw, collectives, request);
       row.fuses_permutation = model.fuses_permutation();
