@@ -16,6 +16,12 @@ namespace {
 using namespace costs_detail;
 constexpr double kBf16 = bytes_of(DType::bf16);
 
+// A pass's rate at `seq_len` tokens per sequence: the profile's table where it has one (log-length
+// interpolation, clamped at its ends), else its one rate.
+double rate_at(const Quantity& rate, const std::optional<ProfileTable>& by_seq_len, double seq_len) {
+  return by_seq_len ? interpolate_log_x(*by_seq_len, seq_len) : rate.value;
+}
+
 KernelTime roofline(const HardwareProfile& hw, double flops, double rate_TFLOPs, double bytes) {
   KernelTime t = roofline_kernel(hw, flops, flops / (rate_TFLOPs * 1e12), bytes);
   t.rate_TFLOPs = rate_TFLOPs;
@@ -57,9 +63,16 @@ class FlashAttentionCost final : public AttentionCost {
     const double k = tokens * kv_heads * s.head_dim, v = tokens * kv_heads * v_dim;
     const double fwd_bytes = (q + o) + (k + v);
     const double bwd_bytes = 2 * (q + o) + 2 * (k + v);
+    // The rate by length: each query block pipelines over the key blocks it reads, fewer in a
+    // short sequence. A causal window of w keys reads about as many per query as a causal
+    // sequence of 2w tokens (w against S / 2 on average), so it takes that length's rate.
+    const double length = s.causal && w < S ? 2 * w : S;
+    const ComputeSpec& c = hw.compute;
     AttentionTime t;
-    t.forward = roofline(hw, fwd_flops, hw.compute.attention_fwd_TFLOPs.value, fwd_bytes);
-    t.backward = roofline(hw, bwd_flops, hw.compute.attention_bwd_TFLOPs.value, bwd_bytes);
+    t.forward =
+        roofline(hw, fwd_flops, rate_at(c.attention_fwd_TFLOPs, c.attention_fwd_TFLOPs_by_seq_len, length), fwd_bytes);
+    t.backward =
+        roofline(hw, bwd_flops, rate_at(c.attention_bwd_TFLOPs, c.attention_bwd_TFLOPs_by_seq_len, length), bwd_bytes);
     return t;
   }
   // The SSD scan's chunk matmuls (ssd_flops_per_token) at the profile's attention rates (an

@@ -101,6 +101,11 @@ struct ComputeSpec {
   std::optional<Quantity> gemm_power_limited_TFLOPs;
   Quantity attention_fwd_TFLOPs;  // causal flash attention, forward
   Quantity attention_bwd_TFLOPs;  // causal flash attention, backward
+  // The same two rates by tokens per sequence where they were measured (x: sequence length, y:
+  // TFLOP/s in the causal count), for the kernel they name; a shape between the points takes the
+  // log-length interpolation, outside them the nearest point, and replaces the one rate above.
+  std::optional<ProfileTable> attention_fwd_TFLOPs_by_seq_len;
+  std::optional<ProfileTable> attention_bwd_TFLOPs_by_seq_len;
   // The kernel those two rates measure (profile: not named), and other kernels' measured rates,
   // for a plan whose stack calls one of them (plan.kernels.attention).
   AttentionKernel attention_kernel = AttentionKernel::profile;

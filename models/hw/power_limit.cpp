@@ -98,6 +98,9 @@ void apply_power_limit(HardwareProfile& h, const JsonReader& in) {
   if (c.gemm_power_limited_TFLOPs) c.gemm_power_limited_TFLOPs->value *= factor;
   c.attention_fwd_TFLOPs.value *= factor;
   c.attention_bwd_TFLOPs.value *= factor;
+  for (auto* t : {&c.attention_fwd_TFLOPs_by_seq_len, &c.attention_bwd_TFLOPs_by_seq_len}) {
+    if (*t) (*t)->scale_y(factor);
+  }
   for (auto& k : c.attention_by_kernel) {
     k.fwd_TFLOPs.value *= factor;
     k.bwd_TFLOPs.value *= factor;

@@ -47,7 +47,9 @@ const std::vector<std::pair<const char*, std::vector<const char*>>> kDominant = 
      {"compute.grouped_gemm_efficiency_by_rows_per_expert",
       "compute.grouped_gemm_dgrad_over_forward_by_rows_per_expert",
       "compute.grouped_gemm_wgrad_over_forward_by_rows_per_expert"}},
-    {"attention", {"compute.attention_fwd_TFLOPs", "compute.attention_bwd_TFLOPs"}}};
+    {"attention",
+     {"compute.attention_fwd_TFLOPs", "compute.attention_bwd_TFLOPs", "compute.attention_fwd_TFLOPs_by_seq_len",
+      "compute.attention_bwd_TFLOPs_by_seq_len"}}};
 
 }  // namespace
 

@@ -228,6 +228,10 @@ ComputeSpec parse_compute(const JsonReader& c) {
   s.gemm_power_limited_TFLOPs = optional_quantity(c, "gemm_power_limited_TFLOPs", Range::positive());
   s.attention_fwd_TFLOPs = quantity(c, "attention_fwd_TFLOPs", Range::positive());
   s.attention_bwd_TFLOPs = quantity(c, "attention_bwd_TFLOPs", Range::positive());
+  for (auto [key, t] : {std::pair{"attention_fwd_TFLOPs_by_seq_len", &s.attention_fwd_TFLOPs_by_seq_len},
+                        std::pair{"attention_bwd_TFLOPs_by_seq_len", &s.attention_bwd_TFLOPs_by_seq_len}}) {
+    if (c.has(key)) *t = table(c, key, "seq_len", "TFLOPs", Range::positive());
+  }
   attention_kernels(c, s);
   s.hbm_sustained_GBps = quantity(c, "hbm_sustained_GBps", plausible::kHbmGBps);
   memory_kernel_fractions(c.object("hbm_fraction_by_kernel"), s);
@@ -306,16 +310,17 @@ void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in) {
   const double peak = h.gpu.peak_bf16_TFLOPs.value;
   const std::string ceiling =
       " TFLOP/s exceeds the GPU's nominal peak (gpu.peak_bf16_dense_TFLOPs " + brief(peak) + ")";
-  double best_dense = 0;
-  const auto& gemm = h.compute.gemm_bf16_TFLOPs_by_rows.points();
-  for (std::size_t i = 0; i < gemm.size(); ++i) {
-    best_dense = std::max(best_dense, gemm[i].y);
-    if (gemm[i].y > peak) {
-      throw InputError(in.file(),
-                       compute.child_path("gemm_bf16_TFLOPs_by_rows") + ".points[" + std::to_string(i) + "].TFLOPs",
-                       brief(gemm[i].y) + ceiling);
+  // A table of TFLOP/s stays under the peak, point by point.
+  const auto under_peak = [&](const ProfileTable& t, const char* key) {
+    for (std::size_t i = 0; i < t.points().size(); ++i) {
+      if (t.points()[i].y > peak)
+        throw InputError(in.file(), compute.child_path(key) + ".points[" + std::to_string(i) + "].TFLOPs",
+                         brief(t.points()[i].y) + ceiling);
     }
-  }
+  };
+  under_peak(h.compute.gemm_bf16_TFLOPs_by_rows, "gemm_bf16_TFLOPs_by_rows");
+  double best_dense = 0;
+  for (const auto& p : h.compute.gemm_bf16_TFLOPs_by_rows.points()) best_dense = std::max(best_dense, p.y);
   const auto max_of = [](const ProfileTable& t) {
     double out = 0;
     for (const auto& p : t.points()) out = std::max(out, p.y);
@@ -348,6 +353,8 @@ void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in) {
   for (const auto& [key, v] : attention) {
     if (v > peak) compute.object(key).fail("value", brief(v) + ceiling);
   }
+  if (const auto& t = h.compute.attention_fwd_TFLOPs_by_seq_len) under_peak(*t, "attention_fwd_TFLOPs_by_seq_len");
+  if (const auto& t = h.compute.attention_bwd_TFLOPs_by_seq_len) under_peak(*t, "attention_bwd_TFLOPs_by_seq_len");
   for (const auto& k : h.compute.attention_by_kernel) {
     const auto rates = compute.object("attention_by_kernel").object(name_of(k.kernel));
     if (k.fwd_TFLOPs.value > peak) rates.object("fwd_TFLOPs").fail("value", brief(k.fwd_TFLOPs.value) + ceiling);

@@ -75,6 +75,8 @@ void price_plan_kernels(ParallelPlan& plan, HardwareProfile& hw, StackUse& stack
     if (k.kernel != wanted) continue;
     c.attention_fwd_TFLOPs = k.fwd_TFLOPs;
     c.attention_bwd_TFLOPs = k.bwd_TFLOPs;
+    c.attention_fwd_TFLOPs_by_seq_len.reset();  // measured for the profile's own kernel
+    c.attention_bwd_TFLOPs_by_seq_len.reset();
     c.attention_kernel = wanted;
     return;
   }
