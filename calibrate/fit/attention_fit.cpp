@@ -13,6 +13,7 @@ namespace {
 struct Best {
   double rate = 0;  // TFLOP/s
   std::string backend;
+  std::int64_t seq_len = 0;
 };
 
 // attention_bench.py's SDPA backends as the profile's kernel names (models/common/cost_types.hpp
@@ -32,6 +33,39 @@ struct BackendRates {
   std::string files;   // the measurements' provenance
 };
 
+// The best backend's rate by sequence length (the median over the shapes of each length), where
+// the shapes cover two lengths or more: compute.<field>_by_seq_len.
+void by_seq_len(const FitInputs& in, const std::string& pass, const char* field,
+                const std::map<std::string, Best>& best, const std::set<std::string>& files, FitOutput& out) {
+  std::map<std::int64_t, std::vector<double>> at;
+  for (const auto& [shape, b] : best) at[b.seq_len].push_back(b.rate);
+  const std::string key = std::string(field) + "_by_seq_len";
+  if (at.size() < 2) {  // one length: no dependence measured, and a base's table would be stale
+    const auto& c = in.base.compute;
+    const bool based = key.starts_with("attention_fwd") ? c.attention_fwd_TFLOPs_by_seq_len.has_value()
+                                                        : c.attention_bwd_TFLOPs_by_seq_len.has_value();
+    if (based) out.updates.push_back({{"compute", key}, nullptr, "removed"});
+    return;
+  }
+  std::vector<TablePoint> points;
+  std::vector<double> measured, fitted;
+  for (const auto& [len, rates] : at) {
+    points.push_back({static_cast<double>(len), median_of(rates)});
+    for (double r : rates) measured.push_back(r), fitted.push_back(points.back().y);
+  }
+  const Spread s = relative_spread(measured, fitted);
+  const int n = static_cast<int>(measured.size());
+  const std::string path = "compute." + key;
+  out.curves.push_back({"attention " + pass + " by sequence length", n,
+                        std::to_string(points.size()) + " lengths, median per length", s.rms_rel, s.max_rel, path, ""});
+  const std::string source = "moesim fit: causal BF16 flash attention " + pass +
+                             ", the best backend's rate per shape, median per tokens per sequence; " +
+                             residual_text(s.rms_rel, s.max_rel, n) + " (shapes against their length's median); " +
+                             "measurements: " + in.provenance(files);
+  out.updates.push_back(
+      {{"compute", key}, table_json("seq_len", "TFLOPs", points, source), std::to_string(points.size()) + " lengths"});
+}
+
 // Per pass: for every shape the best backend's rate (the kernel a stack gets when it picks well;
 // PyTorch 2.11's SDPA picks cuDNN on an H200), then the median over shapes. The cost model has one
 // rate per pass, so the shapes' spread is the residual.
@@ -47,7 +81,7 @@ BackendRates fit_pass(const FitInputs& in, const std::string& pass, const char* 
       const double rate = m.flops / (m.median_us * 1e6);
       by_backend[m.method].push_back(rate);
       Best& b = best[m.shape];
-      if (rate > b.rate) b = {rate, m.method};
+      if (rate > b.rate) b = {rate, m.method, m.seq_len};
       files.insert(f.file);
     }
   }
@@ -94,6 +128,7 @@ BackendRates fit_pass(const FitInputs& in, const std::string& pass, const char* 
       won + " of " + std::to_string(n) + " shapes), median over shapes; per backend: " + per_backend + "; " +
       residual_text(s.rms_rel, s.max_rel, n) + " (shapes against their median); measurements: " + in.provenance(files);
   out.updates.push_back({{"compute", field}, fitted_quantity(rate, source), sig4(round_sig4(rate)) + " TFLOP/s"});
+  by_seq_len(in, pass, field, best, files, out);
   return result;
 }
 

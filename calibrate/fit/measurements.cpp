@@ -160,6 +160,7 @@ Measurement parse_record(const JsonReader& r, const nlohmann::json& raw) {
     const auto dim = [&](const char* key) { return std::to_string(r.integer(key, Range::positive())); };
     m.shape = dim("sequences") + " x " + dim("seq_len") + ", " + dim("heads") + "/" + dim("kv_heads") + " x " +
               dim("head_dim");
+    m.seq_len = r.integer("seq_len", Range::positive());
   }
   if (m.kind == "sequence") {
     m.block = r.choice("block", {"moe", "dense"});

@@ -67,6 +67,7 @@ struct Measurement {
   // the FLOPs it counts and the shape as "sequences x seq_len, heads/kv_heads x head_dim";
   // `method` holds the backend.
   std::string direction, shape;
+  std::int64_t seq_len = 0;  // tokens per sequence
   // gemm_fp8, grouped_gemm_fp8 (calibrate/pytorch/fp8_gemm_bench.py): the BF16 reference on the same
   // shape, timed beside the FP8 product (times_us).
   std::vector<double> reference_times_us;

@@ -128,3 +128,36 @@ TEST_CASE("an attention record without its pass is refused with its path", "[uni
     CHECK(std::string(e.what()).find(".pass") != std::string::npos);
   }
 }
+
+TEST_CASE("the attention rates by sequence length are the best backend's median at each length", "[unit]") {
+  test::TempDir dir;
+  json records = json::array();
+  // cuDNN wins at every length: 1000 at 2k, 1200 and 1300 at 4k (two shapes), 1250 at 8k.
+  for (const auto& [seq, rate] : {std::pair{2048.0, 1000.0}, std::pair{4096.0, 1200.0}, std::pair{8192.0, 1250.0}}) {
+    records.push_back(attention("flash", "forward", seq, 600));
+    records.push_back(attention("cudnn", "forward", seq, rate));
+    records.push_back(attention("cudnn", "backward", seq, rate * 0.8));
+  }
+  json second = attention("cudnn", "forward", 4096, 1300);
+  second["heads"] = 64;  // another shape of the same length
+  second["flops"] = second["flops"].get<double>() * 2;  // twice the work in twice the time
+  for (auto& us : second["times_us"]) us = us.get<double>() * 2;
+  records.push_back(second);
+  const auto r = fit_with(records, dir);
+  const auto& t = r.profile["compute"]["attention_fwd_TFLOPs_by_seq_len"];
+  CHECK(t["kind"] == "fitted");
+  REQUIRE(t["points"].size() == 3);
+  CHECK(t["points"][0]["seq_len"].get<double>() == 2048);
+  CHECK(t["points"][0]["TFLOPs"].get<double>() == Approx(1000).epsilon(1e-3));
+  CHECK(t["points"][1]["TFLOPs"].get<double>() == Approx(1250).epsilon(1e-3));  // the median of 1200 and 1300
+  CHECK(r.profile["compute"]["attention_bwd_TFLOPs_by_seq_len"]["points"][2]["TFLOPs"].get<double>() ==
+        Approx(1000).epsilon(1e-3));
+  // One length measures no dependence: no table, and a base's would be stale, so it goes.
+  json base = read_json_file(test::source_path(kBase));
+  base["compute"]["attention_fwd_TFLOPs_by_seq_len"] = t;
+  json doc = test::synthetic_node_measurements(test::SyntheticTruth{}, 3);
+  doc["measurements"].push_back(attention("cudnn", "forward", 4096, 1100));
+  doc["measurements"].push_back(attention("cudnn", "backward", 4096, 900));
+  const auto one = fit::fit_profile({dir.write("one.json", doc.dump())}, dir.write("base.json", base.dump()), {});
+  CHECK_FALSE(one.profile["compute"].contains("attention_fwd_TFLOPs_by_seq_len"));
+}

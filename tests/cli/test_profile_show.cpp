@@ -58,12 +58,12 @@ TEST_CASE("moesim profile show names each field's basis and what the dominant ke
   // The H200's GEMM tables and attention rates are measured (calibrate/measured/).
   CHECK(out.find("dense GEMM: 3 fitted") != std::string::npos);
   CHECK(out.find("grouped GEMM: 3 fitted") != std::string::npos);
-  CHECK(out.find("attention: 2 fitted\n") != std::string::npos);
+  CHECK(out.find("attention: 4 fitted\n") != std::string::npos);  // the two rates and their tables by length
   CHECK(out.find("compute.gemm_bf16_TFLOPs_by_rows") != std::string::npos);
   CHECK(out.find("10 points (rows 128 to 65536)") != std::string::npos);
   const auto doc = nlohmann::json::parse(test::slurp(dir.path("p.json")));
   CHECK(doc.at("schema") == "moesim-profile-provenance/1");
-  CHECK(doc.at("by_kind").at("fitted") == 19);  // 15 and the two other attention kernels' rates
+  CHECK(doc.at("by_kind").at("fitted") == 21);  // 15, the two other attention kernels' rates, the tables by length
   CHECK(doc.at("dominant_kernels")[2].at("rests_on_assumption") == false);
   // The H100's attention rates are still assumptions, and the listing says so.
   REQUIRE(run(dir, "profile show h100-hgx", out, err) == 0);
