@@ -2,12 +2,16 @@
 // exit 1 when a record without a documented gap is outside its tolerance.
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/listing.hpp"
 #include "cli/option_checks.hpp"
 #include "models/common/bundled_data.hpp"
+#include "models/common/json_file.hpp"
+#include "models/costs/compute_costs.hpp"
+#include "models/hw/hardware_profile.hpp"
 #include "reports/output_file.hpp"
 #include "reports/validation_report.hpp"
 #include "studies/validation.hpp"
@@ -22,6 +26,42 @@ std::string located(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::exists(path, ec) || std::filesystem::path(path).is_absolute()) return path;
   return require_bundled(path);
+}
+// A kernel record's predicted rate: the profile's cost models on the record's shape, its FLOPs
+// (2 m n k; attention 4 S^2 d per head, halved by the causal mask, x 2.5 backward) over the time.
+double price_kernel(const std::string& profile, const std::string& kernel, const std::string& pass,
+                    const JsonReader& shape) {
+  static std::map<std::string, HardwareProfile> loaded;  // one validate run, a few profiles
+  auto it = loaded.find(profile);
+  if (it == loaded.end()) {
+    it = loaded.emplace(profile, parse_hardware_profile(JsonReader(read_json_file(profile), profile, ""))).first;
+  }
+  const HardwareProfile& hw = it->second;
+  const bool backward = pass == "backward";
+  double flops = 0, time_s = 0;
+  if (kernel == "gemm") {
+    GemmShape g;
+    g.m = shape.number("m", Range::positive());
+    g.n = shape.number("n", Range::positive());
+    g.k = shape.number("k", Range::positive());
+    g.pass = backward ? GemmPass::dgrad : GemmPass::forward;
+    flops = 2 * g.m * g.n * g.k;
+    time_s = gemm_cost_models().get(kDefaultGemmCost).time(hw, g).time_s;
+  } else {
+    AttentionShape a;
+    a.sequences = shape.number("sequences", Range::positive());
+    a.seq_len = shape.number("seq_len", Range::positive());
+    a.heads = shape.number("heads", Range::positive());
+    a.kv_heads = shape.number_or("kv_heads", 0, Range::non_negative());
+    a.head_dim = shape.number("head_dim", Range::positive());
+    a.causal = shape.boolean_or("causal", true);
+    const AttentionTime t = attention_cost_models().get(kDefaultAttentionCost).time(hw, a);
+    flops = 4.0 * a.seq_len * a.seq_len * (a.causal ? 0.5 : 1.0) * a.heads * a.head_dim * a.sequences *
+            (backward ? 2.5 : 1.0);
+    time_s = backward ? t.backward.time_s : t.forward.time_s;
+  }
+  shape.finish();
+  return flops / time_s / 1e12;
 }
 }  // namespace
 
@@ -68,7 +108,7 @@ Runner add_validate_command(CLI::App& app) {
     nlohmann::json all = nlohmann::json::array();
     std::size_t failures = 0;
     for (const auto& file : datasets) {
-      const ValidationReport report = validate_dataset(file, args->sets);
+      const ValidationReport report = validate_dataset(file, args->sets, price_kernel);
       listing << validation_table(report);
       all.push_back(validation_json(report));
       failures += report.failures();

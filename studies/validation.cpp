@@ -6,6 +6,7 @@
 
 #include "models/common/json_reader.hpp"
 #include "models/common/units.hpp"
+#include "models/hw/profile_lookup.hpp"
 #include "models/input/scenario.hpp"
 #include "models/memory/ledger.hpp"
 #include "models/memory/loss_benchmark.hpp"
@@ -181,6 +182,25 @@ void loss_memory_checks(const JsonReader& rec, ValidationRecord& out) {
   m.finish();
 }
 
+// One kernel's measured rate against the profile's prediction for its shape (the pricer's).
+void kernel_checks(const JsonReader& rec, const KernelPricer& price, ValidationRecord& out) {
+  const std::string profile = resolve_profile(rec.string("profile"), rec.file(), rec.child_path("profile"));
+  const std::string kernel = rec.choice("kernel", {"gemm", "attention"});
+  const std::string pass = rec.choice("pass", {"forward", "backward"});
+  const auto tol = rec.optional_object("tolerance");
+  const double rate_tol = tol ? tol->number_or("rate_rel", 0.10, Range::positive()) : 0.10;
+  if (tol) tol->finish();
+  const JsonReader m = rec.object("measured");
+  const double measured = m.number("TFLOPs", Range::positive());
+  m.finish();
+  if (!price) {
+    rec.object("shape");  // read, so the record is complete
+    out.error = "a kernel record needs the cost models: run it with moesim validate";
+    return;
+  }
+  out.checks.push_back(compare("TFLOPs", price(profile, kernel, pass, rec.object("shape")), measured, rate_tol, true));
+}
+
 void layout_checks(const JsonReader& rec, ValidationRecord& out) {
   const std::string layout = rec.choice("layout", {"per_tensor", "concat_then_shard", "same_param_count"});
   std::vector<double> tensors;
@@ -300,7 +320,7 @@ double largest_stage_peak_GiB(const MemoryLedger& ledger, double StageLedger::*f
 
 std::vector<std::string> default_validation_datasets() {
   return {"scenarios/validation/seed.json", "scenarios/validation/a100.json", "scenarios/validation/h100.json",
-          "scenarios/validation/memory.json"};
+          "scenarios/validation/memory.json", "scenarios/validation/hardware.json"};
 }
 
 std::string record_scenario(const std::string& dataset, const JsonReader& rec) {
@@ -317,7 +337,8 @@ std::vector<std::string> record_sets(const JsonReader& rec, const nlohmann::json
   return sets;
 }
 
-ValidationReport validate_dataset(const std::string& file, const std::vector<std::string>& extra_sets) {
+ValidationReport validate_dataset(const std::string& file, const std::vector<std::string>& extra_sets,
+                                  const KernelPricer& price_kernel) {
   const nlohmann::json doc = read_json_file(file);
   const JsonReader top(doc, file, "");
   ValidationReport report;
@@ -332,7 +353,8 @@ ValidationReport validate_dataset(const std::string& file, const std::vector<std
     const JsonReader rec(records[i], file, "records[" + std::to_string(i) + "]");
     ValidationRecord out;
     out.id = rec.string("id");
-    out.kind = rec.choice("kind", {"step", "step_range", "bytes_per_param", "layout", "schedule", "loss_memory"});
+    out.kind =
+        rec.choice("kind", {"step", "step_range", "bytes_per_param", "layout", "schedule", "loss_memory", "kernel"});
     out.source = rec.string("source");
     out.known_gap = rec.string_or("known_gap", "");
     const std::string scenario = record_scenario(file, rec);
@@ -347,6 +369,8 @@ ValidationReport validate_dataset(const std::string& file, const std::vector<std
         layout_checks(rec, out);
       else if (out.kind == "loss_memory")
         loss_memory_checks(rec, out);
+      else if (out.kind == "kernel")
+        kernel_checks(rec, price_kernel, out);
       else
         schedule_checks(rec, records[i], scenario, extra_sets, out);
       rec.has("set");

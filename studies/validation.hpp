@@ -2,12 +2,13 @@
 // ledger / layout / schedule computed) and compared with the measurement and its tolerance.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include <vector>
 #include "models/common/json_reader.hpp"
 
 namespace moesim {
@@ -67,9 +68,17 @@ std::vector<std::string> default_validation_datasets();
 std::string record_scenario(const std::string& dataset, const JsonReader& rec);
 std::vector<std::string> record_sets(const JsonReader& rec, const nlohmann::json& raw);
 
+// A kernel record's predicted rate (TFLOP/s, in the record's FLOP count): the profile file
+// `profile` (the record's bundled name or path, resolved), the kernel ("gemm", "attention"), its pass and its shape
+// (the record's `shape` object, read and finished by the pricer). studies/ prices no kernel: the caller that owns the
+// cost models (moesim validate) passes one; without it a kernel record is not evaluated.
+using KernelPricer = std::function<double(const std::string& profile, const std::string& kernel,
+                                          const std::string& pass, const JsonReader& shape)>;
+
 // Throws InputError for a malformed dataset (path of the offending entry). `extra_sets` are
 // --set overrides applied to every record's scenario after its own (sensitivity studies).
-ValidationReport validate_dataset(const std::string& file, const std::vector<std::string>& extra_sets = {});
+ValidationReport validate_dataset(const std::string& file, const std::vector<std::string>& extra_sets = {},
+                                  const KernelPricer& price_kernel = {});
 
 // Sensitivity of a dataset to each assumed profile number: every quantity with kind
 // "assumption" in the hardware profile of the dataset's scenarios, scaled by (1 -+ fraction).

@@ -51,7 +51,8 @@ TEST_CASE("Published Figure 8a points land on the sweep points of the same runs"
   const auto doc = cli_json(dir, "sweep " + fig8("fig8a"));
   const PublishedOverlay o = published_for_scenario(fig8("fig8a"), doc["points"]);
   REQUIRE(o.datasets == std::vector<std::string>{"scenarios/validation/seed.json", "scenarios/validation/a100.json",
-                                                 "scenarios/validation/h100.json", "scenarios/validation/memory.json"});
+                                                 "scenarios/validation/h100.json", "scenarios/validation/memory.json",
+                                                 "scenarios/validation/hardware.json"});
   const auto at = matched(o, doc);
   CHECK(at.size() == 5);
   // Figure 8b's N=48 DDP verdict (fits) is Figure 8a's 4Mi DDP run too.

@@ -1,0 +1,77 @@
+// Kernel records of a validation dataset (kind "kernel", scenarios/validation/hardware.json): the
+// rate the caller's pricer predicts against the measured one; studies/ prices nothing itself.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "studies/validation.hpp"
+#include "tests/support/fixtures.hpp"
+
+using namespace moesim;
+
+namespace {
+std::string dataset(test::TempDir& dir, const nlohmann::json& record) {
+  const nlohmann::json doc = {{"name", "kernels"}, {"records", nlohmann::json::array({record})}};
+  const std::string file = dir.path("kernels.json");
+  std::ofstream(file) << doc.dump();
+  return file;
+}
+
+nlohmann::json gemm_record(double measured) {
+  return {{"id", "k"},
+          {"kind", "kernel"},
+          {"profile", "h100-hgx"},
+          {"kernel", "gemm"},
+          {"pass", "forward"},
+          {"shape", {{"m", 8192}, {"n", 8192}, {"k", 8192}}},
+          {"measured", {{"TFLOPs", measured}}},
+          {"source", "test"}};
+}
+}  // namespace
+
+TEST_CASE("A kernel record compares the pricer's rate with the measured one, within 10% by default", "[unit]") {
+  test::TempDir dir;
+  std::string seen_kernel, seen_profile;
+  double seen_m = 0;
+  const KernelPricer pricer = [&](const std::string& profile, const std::string& kernel, const std::string& pass,
+                                  const JsonReader& shape) {
+    seen_profile = profile;
+    seen_kernel = kernel + " " + pass;
+    seen_m = shape.number("m", Range::positive());
+    shape.number("n", Range::positive());
+    shape.number("k", Range::positive());
+    shape.finish();
+    return 700.0;
+  };
+  const ValidationReport near = validate_dataset(dataset(dir, gemm_record(660)), {}, pricer);
+  REQUIRE(near.records.size() == 1);
+  REQUIRE(near.records[0].checks.size() == 1);
+  CHECK(near.records[0].checks[0].error == Approx(700.0 / 660 - 1));
+  CHECK(near.records[0].checks[0].pass);
+  CHECK(seen_kernel == "gemm forward");
+  CHECK(seen_m == 8192);
+  CHECK(seen_profile.ends_with("hardware_profiles/h100-hgx.json"));  // the bundled name, resolved
+  const ValidationReport far = validate_dataset(dataset(dir, gemm_record(500)), {}, pricer);
+  CHECK_FALSE(far.records[0].checks[0].pass);
+  CHECK(far.failures() == 1);
+  // Without a pricer the record is reported, not evaluated.
+  const ValidationReport none = validate_dataset(dataset(dir, gemm_record(660)));
+  CHECK(none.records[0].checks.empty());
+  CHECK_THAT(none.records[0].error, Catch::Contains("moesim validate"));
+  // An unknown profile names the record's key.
+  nlohmann::json bad = gemm_record(660);
+  bad["profile"] = "h100-hgxx";
+  CHECK_THROWS_WITH(validate_dataset(dataset(dir, bad), {}, pricer),
+                    Catch::Contains("records[0].profile") && Catch::Contains("h100-hgx"));
+}
+
+TEST_CASE("moesim validate prices the bundled kernel records with the profiles' cost models", "[unit]") {
+  test::TempDir dir;
+  const std::string out = dir.path("hw.json");
+  REQUIRE(test::run_cli("validate " + test::source_path("scenarios/validation/hardware.json") + " --json " + out) == 0);
+  std::ifstream in(out);
+  const auto doc = nlohmann::json::parse(in);
+  std::size_t evaluated = 0;
+  for (const auto& r : doc.at("records")) evaluated += r.at("checks").size();
+  CHECK(evaluated == doc.at("records").size());
+}
