@@ -27,26 +27,26 @@ std::string located(const std::string& path) {
   if (std::filesystem::exists(path, ec) || std::filesystem::path(path).is_absolute()) return path;
   return require_bundled(path);
 }
-// A kernel record's predicted rate: the profile's cost models on the record's shape, its FLOPs
-// (2 m n k; attention 4 S^2 d per head, halved by the causal mask, x 2.5 backward) over the time.
-double price_kernel(const std::string& profile, const std::string& kernel, const std::string& pass,
-                    const JsonReader& shape) {
-  static std::map<std::string, HardwareProfile> loaded;  // one validate run, a few profiles
+// A kernel record's predicted rate: the profile's cost model on the record's shape, its own FLOP
+// count over its time (KernelTime::achieved_TFLOPs: 2 m n k; attention in the causal count, the
+// backward 2.5 x forward). A GEMM's "backward" is its input gradient. `loaded` holds the profiles
+// read so far in this run.
+double price_kernel(std::map<std::string, HardwareProfile>& loaded, const std::string& profile,
+                    const std::string& kernel, const std::string& pass, const JsonReader& shape) {
   auto it = loaded.find(profile);
   if (it == loaded.end()) {
     it = loaded.emplace(profile, parse_hardware_profile(JsonReader(read_json_file(profile), profile, ""))).first;
   }
   const HardwareProfile& hw = it->second;
   const bool backward = pass == "backward";
-  double flops = 0, time_s = 0;
+  KernelTime t;
   if (kernel == "gemm") {
     GemmShape g;
     g.m = shape.number("m", Range::positive());
     g.n = shape.number("n", Range::positive());
     g.k = shape.number("k", Range::positive());
     g.pass = backward ? GemmPass::dgrad : GemmPass::forward;
-    flops = 2 * g.m * g.n * g.k;
-    time_s = gemm_cost_models().get(kDefaultGemmCost).time(hw, g).time_s;
+    t = gemm_cost_models().get(kDefaultGemmCost).time(hw, g);
   } else {
     AttentionShape a;
     a.sequences = shape.number("sequences", Range::positive());
@@ -55,13 +55,11 @@ double price_kernel(const std::string& profile, const std::string& kernel, const
     a.kv_heads = shape.number_or("kv_heads", 0, Range::non_negative());
     a.head_dim = shape.number("head_dim", Range::positive());
     a.causal = shape.boolean_or("causal", true);
-    const AttentionTime t = attention_cost_models().get(kDefaultAttentionCost).time(hw, a);
-    flops = 4.0 * a.seq_len * a.seq_len * (a.causal ? 0.5 : 1.0) * a.heads * a.head_dim * a.sequences *
-            (backward ? 2.5 : 1.0);
-    time_s = backward ? t.backward.time_s : t.forward.time_s;
+    const AttentionTime both = attention_cost_models().get(kDefaultAttentionCost).time(hw, a);
+    t = backward ? both.backward : both.forward;
   }
   shape.finish();
-  return flops / time_s / 1e12;
+  return t.achieved_TFLOPs;
 }
 }  // namespace
 
@@ -107,8 +105,12 @@ Runner add_validate_command(CLI::App& app) {
     }
     nlohmann::json all = nlohmann::json::array();
     std::size_t failures = 0;
+    std::map<std::string, HardwareProfile> profiles;  // read once, for the kernel records
     for (const auto& file : datasets) {
-      const ValidationReport report = validate_dataset(file, args->sets, price_kernel);
+      const ValidationReport report =
+          validate_dataset(file, args->sets,
+                           [&profiles](const std::string& p, const std::string& k, const std::string& pass,
+                                       const JsonReader& shape) { return price_kernel(profiles, p, k, pass, shape); });
       listing << validation_table(report);
       all.push_back(validation_json(report));
       failures += report.failures();

@@ -75,3 +75,19 @@ TEST_CASE("moesim validate prices the bundled kernel records with the profiles' 
   for (const auto& r : doc.at("records")) evaluated += r.at("checks").size();
   CHECK(evaluated == doc.at("records").size());
 }
+
+TEST_CASE("moesim validate prices a GEMM record at the profile's table rate", "[unit]") {
+  test::TempDir dir;
+  // 8192^3 on H200: its fitted table gives 764.6 TFLOP/s at 8192 rows; the launch overhead is
+  // 3 us of a 1.4 ms kernel.
+  const std::string file = dataset(dir, [] {
+    nlohmann::json r = gemm_record(764.6);
+    r["profile"] = "h200-hgx";
+    return r;
+  }());
+  const std::string out = dir.path("gemm.json");
+  REQUIRE(test::run_cli("validate " + file + " --json " + out) == 0);
+  std::ifstream in(out);
+  const auto check = nlohmann::json::parse(in).at("records")[0].at("checks")[0];
+  CHECK(check.at("predicted").get<double>() == Approx(764.6).epsilon(0.005));
+}
