@@ -1,11 +1,11 @@
 #include "models/hw/power_limit.hpp"
 
 #include <cstdio>
-#include <sstream>
 #include <string>
 
 #include "models/common/errors.hpp"
 #include "models/hw/plausible_ranges.hpp"
+#include "models/hw/profile_sections.hpp"
 
 namespace moesim {
 
@@ -27,31 +27,14 @@ std::string watts(double w) {
   return text;
 }
 
-std::string implausible(double watts) {
-  std::ostringstream msg;
-  const PlausibleRange& r = plausible::kBoardPowerW;
-  msg << watts << " " << r.unit << " is not plausible; allowed: [" << r.min << ", " << r.max << "] " << r.unit << " ("
-      << r.reason << ")";
-  return msg.str();
-}
-
-bool plausible_watts(double w) { return w >= plausible::kBoardPowerW.min && w <= plausible::kBoardPowerW.max; }
-
-// The table's watts are plausible and its rates stay under the BF16 peak.
+// The table's watts are plausible (its rates are checked against the peak with the others).
 void check_table(const HardwareProfile& h, const JsonReader& in) {
   const auto& table = h.compute.gemm_TFLOPs_by_power_limit;
   if (!table) return;
   const std::string path = in.object("compute").child_path("gemm_TFLOPs_by_power_limit");
-  const double peak = h.gpu.peak_bf16_TFLOPs.value;
-  const auto& points = table->points();
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const std::string at = path + ".points[" + std::to_string(i) + "]";
-    if (!plausible_watts(points[i].x)) throw InputError(in.file(), at + ".power_limit_W", implausible(points[i].x));
-    if (points[i].y > peak) {
-      throw InputError(
-          in.file(), at + ".TFLOPs",
-          brief(points[i].y) + " TFLOP/s exceeds the GPU's BF16 peak gpu.peak_bf16_dense_TFLOPs " + brief(peak));
-    }
+  for (std::size_t i = 0; i < table->points().size(); ++i) {
+    const std::string why = profile_detail::implausible(table->points()[i].x, plausible::kBoardPowerW);
+    if (!why.empty()) throw InputError(in.file(), path + ".points[" + std::to_string(i) + "].power_limit_W", why);
   }
 }
 
@@ -60,7 +43,8 @@ void check_table(const HardwareProfile& h, const JsonReader& in) {
 std::optional<double> read_power_limit_W(const JsonReader& gpu) {
   if (!gpu.has("power_limit_W")) return std::nullopt;
   const double w = gpu.number("power_limit_W", Range::non_negative());
-  if (!plausible_watts(w)) gpu.fail("power_limit_W", implausible(w));
+  if (const std::string why = profile_detail::implausible(w, plausible::kBoardPowerW); !why.empty())
+    gpu.fail("power_limit_W", why);
   return w;
 }
 

@@ -18,7 +18,7 @@ namespace moesim {
 // gpu.power_limit_W, a plain number of watts (absent: nullopt), refused outside plausible watts.
 std::optional<double> read_power_limit_W(const JsonReader& gpu);
 
-// Checks compute.gemm_TFLOPs_by_power_limit (watts plausible, rates under the BF16 peak), then
+// Checks compute.gemm_TFLOPs_by_power_limit's watts (profile_sections.cpp checks its rates), then
 // scales the compute-bound rates of `h` (dense GEMM table and ceiling, attention rates: the
 // grouped-GEMM and FP8 tables are ratios to them) and records h.power_limit; `in` is the
 // profile document, for errors.

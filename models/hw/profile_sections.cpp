@@ -73,14 +73,17 @@ std::optional<Quantity> optional_quantity(const JsonReader& parent, std::string_
   return quantity(parent, key, range);
 }
 
+std::string implausible(double value, const PlausibleRange& plausible) {
+  if (value >= plausible.min && value <= plausible.max) return "";
+  std::ostringstream msg;
+  msg << "value " << value << " " << plausible.unit << " is not plausible; allowed: [" << plausible.min << ", "
+      << plausible.max << "] " << plausible.unit << " (" << plausible.reason << ")";
+  return msg.str();
+}
+
 Quantity quantity(const JsonReader& parent, std::string_view key, const PlausibleRange& plausible) {
   Quantity out = quantity(parent, key, Range::non_negative());
-  if (out.value < plausible.min || out.value > plausible.max) {
-    std::ostringstream msg;
-    msg << "value " << out.value << " " << plausible.unit << " is not plausible; allowed: [" << plausible.min << ", "
-        << plausible.max << "] " << plausible.unit << " (" << plausible.reason << ")";
-    parent.object(key).fail("value", msg.str());
-  }
+  if (const std::string why = implausible(out.value, plausible); !why.empty()) parent.object(key).fail("value", why);
   return out;
 }
 
@@ -353,6 +356,7 @@ void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in) {
   for (const auto& [key, v] : attention) {
     if (v > peak) compute.object(key).fail("value", brief(v) + ceiling);
   }
+  if (const auto& t = h.compute.gemm_TFLOPs_by_power_limit) under_peak(*t, "gemm_TFLOPs_by_power_limit");
   if (const auto& t = h.compute.attention_fwd_TFLOPs_by_seq_len) under_peak(*t, "attention_fwd_TFLOPs_by_seq_len");
   if (const auto& t = h.compute.attention_bwd_TFLOPs_by_seq_len) under_peak(*t, "attention_bwd_TFLOPs_by_seq_len");
   for (const auto& k : h.compute.attention_by_kernel) {

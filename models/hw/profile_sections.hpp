@@ -2,6 +2,7 @@
 // compute and interconnect sections (hardware_profile.cpp reads the rest).
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "models/common/json_reader.hpp"
@@ -14,6 +15,8 @@ namespace moesim::profile_detail {
 // prints can be traced.
 Quantity quantity(const JsonReader& parent, std::string_view key, Range range);
 std::optional<Quantity> optional_quantity(const JsonReader& parent, std::string_view key, Range range);
+// Why `value` is outside `plausible` (its unit, the allowed range and the reason), or "".
+std::string implausible(double value, const PlausibleRange& plausible);
 // The same for a physical quantity: outside `plausible`, refused with its unit and the reason.
 Quantity quantity(const JsonReader& parent, std::string_view key, const PlausibleRange& plausible);
 std::optional<Quantity> optional_quantity(const JsonReader& parent, std::string_view key,
