@@ -42,9 +42,8 @@ void by_seq_len(const FitInputs& in, const std::string& pass, const char* field,
   const std::string key = std::string(field) + "_by_seq_len";
   if (at.size() < 2) {  // one length: no dependence measured, and a base's table would be stale
     const auto& c = in.base.compute;
-    const bool based = key.starts_with("attention_fwd") ? c.attention_fwd_TFLOPs_by_seq_len.has_value()
-                                                        : c.attention_bwd_TFLOPs_by_seq_len.has_value();
-    if (based) out.updates.push_back({{"compute", key}, nullptr, "removed"});
+    const auto& base = pass == "forward" ? c.attention_fwd_TFLOPs_by_seq_len : c.attention_bwd_TFLOPs_by_seq_len;
+    if (base) out.updates.push_back({{"compute", key}, nullptr, "removed"});
     return;
   }
   std::vector<TablePoint> points;
