@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "models/common/errors.hpp"
@@ -21,6 +22,14 @@ const Inventory& inventory_of(const Architecture& arch) {
   thread_local std::optional<std::pair<Architecture, Inventory>> last;
   if (!last || !(last->first == arch)) last.emplace(arch, build_inventory(arch));
   return last->second;
+}
+
+// The in-flight counts a replay measured, with the plan's allocation order for the ledger.
+InFlight replayed_in_flight(const Scenario& sc, std::vector<std::vector<std::int64_t>> chunks) {
+  return {std::move(chunks),
+          sc.plan.splits_backward() ? "the replay: from each pass's first compute kernel to its W pass's last"
+                                    : "the replay: from each pass's first compute kernel to its backward's last",
+          allocation_replay(stage_pass_orders(sc.plan, batch_shape(sc.plan, sc.arch).microbatches))};
 }
 
 }  // namespace
@@ -111,15 +120,33 @@ void simulate(const Scenario& sc, const CostBook& costs, const SimOptions& optio
       r.nvlink_relay_bytes_per_rank[k] = std::max(r.nvlink_relay_bytes_per_rank[k], rt.nvlink_relay_bytes[k]);
     }
   }
-  const InFlight in_flight{measured_chunks_in_flight(sim.step, sim.replay, sc.plan.pp, sc.plan.model_chunks()),
-                           sc.plan.splits_backward()
-                               ? "the replay: from each pass's first compute kernel to its W pass's last"
-                               : "the replay: from each pass's first compute kernel to its backward's last",
-                           allocation_replay(stage_pass_orders(sc.plan, batch_shape(sc.plan, sc.arch).microbatches))};
-  r.in_flight = in_flight.chunks;
+  r.in_flight = measured_chunks_in_flight(sim.step, sim.replay, sc.plan.pp, sc.plan.model_chunks());
   r.tasks = sim.step.graph.size();
   r.simulated_ranks = sim.step.ranks.size();
-  r.ledger = build_ledger(sc.arch, inv, sc.plan, sc.hardware, in_flight);
+  r.ledger = build_ledger(sc.arch, inv, sc.plan, sc.hardware, replayed_in_flight(sc, r.in_flight));
+}
+
+bool same_step(const Scenario& a, const Scenario& b) {
+  const auto models = [](const CostModelChoice& c) {
+    return std::tie(c.gemm, c.grouped_gemm, c.attention, c.memory, c.collective, c.resource_sharing);
+  };
+  if (models(a.cost_models) != models(b.cost_models) || a.flop_convention != b.flop_convention) return false;
+  // The plan's keys that only the memory ledger reads.
+  static const nlohmann::json::json_pointer kMemoryOnly[] = {nlohmann::json::json_pointer("/plan/optimizer/layout")};
+  nlohmann::json x = a.resolved, y = b.resolved;
+  for (const auto& key : kMemoryOnly) {
+    for (nlohmann::json* doc : {&x, &y}) {
+      if (doc->contains(key)) doc->at(key.parent_pointer()).erase(key.back());
+    }
+  }
+  return x == y;
+}
+
+StepResult restate_memory(const Scenario& sc, const StepResult& twin) {
+  StepResult r = twin;
+  r.design = design_name(sc.plan);
+  r.ledger = build_ledger(sc.arch, inventory_of(sc.arch), sc.plan, sc.hardware, replayed_in_flight(sc, r.in_flight));
+  return r;
 }
 
 }  // namespace moesim

@@ -62,6 +62,15 @@ Simulation simulate(const Scenario& scenario, const CostBook& costs, const SimOp
 void simulate(const Scenario& scenario, const SimOptions& options, Simulation& sim);
 void simulate(const Scenario& scenario, const CostBook& costs, const SimOptions& options, Simulation& sim);
 
+// Whether `a` and `b` give the same step: their composed documents, cost models and FLOP
+// convention agree but for what only the memory ledger reads (plan.optimizer.layout, the
+// distributed optimizer's shard layout: models/memory/optimizer_layouts.hpp). Such twins share
+// one step-time bound and one replay; each keeps its own ledger.
+bool same_step(const Scenario& a, const Scenario& b);
+// The result of `twin` (simulated) for `scenario`, its same_step twin: the twin's timeline with
+// this plan's memory ledger, as simulate() would give it (tests/sim/test_memory_twins.cpp).
+StepResult restate_memory(const Scenario& scenario, const StepResult& twin);
+
 // The memory ledger alone, with the in-flight counts of the pipeline schedule (`moesim ledger`).
 MemoryLedger scenario_ledger(const Scenario& scenario, const Inventory& inventory);
 

@@ -11,6 +11,8 @@
 #include "models/common/units.hpp"
 #include "models/plan/design_spec.hpp"
 #include "studies/plan_frontier.hpp"
+#include "studies/plan_outcomes.hpp"
+#include "studies/plan_twins.hpp"
 
 namespace moesim {
 
@@ -19,59 +21,6 @@ namespace {
 // Plans replayed per round: the rounds, not the threads, decide which plans are replayed, so
 // the answer is the same at any -j; 16 keeps two to sixteen threads busy with little overshoot.
 constexpr std::size_t kReplaysPerRound = 16;
-
-double worst_headroom_GiB(const MemoryLedger& ledger) { return ledger.stages[ledger.worst_stage].headroom / kGiB; }
-
-// What one replay gives the search; the full point stays with the process that ran it.
-struct Replayed {
-  bool ok = false, fits = false;
-  double step_time_s = 0, tokens_per_s_per_gpu = 0, mfu = 0, headroom_GiB = 0;
-  std::string largest_exposed_phase;
-  ExposedPhase non_compute;
-  std::optional<SweepPoint> point;
-};
-
-Replayed replayed(SweepPoint&& point) {
-  Replayed x;
-  x.ok = point.ok;
-  if (x.ok) {
-    const StepResult& res = *point.result;
-    x.step_time_s = res.step_time_s;
-    x.tokens_per_s_per_gpu = res.tokens_per_s_per_gpu;
-    x.mfu = res.mfu;
-    x.fits = !res.ledger.oom;
-    x.headroom_GiB = worst_headroom_GiB(res.ledger);
-    x.largest_exposed_phase = largest_exposed(res);
-    x.non_compute = largest_exposed_non_compute(res);
-  }
-  x.point = std::move(point);
-  return x;
-}
-
-nlohmann::json replayed_json(const Replayed& x) {
-  return {{"ok", x.ok},
-          {"fits", x.fits},
-          {"step", x.step_time_s},
-          {"tps", x.tokens_per_s_per_gpu},
-          {"mfu", x.mfu},
-          {"headroom", x.headroom_GiB},
-          {"largest", x.largest_exposed_phase},
-          {"wait", x.non_compute.phase},
-          {"wait_s", x.non_compute.s}};
-}
-
-Replayed replayed_from_json(const nlohmann::json& j) {
-  Replayed x;
-  x.ok = j.at("ok").get<bool>();
-  x.fits = j.at("fits").get<bool>();
-  x.step_time_s = j.at("step").get<double>();
-  x.tokens_per_s_per_gpu = j.at("tps").get<double>();
-  x.mfu = j.at("mfu").get<double>();
-  x.headroom_GiB = j.at("headroom").get<double>();
-  x.largest_exposed_phase = j.at("largest").get<std::string>();
-  x.non_compute = {j.at("wait").get<std::string>(), j.at("wait_s").get<double>()};
-  return x;
-}
 
 // `changes` with the layer split set to `split`.
 PointOverrides with_split(PointOverrides changes, const std::vector<std::int64_t>& split) {
@@ -98,14 +47,46 @@ class Search {
   }
 
  private:
-  // What screening one candidate gives: its record, or why composing it failed.
-  struct Screened {
-    std::optional<PlanRecord> record;
-    std::string rejected;
-    std::vector<std::int64_t> split;  // a balanced-split candidate's layer split
+  // The screen of a group's first composed twin: its scenario and what the others share with it.
+  struct Twin {
+    std::optional<Scenario> scenario;
+    PlanScreen screen;  // its bound and FLOPs (the ledger is each twin's own)
   };
 
-  // Composes and screens every candidate the rules let through (in parallel, by slot).
+  // Composes and screens candidate `c`; a same-step twin of `twin` takes its bound.
+  Screened screen_one(const PlanCandidate& c, Twin& twin) {
+    Screened out;
+    try {
+      // Screening reads the composed model and plan; the profile's document is not kept.
+      Scenario s = compose(source_, changes_of(c.changes), ResolvedRecord::without_unchanged_hardware);
+      if (c.balanced_split) {
+        // The split follows from the composed plan's costs; one equal to the even split is the
+        // even candidate again.
+        out.split = balanced_split(s);
+        if (out.split == virtual_stage_layer_counts(s.plan, s.arch)) {
+          out.rejected = "the balanced layer split is the even split";
+          return out;
+        }
+        s = compose(source_, changes_of(with_split(c.changes, out.split)), ResolvedRecord::without_unchanged_hardware);
+      }
+      std::optional<Inventory> own;
+      if (s.resolved.at("architecture") != base_.resolved.at("architecture")) own = build_inventory(s.arch);
+      const Inventory& inventory = own ? *own : base_inventory_;
+      if (twin.scenario && same_step(*twin.scenario, s)) {
+        twin.screen.ledger = scenario_ledger(s, inventory);
+        out.record = screened(c, s, twin.screen);
+      } else {
+        twin.screen = screen_plan(s, inventory);
+        out.record = screened(c, s, twin.screen);
+        twin.scenario = std::move(s);
+      }
+    } catch (const InputError& e) {
+      out.rejected = "the plan is refused at " + (e.path().empty() ? std::string("its input") : e.path());
+    }
+    return out;
+  }
+
+  // Composes and screens every candidate the rules let through (in parallel, by group of twins).
   void screen() {
     std::vector<std::size_t> passed;
     for (const auto& c : out_.candidates) {
@@ -114,76 +95,18 @@ class Search {
       else
         ++out_.refusals[c.refusal];
     }
-    const auto screen_one = [&](std::size_t i) {
-      const PlanCandidate& c = out_.candidates[passed[i]];
-      Screened out;
-      try {
-        // Screening reads the composed model and plan; the profile's document is not kept.
-        Scenario s = compose(source_, changes_of(c.changes), ResolvedRecord::without_unchanged_hardware);
-        if (c.balanced_split) {
-          // The split follows from the composed plan's costs; one equal to the even split is the
-          // even candidate again.
-          out.split = balanced_split(s);
-          if (out.split == virtual_stage_layer_counts(s.plan, s.arch)) {
-            out.rejected = "the balanced layer split is the even split";
-            return out;
-          }
-          s = compose(source_, changes_of(with_split(c.changes, out.split)),
-                      ResolvedRecord::without_unchanged_hardware);
-        }
-        const bool same_model = s.resolved.at("architecture") == base_.resolved.at("architecture");
-        out.record = screened(c, s, same_model ? screen_plan(s, base_inventory_) : screen_plan(s));
-      } catch (const InputError& e) {
-        out.rejected = "the plan is refused at " + (e.path().empty() ? std::string("its input") : e.path());
+    const std::vector<std::vector<std::size_t>> groups = twin_groups(out_.candidates, passed);
+    const auto compute = [&](std::size_t g) {
+      std::vector<Screened> out;
+      Twin twin;
+      for (const std::size_t at : groups[g]) {
+        out.push_back(screen_one(out_.candidates[passed[at]], twin));
+        tick("screening", passed.size());
       }
       return out;
     };
-    const auto compute = [&](std::size_t i) {
-      Screened out = screen_one(i);
-      tick("screening", passed.size());
-      return out;
-    };
-    const auto to_json = [](const Screened& x) {
-      if (!x.record) return nlohmann::json{{"rejected", x.rejected}};
-      const PlanRecord& r = *x.record;
-      return nlohmann::json{{"split", x.split},
-                            {"candidate", r.candidate},
-                            {"design", r.design},
-                            {"fits", r.fits},
-                            {"peak", r.peak_reserved_GiB},
-                            {"device", r.device_total_GiB},
-                            {"headroom", r.headroom_GiB},
-                            {"capacity", r.capacity_GiB},
-                            {"bound", r.bound_step_s},
-                            {"score_bound", r.score_bound},
-                            {"scale", r.score_scale},
-                            {"bound_tps", r.bound_tokens_per_s_per_gpu}};
-    };
-    const auto from_json = [](const nlohmann::json& j) {
-      Screened x;
-      if (j.contains("rejected")) {
-        x.rejected = j.at("rejected").get<std::string>();
-        return x;
-      }
-      x.split = j.at("split").get<std::vector<std::int64_t>>();
-      PlanRecord r;
-      r.candidate = j.at("candidate").get<std::size_t>();
-      r.design = j.at("design").get<std::string>();
-      r.fits = j.at("fits").get<bool>();
-      r.status = r.fits ? PlanStatus::pruned_by_bound : PlanStatus::pruned_by_memory;
-      r.peak_reserved_GiB = j.at("peak").get<double>();
-      r.device_total_GiB = j.at("device").get<double>();
-      r.headroom_GiB = j.at("headroom").get<double>();
-      r.capacity_GiB = j.at("capacity").get<double>();
-      r.bound_step_s = j.at("bound").get<double>();
-      r.score_bound = j.at("score_bound").get<double>();
-      r.score_scale = j.at("scale").get<double>();
-      r.bound_tokens_per_s_per_gpu = j.at("bound_tps").get<double>();
-      x.record = r;
-      return x;
-    };
-    std::vector<Screened> slots =
-        shared_map<Screened>(passed.size(), out_.options.jobs, out_.options.share, compute, to_json, from_json);
+    std::vector<Screened> slots = shared_group_map<Screened>(
+        groups, passed.size(), out_.options.jobs, out_.options.share, compute, screened_json, screened_from_json);
     for (auto& slot : slots) {
       if (!slot.record) {
         ++out_.refusals[slot.rejected];
@@ -283,12 +206,23 @@ class Search {
         if (could_win(out_.records[order[at]])) round.push_back(order[at]);
       }
       if (round.empty()) break;
-      const auto compute = [&](std::size_t i) {
-        const PlanRecord& r = out_.records[round[i]];
-        return replayed(run_point(source_, out_.candidates[r.candidate].changes, r.candidate));
+      std::vector<std::size_t> candidates;
+      for (const std::size_t i : round) candidates.push_back(out_.records[i].candidate);
+      const std::vector<std::vector<std::size_t>> groups = twin_groups(out_.candidates, candidates);
+      // A group's first plan is simulated; its same-step twins take its step with their ledgers.
+      const auto compute = [&](std::size_t g) {
+        std::vector<Replayed> out;
+        SweepPoint first;
+        for (const std::size_t at : groups[g]) {
+          const std::size_t c = candidates[at];
+          SweepPoint point = run_twin_point(source_, out_.candidates[c].changes, c, first);
+          if (!first.ok) first = point;
+          out.push_back(replayed(std::move(point)));
+        }
+        return out;
       };
-      std::vector<Replayed> results = shared_map<Replayed>(round.size(), out_.options.jobs, out_.options.share, compute,
-                                                           replayed_json, replayed_from_json);
+      std::vector<Replayed> results = shared_group_map<Replayed>(
+          groups, round.size(), out_.options.jobs, out_.options.share, compute, replayed_json, replayed_from_json);
       for (std::size_t i = 0; i < round.size(); ++i) {
         take(round[i], std::move(results[i]));
         tick("replaying", order.size());

@@ -45,4 +45,28 @@ std::vector<Out> shared_map(std::size_t count, int jobs, const PlanShare& share,
   return all;
 }
 
+// shared_map over groups of items: compute(g) gives one Out per member of groups[g] (members
+// index [0, count), each in one group), and the outputs come back in item order. A group is
+// computed in one place, so its members can share work (plan twins: studies/plan_twins.hpp).
+template <typename Out, typename Compute, typename ToJson, typename FromJson>
+std::vector<Out> shared_group_map(const std::vector<std::vector<std::size_t>>& groups, std::size_t count, int jobs,
+                                  const PlanShare& share, Compute compute, ToJson to_json, FromJson from_json) {
+  const auto group_json = [&](const std::vector<Out>& outs) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& o : outs) j.push_back(to_json(o));
+    return j;
+  };
+  const auto group_from_json = [&](const nlohmann::json& j) {
+    std::vector<Out> outs;
+    for (const auto& o : j) outs.push_back(from_json(o));
+    return outs;
+  };
+  std::vector<std::vector<Out>> by_group =
+      shared_map<std::vector<Out>>(groups.size(), jobs, share, compute, group_json, group_from_json);
+  std::vector<Out> out(count);
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    for (std::size_t k = 0; k < groups[g].size(); ++k) out[groups[g][k]] = std::move(by_group[g][k]);
+  return out;
+}
+
 }  // namespace moesim

@@ -58,5 +58,10 @@ SweepResult run_points(const ScenarioSource& source, const PointList& points, st
 // One point, as run_points runs it.
 SweepPoint run_point(const ScenarioSource& source, PointOverrides point, std::size_t index,
                      ResolvedRecord record = ResolvedRecord::all_sections);
+// The same where `twin`, a point already run, may give the same step (sim's same_step): the
+// point is composed and takes the twin's replayed step with its own memory ledger; simulated
+// when it is not the twin's.
+SweepPoint run_twin_point(const ScenarioSource& source, PointOverrides point, std::size_t index, const SweepPoint& twin,
+                          ResolvedRecord record = ResolvedRecord::all_sections);
 
 }  // namespace moesim

@@ -18,14 +18,23 @@ constexpr std::size_t kAheadPerThread = 4;
 }  // namespace
 
 SweepPoint run_point(const ScenarioSource& source, PointOverrides point, std::size_t index, ResolvedRecord record) {
+  return run_twin_point(source, std::move(point), index, SweepPoint{}, record);
+}
+
+SweepPoint run_twin_point(const ScenarioSource& source, PointOverrides point, std::size_t index, const SweepPoint& twin,
+                          ResolvedRecord record) {
   SweepPoint pt;
   pt.index = index;
   pt.values = std::move(point);
   try {
     Scenario s = compose(source, changes_of(pt.values), record);
-    thread_local Simulation sim;  // its buffers serve the thread's next point
-    simulate(s, SimOptions{}, sim);
-    pt.result = std::move(sim.result);
+    if (twin.ok && same_step(*twin.scenario, s)) {
+      pt.result = restate_memory(s, *twin.result);
+    } else {
+      thread_local Simulation sim;  // its buffers serve the thread's next point
+      simulate(s, SimOptions{}, sim);
+      pt.result = std::move(sim.result);
+    }
     pt.scenario = std::move(s);
     pt.ok = true;
   } catch (const InputError& e) {

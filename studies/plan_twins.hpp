@@ -1,0 +1,24 @@
+// Plan twins: candidates whose axis values differ only in axes the step never reads
+// (plan_memory_only_axes: the distributed optimizer's shard layout). A search evaluates a group
+// of twins in one place: the first that composes gives the step-time bound and the replayed step,
+// and each twin that sim's same_step confirms takes them with its own memory ledger
+// (sim/step_simulation.hpp restate_memory); a twin it does not confirm is evaluated alone.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "studies/plan_space.hpp"
+
+namespace moesim {
+
+// The values of `candidate` the step reads, as one string: its values without the memory-only axes.
+std::string plan_step_key(const PlanCandidate& candidate);
+
+// Positions into `members` (indices into `candidates`) grouped by step key: each group in the
+// members' order, the groups in the order of their first members.
+std::vector<std::vector<std::size_t>> twin_groups(const std::vector<PlanCandidate>& candidates,
+                                                  const std::vector<std::size_t>& members);
+
+}  // namespace moesim
