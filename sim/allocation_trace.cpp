@@ -56,7 +56,8 @@ AllocatorOutcome run_allocator(const std::vector<AllocEvent>& events, bool expan
     const std::lock_guard<std::mutex> lock(mutex);
     if (const auto it = kept.find(key); it != kept.end()) return it->second;
   }
-  CachingAllocator alloc(expandable, limit);
+  thread_local CachingAllocator alloc(expandable, limit);  // its buffers serve the thread's next record
+  alloc.reset(expandable, limit);
   for (const AllocEvent& e : events) {
     if (e.bytes > 0)
       alloc.allocate(e.id, e.bytes, e.stream);

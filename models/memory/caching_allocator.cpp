@@ -43,6 +43,22 @@ std::uint64_t CachingAllocator::footprint_if_kept(std::uint64_t bytes) {
   return size < kMinLargeAlloc ? size : allocation_size(size);
 }
 
+void CachingAllocator::reset(bool expandable_segments, std::uint64_t limit) {
+  for (Segment& s : segments_) {
+    s.blocks.clear();
+    spare_.push_back(std::move(s.blocks));
+  }
+  segments_.clear();
+  live_.clear();
+  free_.clear();
+  where_.clear();
+  expandable_ = expandable_segments;
+  limit_ = limit;
+  failed_ = false;
+  shortfall_ = held_ = allocated_ = reserved_ = 0;
+  peaks_ = {};
+}
+
 void CachingAllocator::allocate(std::uint32_t id, std::uint64_t bytes, AllocStream stream) {
   const std::uint64_t size = round_size(bytes);
   const bool small = size <= kSmallSize;
@@ -124,7 +140,12 @@ void CachingAllocator::place(std::uint32_t segment, std::size_t b, std::uint32_t
 }
 
 std::uint32_t CachingAllocator::add_segment(std::uint8_t pool) {
-  segments_.push_back({pool, 0, {}});
+  std::vector<Block> blocks;
+  if (!spare_.empty()) {
+    blocks = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  segments_.push_back({pool, 0, std::move(blocks)});
   live_.push_back(0);
   return static_cast<std::uint32_t>(segments_.size() - 1);
 }

@@ -42,6 +42,10 @@ class CachingAllocator {
   explicit CachingAllocator(bool expandable_segments, std::uint64_t limit = 0)
       : expandable_(expandable_segments), limit_(limit) {}
 
+  // Starts again empty with this segment mode and limit, keeping the buffers it grew (a plan
+  // search replays thousands of records on one thread).
+  void reset(bool expandable_segments, std::uint64_t limit);
+
   // Allocate `bytes` for tensor `id` (ids are small integers, each live at most once).
   void allocate(std::uint32_t id, std::uint64_t bytes, AllocStream stream);
   void release(std::uint32_t id);
@@ -105,9 +109,10 @@ class CachingAllocator {
   bool failed_ = false;
   std::uint64_t shortfall_ = 0;
   std::vector<Segment> segments_;
-  std::vector<std::uint32_t> live_;  // live blocks per segment
-  std::vector<FreeKey> free_;        // sorted: a flat set (a few hundred entries, no node per entry)
-  std::uint64_t held_ = 0;           // bytes of segments holding a live block (without expandable segments)
+  std::vector<std::vector<Block>> spare_;  // emptied block lists of an earlier replay, reused
+  std::vector<std::uint32_t> live_;        // live blocks per segment
+  std::vector<FreeKey> free_;              // sorted: a flat set (a few hundred entries, no node per entry)
+  std::uint64_t held_ = 0;                 // bytes of segments holding a live block (without expandable segments)
   std::vector<Where> where_;
   std::uint64_t allocated_ = 0, reserved_ = 0;
   AllocatorPeaks peaks_;

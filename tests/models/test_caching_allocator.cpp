@@ -102,3 +102,39 @@ TEST_CASE("under a limit the allocator releases its free segments and retries be
   e.allocate(3, 20 * MiB, AllocStream::compute);  // takes the hole: its pages come back
   CHECK(e.failed());
 }
+
+TEST_CASE("a reset allocator replays as a new one does", "[unit]") {
+  // A sequence with splits, merges, two streams, a limit that fails and expandable growth.
+  const auto feed = [](CachingAllocator& a) {
+    a.allocate(0, 40 * MiB, AllocStream::compute);
+    a.allocate(1, 3 * MiB, AllocStream::gather);
+    a.allocate(2, 30 * MiB, AllocStream::compute);
+    a.release(0);
+    a.allocate(3, 24 * MiB, AllocStream::compute);
+    a.allocate(4, 90 * MiB, AllocStream::compute);
+    a.release(2);
+    a.release(1);
+    a.allocate(5, 500 * 1024, AllocStream::compute);
+  };
+  const auto same = [](const CachingAllocator& x, const CachingAllocator& y) {
+    CHECK(x.peaks().allocated == y.peaks().allocated);
+    CHECK(x.peaks().reserved == y.peaks().reserved);
+    CHECK(x.peaks().required == y.peaks().required);
+    CHECK(x.reserved() == y.reserved());
+    CHECK(x.failed() == y.failed());
+    CHECK(x.shortfall() == y.shortfall());
+  };
+  CachingAllocator reused(false);
+  feed(reused);
+  for (const bool expandable : {false, true}) {
+    for (const std::uint64_t limit : {std::uint64_t{0}, 100 * MiB}) {
+      INFO("expandable " << expandable << ", limit " << limit);
+      CachingAllocator fresh(expandable, limit);
+      feed(fresh);
+      reused.reset(expandable, limit);
+      feed(reused);
+      same(reused, fresh);
+    }
+  }
+  CHECK(reused.failed());  // the last round ran under the limit and ran out
+}
