@@ -5,7 +5,8 @@
 // size, until no remaining plan's bound can enter the top K or beat its design family's best.
 // The rounds do not depend on the thread count, so the ranking and the counts are the same at
 // any -j. Pruning loses nothing: a pruned plan's bound is already worse than a replayed one's
-// score (the bound holds by construction and is tested against the replay).
+// score (the bound holds by construction and is tested against the replay). Plans that differ
+// only in what the memory ledger alone reads share one bound and one replay (studies/plan_twins.hpp).
 #pragma once
 
 #include <cstdint>
