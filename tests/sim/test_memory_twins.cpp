@@ -3,6 +3,8 @@
 // another's replay is the result simulate() gives it, report for report.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -71,4 +73,25 @@ TEST_CASE("Layout twins: any other difference is another step", "[unit][twins]")
   Scenario other_flops = base;
   other_flops.flop_convention = "another";
   CHECK_FALSE(same_step(base, other_flops));
+}
+
+TEST_CASE("Layout twins: the step's code never reads the optimizer layout", "[unit][twins]") {
+  // same_step's claim, held by the sources: the step builder, its schedules, the bound and the
+  // kernel prices (sim/, models/costs/) name neither the plan's layout nor the layout registry.
+  namespace fs = std::filesystem;
+  std::vector<std::string> readers;
+  for (const char* folder : {"sim", "models/costs"}) {
+    for (const auto& entry : fs::recursive_directory_iterator(test::source_path(folder))) {
+      if (!entry.is_regular_file()) continue;
+      std::ifstream in(entry.path());
+      for (std::string line; std::getline(in, line);) {
+        const auto code = line.find_first_not_of(" \t");
+        if (code != std::string::npos && line.compare(code, 2, "//") == 0) continue;  // a comment names it
+        if (line.find("optimizer.layout") != std::string::npos || line.find("optimizer_layouts") != std::string::npos) {
+          readers.push_back(entry.path().string() + ": " + line);
+        }
+      }
+    }
+  }
+  CHECK(readers == std::vector<std::string>{});
 }
