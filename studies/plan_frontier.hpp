@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "studies/plan_search.hpp"
+#include "studies/plan_record.hpp"
 
 namespace moesim {
 

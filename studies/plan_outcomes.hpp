@@ -10,8 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/memory/ledger.hpp"
 #include "studies/plan_phases.hpp"
-#include "studies/plan_search.hpp"
+#include "studies/plan_record.hpp"
+#include "studies/sweep.hpp"
 
 namespace moesim {
 
