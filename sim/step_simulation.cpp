@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -30,6 +31,36 @@ InFlight replayed_in_flight(const Scenario& sc, std::vector<std::vector<std::int
           sc.plan.splits_backward() ? "the replay: from each pass's first compute kernel to its W pass's last"
                                     : "the replay: from each pass's first compute kernel to its backward's last",
           allocation_replay(stage_pass_orders(sc.plan, batch_shape(sc.plan, sc.arch).microbatches))};
+}
+
+// Whether documents `a` and `b` agree once the keys at `paths` (dot-separated, relative to them)
+// are left out of both; read in place, without a copy (a plan search asks it of every twin).
+bool agree_except(const nlohmann::json& a, const nlohmann::json& b, const std::vector<std::string_view>& paths) {
+  if (paths.empty() || !a.is_object() || !b.is_object()) return a == b;
+  // Whether `key` is a path left out whole here, and the paths that go on below it.
+  const auto below = [&paths](const std::string& key) {
+    bool whole = false;
+    std::vector<std::string_view> rest;
+    for (const std::string_view p : paths) {
+      const std::size_t dot = p.find('.');
+      if (p.substr(0, dot) != key) continue;
+      if (dot == std::string_view::npos)
+        whole = true;
+      else
+        rest.push_back(p.substr(dot + 1));
+    }
+    return std::pair{whole, rest};
+  };
+  for (auto it = a.begin(); it != a.end(); ++it) {
+    const auto [whole, rest] = below(it.key());
+    if (whole) continue;
+    const auto jt = b.find(it.key());
+    if (jt == b.end() || !agree_except(*it, *jt, rest)) return false;
+  }
+  for (auto jt = b.begin(); jt != b.end(); ++jt) {
+    if (!a.contains(jt.key()) && !below(jt.key()).first) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -126,20 +157,18 @@ void simulate(const Scenario& sc, const CostBook& costs, const SimOptions& optio
   r.ledger = build_ledger(sc.arch, inv, sc.plan, sc.hardware, replayed_in_flight(sc, r.in_flight));
 }
 
+const std::vector<std::string>& memory_only_paths() {
+  static const std::vector<std::string> paths = {"plan.optimizer.layout"};
+  return paths;
+}
+
 bool same_step(const Scenario& a, const Scenario& b) {
   const auto models = [](const CostModelChoice& c) {
     return std::tie(c.gemm, c.grouped_gemm, c.attention, c.memory, c.collective, c.resource_sharing);
   };
   if (models(a.cost_models) != models(b.cost_models) || a.flop_convention != b.flop_convention) return false;
-  // The plan's keys that only the memory ledger reads.
-  static const nlohmann::json::json_pointer kMemoryOnly[] = {nlohmann::json::json_pointer("/plan/optimizer/layout")};
-  nlohmann::json x = a.resolved, y = b.resolved;
-  for (const auto& key : kMemoryOnly) {
-    for (nlohmann::json* doc : {&x, &y}) {
-      if (doc->contains(key)) doc->at(key.parent_pointer()).erase(key.back());
-    }
-  }
-  return x == y;
+  const std::vector<std::string_view> paths(memory_only_paths().begin(), memory_only_paths().end());
+  return agree_except(a.resolved, b.resolved, paths);
 }
 
 StepResult restate_memory(const Scenario& sc, const StepResult& twin) {

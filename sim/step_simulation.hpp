@@ -62,10 +62,12 @@ Simulation simulate(const Scenario& scenario, const CostBook& costs, const SimOp
 void simulate(const Scenario& scenario, const SimOptions& options, Simulation& sim);
 void simulate(const Scenario& scenario, const CostBook& costs, const SimOptions& options, Simulation& sim);
 
+// The scenario paths only the memory ledger reads: "plan.optimizer.layout", the distributed
+// optimizer's shard layout (models/memory/optimizer_layouts.hpp).
+const std::vector<std::string>& memory_only_paths();
 // Whether `a` and `b` give the same step: their composed documents, cost models and FLOP
-// convention agree but for what only the memory ledger reads (plan.optimizer.layout, the
-// distributed optimizer's shard layout: models/memory/optimizer_layouts.hpp). Such twins share
-// one step-time bound and one replay; each keeps its own ledger.
+// convention agree but at memory_only_paths(). Such twins share one step-time bound and one
+// replay; each keeps its own ledger.
 bool same_step(const Scenario& a, const Scenario& b);
 // The result of `twin` (simulated) for `scenario`, its same_step twin: the twin's timeline with
 // this plan's memory ledger, as simulate() would give it (tests/sim/test_memory_twins.cpp).

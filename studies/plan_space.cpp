@@ -106,11 +106,6 @@ const std::vector<std::string>& plan_axis_names() {
   return names;
 }
 
-const std::vector<std::string>& plan_memory_only_axes() {
-  static const std::vector<std::string> names = {"layout"};
-  return names;
-}
-
 ScenarioSource plan_source(ScenarioSource source, const PlanRequest& request) {
   if (request.gpus_per_node < 1) return source;
   const nlohmann::json& plan = source.inputs.doc.at("plan");

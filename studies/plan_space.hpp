@@ -50,10 +50,6 @@ struct PlanSpace {
 // recompute, layout, split (even, balanced), precision (scenario, bf16, fp8, mxfp8).
 const std::vector<std::string>& plan_axis_names();
 
-// The named axes only the memory ledger reads ("layout": the distributed optimizer's shard layout):
-// candidates that differ only there are twins that share one step (studies/plan_twins.hpp).
-const std::vector<std::string>& plan_memory_only_axes();
-
 // A schedule axis value's virtual stages: 1 for "1f1b" and "zb_h1", N for "vN" (N >= 2), 2 for
 // the V-shape "1f1b_v" and "zbv"; 0 for anything else.
 std::int64_t plan_schedule_virtual_stages(const std::string& schedule);

@@ -1,13 +1,19 @@
 #include "studies/plan_twins.hpp"
 
+#include <algorithm>
 #include <unordered_map>
+
+#include "sim/step_simulation.hpp"
 
 namespace moesim {
 
 std::string plan_step_key(const PlanCandidate& candidate) {
-  nlohmann::json values = candidate.values;
-  for (const auto& axis : plan_memory_only_axes()) values.erase(axis);
-  return values.dump();
+  const std::vector<std::string>& memory_only = memory_only_paths();
+  nlohmann::json key = nlohmann::json::array();
+  for (const auto& [path, value] : candidate.changes) {
+    if (std::find(memory_only.begin(), memory_only.end(), path) == memory_only.end()) key.push_back({path, value});
+  }
+  return key.dump();
 }
 
 std::vector<std::vector<std::size_t>> twin_groups(const std::vector<PlanCandidate>& candidates,

@@ -1,5 +1,5 @@
-// Plan twins: candidates whose axis values differ only in axes the step never reads
-// (plan_memory_only_axes: the distributed optimizer's shard layout). A search evaluates a group
+// Plan twins: candidates whose changes differ only at paths the step never reads (sim's
+// memory_only_paths: the distributed optimizer's shard layout). A search evaluates a group
 // of twins in one place: the first that composes gives the step-time bound and the replayed step,
 // and each twin that sim's same_step confirms takes them with its own memory ledger
 // (sim/step_simulation.hpp restate_memory); a twin it does not confirm is evaluated alone.
@@ -13,7 +13,7 @@
 
 namespace moesim {
 
-// The values of `candidate` the step reads, as one string: its values without the memory-only axes.
+// The changes of `candidate` the step reads, as one string: its changes without the memory-only paths.
 std::string plan_step_key(const PlanCandidate& candidate);
 
 // Positions into `members` (indices into `candidates`) grouped by step key: each group in the

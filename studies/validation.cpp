@@ -188,6 +188,8 @@ void kernel_checks(const JsonReader& rec, const KernelPricer& price, ValidationR
   const std::string kernel = rec.choice("kernel", {"gemm", "attention"});
   const std::string pass = rec.choice("pass", {"forward", "backward"});
   const auto tol = rec.optional_object("tolerance");
+  // Default: a published kernel number the profile was not built from, predicted within 10%
+  // (the hardware checks' bar, scenarios/validation/hardware.json).
   const double rate_tol = tol ? tol->number_or("rate_rel", 0.10, Range::positive()) : 0.10;
   if (tol) tol->finish();
   const JsonReader m = rec.object("measured");

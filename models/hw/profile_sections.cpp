@@ -322,13 +322,12 @@ void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in) {
     }
   };
   under_peak(h.compute.gemm_bf16_TFLOPs_by_rows, "gemm_bf16_TFLOPs_by_rows");
-  double best_dense = 0;
-  for (const auto& p : h.compute.gemm_bf16_TFLOPs_by_rows.points()) best_dense = std::max(best_dense, p.y);
   const auto max_of = [](const ProfileTable& t) {
     double out = 0;
     for (const auto& p : t.points()) out = std::max(out, p.y);
     return out;
   };
+  const double best_dense = max_of(h.compute.gemm_bf16_TFLOPs_by_rows);
   const std::pair<const char*, double> dense_passes[] = {
       {"gemm_dgrad_over_forward", h.compute.gemm_dgrad_over_forward.value},
       {"gemm_wgrad_over_forward", h.compute.gemm_wgrad_over_forward.value}};
