@@ -137,12 +137,15 @@ StageLedger stage_ledger(const Architecture& arch, const ParallelPlan& plan, con
   if (!s.oom) s.peak_reserved = std::min(s.peak_reserved, s.capacity - s.runtime_reserves);
   s.device_total = std::max(s.peak_reserved, s.oom ? s.reserved_required : 0.0) + s.runtime_reserves;
 
-  s.top_contributors = s.persistent;
-  s.top_contributors.insert(s.top_contributors.end(), peak->items.begin(), peak->items.end());
-  std::stable_sort(s.top_contributors.begin(), s.top_contributors.end(),
-                   [](const LedgerItem& x, const LedgerItem& y) { return x.bytes > y.bytes; });
+  // The largest items, persistent first where sizes tie; sorted by pointer, only the kept copied.
+  std::vector<const LedgerItem*> items;
+  for (const auto& i : s.persistent) items.push_back(&i);
+  for (const auto& i : peak->items) items.push_back(&i);
+  std::stable_sort(items.begin(), items.end(),
+                   [](const LedgerItem* x, const LedgerItem* y) { return x->bytes > y->bytes; });
   constexpr std::size_t kTop = 5;  // enough to name what breaks the budget, short enough to read
-  if (s.top_contributors.size() > kTop) s.top_contributors.resize(kTop);
+  if (items.size() > kTop) items.resize(kTop);
+  for (const LedgerItem* i : items) s.top_contributors.push_back(*i);
   return s;
 }
 

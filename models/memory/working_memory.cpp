@@ -228,8 +228,13 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
     // Walk the backward pass of each held chunk layer by layer and keep the worst moment; the
     // other held passes keep all their activations.
     PhaseSet best{Phase::backward, {}};
+    double best_bytes = 0;  // best.bytes()
     auto consider = [&](PhaseSet candidate) {
-      if (candidate.bytes() > best.bytes()) best = std::move(candidate);
+      const double bytes = candidate.bytes();
+      if (bytes > best_bytes) {
+        best = std::move(candidate);
+        best_bytes = bytes;
+      }
     };
     for (std::size_t c = 0; c < chunks; ++c) {
       if (held_chunks[c] == 0) continue;
@@ -254,24 +259,38 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
       for (std::size_t i = v.layers.size(); i-- > 0;) {
         if (chunk_of[i] != c) continue;
         const std::int64_t l = v.layers[i];
-        PhaseSet p{Phase::backward, {}};
-        SavedSplit split = older_split;
-        for (std::size_t f = 0; f < kSavedFormats; ++f) split[f] += still_split[f];
-        p.items.push_back({"saved activations", MemClass::activations, older + still_saved,
-                           mb + " (backward of layer " + std::to_string(l) + ")", formats(split)});
+        // This moment's bytes first, summed in the order its items are listed (as PhaseSet::bytes()
+        // sums them); the items and their texts are made only for a moment worse than any before.
         double grads = T * backward_working_per_token(a, l, plan, routed);
         const double rebuilt = recomputed_per_token(a, l, plan, routed);
         grads += T * rebuilt;
-        p.items.push_back(
-            {"activation gradients", MemClass::activation_grads, grads,
-             "residual grad in/out + widest internal grad" + std::string(rebuilt > 0 ? " + recomputed block" : "")});
-        for (LedgerItem& item : design.backward_items(plan, v, l)) p.items.push_back(std::move(item));
-        if (ep_staging.bytes > 0 && a.is_moe_layer(l)) p.items.push_back(ep_staging);
-        const LedgerItem quantized = quantized_operands(a, plan, l, T, routed, true);
-        if (quantized.bytes > 0) p.items.push_back(quantized);
-        const LedgerItem cp = context_parallel_buffers(a, plan, l, T, true);
-        if (cp.bytes > 0) p.items.push_back(cp);
-        consider(std::move(p));
+        std::vector<LedgerItem> design_items = design.backward_items(plan, v, l);
+        const bool staged = ep_staging.bytes > 0 && a.is_moe_layer(l);
+        const double quantized = widest_quantized_operands(a, plan, l, T, routed, true);
+        LedgerItem cp = context_parallel_buffers(a, plan, l, T, true);
+        double bytes = 0;
+        bytes += older + still_saved;
+        bytes += grads;
+        for (const LedgerItem& item : design_items) bytes += item.bytes;
+        if (staged) bytes += ep_staging.bytes;
+        if (quantized > 0) bytes += quantized;
+        if (cp.bytes > 0) bytes += cp.bytes;
+        if (bytes > best_bytes) {
+          PhaseSet p{Phase::backward, {}};
+          SavedSplit split = older_split;
+          for (std::size_t f = 0; f < kSavedFormats; ++f) split[f] += still_split[f];
+          p.items.push_back({"saved activations", MemClass::activations, older + still_saved,
+                             mb + " (backward of layer " + std::to_string(l) + ")", formats(split)});
+          p.items.push_back(
+              {"activation gradients", MemClass::activation_grads, grads,
+               "residual grad in/out + widest internal grad" + std::string(rebuilt > 0 ? " + recomputed block" : "")});
+          for (LedgerItem& item : design_items) p.items.push_back(std::move(item));
+          if (staged) p.items.push_back(ep_staging);
+          if (quantized > 0) p.items.push_back(quantized_operands(a, plan, l, T, routed, true));
+          if (cp.bytes > 0) p.items.push_back(std::move(cp));
+          best = std::move(p);
+          best_bytes = bytes;
+        }
         still_saved -= saved[i];
         for (std::size_t f = 0; f < kSavedFormats; ++f) still_split[f] -= saved_split[i][f];
       }
