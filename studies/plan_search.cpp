@@ -58,7 +58,7 @@ class Search {
     Screened out;
     try {
       // Screening reads the composed model and plan; the profile's document is not kept.
-      Scenario s = compose(source_, changes_of(c.changes), ResolvedRecord::without_unchanged_hardware);
+      Scenario s = compose(source_, changes_for(c.changes), ResolvedRecord::without_unchanged_hardware);
       if (c.balanced_split) {
         // The split follows from the composed plan's costs; one equal to the even split is the
         // even candidate again.
@@ -67,7 +67,7 @@ class Search {
           out.rejected = "the balanced layer split is the even split";
           return out;
         }
-        s = compose(source_, changes_of(with_split(c.changes, out.split)), ResolvedRecord::without_unchanged_hardware);
+        s = compose(source_, changes_for(with_split(c.changes, out.split)), ResolvedRecord::without_unchanged_hardware);
       }
       std::optional<Inventory> own;
       if (s.resolved.at("architecture") != base_.resolved.at("architecture")) own = build_inventory(s.arch);
@@ -95,6 +95,16 @@ class Search {
       else
         ++out_.refusals[c.refusal];
     }
+    for (const std::size_t i : passed) {
+      for (const auto& change : out_.candidates[i].changes) {
+        if (changes_.contains(change)) continue;
+        try {
+          changes_.emplace(change, changes_of({change}).front());
+        } catch (const InputError&) {
+          // left out: composing the candidate makes it again and refuses it there
+        }
+      }
+    }
     const std::vector<std::vector<std::size_t>> groups = twin_groups(out_.candidates, passed);
     const auto compute = [&](std::size_t g) {
       std::vector<Screened> out;
@@ -120,6 +130,17 @@ class Search {
       out_.records.push_back(std::move(*slot.record));
     }
     out_.counts.refused_by_rule = out_.counts.enumerated - out_.records.size();
+  }
+
+  // A candidate's changes as compose takes them: each (path, value) parsed once for the search
+  // (candidates share a few dozen), the others as changes_of makes them.
+  std::vector<ScenarioChange> changes_for(const PointOverrides& point) const {
+    std::vector<ScenarioChange> out;
+    for (const auto& change : point) {
+      const auto made = changes_.find(change);
+      out.push_back(made != changes_.end() ? made->second : changes_of({change}).front());
+    }
+    return out;
   }
 
   PlanRecord screened(const PlanCandidate& c, const Scenario& s, const PlanScreen& screen) const {
@@ -265,10 +286,13 @@ class Search {
     const std::vector<std::size_t> place = shared_places(ranked_scores());
     ranked_.resize(
         static_cast<std::size_t>(std::upper_bound(place.begin(), place.end(), out_.options.top_k) - place.begin()));
-    // Keep the full points of the current top K only.
-    for (auto it = points_.begin(); it != points_.end();) {
-      it = std::find(ranked_.begin(), ranked_.end(), it->first) == ranked_.end() ? points_.erase(it) : std::next(it);
-    }
+    // Keep the full points of the current top K and of the plans rank() compares them with (each
+    // family's best, the best without TP) only.
+    const auto kept = [&](std::size_t i) {
+      if (std::find(ranked_.begin(), ranked_.end(), i) != ranked_.end() || no_tp_best_ == i) return true;
+      return std::any_of(family_best_.begin(), family_best_.end(), [&](const auto& f) { return f.second == i; });
+    };
+    for (auto it = points_.begin(); it != points_.end();) it = kept(it->first) ? std::next(it) : points_.erase(it);
   }
 
   // The replayed point of record `i`: kept, or replayed again (under MPI another process may have
@@ -301,8 +325,7 @@ class Search {
     }
     if (out_.runner_up) out_.runner_up_phases = phase_differences(out_.top_points[0], out_.top_points[*out_.runner_up]);
     if (!ranked_.empty() && uses_tp(out_.records[ranked_.front()]) && no_tp_best_) {
-      const std::size_t candidate = out_.records[*no_tp_best_].candidate;
-      const SweepPoint without = run_point(source_, out_.candidates[candidate].changes, candidate);
+      const SweepPoint without = point_of(*no_tp_best_);
       out_.best_without_tp = no_tp_best_;
       out_.without_tp_step_difference_s = without.result->step_time_s - out_.top_points[0].result->step_time_s;
       out_.without_tp_phases = phase_differences(out_.top_points[0], without);
@@ -316,6 +339,7 @@ class Search {
   PlanSearchResult out_;
   std::vector<std::size_t> ranked_;  // record indices, best first, at most top_k
   std::map<std::string, std::size_t> family_best_;
+  std::map<std::pair<std::string, nlohmann::json>, ScenarioChange> changes_;  // filled before screening
   std::optional<std::size_t> no_tp_best_;  // the best replayed plan that fits without TP
   std::map<std::size_t, SweepPoint> points_;
   std::size_t replayed_ = 0;
