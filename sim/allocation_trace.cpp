@@ -8,9 +8,11 @@ namespace moesim {
 namespace {
 
 // Two independent 64-bit digests of the record: FNV-1a over each word (the FNV-1a 64-bit offset
-// basis and prime), and boost::hash_combine's step (the golden-ratio constant 0x9e3779b97f4a7c15)
-// finished by splitmix64's xorshift-multiply (0xbf58476d1ce4e5b9); a wrong outcome would need both
-// to collide at once.
+// basis and prime), and the sum of splitmix64's finalizer (Vigna's constants 0xbf58476d1ce4e5b9,
+// 0x94d049bb133111eb) over each word offset by its position times the golden-ratio constant
+// 0x9e3779b97f4a7c15; a wrong outcome would need both to collide at once. The second lane mixes
+// each word on its own and only adds the results, so it does not lengthen FNV's chain of
+// dependent multiplications (a record holds thousands of words, digested for every stage).
 struct Digest {
   std::uint64_t a = 0, b = 0;
   bool operator==(const Digest&) const = default;
@@ -22,15 +24,20 @@ struct DigestHash {
   }
 };
 
+std::uint64_t splitmix64_finalizer(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 Digest digest(const std::vector<AllocEvent>& events, bool expandable, std::uint64_t limit) {
   constexpr std::uint64_t kFnvOffset = 14695981039346656037ull, kFnvPrime = 1099511628211ull;
-  Digest d{kFnvOffset, 0x243f6a8885a308d3ull};  // the second seed: pi's fraction bits
-  const auto mix = [&d](std::uint64_t w) {
+  constexpr std::uint64_t kGolden = 0x9e3779b97f4a7c15ull;
+  Digest d{kFnvOffset, 0};
+  std::uint64_t position = 0;
+  const auto mix = [&d, &position](std::uint64_t w) {
     d.a = (d.a ^ w) * kFnvPrime;
-    std::uint64_t x = d.b ^ (w + 0x9e3779b97f4a7c15ull + (d.b << 6) + (d.b >> 2));
-    x ^= x >> 31;
-    x *= 0xbf58476d1ce4e5b9ull;
-    d.b = x ^ (x >> 29);
+    d.b += splitmix64_finalizer(w + ++position * kGolden);
   };
   mix(expandable ? 1 : 0);
   mix(limit);
