@@ -1,25 +1,25 @@
 #include "studies/plan_twins.hpp"
 
 #include <algorithm>
-#include <unordered_map>
+#include <map>
 
 #include "sim/step_simulation.hpp"
 
 namespace moesim {
 
-std::string plan_step_key(const PlanCandidate& candidate) {
+PointOverrides plan_step_key(const PlanCandidate& candidate) {
   const std::vector<std::string>& memory_only = memory_only_paths();
-  nlohmann::json key = nlohmann::json::array();
-  for (const auto& [path, value] : candidate.changes) {
-    if (std::find(memory_only.begin(), memory_only.end(), path) == memory_only.end()) key.push_back({path, value});
+  PointOverrides key;
+  for (const auto& change : candidate.changes) {
+    if (std::find(memory_only.begin(), memory_only.end(), change.first) == memory_only.end()) key.push_back(change);
   }
-  return key.dump();
+  return key;
 }
 
 std::vector<std::vector<std::size_t>> twin_groups(const std::vector<PlanCandidate>& candidates,
                                                   const std::vector<std::size_t>& members) {
   std::vector<std::vector<std::size_t>> groups;
-  std::unordered_map<std::string, std::size_t> group_of;
+  std::map<PointOverrides, std::size_t> group_of;
   for (std::size_t at = 0; at < members.size(); ++at) {
     const auto [it, fresh] = group_of.try_emplace(plan_step_key(candidates[members[at]]), groups.size());
     if (fresh) groups.emplace_back();

@@ -13,8 +13,8 @@
 
 namespace moesim {
 
-// The changes of `candidate` the step reads, as one string: its changes without the memory-only paths.
-std::string plan_step_key(const PlanCandidate& candidate);
+// The changes of `candidate` the step reads: its changes without the memory-only paths.
+PointOverrides plan_step_key(const PlanCandidate& candidate);
 
 // Positions into `members` (indices into `candidates`) grouped by step key: each group in the
 // members' order, the groups in the order of their first members.
