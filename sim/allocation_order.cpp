@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 
 #include "models/common/units.hpp"
 #include "models/memory/caching_allocator.hpp"
@@ -28,7 +27,7 @@ struct LayerBytes {
 
 class StageWalk {
  public:
-  StageWalk(const StageAllocations& in, std::size_t chunks) : plan_(in.plan) {
+  StageWalk(const StageAllocations& in, std::size_t chunks) : plan_(in.plan), held_(chunks), loss_held_(chunks) {
     const Architecture& a = in.arch;
     const ParallelPlan& plan = in.plan;
     const StageView& v = in.view;
@@ -76,7 +75,7 @@ class StageWalk {
       for (auto& st : *steps) st.bytes *= T;
     head_weight_grad_ = (v.largest_local.count(a.num_layers) ? v.largest_local.at(a.num_layers) : 0.0) * e;
     for (const LedgerItem& item : ep_static_buffers(a, plan, T, moe_blocks, routed)) trace_.take(item.bytes);
-    const UpdateBuffers update = update_buffers(plan, in.tensors);
+    const UpdateBuffers update = in.update != nullptr ? *in.update : update_buffers(plan, in.tensors);
     optimizer_temporaries_ = optimizer_temporaries(plan.optimizer, update.shard).bytes;
     rebuild_ = plan.optimizer.rebuild == WeightRebuild::in_place ? decltype(update.packs){} : update.packs;
     place_persistent(plan, in.tensors, in.persistent, v);
@@ -123,8 +122,8 @@ class StageWalk {
   // The rest of the step: every pass still held ends, then the update (the first one creates
   // the lazily made states), the weight rebuild and zero_grad.
   void finish(bool first_step) {
-    for (auto& [key, ids] : held_) trace_.drop_all(ids);
-    for (auto& [key, ids] : loss_held_) trace_.drop_all(ids);
+    for (auto& ids : held_.all()) trace_.drop_all(ids);
+    for (auto& ids : loss_held_.all()) trace_.drop_all(ids);
     trace_.drop(pending_reduce_);
     if (accumulates_) reduce_accumulated();
     if (first_step)
@@ -144,8 +143,6 @@ class StageWalk {
   const AllocationTrace& trace() const { return trace_; }
 
  private:
-  using Key = std::pair<std::int32_t, std::int32_t>;  // microbatch, chunk
-
   void gather(std::size_t i) {
     if (gathered_[i] == kNoAllocation) gathered_[i] = trace_.take(layers_[i].gathered, AllocStream::gather);
   }
@@ -186,7 +183,7 @@ class StageWalk {
   }
 
   void forward(const StagePass& p) {
-    auto& saved = held_[{p.microbatch, p.chunk}];
+    auto& saved = held_.of(p.microbatch, p.chunk);
     for (std::size_t i = 0; i < layers_.size(); ++i) {
       const LayerBytes& b = layers_[i];
       if (b.chunk != static_cast<std::size_t>(p.chunk)) continue;
@@ -202,16 +199,15 @@ class StageWalk {
       if (!keeps_gathered_) trace_.drop(gathered_[i]);  // else freed after its backward
     }
     if (has_head_ && static_cast<std::size_t>(p.chunk) == head_chunk_)
-      loss_steps(loss_.forward_steps, loss_held_[{p.microbatch, p.chunk}]);
+      loss_steps(loss_.forward_steps, loss_held_.of(p.microbatch, p.chunk));
   }
 
   void backward(const StagePass& p) {
-    const Key key{p.microbatch, p.chunk};
     if (p.input_grads && has_head_ && static_cast<std::size_t>(p.chunk) == head_chunk_) {
       std::uint32_t w = trace_.take(p.weight_grads ? head_weight_grad_ : 0.0);
-      loss_steps(loss_.backward_steps, loss_held_[key]);
+      loss_steps(loss_.backward_steps, loss_held_.of(p.microbatch, p.chunk));
       trace_.drop(w);
-      trace_.drop_all(loss_held_[key]);
+      trace_.drop_all(loss_held_.of(p.microbatch, p.chunk));
     }
     for (std::size_t i = layers_.size(); i-- > 0;) {
       const LayerBytes& b = layers_[i];
@@ -249,7 +245,7 @@ class StageWalk {
       trace_.drop(r);
       if (!accumulates_) trace_.drop(gathered_[i]);  // else kept until the step's reduction
     }
-    if (p.frees) trace_.drop_all(held_[key]);
+    if (p.frees) trace_.drop_all(held_.of(p.microbatch, p.chunk));
   }
 
   const ParallelPlan& plan_;
@@ -259,7 +255,7 @@ class StageWalk {
   std::vector<std::uint32_t> gathered_, step_grad_ids_, accumulator_ids_;
   std::vector<double> lazy_states_;
   std::vector<const LedgerItem*> kept_at_start_;
-  std::map<Key, std::vector<std::uint32_t>> held_, loss_held_;
+  PassAllocations held_, loss_held_;
   std::uint32_t pending_reduce_ = kNoAllocation;
   bool has_head_ = false;
   bool keeps_gathered_ = false;  // a unit gathered for its forward stays until its backward

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "models/memory/caching_allocator.hpp"
@@ -44,6 +46,24 @@ class AllocationTrace {
  private:
   std::vector<AllocEvent> events_;
   std::uint32_t next_ = 0;
+};
+
+// Allocation ids a stage holds per pass (microbatch, model chunk), kept in (microbatch, chunk) order.
+class PassAllocations {
+ public:
+  explicit PassAllocations(std::size_t chunks) : chunks_(chunks) {}
+  std::vector<std::uint32_t>& of(std::int32_t microbatch, std::int32_t chunk) {
+    if (microbatch < 0 || chunk < 0 || static_cast<std::size_t>(chunk) >= chunks_)
+      throw std::logic_error("allocation replay: a pass outside the stage's model chunks");
+    const std::size_t at = static_cast<std::size_t>(microbatch) * chunks_ + static_cast<std::size_t>(chunk);
+    if (at >= ids_.size()) ids_.resize(at + 1);
+    return ids_[at];
+  }
+  std::vector<std::vector<std::uint32_t>>& all() { return ids_; }
+
+ private:
+  std::size_t chunks_;
+  std::vector<std::vector<std::uint32_t>> ids_;
 };
 
 // What the caching allocator ends with after replaying a record.

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "models/costs/layer_work.hpp"
+#include "sim/bound_chunks.hpp"
 #include "sim/pipeline_schedule.hpp"
 #include "sim/schedules/param_sync.hpp"
 #include "sim/step_builder.hpp"
@@ -14,26 +17,12 @@ namespace moesim {
 
 namespace {
 
-// Compute-stream time of one microbatch through one model chunk of one stage, each direction,
-// as the step builder lays it out (sim/step_builder.cpp): a MoE block's stream waits for the
-// dispatch all-to-all, the routed experts, the combine all-to-all (or the shared expert on the
-// side stream, whichever is longer) before its combine kernel.
-struct ChunkTimes {
-  double fwd = 0;
-  double bwd = 0;    // the whole backward
-  double input = 0;  // its B part (input gradients) when the schedule splits it
-  double wgrad = 0;  // its W part (weight gradients)
-  double of(const PipeOp& op) const {
-    if (op.forward) return fwd;
-    return op.part == BackwardPart::whole ? bwd : op.part == BackwardPart::input ? input : wgrad;
-  }
-};
-
 class BoundBuilder {
  public:
+  // `stages`: each stage's tensors, for the strategy's share (none: unit times only).
   BoundBuilder(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs,
-               const Inventory* inv = nullptr)
-      : inv_(inv),
+               const std::vector<const std::vector<LocalTensor>*>* stages = nullptr)
+      : stages_(stages),
         arch_(arch),
         plan_(plan),
         costs_(costs),
@@ -107,9 +96,8 @@ class BoundBuilder {
       }
     }
     const double hop = stages > 1 ? transfer_s() : 0.0;
-    const std::vector<std::vector<double>> arrivals = gradient_arrivals(fastest, places, hop);
-    const std::vector<std::vector<LocalTensor>> tensors =
-        inv_ != nullptr ? tensors_by_stage(*inv_, arch_, plan_) : std::vector<std::vector<LocalTensor>>{};
+    const std::vector<std::vector<double>> arrivals = gradient_arrivals(fastest, places, hop, plan_.splits_backward());
+    const std::vector<const std::vector<LocalTensor>*> none, &tensors = stages_ != nullptr ? *stages_ : none;
     StepBound out;
     for (std::size_t s = 0; s < stages; ++s) {
       const SyncBounds sync = sync_bounds(s, tensors, ops[s]);
@@ -159,32 +147,6 @@ class BoundBuilder {
         chain = std::max(chain, start + before_final[s] + hooks_before_final + fin.s);
       }
       if (chain > out.step_s) out = {chain, static_cast<std::int64_t>(s)};
-    }
-    return out;
-  }
-
-  // For each chunk of each stage, the least time microbatch 0 takes from the first stage's start
-  // until its gradient reaches it: its forward through every model chunk in model order, then its
-  // backward (the B part where it is split) through the chunks after this one, each at its
-  // fastest shard's time, with a hop between chunks on different stages.
-  std::vector<std::vector<double>> gradient_arrivals(const std::vector<std::vector<ChunkTimes>>& fastest,
-                                                     const std::vector<LayerPlace>& places, double hop) const {
-    std::vector<std::pair<std::size_t, std::size_t>> order;  // (stage, chunk) in model order
-    for (const LayerPlace& p : places) {
-      const std::pair<std::size_t, std::size_t> at{static_cast<std::size_t>(p.stage),
-                                                   static_cast<std::size_t>(p.chunk)};
-      if (order.empty() || order.back() != at) order.push_back(at);
-    }
-    const auto times = [&](std::size_t i) -> const ChunkTimes& { return fastest[order[i].first][order[i].second]; };
-    const auto hop_after = [&](std::size_t i) { return order[i].first != order[i + 1].first ? hop : 0.0; };
-    double t = 0;
-    for (std::size_t i = 0; i < order.size(); ++i) t += times(i).fwd + (i + 1 < order.size() ? hop_after(i) : 0.0);
-    std::vector<std::vector<double>> out(fastest.size());
-    for (std::size_t s = 0; s < fastest.size(); ++s) out[s].assign(fastest[s].size(), 0.0);
-    const bool split = plan_.splits_backward();
-    for (std::size_t i = order.size(); i-- > 0;) {
-      out[order[i].first][order[i].second] = t;
-      t += (split ? times(i).input : times(i).bwd) + (i > 0 ? hop_after(i - 1) : 0.0);
     }
     return out;
   }
@@ -361,11 +323,11 @@ class BoundBuilder {
 
   // The parameter-sync strategy's share of stage s's bound (none for unit_compute_times, which
   // has no inventory).
-  SyncBounds sync_bounds(std::size_t stage, const std::vector<std::vector<LocalTensor>>& tensors,
+  SyncBounds sync_bounds(std::size_t stage, const std::vector<const std::vector<LocalTensor>*>& tensors,
                          const std::vector<PipeOp>& order) const {
-    if (inv_ == nullptr) return {};
+    if (tensors.empty()) return {};
     return param_sync_for(plan_).stage_bounds(
-        {arch_, tensors[stage], plan_, costs_, shape_.microbatches, static_cast<std::int64_t>(stage), order});
+        {arch_, *tensors[stage], plan_, costs_, shape_.microbatches, static_cast<std::int64_t>(stage), order});
   }
 
   // What the strategy's hooks add to one pass.
@@ -376,7 +338,7 @@ class BoundBuilder {
     return (op.part != BackwardPart::weight ? share.backward[c] : 0.0) + (op.frees() ? share.gradients[c] : 0.0);
   }
 
-  const Inventory* inv_;
+  const std::vector<const std::vector<LocalTensor>*>* stages_;
   const Architecture& arch_;
   const ParallelPlan& plan_;
   const CostBook& costs_;
@@ -394,7 +356,17 @@ std::vector<double> unit_compute_times(const Architecture& arch, const ParallelP
 
 StepBound step_time_lower_bound(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
                                 const CostBook& costs) {
-  return BoundBuilder(arch, plan, costs, &inv).bound();
+  const std::vector<std::vector<LocalTensor>> made = tensors_by_stage(inv, arch, plan);
+  std::vector<const std::vector<LocalTensor>*> stages;
+  for (const auto& t : made) stages.push_back(&t);
+  return step_time_lower_bound(arch, stages, plan, costs);
+}
+
+StepBound step_time_lower_bound(const Architecture& arch, const std::vector<const std::vector<LocalTensor>*>& stages,
+                                const ParallelPlan& plan, const CostBook& costs) {
+  if (stages.size() != static_cast<std::size_t>(plan.pp))
+    throw std::logic_error("step_time_lower_bound: tensors for " + std::to_string(stages.size()) + " stages");
+  return BoundBuilder(arch, plan, costs, &stages).bound();
 }
 
 }  // namespace moesim

@@ -17,6 +17,8 @@
 
 namespace moesim {
 
+struct LocalTensor;
+
 struct StepBound {
   double step_s = 0;             // no replay of the plan can finish its step sooner
   std::int64_t bound_stage = 0;  // the stage whose chain gives the bound
@@ -26,6 +28,10 @@ struct StepBound {
 // and reduce-scatters, sim/schedules/param_sync.hpp).
 StepBound step_time_lower_bound(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
                                 const CostBook& costs);
+// The same with every stage's tensors (tensors_by_stage) already made: a planner's ledger
+// structure holds them.
+StepBound step_time_lower_bound(const Architecture& arch, const std::vector<const std::vector<LocalTensor>*>& stages,
+                                const ParallelPlan& plan, const CostBook& costs);
 
 // Compute-stream time of one microbatch's forward and backward (recompute included) through each
 // unit, slowest shard: the embedding first, then every layer, then the LM head (num_layers + 2).

@@ -9,6 +9,7 @@
 #include "models/common/errors.hpp"
 #include "models/common/units.hpp"
 #include "models/costs/profile_cost_book.hpp"
+#include "models/memory/ledger_structure.hpp"
 #include "models/plan/design_spec.hpp"
 #include "sim/layer_split.hpp"
 #include "sim/resource_sharing.hpp"
@@ -77,17 +78,27 @@ void simulate(const Scenario& sc, const SimOptions& options, Simulation& sim) {
 }
 
 MemoryLedger scenario_ledger(const Scenario& sc, const Inventory& inv) {
-  return build_ledger(sc.arch, inv, sc.plan, sc.hardware,
-                      schedule_in_flight(sc.plan, batch_shape(sc.plan, sc.arch).microbatches));
+  return scenario_ledger(sc, ledger_structure(sc.arch, inv, sc.plan));
+}
+
+MemoryLedger scenario_ledger(const Scenario& sc, const LedgerStructure& structure) {
+  return build_ledger(sc.arch, sc.plan, sc.hardware,
+                      schedule_in_flight(sc.plan, batch_shape(sc.plan, sc.arch).microbatches), structure);
 }
 
 PlanScreen screen_plan(const Scenario& sc) { return screen_plan(sc, build_inventory(sc.arch)); }
 
 PlanScreen screen_plan(const Scenario& sc, const Inventory& inv) {
+  return screen_plan(sc, inv, ledger_structure(sc.arch, inv, sc.plan));
+}
+
+PlanScreen screen_plan(const Scenario& sc, const Inventory& inv, const LedgerStructure& structure) {
   const ProfileCostBook costs(sc.hardware, sc.cost_models);
   PlanScreen out;
-  out.ledger = scenario_ledger(sc, inv);
-  out.bound = step_time_lower_bound(sc.arch, inv, sc.plan, costs);
+  out.ledger = scenario_ledger(sc, structure);
+  std::vector<const std::vector<LocalTensor>*> stages;
+  for (const StageStructure& s : structure.stages) stages.push_back(&s.tensors);
+  out.bound = step_time_lower_bound(sc.arch, stages, sc.plan, costs);
   out.params_total = inv.params_total;
   out.flops = flop_conventions().get(sc.flop_convention).per_token(sc.arch, inv);
   return out;

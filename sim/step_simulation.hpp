@@ -18,6 +18,8 @@
 
 namespace moesim {
 
+struct LedgerStructure;
+
 struct StepResult {
   std::string design;
   double params_total = 0;
@@ -75,6 +77,9 @@ StepResult restate_memory(const Scenario& scenario, const StepResult& twin);
 
 // The memory ledger alone, with the in-flight counts of the pipeline schedule (`moesim ledger`).
 MemoryLedger scenario_ledger(const Scenario& scenario, const Inventory& inventory);
+// The same on a ledger structure made for this plan or one that differs from it only at
+// structure_free_paths() (models/memory/ledger_structure.hpp): a planner's plans share them.
+MemoryLedger scenario_ledger(const Scenario& scenario, const LedgerStructure& structure);
 
 // What a planner knows of a plan before replaying it: its memory ledger (from the schedule's
 // in-flight counts, as scenario_ledger) and a lower bound on its step time (sim/step_bound.hpp),
@@ -89,6 +94,7 @@ PlanScreen screen_plan(const Scenario& scenario);
 // The same with the architecture's inventory already built (a planner screens thousands of
 // plans of one model).
 PlanScreen screen_plan(const Scenario& scenario, const Inventory& inventory);
+PlanScreen screen_plan(const Scenario& scenario, const Inventory& inventory, const LedgerStructure& structure);
 // The layer split that balances the scenario's virtual stages (sim/layer_split.hpp), with its
 // cost models.
 std::vector<std::int64_t> balanced_split(const Scenario& scenario);

@@ -12,6 +12,7 @@
 #include "models/plan/design_spec.hpp"
 #include "studies/plan_frontier.hpp"
 #include "studies/plan_outcomes.hpp"
+#include "studies/plan_structures.hpp"
 #include "studies/plan_twins.hpp"
 
 namespace moesim {
@@ -58,7 +59,8 @@ class Search {
     Screened out;
     try {
       // Screening reads the composed model and plan; the profile's document is not kept.
-      Scenario s = compose(source_, changes_for(c.changes), ResolvedRecord::without_unchanged_hardware);
+      PointOverrides changes = c.changes;
+      Scenario s = compose(source_, changes_for(changes), ResolvedRecord::without_unchanged_hardware);
       if (c.balanced_split) {
         // The split follows from the composed plan's costs; one equal to the even split is the
         // even candidate again.
@@ -67,16 +69,18 @@ class Search {
           out.rejected = "the balanced layer split is the even split";
           return out;
         }
-        s = compose(source_, changes_for(with_split(c.changes, out.split)), ResolvedRecord::without_unchanged_hardware);
+        changes = with_split(c.changes, out.split);
+        s = compose(source_, changes_for(changes), ResolvedRecord::without_unchanged_hardware);
       }
       std::optional<Inventory> own;
       if (s.resolved.at("architecture") != base_.resolved.at("architecture")) own = build_inventory(s.arch);
       const Inventory& inventory = own ? *own : base_inventory_;
+      const std::shared_ptr<const LedgerStructure> structure = structures_.of(changes, s, own ? &*own : nullptr);
       if (twin.scenario && same_step(*twin.scenario, s)) {
-        twin.screen.ledger = scenario_ledger(s, inventory);
+        twin.screen.ledger = scenario_ledger(s, *structure);
         out.record = screened(c, s, twin.screen);
       } else {
-        twin.screen = screen_plan(s, inventory);
+        twin.screen = screen_plan(s, inventory, *structure);
         out.record = screened(c, s, twin.screen);
         twin.scenario = std::move(s);
       }
@@ -335,7 +339,8 @@ class Search {
 
   const ScenarioSource& source_;
   Scenario base_;
-  Inventory base_inventory_;  // the model's, shared by every candidate that keeps its architecture
+  Inventory base_inventory_;                    // the model's, shared by every candidate that keeps its architecture
+  PlanStructures structures_{base_inventory_};  // ledger structures shared by the screened candidates
   PlanSearchResult out_;
   std::vector<std::size_t> ranked_;  // record indices, best first, at most top_k
   std::map<std::string, std::size_t> family_best_;

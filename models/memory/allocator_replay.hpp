@@ -17,6 +17,7 @@ struct LedgerItem;
 struct LocalTensor;
 struct StageView;
 struct RoutedRows;
+struct UpdateBuffers;
 
 // One stage's tensors as the ledger has them.
 struct StageAllocations {
@@ -33,6 +34,9 @@ struct StageAllocations {
   // limit, releasing cached segments as PyTorch does; working_required then says what the step
   // needs (the limit plus the shortfall when it fails).
   double allocator_limit = 0;
+  // The stage's update buffers (update_buffers of its tensors) where the caller has them; null:
+  // the replay makes them.
+  const UpdateBuffers* update = nullptr;
 };
 
 struct AllocatorReplay {

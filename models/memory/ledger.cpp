@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "models/common/units.hpp"
+#include "models/memory/ledger_structure.hpp"
 #include "models/memory/working_terms.hpp"
 #include "models/plan/rank_layout.hpp"
 
@@ -54,8 +55,8 @@ double sum_bytes(const std::vector<LedgerItem>& items) {
 // segment rounding and the free space it keeps to the ledger's allocated peak; the fixed rule
 // divides by (1 - the profile's fragmentation fraction).
 void allocator_view(StageLedger& s, const Architecture& arch, const ParallelPlan& plan, const HardwareProfile& hw,
-                    const std::vector<LocalTensor>& tensors, const StageView& view, const RoutedRows& routed,
-                    const std::vector<std::int64_t>& held, const StageAllocationReplay& replay) {
+                    const StageStructure& structure, const RoutedRows& routed, const std::vector<std::int64_t>& held,
+                    const StageAllocationReplay& replay) {
   if (plan.allocator.model == AllocatorModel::fixed_fraction) {
     const double f = hw.memory.fragmentation_fraction.value;
     s.peak_reserved = s.reserved_required = s.peak_allocated / (1.0 - f);
@@ -75,8 +76,8 @@ void allocator_view(StageLedger& s, const Architecture& arch, const ParallelPlan
     return;
   }
   if (!replay) throw std::logic_error("build_ledger: the caching-allocator model needs the stage's allocation order");
-  const AllocatorReplay r =
-      replay({arch, plan, tensors, s.persistent, view, routed, s.stage, held, std::max(limit, 1.0)});
+  const AllocatorReplay r = replay({arch, plan, structure.tensors, s.persistent, structure.view, routed, s.stage, held,
+                                    std::max(limit, 1.0), &structure.update});
   s.allocator_oom = r.out_of_memory;
   // The replay's overhead on the ledger's allocated peak, or the replay's own total where its
   // order holds more at once than the ledger's phases (whichever is larger).
@@ -99,8 +100,10 @@ void allocator_view(StageLedger& s, const Architecture& arch, const ParallelPlan
 }
 
 StageLedger stage_ledger(const Architecture& arch, const ParallelPlan& plan, const HardwareProfile& hw,
-                         std::int64_t stage, const std::vector<LocalTensor>& tensors,
-                         const std::vector<std::int64_t>& held, const StageAllocationReplay& replay) {
+                         std::int64_t stage, const StageStructure& structure, const std::vector<std::int64_t>& held,
+                         const StageAllocationReplay& replay) {
+  const std::vector<LocalTensor>& tensors = structure.tensors;
+  const StageView& view = structure.view;
   StageLedger s;
   s.stage = stage;
   s.layers = stage_layer_counts(plan, arch)[static_cast<std::size_t>(stage)];
@@ -108,11 +111,11 @@ StageLedger stage_ledger(const Architecture& arch, const ParallelPlan& plan, con
   s.in_flight_chunks = held;
   for (const std::int64_t n : held) s.in_flight_microbatches += dbl(n);
   s.in_flight_microbatches /= dbl(std::max<std::size_t>(held.size(), 1));
-  s.persistent = persistent_state(tensors, plan, s.optimizer);
+  s.persistent = structure.persistent;
+  s.optimizer = structure.optimizer;
   s.persistent_bytes = sum_bytes(s.persistent);
-  const StageView view = view_of(arch, plan, tensors, stage);
   const RoutedRows routed = stage_routed_rows(arch, plan, view);  // once: random routing samples
-  s.phases = working_memory(arch, plan, tensors, view, routed, held);
+  s.phases = working_memory(arch, plan, view, routed, structure.update, held);
 
   const PhaseSet* peak = &s.phases.front();
   for (const auto& p : s.phases) {
@@ -125,7 +128,7 @@ StageLedger stage_ledger(const Architecture& arch, const ParallelPlan& plan, con
   s.runtime_reserves =
       (hw.memory.cuda_context_GiB.value + hw.memory.nccl_buffers_GiB.value + hw.memory.library_workspace_GiB.value) *
       kGiB;
-  allocator_view(s, arch, plan, hw, tensors, view, routed, held, replay);
+  allocator_view(s, arch, plan, hw, structure, routed, held, replay);
   s.capacity = hw.memory.usable_capacity_GiB.value * kGiB;
   // What the allocator could still take: cached segments it holds but can release are room.
   s.headroom = s.capacity - (s.reserved_required + s.runtime_reserves);
@@ -153,16 +156,23 @@ StageLedger stage_ledger(const Architecture& arch, const ParallelPlan& plan, con
 
 MemoryLedger build_ledger(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,
                           const HardwareProfile& hw, const InFlight& in_flight) {
-  if (in_flight.chunks.size() != static_cast<std::size_t>(plan.pp)) {
+  return build_ledger(arch, plan, hw, in_flight, ledger_structure(arch, inv, plan));
+}
+
+MemoryLedger build_ledger(const Architecture& arch, const ParallelPlan& plan, const HardwareProfile& hw,
+                          const InFlight& in_flight, const LedgerStructure& structure) {
+  const auto stages = static_cast<std::size_t>(plan.pp);
+  if (in_flight.chunks.size() != stages || structure.stages.size() != stages) {
     throw std::logic_error("build_ledger: in-flight counts for " + std::to_string(in_flight.chunks.size()) +
-                           " stages, the plan has " + std::to_string(plan.pp));
+                           " stages and a structure of " + std::to_string(structure.stages.size()) + ", the plan has " +
+                           std::to_string(plan.pp));
   }
   MemoryLedger ledger;
   ledger.in_flight_source = in_flight.source;
-  const std::vector<std::vector<LocalTensor>> tensors = tensors_by_stage(inv, arch, plan);
   for (std::int64_t stage = 0; stage < plan.pp; ++stage) {
     const auto i = static_cast<std::size_t>(stage);
-    ledger.stages.push_back(stage_ledger(arch, plan, hw, stage, tensors[i], in_flight.chunks[i], in_flight.replay));
+    ledger.stages.push_back(
+        stage_ledger(arch, plan, hw, stage, structure.stages[i], in_flight.chunks[i], in_flight.replay));
   }
   for (std::size_t i = 0; i < ledger.stages.size(); ++i) {
     if (ledger.stages[i].headroom < ledger.stages[ledger.worst_stage].headroom) ledger.worst_stage = i;

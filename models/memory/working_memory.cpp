@@ -141,12 +141,12 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
                                      const std::vector<LocalTensor>& tensors, std::int64_t stage,
                                      const std::vector<std::int64_t>& held_chunks) {
   const StageView v = view_of(a, plan, tensors, stage);
-  return working_memory(a, plan, tensors, v, stage_routed_rows(a, plan, v), held_chunks);
+  return working_memory(a, plan, v, stage_routed_rows(a, plan, v), update_buffers(plan, tensors), held_chunks);
 }
 
-std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& plan,
-                                     const std::vector<LocalTensor>& tensors, const StageView& v,
-                                     const RoutedRows& routed, const std::vector<std::int64_t>& held_chunks) {
+std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& plan, const StageView& v,
+                                     const RoutedRows& routed, const UpdateBuffers& update,
+                                     const std::vector<std::int64_t>& held_chunks) {
   const double T = dbl(batch_shape(plan, a).microbatch_tokens);
   const double e = bytes_of(plan.precision.compute);
   const DesignEntry& design = design_of(plan);
@@ -302,7 +302,6 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
                                 {{"in-place bucket collectives", MemClass::optimizer_transients, 0.0,
                                   "NCCL reduces the flat buckets in place"}}}));
 
-  const UpdateBuffers update = update_buffers(plan, tensors);
   const double rebuild = update.rebuild_bytes();
   phases.push_back(with_static({Phase::optimizer_step, {optimizer_temporaries(plan.optimizer, update.shard)}}));
   if (design.rebuilds_weights(plan)) {

@@ -44,11 +44,6 @@ LedgerItem optimizer_temporaries(const OptimizerSpec& o, double shard);
 LedgerItem context_parallel_buffers(const Architecture& a, const ParallelPlan& plan, std::int64_t l, double T,
                                     bool backward);
 
-// The phase sets of working_memory (ledger.hpp) from a view and routed rows the caller already has.
-std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& plan,
-                                     const std::vector<LocalTensor>& tensors, const StageView& v,
-                                     const RoutedRows& routed, const std::vector<std::int64_t>& held_chunks);
-
 // The update's working buffers: the largest optimizer shard (sizes the temporaries) and the
 // distributed optimizer's rebuild buffers, a pack and a gather buffer per replica group.
 struct UpdateBuffers {
@@ -56,6 +51,13 @@ struct UpdateBuffers {
   std::vector<std::pair<double, double>> packs;  // per replica group: (pack bytes, gather bytes)
   double rebuild_bytes() const;
 };
+
+// The phase sets of working_memory (ledger.hpp) from the stage's view, routed rows and update
+// buffers (update_buffers of the tensors) the caller already has.
+std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& plan, const StageView& v,
+                                     const RoutedRows& routed, const UpdateBuffers& update,
+                                     const std::vector<std::int64_t>& held_chunks);
+
 UpdateBuffers update_buffers(const ParallelPlan& plan, const std::vector<LocalTensor>& tensors);
 // The pieces designs build theirs from: every local parameter over `divisor` ranks with no
 // rebuild (FSDP: the shard group; naive DDP: 1), or the distributed optimizer's layout per replica
