@@ -7,6 +7,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "models/common/units.hpp"
 #include "models/plan/design_spec.hpp"
@@ -101,9 +102,9 @@ class Search {
     }
     for (const std::size_t i : passed) {
       for (const auto& change : out_.candidates[i].changes) {
-        if (changes_.contains(change)) continue;
+        if (change.second.is_structured() || changes_.contains(key_of(change))) continue;
         try {
-          changes_.emplace(change, changes_of({change}).front());
+          changes_.emplace(key_of(change), changes_of({change}).front());
         } catch (const InputError&) {
           // left out: composing the candidate makes it again and refuses it there
         }
@@ -136,15 +137,21 @@ class Search {
     out_.counts.refused_by_rule = out_.counts.enumerated - out_.records.size();
   }
 
-  // A candidate's changes as compose takes them: each (path, value) parsed once for the search
-  // (candidates share a few dozen), the others as changes_of makes them.
+  // A candidate's changes as compose takes them: each (path, scalar value) parsed once for the
+  // search (candidates share a few dozen), the others as changes_of makes them.
   std::vector<ScenarioChange> changes_for(const PointOverrides& point) const {
     std::vector<ScenarioChange> out;
     for (const auto& change : point) {
-      const auto made = changes_.find(change);
+      const auto made = change.second.is_structured() ? changes_.end() : changes_.find(key_of(change));
       out.push_back(made != changes_.end() ? made->second : changes_of({change}).front());
     }
     return out;
+  }
+  // A scalar change by path, JSON type and value: nlohmann's == takes 8 and 8.0 for equal, and a
+  // parse may accept one and refuse the other (an integer field).
+  using ChangeKey = std::tuple<std::string, nlohmann::json::value_t, nlohmann::json>;
+  static ChangeKey key_of(const std::pair<std::string, nlohmann::json>& change) {
+    return {change.first, change.second.type(), change.second};
   }
 
   PlanRecord screened(const PlanCandidate& c, const Scenario& s, const PlanScreen& screen) const {
@@ -344,8 +351,8 @@ class Search {
   PlanSearchResult out_;
   std::vector<std::size_t> ranked_;  // record indices, best first, at most top_k
   std::map<std::string, std::size_t> family_best_;
-  std::map<std::pair<std::string, nlohmann::json>, ScenarioChange> changes_;  // filled before screening
-  std::optional<std::size_t> no_tp_best_;  // the best replayed plan that fits without TP
+  std::map<ChangeKey, ScenarioChange> changes_;  // filled before screening
+  std::optional<std::size_t> no_tp_best_;        // the best replayed plan that fits without TP
   std::map<std::size_t, SweepPoint> points_;
   std::size_t replayed_ = 0;
   std::mutex progress_mutex_;
