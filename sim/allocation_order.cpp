@@ -75,7 +75,7 @@ class StageWalk {
       for (auto& st : *steps) st.bytes *= T;
     head_weight_grad_ = (v.largest_local.count(a.num_layers) ? v.largest_local.at(a.num_layers) : 0.0) * e;
     for (const LedgerItem& item : ep_static_buffers(a, plan, T, moe_blocks, routed)) trace_.take(item.bytes);
-    const UpdateBuffers update = in.update != nullptr ? *in.update : update_buffers(plan, in.tensors);
+    const UpdateBuffers& update = in.update;
     optimizer_temporaries_ = optimizer_temporaries(plan.optimizer, update.shard).bytes;
     rebuild_ = plan.optimizer.rebuild == WeightRebuild::in_place ? decltype(update.packs){} : update.packs;
     place_persistent(plan, in.tensors, in.persistent, v);
@@ -334,8 +334,9 @@ AllocatorReplay replay_stage_allocations(const Architecture& a, const ParallelPl
                                          const std::vector<StagePass>& order, double allocator_limit) {
   const StageView v = view_of(a, plan, tensors, stage);
   const RoutedRows routed = stage_routed_rows(a, plan, v);
-  return replay_stage_allocations({a, plan, tensors, persistent, v, routed, stage, held_chunks, allocator_limit},
-                                  order);
+  const UpdateBuffers update = update_buffers(plan, tensors);
+  return replay_stage_allocations(
+      {a, plan, tensors, persistent, v, routed, stage, held_chunks, update, allocator_limit}, order);
 }
 
 StageAllocationReplay allocation_replay(std::vector<std::vector<StagePass>> orders) {

@@ -29,14 +29,12 @@ struct StageAllocations {
   const RoutedRows& routed;  // drawn once per stage (random routing samples)
   std::int64_t stage = 0;
   const std::vector<std::int64_t>& held_chunks;  // passes held per model chunk at the peak
+  const UpdateBuffers& update;                   // update_buffers of the tensors
   // Bytes the allocator may reserve on the device (usable capacity minus the runtime reserves
   // outside it). When the replay reserves more on a device with room, it runs again under the
   // limit, releasing cached segments as PyTorch does; working_required then says what the step
   // needs (the limit plus the shortfall when it fails).
   double allocator_limit = 0;
-  // The stage's update buffers (update_buffers of its tensors) where the caller has them; null:
-  // the replay makes them.
-  const UpdateBuffers* update = nullptr;
 };
 
 struct AllocatorReplay {

@@ -77,7 +77,7 @@ void allocator_view(StageLedger& s, const Architecture& arch, const ParallelPlan
   }
   if (!replay) throw std::logic_error("build_ledger: the caching-allocator model needs the stage's allocation order");
   const AllocatorReplay r = replay({arch, plan, structure.tensors, s.persistent, structure.view, routed, s.stage, held,
-                                    std::max(limit, 1.0), &structure.update});
+                                    structure.update, std::max(limit, 1.0)});
   s.allocator_oom = r.out_of_memory;
   // The replay's overhead on the ledger's allocated peak, or the replay's own total where its
   // order holds more at once than the ledger's phases (whichever is larger).

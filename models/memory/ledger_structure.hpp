@@ -1,9 +1,9 @@
 // What a stage's ledger reads of the rank apart from its step: the tensors a rank of the stage
-// holds, the view of its layers, its persistent training state and its update's buffers. They follow from the model,
-// the sharding and the optimizer, never from the microbatch or the recompute policy
-// (structure_free_paths), so plans that differ only there (a plan search's innermost axes) can
-// share one structure; the ledger built on a shared structure is the ledger built alone
-// (tests/models/test_ledger_structure.cpp).
+// holds, the view of its layers, its persistent training state and its update's buffers. They
+// follow from the model, the sharding and the optimizer, never from the microbatch or the
+// recompute policy (structure_free_paths), so plans that differ only there (a plan search's
+// innermost axes) can share one structure; the ledger built on a shared structure is the ledger
+// built alone (tests/sim/test_ledger_structure.cpp, tests/studies/test_plan_sharing.cpp).
 #pragma once
 
 #include <string>
