@@ -1,22 +1,15 @@
 #include "studies/plan_structures.hpp"
 
-#include <algorithm>
+#include "studies/plan_twins.hpp"
 
 namespace moesim {
 
-namespace {
-
-bool structure_free(const std::string& path) {
-  const std::vector<std::string>& free = structure_free_paths();
-  return std::find(free.begin(), free.end(), path) != free.end();
-}
-
-}  // namespace
-
 bool same_structure(const PointOverrides& changes, const PointOverrides& key) {
+  // changes_without(changes, structure_free_paths()) == key, without the copy (asked of every
+  // screened candidate).
   auto k = key.begin();
   for (const auto& change : changes) {
-    if (structure_free(change.first)) continue;
+    if (path_among(structure_free_paths(), change.first)) continue;
     if (k == key.end() || *k != change) return false;
     ++k;
   }
@@ -35,9 +28,7 @@ std::shared_ptr<const LedgerStructure> PlanStructures::of(const PointOverrides& 
   }
   // Made outside the lock: two threads may both make one, and either's is the same structure.
   auto made = std::make_shared<const LedgerStructure>(ledger_structure(scenario.arch, inventory_, scenario.plan));
-  PointOverrides key;
-  for (const auto& change : changes)
-    if (!structure_free(change.first)) key.push_back(change);
+  PointOverrides key = changes_without(changes, structure_free_paths());
   const std::lock_guard<std::mutex> lock(mutex_);
   kept_.push_back({std::move(key), made});
   if (kept_.size() > kKept) kept_.pop_front();

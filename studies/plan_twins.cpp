@@ -7,13 +7,19 @@
 
 namespace moesim {
 
+bool path_among(const std::vector<std::string>& paths, const std::string& path) {
+  return std::find(paths.begin(), paths.end(), path) != paths.end();
+}
+
+PointOverrides changes_without(const PointOverrides& changes, const std::vector<std::string>& paths) {
+  PointOverrides out;
+  for (const auto& change : changes)
+    if (!path_among(paths, change.first)) out.push_back(change);
+  return out;
+}
+
 PointOverrides plan_step_key(const PlanCandidate& candidate) {
-  const std::vector<std::string>& memory_only = memory_only_paths();
-  PointOverrides key;
-  for (const auto& change : candidate.changes) {
-    if (std::find(memory_only.begin(), memory_only.end(), change.first) == memory_only.end()) key.push_back(change);
-  }
-  return key;
+  return changes_without(candidate.changes, memory_only_paths());
 }
 
 std::vector<std::vector<std::size_t>> twin_groups(const std::vector<PlanCandidate>& candidates,

@@ -13,6 +13,11 @@
 
 namespace moesim {
 
+// Whether `path` is one of `paths`.
+bool path_among(const std::vector<std::string>& paths, const std::string& path);
+// `changes` without those at `paths`, in order.
+PointOverrides changes_without(const PointOverrides& changes, const std::vector<std::string>& paths);
+
 // The changes of `candidate` the step reads: its changes without the memory-only paths.
 PointOverrides plan_step_key(const PlanCandidate& candidate);
 
