@@ -1,5 +1,5 @@
-// Attention rates by tokens per sequence (compute.attention_*_TFLOPs_by_seq_len): the NVL72
-// profiles' tables from NVIDIA's cuDNN runs, the lookup a shape takes (between, beyond, under a
+// Attention rates by tokens per sequence (compute.attention_*_TFLOPs_by_seq_len): the NVL72 and
+// B200 profiles' tables from NVIDIA's cuDNN runs, the lookup a shape takes (between, beyond, under a
 // causal window), and the tables following a power limit and giving way to another kernel.
 #include <catch2/catch.hpp>
 
@@ -46,6 +46,29 @@ TEST_CASE("A profile's attention table prices each sequence length at its measur
   const HardwareProfile b300 = test::bundled_profile("b300-hgx.json");
   CHECK_FALSE(b300.compute.attention_fwd_TFLOPs_by_seq_len);
   CHECK(forward_rate(b300, 2048) == forward_rate(b300, 32768));
+}
+
+TEST_CASE("B200's attention table is NVIDIA's cuDNN 9.10 run, its one rate kept for kernels without a length",
+          "[unit]") {
+  const HardwareProfile b200 = test::bundled_profile("b200-hgx.json");
+  REQUIRE(b200.compute.attention_fwd_TFLOPs_by_seq_len);
+  REQUIRE(b200.compute.attention_bwd_TFLOPs_by_seq_len);
+  // cudnn-frontend sdpa_benchmark_bf16_training at f937055 (B200, cuDNN 9.10.2, 128 / 8 heads):
+  // forward 525.5 at 2k, 1211.1 at 8k; backward 383.7 at 2k, 1132.4 at 32k.
+  CHECK(forward_rate(b200, 2048) == Approx(525.5));
+  CHECK(forward_rate(b200, 8192) == Approx(1211.1));
+  AttentionShape s;
+  s.sequences = 1;
+  s.seq_len = 32768;
+  s.heads = 128;
+  s.kv_heads = 8;
+  s.head_dim = 128;
+  CHECK(attention_cost_models().get("flash").time(b200, s).backward.rate_TFLOPs == Approx(1132.4));
+  // The short end is measured too (1k: 216.1), not clamped to the 2k rate.
+  CHECK(forward_rate(b200, 1024) == Approx(216.1));
+  // SimuMax's Transformer Engine median (0.731 x 2250 / 2) stays the one rate.
+  CHECK(b200.compute.attention_fwd_TFLOPs.value == 823);
+  CHECK(b200.compute.attention_kernel == AttentionKernel::cudnn);
 }
 
 TEST_CASE("The attention tables follow a power limit and give way to another kernel's rates", "[unit]") {
