@@ -234,6 +234,17 @@ inline constexpr EnumNames<AttentionKernel, 6> kAttentionKernelNames{
       {AttentionKernel::mem_efficient, "mem_efficient"},
       {AttentionKernel::unfused, "unfused"}}}};
 constexpr std::string_view name_of(AttentionKernel value) { return kAttentionKernelNames.name(value); }
+
+// How a block's pointwise ops (RoPE, the gated activation) run outside a compiled block:
+//   fused  one pass each, reading its inputs and writing its output once (Megatron-Core's fused
+//          RoPE and bias-SwiGLU, Transformer Engine, Liger; what Inductor makes of a compiled
+//          block);
+//   eager  PyTorch's eager ops one kernel each (torchtitan's ComplexRoPE: an FP32 upcast, a
+//          complex multiply, a cast back; its FeedForward: F.silu, then the product).
+enum class PointwiseKernels : std::uint8_t { fused, eager };
+inline constexpr EnumNames<PointwiseKernels, 2> kPointwiseKernelsNames{
+    "pointwise kernels", {{{PointwiseKernels::fused, "fused"}, {PointwiseKernels::eager, "eager"}}}};
+constexpr std::string_view name_of(PointwiseKernels value) { return kPointwiseKernelsNames.name(value); }
 // Throw UnknownNameError listing the valid names.
 GemmPass parse_gemm_pass(std::string_view name);
 GemmPrecision parse_gemm_precision(std::string_view name);

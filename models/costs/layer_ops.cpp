@@ -85,10 +85,20 @@ struct OpsBuilder {
   bool seams = tp && plan.tp_comm_overlap && plan.cp == 1;
   LayerOps out;
   double attn_elem_ = 0;       // the attention's memory-bound bytes (what op-level checkpointing redoes)
+  double attn_eager_ = 0;      // and the forward time of its eager RoPE beyond them
   double core_recompute_ = 0;  // selective recompute of the unfused core attention: its forward again
   // Hidden dropout's one-byte mask of the rank's `tokens`, written in forward (read in backward)
   // beside the residual add (Megatron-LM's fused bias-dropout-add).
   double dropout_mask(double tokens) const { return a.dropout.hidden > 0 ? tokens * d * kMaskBytes : 0.0; }
+
+  // PyTorch's eager pointwise ops beyond the fused passes (kernels.pointwise "eager", not compiled).
+  bool eager = plan.eager_pointwise();
+  PassTimes eager_rope(double elements) const {
+    return eager && a.position == PositionKind::rope ? eager_rope_extra(c, elements, e) : PassTimes{};
+  }
+  PassTimes eager_gated(double elements) const {
+    return eager && a.mlp.up_factor() == 2 ? eager_gated_activation_extra(c, elements, e) : PassTimes{};
+  }
 
   void push(LayerOpKind kind, PassTimes t, OpPlace place = OpPlace::main) { out.ops.push_back({kind, place, t}); }
   void point(LayerOpKind kind) {
@@ -118,7 +128,10 @@ void OpsBuilder::attention_mixer() {
   // 3d of the elementwise bytes), so the op list keeps the data flow the collectives sit in.
   attn_elem += dropout_mask(T * f);
   const double attn_residual = tp ? T * e * 3 * d * f + dropout_mask(T * f) : 0.0;
-  push(LayerOpKind::attention_elementwise, elementwise(c, attn_elem - attn_residual));
+  // RoPE turns q and k (MLA: their decoupled rope parts, the key's shared by the heads).
+  const double roped = at.kind == AttentionKind::mla ? dbl(at.qk_rope_head_dim) * (s.heads + 1) : q + kv;
+  const PassTimes rope = eager_rope(T * roped);
+  push(LayerOpKind::attention_elementwise, add(elementwise(c, attn_elem - attn_residual), rope));
   point(LayerOpKind::tp_enter);
   if (at.kind == AttentionKind::mla) {
     // The down projections are whole on every TP rank (Megatron-Core MLASelfAttention), the up
@@ -168,6 +181,7 @@ void OpsBuilder::attention_mixer() {
   point(LayerOpKind::tp_exit);
   if (tp) push(LayerOpKind::residual, elementwise(c, attn_residual));
   attn_elem_ = attn_elem;
+  attn_eager_ = rope.fwd;
 }
 
 // A Mamba-2 mixer (Megatron-Core MambaMixer, its TP split by heads and B/C groups): norm, in_proj
@@ -199,9 +213,11 @@ void OpsBuilder::dense_ffn() {
   // The MLP's elementwise kernels: its norm and input (2d), the activation (3h gated, 2h not),
   // the residual (3d).
   const double mlp_elem = T * e * (2 * d * f + (up + 1) * h + 3 * d * f) + dropout_mask(T * f);
+  const PassTimes activation = eager_gated(T * h);
   if (!tp) {
-    push(LayerOpKind::dense_mlp,
-         add(add(linear(c, mlp_f, T, d, up * h), linear(c, mlp_f, T, h, d)), elementwise(c, mlp_elem)));
+    push(
+        LayerOpKind::dense_mlp,
+        add(add(add(linear(c, mlp_f, T, d, up * h), linear(c, mlp_f, T, h, d)), elementwise(c, mlp_elem)), activation));
   } else {
     // Its norm closes the mixer's residual op; then the TP region: up(/gate) and the activation,
     // the down projection (a seam between them under overlap), and the residual after it.
@@ -212,22 +228,23 @@ void OpsBuilder::dense_ffn() {
       out.ops.back().times = add(out.ops.back().times, elementwise(c, norm));
     }
     point(LayerOpKind::tp_enter);
-    push(LayerOpKind::dense_mlp, add(linear(c, mlp_f, T, d, up * h), elementwise(c, T * e * (up + 1) * h)));
+    push(LayerOpKind::dense_mlp,
+         add(add(linear(c, mlp_f, T, d, up * h), elementwise(c, T * e * (up + 1) * h)), activation));
     seam();
     push(LayerOpKind::mlp_down, linear(c, mlp_f, T, h, d));
     point(LayerOpKind::tp_exit);
     push(LayerOpKind::residual, elementwise(c, residual));
   }
   if (plan.recompute == Recompute::selective)
-    out.partial_recompute = c.memory(T * e * (up + 1) * h, MemoryKernel::elementwise);
+    out.partial_recompute = c.memory(T * e * (up + 1) * h, MemoryKernel::elementwise) + activation.fwd;
   if (plan.recompute == Recompute::selective_op) {
     // An attention + SwiGLU block (validate_plan refuses the others): the even-numbered matmuls
     // (wk, wo, w3; activations.hpp) and the memory-bound kernels run again; the saved
     // flash-attention output spares its forward.
     const Format attn_f = format_of(plan, LinearClass::attention);
     out.partial_recompute = linear(c, attn_f, T, d, s.kv).fwd + linear(c, attn_f, T, s.q, d).fwd +
-                            linear(c, mlp_f, T, d, h).fwd + elementwise(c, attn_elem_).fwd +
-                            elementwise(c, mlp_elem).fwd;
+                            linear(c, mlp_f, T, d, h).fwd + elementwise(c, attn_elem_).fwd + attn_eager_ +
+                            elementwise(c, mlp_elem).fwd + activation.fwd;
   }
 }
 
@@ -275,8 +292,11 @@ void OpsBuilder::moe_ffn(const std::vector<double>& rows) {
   // Up(/gate) [rows, d] x [d, 2h_e] and down [rows, h_e] x [h_e, d], and the activation between
   // them; under expert TP on the rows gathered from the ETP group, through 1/ETP of h_e.
   const double he_r = he / dbl(plan.etp);
-  push(LayerOpKind::routed_experts, add(add(grouped(c, up_f, rows, up * he_r, d), grouped(c, expert_f, rows, d, he_r)),
-                                        elementwise(c, routed * e * (up + 1) * he_r)));
+  const PassTimes routed_activation = eager_gated(routed * he_r);
+  push(LayerOpKind::routed_experts,
+       add(add(add(grouped(c, up_f, rows, up * he_r, d), grouped(c, expert_f, rows, d, he_r)),
+               elementwise(c, routed * e * (up + 1) * he_r)),
+           routed_activation));
   out.ops.push_back({LayerOpKind::ep_combine, OpPlace::point, {}});
   // Unpermute the K copies back to token order, then the weighted combine and the residual.
   push(LayerOpKind::unpermute, unpermutation);
@@ -284,8 +304,10 @@ void OpsBuilder::moe_ffn(const std::vector<double>& rows) {
   // A shared expert under TP is a TP MLP of its own (Megatron-Core SharedExpertMLP): the whole
   // microbatch through 1/TP of its hidden width, between its own all-gather and reduce-scatter.
   const Format shared_f = format_of(plan, LinearClass::shared_expert);
+  const PassTimes shared_activation = eager_gated(T * s.t * s.shared_hidden);
   for (std::int64_t x = 0; x < m.shared_experts; ++x)
-    push(LayerOpKind::shared_expert, mlp(a, c, shared_f, T * s.t, d, s.shared_hidden, e), OpPlace::side);
+    push(LayerOpKind::shared_expert, add(mlp(a, c, shared_f, T * s.t, d, s.shared_hidden, e), shared_activation),
+         OpPlace::side);
   // Dispatch sends every routed copy (the off-rank share is the collective model's business);
   // a skewed rank's receive side is larger, and the slower side sets its time. The all-gather
   // dispatcher moves the rank's tokens once, whatever the routing (FP8 dispatch is refused there).
@@ -295,7 +317,8 @@ void OpsBuilder::moe_ffn(const std::vector<double>& rows) {
       dispatch == GemmPrecision::bf16 ? out.a2a_bytes : sent_rows * d * quantized_bytes_per_element(dispatch);
   if (plan.etp > 1) out.etp_bytes = routed * d * e;
   if (plan.recompute == Recompute::selective)  // selective_op is refused for MoE blocks (parallel_plan.cpp)
-    out.partial_recompute = c.memory(routed * e * (up + 1) * he_r + T * e * (up + 1) * hs, MemoryKernel::elementwise);
+    out.partial_recompute = c.memory(routed * e * (up + 1) * he_r + T * e * (up + 1) * hs, MemoryKernel::elementwise) +
+                            routed_activation.fwd + dbl(m.shared_experts) * shared_activation.fwd;
 }
 
 }  // namespace

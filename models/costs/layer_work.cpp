@@ -87,6 +87,17 @@ PassTimes streaming(const CostBook& c, double bytes, MemoryKernel kind) {
   return {c.memory(bytes, kind), c.memory(2 * bytes, kind)};
 }
 
+PassTimes eager_rope_extra(const CostBook& c, double elements, double e) {
+  constexpr double fp32 = bytes_of(DType::fp32);
+  return {c.memory(elements * 4 * fp32, MemoryKernel::elementwise),
+          c.memory(elements * (4 * fp32 - 2 * e), MemoryKernel::elementwise), 0.0};
+}
+
+PassTimes eager_gated_activation_extra(const CostBook& c, double elements, double e) {
+  return {c.memory(2 * e * elements, MemoryKernel::elementwise), c.memory(3 * e * elements, MemoryKernel::elementwise),
+          0.0};
+}
+
 PassTimes quantization(const CostBook& c, Format f, double rows, double in, double out, double weight_elements) {
   PassTimes t;
   if (f.gemm == GemmPrecision::bf16) return t;

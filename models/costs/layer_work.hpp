@@ -36,6 +36,20 @@ Format format_of(const ParallelPlan& plan, LinearClass c);
 // the incoming gradient and writes the outgoing one, about twice the traffic.
 PassTimes streaming(const CostBook& c, double bytes, MemoryKernel kind);
 
+// PyTorch's eager pointwise ops (plan kernels.pointwise "eager" outside a compiled block), priced
+// as the bytes they move beyond the fused pass a block's elementwise op already holds (2e an
+// element forward, priced 4e backward; e the compute dtype's bytes).
+// RoPE on `elements` of q and k, torchtitan's ComplexRoPE.apply_rotary_emb (models/common/rope.py):
+// the FP32 upcast (read e, write 4), the complex multiply (read 4, write 4), the cast back (read 4,
+// write e): 2e + 16 bytes an element, and as many backward (the adjoint casts and the conjugate
+// multiply).
+PassTimes eager_rope_extra(const CostBook& c, double elements, double e);
+// A gated activation on `elements` of its product, torchtitan's FeedForward and GroupedExperts
+// (F.silu(w1 x) * w3 x): silu (read e, write e), then the product (read 2e, write e): 5e against
+// the fused pass's 3e; backward, the product's two gradients (read 2e, write e each) and silu's
+// (read 2e, write e): 9e against 6e.
+PassTimes eager_gated_activation_extra(const CostBook& c, double elements, double e);
+
 // The quantization kernels a low-precision linear [rows, in] x [in, out] runs around its GEMMs
 // (models/costs/low_precision.hpp), priced as elementwise-class memory kernels; zero for BF16.
 PassTimes quantization(const CostBook& c, Format f, double rows, double in, double out, double weight_elements);

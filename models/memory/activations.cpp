@@ -200,6 +200,9 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
   if (spec.mixer == Mixer::attention) attention_terms(a, plan, w, t);
   if (spec.mixer == Mixer::mamba) mamba_terms(a, w, t);
   const bool recompute_swiglu = plan.recompute == Recompute::selective;
+  // PyTorch's eager gated activation (kernels.pointwise "eager") keeps silu's output too: the
+  // product's backward (MulBackward0) saves both of its operands, silu's its input.
+  const bool silu_output = plan.eager_pointwise() && up == 2 && !recompute_swiglu;
   if (spec.ffn == Ffn::moe) {
     const MoeSpec& m = *a.moe;
     const double K = dbl(m.top_k), h = dbl(m.expert_hidden), hs = w.shared_hidden, shared = dbl(m.shared_experts);
@@ -228,10 +231,12 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
     // input), the expert output kept for the combine weights' gradient.
     t.activations(mlp, rows * up * h);
     if (!recompute_swiglu) t.linear_input(mlp, LinearClass::routed_expert, rows * h);
+    if (silu_output) t.activations(mlp, rows * h);
     t.activations(mlp, rows * gathered * d);
     t.extra_quantized_copy(mlp, LinearClass::shared_expert, shared * d * seq);
     t.activations(mlp, shared * up * hs);
     if (!recompute_swiglu) t.swiglu_product(mlp, LinearClass::shared_expert, shared * hs);
+    if (silu_output) t.activations(mlp, shared * hs);
   } else if (spec.ffn == Ffn::dense) {
     // Norm input; its output, the up(/gate) GEMM's input (fused into Transformer Engine's
     // LayerNormLinear like the QKV one); the up(/gate) output; the activation output (down input).
@@ -240,6 +245,7 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
     t.norm_output(mlp, LinearClass::dense_mlp, seq, d);
     t.activations(mlp, up * h);
     if (!recompute_swiglu) t.swiglu_product(mlp, LinearClass::dense_mlp, h);
+    if (silu_output) t.activations(mlp, h);
   }
   // Hidden dropout after the feed-forward part: its mask (MLP or MoE output, the rank's sequence share).
   if (spec.ffn != Ffn::none && a.dropout.hidden > 0) t.add(mlp, SavedFormat::mask, kMaskBytes * d * seq);

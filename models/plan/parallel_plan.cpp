@@ -163,6 +163,7 @@ ParallelPlan parse_plan(const JsonReader& in) {
   // Which library kernels the stack calls; each is priced from the profile's rates for it.
   if (auto k = in.optional_object("kernels")) {
     p.attention_kernel = k->choice_of("attention", kAttentionKernelNames, AttentionKernel::profile);
+    p.pointwise_kernels = k->choice_of("pointwise", kPointwiseKernelsNames, PointwiseKernels::fused);
     k->finish();
   }
   const auto batch = in.object("batch");

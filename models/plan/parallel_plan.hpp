@@ -243,6 +243,10 @@ struct ParallelPlan {
   PrecisionSpec precision;
   // kernels.attention: the attention kernel the stack calls, at the profile's rates for it.
   AttentionKernel attention_kernel = AttentionKernel::profile;
+  // kernels.pointwise: RoPE and the gated activation as fused passes or PyTorch's eager ops
+  // (models/costs/layer_ops.cpp); a compiled block fuses them whatever this says.
+  PointwiseKernels pointwise_kernels = PointwiseKernels::fused;
+  bool eager_pointwise() const { return pointwise_kernels == PointwiseKernels::eager && !compiled_blocks; }
   std::int64_t microbatch_sequences = 1;  // per rank
   std::int64_t global_batch_tokens = 0;
   Recompute recompute = Recompute::none;

@@ -16,6 +16,10 @@ std::unique_ptr<StackPreset> torchtitan_stack() {
           {"activations.compiled_blocks", "false",
            "torchtitan/config/job_config.py Compile.enable False (with compile.enable and the \"model\" component "
            "each TransformerBlock is compiled: set it true)"},
+          {"kernels.pointwise", "\"eager\"",
+           "torchtitan/models/common/rope.py ComplexRoPE.apply_rotary_emb (query.float(), the complex multiply, "
+           "type_as) and models/common/feed_forward.py FeedForward.forward (F.silu(self.w1(x)) * self.w3(x)) run as "
+           "separate PyTorch kernels in the eager model (a compiled block fuses them)"},
           {"optimizer.implementation", "\"fused\"", "torchtitan/config/job_config.py Optimizer.implementation"},
           {"fsdp.reshard_after_forward_policy", "\"default\"",
            "torchtitan/config/configs.py ParallelismConfig.fsdp_reshard_after_forward \"default\" -> "
