@@ -1,5 +1,6 @@
 #include "models/common/json_reader.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -223,6 +224,24 @@ std::vector<std::int64_t> JsonReader::integer_list(std::string_view key, Range r
   std::vector<std::int64_t> out;
   for (std::size_t i = 0; i < v.size(); ++i) {
     out.push_back(as_integer(v[i], child_path(key) + "[" + std::to_string(i) + "]", range));
+  }
+  return out;
+}
+
+std::vector<std::string> JsonReader::choice_list(std::string_view key, const std::vector<std::string>& allowed) const {
+  const auto& v = require(key);
+  if (!v.is_array())
+    fail(key, "expected an array of names, got " + type_name(v) + "; allowed: " + quoted_list(allowed));
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string at = std::string(key) + "[" + std::to_string(i) + "]";
+    const std::string word = v[i].is_string() ? v[i].get<std::string>() : std::string();
+    if (!v[i].is_string() || std::find(allowed.begin(), allowed.end(), word) == allowed.end()) {
+      fail(at, "value " + brief(v[i]) + " is not allowed" +
+                   did_you_mean(word, allowed, "allowed: " + quoted_list(allowed)));
+    }
+    if (std::find(out.begin(), out.end(), word) != out.end()) fail(at, "\"" + word + "\" is listed twice");
+    out.push_back(word);
   }
   return out;
 }

@@ -72,6 +72,8 @@ class JsonReader {
     return names.parse(choice_in(key, names.names()));
   }
   std::vector<std::int64_t> integer_list(std::string_view key, Range range) const;
+  // An array of distinct names, each one of `allowed` (the error names the element at fault).
+  std::vector<std::string> choice_list(std::string_view key, const std::vector<std::string>& allowed) const;
   std::vector<double> number_list(std::string_view key, Range range) const;
   std::vector<std::int64_t> integer_list_or(std::string_view key, Range range) const;
 

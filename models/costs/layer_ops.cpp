@@ -18,48 +18,6 @@ constexpr double kFp32 = bytes_of(DType::fp32);
 PassTimes linear(const CostBook& c, double tokens, double in, double out) { return linear(c, {}, tokens, in, out); }
 PassTimes elementwise(const CostBook& c, double bytes) { return streaming(c, bytes, MemoryKernel::elementwise); }
 
-// Flash attention over the microbatch's sequences on this rank's `heads` and `kv_heads` (all of
-// them, or a TP shard): causal, over the layer's sliding window where it has one; MLA's q/k and v
-// head widths apart.
-PassTimes attention(const Architecture& a, const CostBook& c, double tokens, double heads, double kv_heads,
-                    double window) {
-  AttentionShape shape;
-  shape.sequences = tokens / dbl(a.sequence_length);
-  shape.seq_len = dbl(a.sequence_length);
-  shape.heads = heads;
-  shape.kv_heads = kv_heads;
-  shape.head_dim = dbl(a.attention.qk_head_dim());
-  shape.v_head_dim = dbl(a.attention.value_head_dim());
-  shape.window = window;
-  shape.causal = true;
-  return {c.attention(shape, false), c.attention(shape, true)};
-}
-
-// Megatron-LM's unfused core attention (megatron/core/transformer/dot_product_attention.py
-// DotProductAttention.forward) over the microbatch's sequences on this rank's `heads`: per
-// sequence and head, baddbmm writes the S x S scores (every pair: the causal mask is applied to
-// the whole matrix), the fused scale-mask-softmax reads them and writes the probabilities,
-// dropout (where it drops) reads them and writes its output and a one-byte mask, and bmm reads
-// them with V. Backward: the four bmm gradients, the dropout's (read the gradient and the mask,
-// write) and the softmax's (read the probabilities and the gradient, write). Each bmm is priced
-// as one head's GEMM times the heads; at head widths of 64-256 the score matrix's HBM traffic
-// sets that GEMM's time (the GEMM model's roofline floor).
-PassTimes unfused_attention(const Architecture& a, const CostBook& c, double tokens, double heads, double e) {
-  const double S = dbl(a.sequence_length), count = tokens / S * heads;
-  const double dq = dbl(a.attention.qk_head_dim()), dv = dbl(a.attention.value_head_dim());
-  const double scores = count * S * S;
-  const bool drops = a.dropout.attention > 0;
-  constexpr GemmPrecision bf16 = GemmPrecision::bf16;
-  const double gemms_fwd = c.gemm({S, S, dq, GemmPass::forward, bf16}) + c.gemm({S, dv, S, GemmPass::forward, bf16});
-  // dP = dO V^T, dV = P^T dO, dS -> dQ = dS K, dK = dS^T Q.
-  const double gemms_bwd = c.gemm({S, S, dv, GemmPass::dgrad, bf16}) + c.gemm({S, dv, S, GemmPass::wgrad, bf16}) +
-                           c.gemm({S, dq, S, GemmPass::dgrad, bf16}) + c.gemm({S, dq, S, GemmPass::wgrad, bf16});
-  const double softmax_fwd = scores * 2 * e, dropout_fwd = drops ? scores * (2 * e + kMaskBytes) : 0.0;
-  const double softmax_bwd = scores * 3 * e, dropout_bwd = drops ? scores * (2 * e + kMaskBytes) : 0.0;
-  return {count * gemms_fwd + c.memory(softmax_fwd + dropout_fwd, MemoryKernel::elementwise),
-          count * gemms_bwd + c.memory(softmax_bwd + dropout_bwd, MemoryKernel::elementwise), 0.0};
-}
-
 // An MLP d -> h -> d: up(/gate) [T, d] x [d, 2h] (gated) or [d, h], down [T, h] x [h, d], and its
 // elementwise kernels (the activation, and for a gated one its product, and the residual add).
 PassTimes mlp(const Architecture& a, const CostBook& c, Format f, double T, double d, double h, double e) {
@@ -87,6 +45,11 @@ struct OpsBuilder {
   double attn_elem_ = 0;       // the attention's memory-bound bytes (what op-level checkpointing redoes)
   double attn_eager_ = 0;      // and the forward time of its eager RoPE beyond them
   double core_recompute_ = 0;  // selective recompute of the unfused core attention: its forward again
+  // Megatron-Core's recompute modules (recompute_modules.hpp): each listed module's forward again
+  // before its backward; the mixer's part here, the feed-forward part's in partial_recompute.
+  SelectiveRecompute sel = selective_recompute(plan);
+  double mixer_recompute_ = 0;
+  double norm_fwd(double tokens) const { return elementwise(c, tokens * e * 2 * d).fwd; }  // read and write
   // Hidden dropout's one-byte mask of the rank's `tokens`, written in forward (read in backward)
   // beside the residual add (Megatron-LM's fused bias-dropout-add).
   double dropout_mask(double tokens) const { return a.dropout.hidden > 0 ? tokens * d * kMaskBytes : 0.0; }
@@ -141,8 +104,15 @@ void OpsBuilder::attention_mixer() {
     PassTimes proj =
         ql > 0 ? add(linear(c, attn_f, T, d, ql), linear(c, attn_f, T, ql, q)) : linear(c, attn_f, T, d, q);
     proj = add(proj, linear(c, attn_f, T, d, kvl + dbl(at.qk_rope_head_dim)));
-    proj = add(proj, linear(c, attn_f, T, kvl, s.kv_heads * dbl(at.qk_nope_head_dim + at.v_head_dim)));
+    const PassTimes kv_up = linear(c, attn_f, T, kvl, s.kv_heads * dbl(at.qk_nope_head_dim + at.v_head_dim));
+    proj = add(proj, kv_up);
     push(LayerOpKind::qkv_projection, proj);
+    // mla_up_proj: the q and kv up projections and RoPE again; layernorm: the input norm (a module
+    // of its own under MLA).
+    if (sel.mla_up_proj)
+      mixer_recompute_ += (ql > 0 ? linear(c, attn_f, T, ql, q) : linear(c, attn_f, T, d, q)).fwd + kv_up.fwd +
+                          c.memory(T * roped * 2 * e, MemoryKernel::elementwise) + rope.fwd;
+    if (sel.layernorm) mixer_recompute_ += norm_fwd(T * f);
   } else {
     push(LayerOpKind::qkv_projection, linear(c, attn_f, T, d, q + kv + v));
     // A whole-projection QK-norm needs every feature of a token's q and k, which TP splits by
@@ -170,10 +140,12 @@ void OpsBuilder::attention_mixer() {
   }
   if (plan.attention_kernel == AttentionKernel::unfused) {
     const PassTimes core = unfused_attention(a, c, T, s.heads, e);
-    if (plan.recompute == Recompute::selective) core_recompute_ = core.fwd;  // core_attn recomputed in backward
+    if (sel.core_attn) core_recompute_ = core.fwd;  // core_attn recomputed in backward
     push(LayerOpKind::attention_core, core);
   } else {
-    push(LayerOpKind::attention_core, attention(a, c, T, s.heads, s.kv_heads, dbl(spec.window)));
+    const PassTimes core = flash_attention(a, c, T, s.heads, s.kv_heads, dbl(spec.window));
+    if (sel.core_attn && sel.modules) core_recompute_ = core.fwd;  // a fused kernel's checkpoint: forward again
+    push(LayerOpKind::attention_core, core);
   }
   if (cp) out.ops.push_back({LayerOpKind::cp_end, OpPlace::point, {}});
   seam();
@@ -235,8 +207,11 @@ void OpsBuilder::dense_ffn() {
     point(LayerOpKind::tp_exit);
     push(LayerOpKind::residual, elementwise(c, residual));
   }
-  if (plan.recompute == Recompute::selective)
+  if (plan.recompute == Recompute::selective && !sel.modules)
     out.partial_recompute = c.memory(T * e * (up + 1) * h, MemoryKernel::elementwise) + activation.fwd;
+  if (sel.mlp)  // the dense MLP's checkpoint: its norm (in fc1), GEMMs and activation again
+    out.partial_recompute = linear(c, mlp_f, T, d, up * h).fwd + linear(c, mlp_f, T, h, d).fwd + norm_fwd(T * f) +
+                            elementwise(c, T * e * (up + 1) * h).fwd + activation.fwd;
   if (plan.recompute == Recompute::selective_op) {
     // An attention + SwiGLU block (validate_plan refuses the others): the even-numbered matmuls
     // (wk, wo, w3; activations.hpp) and the memory-bound kernels run again; the saved
@@ -252,6 +227,7 @@ void OpsBuilder::moe_ffn(const std::vector<double>& rows) {
   // An MoE block under TP runs on the rank's sequence share (sequence parallelism is required
   // there: validate_plan): it routes its own tokens; the routed experts are not tensor-parallel.
   T *= s.seq;
+  const std::size_t first_op = out.ops.size();
   const MoeSpec& m = *a.moe;
   const double K = dbl(m.top_k), N = dbl(m.num_experts), he = dbl(m.expert_hidden), hs = dbl(m.shared_hidden);
   const double up = dbl(a.mlp.up_factor());
@@ -316,9 +292,24 @@ void OpsBuilder::moe_ffn(const std::vector<double>& rows) {
   out.dispatch_bytes =
       dispatch == GemmPrecision::bf16 ? out.a2a_bytes : sent_rows * d * quantized_bytes_per_element(dispatch);
   if (plan.etp > 1) out.etp_bytes = routed * d * e;
-  if (plan.recompute == Recompute::selective)  // selective_op is refused for MoE blocks (parallel_plan.cpp)
+  if (plan.recompute == Recompute::selective && !sel.modules)  // selective_op is refused for MoE blocks
     out.partial_recompute = c.memory(routed * e * (up + 1) * he_r + T * e * (up + 1) * hs, MemoryKernel::elementwise) +
                             routed_activation.fwd + dbl(m.shared_experts) * shared_activation.fwd;
+  if (!sel.modules) return;
+  // moe: the layer's ops again (refused with EP > 1: its all-to-alls would run again); else
+  // moe_act the routed activation, shared_experts the shared MLPs; layernorm the pre-MLP norm.
+  double redo = sel.layernorm ? norm_fwd(T) : 0.0;
+  if (sel.moe) {
+    for (std::size_t i = first_op; i < out.ops.size(); ++i) redo += out.ops[i].times.fwd;
+  } else {
+    if (sel.routed_act)
+      redo += c.memory(routed * e * (up + 1) * he_r, MemoryKernel::elementwise) + routed_activation.fwd;
+    if (sel.shared_experts) {
+      for (std::size_t i = first_op; i < out.ops.size(); ++i)
+        if (out.ops[i].kind == LayerOpKind::shared_expert) redo += out.ops[i].times.fwd;
+    }
+  }
+  out.partial_recompute = redo;
 }
 
 }  // namespace
@@ -331,7 +322,7 @@ LayerOps layer_ops(const Architecture& a, const ParallelPlan& plan, const CostBo
   if (b.spec.mixer == Mixer::mamba) b.mamba_mixer();
   if (b.spec.ffn == Ffn::dense) b.dense_ffn();
   if (b.spec.ffn == Ffn::moe) b.moe_ffn(rows);
-  b.out.partial_recompute += b.core_recompute_;
+  b.out.partial_recompute += b.core_recompute_ + b.mixer_recompute_;
   return std::move(b.out);
 }
 

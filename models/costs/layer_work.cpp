@@ -87,6 +87,36 @@ PassTimes streaming(const CostBook& c, double bytes, MemoryKernel kind) {
   return {c.memory(bytes, kind), c.memory(2 * bytes, kind)};
 }
 
+PassTimes flash_attention(const Architecture& a, const CostBook& c, double tokens, double heads, double kv_heads,
+                          double window) {
+  AttentionShape shape;
+  shape.sequences = tokens / dbl(a.sequence_length);
+  shape.seq_len = dbl(a.sequence_length);
+  shape.heads = heads;
+  shape.kv_heads = kv_heads;
+  shape.head_dim = dbl(a.attention.qk_head_dim());
+  shape.v_head_dim = dbl(a.attention.value_head_dim());
+  shape.window = window;
+  shape.causal = true;
+  return {c.attention(shape, false), c.attention(shape, true)};
+}
+
+PassTimes unfused_attention(const Architecture& a, const CostBook& c, double tokens, double heads, double e) {
+  const double S = dbl(a.sequence_length), count = tokens / S * heads;
+  const double dq = dbl(a.attention.qk_head_dim()), dv = dbl(a.attention.value_head_dim());
+  const double scores = count * S * S;
+  const bool drops = a.dropout.attention > 0;
+  constexpr GemmPrecision bf16 = GemmPrecision::bf16;
+  const double gemms_fwd = c.gemm({S, S, dq, GemmPass::forward, bf16}) + c.gemm({S, dv, S, GemmPass::forward, bf16});
+  // dP = dO V^T, dV = P^T dO, dS -> dQ = dS K, dK = dS^T Q.
+  const double gemms_bwd = c.gemm({S, S, dv, GemmPass::dgrad, bf16}) + c.gemm({S, dv, S, GemmPass::wgrad, bf16}) +
+                           c.gemm({S, dq, S, GemmPass::dgrad, bf16}) + c.gemm({S, dq, S, GemmPass::wgrad, bf16});
+  const double softmax_fwd = scores * 2 * e, dropout_fwd = drops ? scores * (2 * e + kMaskBytes) : 0.0;
+  const double softmax_bwd = scores * 3 * e, dropout_bwd = drops ? scores * (2 * e + kMaskBytes) : 0.0;
+  return {count * gemms_fwd + c.memory(softmax_fwd + dropout_fwd, MemoryKernel::elementwise),
+          count * gemms_bwd + c.memory(softmax_bwd + dropout_bwd, MemoryKernel::elementwise), 0.0};
+}
+
 PassTimes eager_rope_extra(const CostBook& c, double elements, double e) {
   constexpr double fp32 = bytes_of(DType::fp32);
   return {c.memory(elements * 4 * fp32, MemoryKernel::elementwise),

@@ -36,6 +36,23 @@ Format format_of(const ParallelPlan& plan, LinearClass c);
 // the incoming gradient and writes the outgoing one, about twice the traffic.
 PassTimes streaming(const CostBook& c, double bytes, MemoryKernel kind);
 
+// Flash attention over the microbatch's sequences on this rank's `heads` and `kv_heads` (all of
+// them, or a TP shard): causal, over the layer's sliding window where it has one; MLA's q/k and v
+// head widths apart.
+PassTimes flash_attention(const Architecture& a, const CostBook& c, double tokens, double heads, double kv_heads,
+                          double window);
+
+// Megatron-LM's unfused core attention (megatron/core/transformer/dot_product_attention.py
+// DotProductAttention.forward) over the microbatch's sequences on this rank's `heads`: per
+// sequence and head, baddbmm writes the S x S scores (every pair: the causal mask is applied to
+// the whole matrix), the fused scale-mask-softmax reads them and writes the probabilities,
+// dropout (where it drops) reads them and writes its output and a one-byte mask, and bmm reads
+// them with V. Backward: the four bmm gradients, the dropout's (read the gradient and the mask,
+// write) and the softmax's (read the probabilities and the gradient, write). Each bmm is priced
+// as one head's GEMM times the heads; at head widths of 64-256 the score matrix's HBM traffic
+// sets that GEMM's time (the GEMM model's roofline floor).
+PassTimes unfused_attention(const Architecture& a, const CostBook& c, double tokens, double heads, double e);
+
 // PyTorch's eager pointwise ops (plan kernels.pointwise "eager" outside a compiled block), priced
 // as the bytes they move beyond the fused pass a block's elementwise op already holds (2e an
 // element forward, priced 4e backward; e the compute dtype's bytes).

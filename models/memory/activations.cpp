@@ -6,6 +6,7 @@
 
 #include "models/common/units.hpp"
 #include "models/costs/low_precision.hpp"
+#include "models/memory/op_checkpointing.hpp"
 #include "models/plan/rank_layout.hpp"
 
 namespace moesim {
@@ -46,26 +47,6 @@ namespace {
 // (one rank's widths, tp_widths), and with sequence parallelism what lies between the TP regions
 // is saved as the rank's sequence share (`seq` per token of the microbatch); an MoE block runs on
 // the sequence share (SP is required there).
-
-// torchtitan's op-level checkpointing of a dense block (see the header): the block input, the
-// flash-attention outputs and the outputs of the odd-numbered matmuls in call order (under TP the
-// row-parallel w2 keeps its whole [T, d] partial sum).
-BlockActivations op_checkpointed(const Architecture& a, const ParallelPlan& plan, double e) {
-  const TpWidths w = tp_widths(a, plan);
-  const double d = dbl(a.d_model), q = w.q, kv = w.kv, h = w.dense_hidden;
-  // Output widths of the block's matmuls in call order: wq, wk, wv, wo, then w1, w3, w2.
-  constexpr std::size_t kAttentionMatmuls = 4;
-  const double widths[] = {q, kv, kv, d, h, h, d};
-  BlockActivations b;
-  const double lse = kFp32 * w.heads;
-  b.attention = e * d * w.seq + e * q + lse;                // input, attention output, LSE
-  for (std::size_t i = 0; i < std::size(widths); i += 2) {  // the 1st, 3rd, ... matmul
-    (i < kAttentionMatmuls ? b.attention : b.mlp) += e * widths[i];
-  }
-  b.by_format[static_cast<std::size_t>(SavedFormat::fp32)] = lse;
-  b.by_format[static_cast<std::size_t>(SavedFormat::compute)] = b.total() - lse;
-  return b;
-}
 
 // Bytes per token as a block saves them, each term in its format and part (attention or MLP).
 class SavedTerms {
@@ -149,21 +130,28 @@ class SavedTerms {
 // attention dropout drops, its mask and output (Korthikanti et al. 2022 Section 4.1: 5as^2b per
 // layer), unless selective recompute recomputes the core attention (Megatron-LM's default
 // selective module, core_attn). Hidden dropout keeps a mask of the attention's output.
+// Megatron-Core's selective modules (recompute_modules.hpp) discard what they rebuild: layernorm
+// MLA's input-norm output (a module of its own there; a GQA block's norm is fused into the QKV
+// LayerNormLinear), mla_up_proj q, k and v (the latents stay), core_attn the probabilities of the
+// unfused core attention (a fused kernel's q, k, v and output stay, the checkpoint's inputs and
+// the out-projection's).
 void attention_terms(const Architecture& a, const ParallelPlan& plan, const TpWidths& w, SavedTerms& t) {
   constexpr auto attention = &BlockActivations::attention;
   const double d = dbl(a.d_model);
+  const SelectiveRecompute sel = selective_recompute(plan);
+  const bool mla = a.attention.kind == AttentionKind::mla;
   t.activations(attention, d * w.seq);
-  t.norm_output(attention, LinearClass::attention, w.seq, d);
-  if (a.attention.kind == AttentionKind::mla) {
+  if (!(sel.layernorm && mla)) t.norm_output(attention, LinearClass::attention, w.seq, d);
+  if (mla) {
     const AttentionSpec& at = a.attention;
     t.activations(attention,
                   2 * dbl(at.q_lora_rank) + dbl(at.kv_lora_rank + at.qk_rope_head_dim) + dbl(at.kv_lora_rank));
   }
   if (a.attention.qk_norm) t.activations(attention, w.q + w.kv);
-  t.activations(attention, w.q + w.kv + w.v + w.out);
+  t.activations(attention, (sel.mla_up_proj && mla ? 0.0 : w.q + w.kv + w.v) + w.out);
   if (plan.attention_kernel != AttentionKernel::unfused) {
     t.add(attention, SavedFormat::fp32, kFp32 * w.heads);
-  } else if (plan.recompute != Recompute::selective) {
+  } else if (!sel.core_attn) {
     const double scores = w.heads * dbl(a.sequence_length);  // per query token: one row per local head
     t.activations(attention, scores);
     if (a.dropout.attention > 0) {
@@ -190,6 +178,40 @@ void mamba_terms(const Architecture& a, const TpWidths& w, SavedTerms& t) {
     t.add(attention, SavedFormat::mask, kMaskBytes * d * w.seq);  // MambaLayer's bias-dropout-add
 }
 
+// An MoE layer's terms after its norm: FP32 router logits, FP32 probs + int64 indices of the
+// top-K; the dispatched input; per routed row the up(/gate) output, the activation output and the
+// expert output; the shared experts'. Expert TP: the grouped GEMMs run on the rows gathered from
+// the ETP group (ETP x the rank's own) through 1/ETP of the hidden width, so the d-wide terms grow
+// by ETP and the hidden ones stay.
+void moe_terms(const Architecture& a, const ParallelPlan& plan, const TpWidths& w, const RoutedRows& routed,
+               const SelectiveRecompute& sel, bool silu, SavedTerms& t) {
+  constexpr auto mlp = &BlockActivations::mlp;
+  const MoeSpec& m = *a.moe;
+  const double d = dbl(a.d_model), seq = w.seq, up = dbl(a.mlp.up_factor());
+  const double K = dbl(m.top_k), h = dbl(m.expert_hidden), hs = w.shared_hidden, shared = dbl(m.shared_experts);
+  const double rows = routed.computed * seq, gathered = dbl(plan.etp);
+  t.add(mlp, SavedFormat::fp32, (kFp32 * dbl(m.num_experts) + K * kFp32) * seq);
+  t.add(mlp, SavedFormat::int64, K * kIndex * seq);
+  // The dispatched input, the grouped GEMM's saved input: as it arrives when dispatched in FP8
+  // (torchao's grouped GEMM saves a quantized input as given), else as the expert linear keeps it.
+  const GemmPrecision dispatched = plan.precision.ep_dispatch;
+  if (dispatched != GemmPrecision::bf16) {
+    t.add(mlp, SavedTerms::format_of(dispatched),
+          routed.dispatch * seq * gathered * d * quantized_bytes_per_element(dispatched));
+  } else {
+    t.linear_input(mlp, LinearClass::routed_expert, routed.dispatch * seq * gathered * d);
+  }
+  t.activations(mlp, rows * up * h);
+  if (!sel.routed_act) t.linear_input(mlp, LinearClass::routed_expert, rows * h);
+  if (silu && !sel.routed_act) t.activations(mlp, rows * h);
+  t.activations(mlp, rows * gathered * d);
+  if (sel.shared_experts) return;
+  t.extra_quantized_copy(mlp, LinearClass::shared_expert, shared * d * seq);
+  t.activations(mlp, shared * up * hs);
+  if (!sel.shared_act) t.swiglu_product(mlp, LinearClass::shared_expert, shared * hs);
+  if (silu && !sel.shared_act) t.activations(mlp, shared * hs);
+}
+
 BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,
                                              const RoutedRows& routed) {
   const TpWidths w = tp_widths(a, plan);
@@ -199,53 +221,31 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
   const LayerSpec spec = a.layer(layer);
   if (spec.mixer == Mixer::attention) attention_terms(a, plan, w, t);
   if (spec.mixer == Mixer::mamba) mamba_terms(a, w, t);
-  const bool recompute_swiglu = plan.recompute == Recompute::selective;
+  // Selective recompute drops the SwiGLU products it redoes, or Megatron-Core's modules what they
+  // rebuild: an MoE layer's pre-MLP norm output (layernorm), all but its input (moe), the shared
+  // experts' (shared_experts), a dense MLP's all but its input (mlp; its norm is inside fc1).
+  const SelectiveRecompute sel = selective_recompute(plan);
   // PyTorch's eager gated activation (kernels.pointwise "eager") keeps silu's output too: the
   // product's backward (MulBackward0) saves both of its operands, silu's its input.
-  const bool silu_output = plan.eager_pointwise() && up == 2 && !recompute_swiglu;
+  const bool silu = plan.eager_pointwise() && up == 2;
   if (spec.ffn == Ffn::moe) {
-    const MoeSpec& m = *a.moe;
-    const double K = dbl(m.top_k), h = dbl(m.expert_hidden), hs = w.shared_hidden, shared = dbl(m.shared_experts);
-    const double rows = routed.computed * seq;
-    // Expert TP: the grouped GEMMs run on the rows gathered from the ETP group (ETP x the rank's
-    // own) through 1/ETP of the hidden width, so the d-wide terms grow by ETP and the hidden ones
-    // stay.
-    const double gathered = dbl(plan.etp);
     // Norm input and output (the router's BF16 input; a compiled block keeps the FP32 rstd and
-    // recomputes it), FP32 router logits, FP32 probs + int64 indices of the top-K. The routed
-    // experts' grouped GEMMs are ops of their own, so what they save stays as below.
+    // recomputes it); the rest unless the whole layer is recomputed. The routed experts' grouped
+    // GEMMs are ops of their own, so what they save stays as moe_terms says.
     t.activations(mlp, d * seq);
-    t.norm_output(mlp, std::nullopt, seq, d);
-    t.add(mlp, SavedFormat::fp32, (kFp32 * dbl(m.num_experts) + K * kFp32) * seq);
-    t.add(mlp, SavedFormat::int64, K * kIndex * seq);
-    // The dispatched input, the grouped GEMM's saved input: as it arrives when dispatched in FP8
-    // (torchao's grouped GEMM saves a quantized input as given), else as the expert linear keeps it.
-    const GemmPrecision dispatched = plan.precision.ep_dispatch;
-    if (dispatched != GemmPrecision::bf16) {
-      t.add(mlp, SavedTerms::format_of(dispatched),
-            routed.dispatch * seq * gathered * d * quantized_bytes_per_element(dispatched));
-    } else {
-      t.linear_input(mlp, LinearClass::routed_expert, routed.dispatch * seq * gathered * d);
-    }
-    // Per routed row: up(/gate) output (the activation's input), the activation output (down
-    // input), the expert output kept for the combine weights' gradient.
-    t.activations(mlp, rows * up * h);
-    if (!recompute_swiglu) t.linear_input(mlp, LinearClass::routed_expert, rows * h);
-    if (silu_output) t.activations(mlp, rows * h);
-    t.activations(mlp, rows * gathered * d);
-    t.extra_quantized_copy(mlp, LinearClass::shared_expert, shared * d * seq);
-    t.activations(mlp, shared * up * hs);
-    if (!recompute_swiglu) t.swiglu_product(mlp, LinearClass::shared_expert, shared * hs);
-    if (silu_output) t.activations(mlp, shared * hs);
+    if (!sel.layernorm) t.norm_output(mlp, std::nullopt, seq, d);
+    if (!sel.moe) moe_terms(a, plan, w, routed, sel, silu, t);
   } else if (spec.ffn == Ffn::dense) {
     // Norm input; its output, the up(/gate) GEMM's input (fused into Transformer Engine's
     // LayerNormLinear like the QKV one); the up(/gate) output; the activation output (down input).
     const double h = w.dense_hidden;
     t.activations(mlp, d * seq);
-    t.norm_output(mlp, LinearClass::dense_mlp, seq, d);
-    t.activations(mlp, up * h);
-    if (!recompute_swiglu) t.swiglu_product(mlp, LinearClass::dense_mlp, h);
-    if (silu_output) t.activations(mlp, h);
+    if (!sel.mlp) {
+      t.norm_output(mlp, LinearClass::dense_mlp, seq, d);
+      t.activations(mlp, up * h);
+      if (!sel.dense_act) t.swiglu_product(mlp, LinearClass::dense_mlp, h);
+      if (silu && !sel.dense_act) t.activations(mlp, h);
+    }
   }
   // Hidden dropout after the feed-forward part: its mask (MLP or MoE output, the rank's sequence share).
   if (spec.ffn != Ffn::none && a.dropout.hidden > 0) t.add(mlp, SavedFormat::mask, kMaskBytes * d * seq);
@@ -277,8 +277,18 @@ double recomputed_per_token(const Architecture& a, std::int64_t layer, const Par
     case Recompute::selective_op:
       return saved_without_checkpointing(a, layer, plan, routed).total() -
              op_checkpointed(a, plan, bytes_of(plan.precision.compute)).total();
-    case Recompute::none:
-    case Recompute::selective: break;
+    case Recompute::selective:
+      if (selective_recompute(plan).modules) {
+        // Each module is rebuilt just before its own backward: the larger part's at once.
+        ParallelPlan kept = plan;
+        kept.recompute = Recompute::none;
+        kept.recompute_modules = {};
+        const BlockActivations all = saved_without_checkpointing(a, layer, kept, routed);
+        const BlockActivations saved = saved_without_checkpointing(a, layer, plan, routed);
+        return std::max(all.attention - saved.attention, all.mlp - saved.mlp);
+      }
+      break;
+    case Recompute::none: break;
   }
   return 0.0;
 }

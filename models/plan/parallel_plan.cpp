@@ -172,6 +172,21 @@ ParallelPlan parse_plan(const JsonReader& in) {
   batch.finish();
   if (auto act = in.optional_object("activations")) {
     p.recompute = act->choice_of("recompute", kRecomputeNames, Recompute::none);
+    if (act->has("recompute_modules")) {
+      for (const std::string& m : act->choice_list("recompute_modules", kRecomputeModuleNames.names()))
+        p.recompute_modules.add(kRecomputeModuleNames.parse(m));
+      if (p.recompute != Recompute::selective) {
+        act->fail("recompute_modules",
+                  "lists Megatron-Core's selective recompute modules, so recompute must be "
+                  "\"selective\" (it is \"" +
+                      std::string(name_of(p.recompute)) + "\"); allowed: remove the list");
+      }
+      if (p.recompute_modules.empty()) {
+        act->fail("recompute_modules",
+                  "is empty; allowed: one or more modules, or recompute \"none\" to recompute "
+                  "nothing");
+      }
+    }
     p.loss = act->choice_of("loss", kLossImplNames, LossImpl::standard);
     p.compiled_blocks = act->boolean_or("compiled_blocks", false);
     act->finish();

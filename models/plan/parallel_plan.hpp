@@ -11,6 +11,7 @@
 #include "models/common/enum_names.hpp"
 #include "models/common/units.hpp"
 #include "models/moe/routing.hpp"
+#include "models/plan/recompute_modules.hpp"
 
 namespace moesim {
 
@@ -20,8 +21,9 @@ struct Architecture;
 enum class OptimizerKind { adamw, muon, sgd };
 enum class ShardLayout { per_tensor, concat_then_shard, same_param_count };
 // Activation recomputation: none; full (each block keeps its input and runs its forward again
-// before its backward); selective (Korthikanti et al. 2022: the SwiGLU products are recomputed);
-// selective_op (torchtitan's op-level selective checkpointing, dense blocks: see activations.hpp).
+// before its backward); selective (Korthikanti et al. 2022's SwiGLU products, or Megatron-Core's
+// recompute_modules: recompute_modules.hpp); selective_op (torchtitan's op-level selective checkpointing, dense blocks:
+// see activations.hpp).
 enum class Recompute { none, full, selective, selective_op };
 // The LM head's loss path (models/costs/loss_paths.hpp): eager PyTorch cross-entropy, the same
 // under torch.compile, flash-attn's Triton cross-entropy, Liger's fused linear cross-entropy, Megatron-Core's
@@ -250,6 +252,7 @@ struct ParallelPlan {
   std::int64_t microbatch_sequences = 1;  // per rank
   std::int64_t global_batch_tokens = 0;
   Recompute recompute = Recompute::none;
+  RecomputeModules recompute_modules;  // activations.recompute_modules, with selective
   LossImpl loss = LossImpl::standard;
   // Each block under torch.compile (Olmo-core's Transformer.apply_compile, torchtitan's
   // compile.enable with the "model" component): AOTAutograd's min-cut partitioner saves a norm's

@@ -181,6 +181,18 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
          "this architecture has MoE, Mamba-2, MLA, non-gated or mixer-less layers (allowed here: none, full, "
          "selective)");
   }
+  if (p.recompute_modules.has(RecomputeModule::mla_up_proj) && a.attention.kind != AttentionKind::mla) {
+    // Megatron-Core transformer_config.py: "mla_up_proj in recompute_modules is only supported with
+    // multi_latent_attention".
+    fail("activations.recompute_modules",
+         "\"mla_up_proj\" recomputes multi-latent attention's up projections; "
+         "this architecture's attention is not MLA (allowed: the other modules)");
+  }
+  if (p.recompute_modules.has(RecomputeModule::moe) && p.ep > 1) {
+    fail("activations.recompute_modules",
+         "\"moe\" recomputes an MoE layer whole, its EP dispatch and combine again in the backward, which is not "
+         "modeled; allowed with expert_parallel.degree 1, or moe_act / shared_experts");
+  }
   if (p.attention_kernel == AttentionKernel::unfused) {
     // Megatron-Core's context parallelism runs Transformer Engine's fused attention per KV chunk;
     // torchtitan's op-level checkpointing keeps flash attention's outputs.
