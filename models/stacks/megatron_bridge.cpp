@@ -28,6 +28,12 @@ std::unique_ptr<StackPreset> megatron_bridge_stack() {
           "(qwen/qwen3_moe_bridge.py, deepseek/deepseek_v3_bridge.py, olmoe/olmoe_provider.py, "
           "gpt_oss/gpt_oss_bridge.py; a few newer ones \"flex\", DeepEP: expert_parallel.transport \"deepep\")";
     }
+    if (v.path == "kernels.pointwise") {
+      v.source =
+          "src/megatron/bridge/models/llama/llama_bridge.py (and the other model bridges): "
+          "bias_activation_fusion=True, "
+          "apply_rope_fusion=True (Megatron-Core's fused bias-SwiGLU and RoPE)";
+    }
     if (v.path == "ddp.overlap_grad_reduce" || v.path == "ddp.overlap_param_gather") {
       v.source =
           "src/megatron/bridge/recipes/common.py _pretrain_common: DistributedDataParallelConfig("

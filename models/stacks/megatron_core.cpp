@@ -21,6 +21,10 @@ std::unique_ptr<StackPreset> megatron_core_stack() {
           {"activations.compiled_blocks", "false",
            "megatron/core/transformer/transformer_layer.py: layers run Transformer Engine and jit_fuser kernels, "
            "never torch.compile of the layer"},
+          {"kernels.pointwise", "\"fused\"",
+           "megatron/training/arguments.py --no-rope-fusion, --no-bias-swiglu-fusion (both fusions on unless passed): "
+           "transformer/mlp.py bias_swiglu_impl (fusions/fused_bias_swiglu.py, one jit-fused kernel each way) and "
+           "apply_rope_fusion (Transformer Engine's fused RoPE)"},
           {"ddp.grad_sync", "\"reduce_scatter\"",
            "megatron/core/distributed/param_and_grad_buffer.py _ParamAndGradBucketGroup.start_grad_sync: "
            "reduce_scatter_tensor when use_distributed_optimizer",

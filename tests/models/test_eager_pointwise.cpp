@@ -4,12 +4,14 @@
 // product's backward; nothing changes under a compiled block, for a non-gated MLP or without RoPE.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "models/costs/layer_ops.hpp"
 #include "models/costs/profile_cost_book.hpp"
 #include "models/memory/activations.hpp"
+#include "models/stacks/stack_preset.hpp"
 #include "sim/step_simulation.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -33,12 +35,20 @@ Scenario llama(const std::vector<std::string>& sets) {
 }
 }  // namespace
 
-TEST_CASE("torchtitan runs RoPE and SwiGLU as eager PyTorch ops, Megatron-Core's presets leave them fused", "[unit]") {
+TEST_CASE("torchtitan runs RoPE and SwiGLU as eager PyTorch ops, Megatron-Core's presets fuse them", "[unit]") {
   const Scenario titan = llama({});
   CHECK(titan.plan.pointwise_kernels == PointwiseKernels::eager);
   CHECK(titan.plan.eager_pointwise());
   const Scenario megatron = llama({"plan.stack=\"megatron-core\""});
   CHECK(megatron.plan.pointwise_kernels == PointwiseKernels::fused);
+  for (const char* name : {"megatron-core", "megatron-bridge"}) {
+    INFO(name);
+    const auto& values = stack_presets().get(name).values();
+    const auto it =
+        std::find_if(values.begin(), values.end(), [](const StackValue& v) { return v.path == "kernels.pointwise"; });
+    REQUIRE(it != values.end());
+    CHECK(it->value == "\"fused\"");
+  }
   // A compiled block fuses them whatever the key says.
   CHECK_FALSE(llama({"plan.activations.compiled_blocks=true"}).plan.eager_pointwise());
 }
