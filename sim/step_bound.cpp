@@ -240,7 +240,7 @@ class BoundBuilder {
     }
     // W as the step builder runs it: every weight gradient of the block in one kernel.
     t.wgrad = w.weight_gradients();
-    if (plan_.recompute == Recompute::full) {  // the forward runs again before backward
+    if (whole_layer_recompute(plan_, arch_, layer)) {  // the forward runs again before backward
       t.bwd += t.fwd;
       t.input += t.fwd;
     }

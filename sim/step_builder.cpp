@@ -341,7 +341,7 @@ class StepBuilder {
       return;
     }
     const LayerWork& w = st.layers[static_cast<std::size_t>(u)];
-    if (plan_.recompute == Recompute::full) forward_unit(r, u, mb, PhaseTag::recompute, cursor);
+    if (whole_layer_recompute(plan_, arch_, u)) forward_unit(r, u, mb, PhaseTag::recompute, cursor);
     if (w.moe) {
       cursor = MoeBlockPass(emit_, plan_, at, w, whole).run(cursor);
       return;

@@ -258,7 +258,8 @@ BlockActivations saved_per_token(const Architecture& a, std::int64_t layer, cons
                                  const RoutedRows& routed) {
   const double e = bytes_of(plan.precision.compute);
   switch (plan.recompute) {
-    case Recompute::full: {  // the block input (the rank's sequence shard under SP)
+    case Recompute::full: {                               // the block input (the rank's sequence shard under SP)
+      if (!whole_layer_recompute(plan, a, layer)) break;  // a layer past recompute_num_layers keeps all
       BlockActivations b{e * dbl(a.d_model) * plan.sequence_share(), 0.0, {}};
       b.by_format[static_cast<std::size_t>(SavedFormat::compute)] = b.attention;
       return b;
@@ -273,7 +274,8 @@ BlockActivations saved_per_token(const Architecture& a, std::int64_t layer, cons
 double recomputed_per_token(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,
                             const RoutedRows& routed) {
   switch (plan.recompute) {
-    case Recompute::full: return saved_without_checkpointing(a, layer, plan, routed).total();
+    case Recompute::full:
+      return whole_layer_recompute(plan, a, layer) ? saved_without_checkpointing(a, layer, plan, routed).total() : 0.0;
     case Recompute::selective_op:
       return saved_without_checkpointing(a, layer, plan, routed).total() -
              op_checkpointed(a, plan, bytes_of(plan.precision.compute)).total();

@@ -172,6 +172,15 @@ ParallelPlan parse_plan(const JsonReader& in) {
   batch.finish();
   if (auto act = in.optional_object("activations")) {
     p.recompute = act->choice_of("recompute", kRecomputeNames, Recompute::none);
+    if (act->has("recompute_num_layers")) {
+      p.recompute_num_layers = act->integer("recompute_num_layers", Range::between(1, 4096));
+      if (p.recompute != Recompute::full) {
+        act->fail("recompute_num_layers",
+                  "recomputes the first N layers of each model chunk (Megatron-Core's "
+                  "recompute_method \"block\"), so recompute must be \"full\" (it is \"" +
+                      std::string(name_of(p.recompute)) + "\"); allowed: remove it");
+      }
+    }
     if (act->has("recompute_modules")) {
       for (const std::string& m : act->choice_list("recompute_modules", kRecomputeModuleNames.names()))
         p.recompute_modules.add(kRecomputeModuleNames.parse(m));

@@ -253,6 +253,7 @@ struct ParallelPlan {
   std::int64_t global_batch_tokens = 0;
   Recompute recompute = Recompute::none;
   RecomputeModules recompute_modules;  // activations.recompute_modules, with selective
+  std::int64_t recompute_num_layers = 0;  // activations.recompute_num_layers, with full (0: every layer)
   LossImpl loss = LossImpl::standard;
   // Each block under torch.compile (Olmo-core's Transformer.apply_compile, torchtitan's
   // compile.enable with the "model" component): AOTAutograd's min-cut partitioner saves a norm's

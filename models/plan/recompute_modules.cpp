@@ -23,4 +23,15 @@ SelectiveRecompute selective_recompute(const ParallelPlan& plan) {
   return s;
 }
 
+bool whole_layer_recompute(const ParallelPlan& plan, const Architecture& arch, std::int64_t layer) {
+  if (plan.recompute != Recompute::full) return false;
+  if (plan.recompute_num_layers == 0) return true;
+  std::int64_t first = 0;  // the chunk's first layer
+  for (const std::int64_t n : virtual_stage_layer_counts(plan, arch)) {
+    if (layer < first + n) return layer - first < plan.recompute_num_layers;
+    first += n;
+  }
+  return false;
+}
+
 }  // namespace moesim

@@ -10,6 +10,7 @@
 
 namespace moesim {
 
+struct Architecture;
 struct ParallelPlan;
 
 //   core_attn       the core attention (checkpoint: q, k, v kept, its forward run again);
@@ -51,5 +52,10 @@ struct SelectiveRecompute {
   bool mlp = false, moe = false, shared_experts = false;
 };
 SelectiveRecompute selective_recompute(const ParallelPlan& plan);
+
+// Whether full recompute redoes `layer`: every layer, or with activations.recompute_num_layers N
+// (Megatron-Core's recompute_method "block", transformer_block.py _checkpointed_forward) the
+// first N layers of each model chunk, the others keeping all they save. False without full.
+bool whole_layer_recompute(const ParallelPlan& plan, const Architecture& arch, std::int64_t layer);
 
 }  // namespace moesim

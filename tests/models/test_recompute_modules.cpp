@@ -180,3 +180,38 @@ TEST_CASE("Recompute modules lower a DeepSeek-V3 stage's peak and lengthen its s
   CHECK(peak(b) < peak(a));
   CHECK(b.step_time_s > a.step_time_s);
 }
+
+TEST_CASE("Full recompute of the first N layers of each model chunk (Megatron-Core's block method)", "[unit]") {
+  const std::string full = "plan.activations.recompute=\"full\"";
+  const std::string five = "plan.activations.recompute_num_layers=5";
+  const Scenario kept = none(kLlama);
+  const Scenario all = load_scenario(test::source_path(kLlama), {full});
+  const Scenario block = load_scenario(test::source_path(kLlama), {full, five});
+  for (std::int64_t layer : {0, 4}) {
+    INFO(layer);
+    CHECK(saved(block, layer).total() == saved(all, layer).total());
+    CHECK(recomputed_per_token(block.arch, layer, block.plan, {}) ==
+          recomputed_per_token(all.arch, layer, all.plan, {}));
+  }
+  for (std::int64_t layer : {5, 31}) {
+    INFO(layer);
+    CHECK(saved(block, layer).total() == saved(kept, layer).total());
+    CHECK(recomputed_per_token(block.arch, layer, block.plan, {}) == 0);
+  }
+  // Each model chunk counts from its own first layer: 4 chunks of 8 layers under PP 2 x 2.
+  const Scenario chunks =
+      load_scenario(test::source_path(kLlama), {full, "plan.activations.recompute_num_layers=2", "design=fsdp+pp2+v2"});
+  CHECK(whole_layer_recompute(chunks.plan, chunks.arch, 8));
+  CHECK(whole_layer_recompute(chunks.plan, chunks.arch, 9));
+  CHECK_FALSE(whole_layer_recompute(chunks.plan, chunks.arch, 10));
+  CHECK(whole_layer_recompute(chunks.plan, chunks.arch, 24));
+  // The step runs five layers' forwards again: between no recompute and every layer's.
+  const double t_none = simulate(kept).result.step_time_s, t_all = simulate(all).result.step_time_s;
+  const double t_block = simulate(block).result.step_time_s;
+  CHECK(t_none < t_block);
+  CHECK(t_block < t_none + 0.25 * (t_all - t_none));
+  // Only with full recompute.
+  const InputError e = load_error(kLlama, {five});
+  CHECK(e.path() == "plan.activations.recompute_num_layers");
+  CHECK_THAT(e.message(), Contains("\"full\""));
+}
