@@ -31,6 +31,7 @@ const Registry<StackPreset>& stack_presets() {
     r.add(olmo_core_stack());
     r.add(megatron_core_stack());
     r.add(megatron_bridge_stack());
+    r.add(megatron_bridge_perf_stack());
     r.add(torchtitan_stack());
     r.add(composer_stack());
     return r;

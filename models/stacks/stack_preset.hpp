@@ -41,7 +41,8 @@ class StackPreset : public Registered {
   std::vector<StackValue> values_;
 };
 
-// Registered under "olmo-core", "megatron-core", "megatron-bridge", "torchtitan", "composer".
+// Registered under "olmo-core", "megatron-core", "megatron-bridge", "megatron-bridge-perf", "torchtitan",
+// "composer".
 const Registry<StackPreset>& stack_presets();
 
 // A value a plan took from its stack (reports print them with their source).

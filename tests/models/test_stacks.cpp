@@ -5,9 +5,11 @@
 
 #include <algorithm>
 
+#include "models/arch/inventory.hpp"
 #include "models/input/scenario.hpp"
 #include "models/stacks/stack_preset.hpp"
 #include "reports/stack_report.hpp"
+#include "sim/step_simulation.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace moesim;
@@ -164,4 +166,34 @@ TEST_CASE("torchtitan reshards FSDP units after forward unless the plan has a pi
                     Catch::Contains("plan.fsdp.reshard_after_forward_policy") && Catch::Contains("default"));
   // A DDP plan takes nothing of it.
   CHECK_FALSE(took(under("torchtitan"), "fsdp.reshard_after_forward_policy"));
+}
+
+TEST_CASE("megatron-bridge-perf is Megatron-Bridge with the BF16 gradient buffers its benchmark recipes set",
+          "[unit][stacks]") {
+  const StackPreset& bridge = stack_presets().get("megatron-bridge");
+  const StackPreset& perf = stack_presets().get("megatron-bridge-perf");
+  REQUIRE(perf.values().size() == bridge.values().size() + 1);
+  for (std::size_t i = 0; i < bridge.values().size(); ++i) {
+    CHECK(perf.values()[i].path == bridge.values()[i].path);
+    CHECK(perf.values()[i].value == bridge.values()[i].value);
+  }
+  const StackValue& grads = perf.values().back();
+  CHECK(grads.path == "precision.grad_accum_dtype");
+  CHECK(grads.value == "\"bf16\"");
+  CHECK(grads.source.find("_benchmark_common") != std::string_view::npos);
+  // A DDP plan under it keeps BF16 gradient buckets: half the FP32 bytes.
+  const std::vector<std::string> own_precision_removed{"plan.precision={\"compute_dtype\": \"bf16\"}"};
+  const Scenario fp32 = under("megatron-bridge", own_precision_removed);
+  const Scenario bf16 = under("megatron-bridge-perf", own_precision_removed);
+  CHECK(fp32.plan.precision.grad_accum == DType::fp32);
+  CHECK(bf16.plan.precision.grad_accum == DType::bf16);
+  CHECK(took(bf16, "precision.grad_accum_dtype"));
+  const auto grad_bytes = [](const Scenario& s) {
+    const MemoryLedger ledger = scenario_ledger(s, build_inventory(s.arch));
+    double bytes = 0;
+    for (const auto& item : ledger.stages[0].persistent)
+      if (item.cls == MemClass::grad_buffers) bytes += item.bytes;
+    return bytes;
+  };
+  CHECK(grad_bytes(bf16) == Approx(grad_bytes(fp32) / 2));
 }

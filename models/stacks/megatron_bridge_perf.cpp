@@ -1,0 +1,26 @@
+// Megatron-Bridge's performance recipes (src/megatron/bridge/perf_recipes/, the configurations
+// NVIDIA benchmarks publish): Megatron-Bridge's values with _benchmark_common's benchmark-mode
+// switches, of which one changes what moesim models: the DDP gradient buffer and its
+// reduce-scatter stay in BF16 (grad_reduce_in_fp32 False; Megatron-Bridge's own recipes keep FP32).
+#include "models/stacks/stacks.hpp"
+
+namespace moesim {
+
+std::unique_ptr<StackPreset> megatron_bridge_perf_stack() {
+  std::vector<StackValue> values = megatron_bridge_stack()->values();
+  values.push_back({"precision.grad_accum_dtype", "\"bf16\"",
+                    "src/megatron/bridge/perf_recipes/_common.py _benchmark_common: cfg.ddp.grad_reduce_in_fp32 = "
+                    "False (and _perf_precision's mixed-precision config): Megatron-Core's "
+                    "distributed/param_and_grad_buffer.py then keeps the gradient buffer in the parameters' BF16, "
+                    "accumulated and reduce-scattered in BF16 (training/mixed_precision.py's default is True)",
+                    "ddp"});
+  return std::make_unique<StackPreset>(
+      "megatron-bridge-perf",
+      "Megatron-Bridge's performance recipes: Megatron-Bridge's values with BF16 gradient buffers and reduce-scatter "
+      "(grad_reduce_in_fp32 False)",
+      "NVIDIA-NeMo/Megatron-Bridge main (067f987df0) src/megatron/bridge/perf_recipes over NVIDIA/Megatron-LM main "
+      "(d98e8a64dd)",
+      std::move(values));
+}
+
+}  // namespace moesim
