@@ -60,7 +60,7 @@ struct OpsBuilder {
     return eager && a.position == PositionKind::rope ? eager_rope_extra(c, elements, e) : PassTimes{};
   }
   PassTimes eager_gated(double elements) const {
-    return eager && a.mlp.up_factor() == 2 ? eager_gated_activation_extra(c, elements, e) : PassTimes{};
+    return eager && a.mlp.gated() ? eager_gated_activation_extra(c, elements, e) : PassTimes{};
   }
 
   void push(LayerOpKind kind, PassTimes t, OpPlace place = OpPlace::main) { out.ops.push_back({kind, place, t}); }
@@ -101,17 +101,15 @@ void OpsBuilder::attention_mixer() {
     // projections column-parallel: q through q_lora_rank (or directly), k_nope and v of every
     // local head from the kv latent, the shared RoPE key with the latent.
     const double ql = dbl(at.q_lora_rank), kvl = dbl(at.kv_lora_rank);
-    PassTimes proj =
-        ql > 0 ? add(linear(c, attn_f, T, d, ql), linear(c, attn_f, T, ql, q)) : linear(c, attn_f, T, d, q);
-    proj = add(proj, linear(c, attn_f, T, d, kvl + dbl(at.qk_rope_head_dim)));
+    const PassTimes q_up = linear(c, attn_f, T, ql > 0 ? ql : d, q);
     const PassTimes kv_up = linear(c, attn_f, T, kvl, s.kv_heads * dbl(at.qk_nope_head_dim + at.v_head_dim));
-    proj = add(proj, kv_up);
+    PassTimes proj = ql > 0 ? add(linear(c, attn_f, T, d, ql), q_up) : q_up;
+    proj = add(add(proj, linear(c, attn_f, T, d, kvl + dbl(at.qk_rope_head_dim))), kv_up);
     push(LayerOpKind::qkv_projection, proj);
     // mla_up_proj: the q and kv up projections and RoPE again; layernorm: the input norm (a module
     // of its own under MLA).
     if (sel.mla_up_proj)
-      mixer_recompute_ += (ql > 0 ? linear(c, attn_f, T, ql, q) : linear(c, attn_f, T, d, q)).fwd + kv_up.fwd +
-                          c.memory(T * roped * 2 * e, MemoryKernel::elementwise) + rope.fwd;
+      mixer_recompute_ += q_up.fwd + kv_up.fwd + c.memory(T * roped * 2 * e, MemoryKernel::elementwise) + rope.fwd;
     if (sel.layernorm) mixer_recompute_ += norm_fwd(T * f);
   } else {
     push(LayerOpKind::qkv_projection, linear(c, attn_f, T, d, q + kv + v));

@@ -227,7 +227,7 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
   const SelectiveRecompute sel = selective_recompute(plan);
   // PyTorch's eager gated activation (kernels.pointwise "eager") keeps silu's output too: the
   // product's backward (MulBackward0) saves both of its operands, silu's its input.
-  const bool silu = plan.eager_pointwise() && up == 2;
+  const bool silu = plan.eager_pointwise() && a.mlp.gated();
   if (spec.ffn == Ffn::moe) {
     // Norm input and output (the router's BF16 input; a compiled block keeps the FP32 rstd and
     // recomputes it); the rest unless the whole layer is recomputed. The routed experts' grouped
@@ -258,8 +258,10 @@ BlockActivations saved_per_token(const Architecture& a, std::int64_t layer, cons
                                  const RoutedRows& routed) {
   const double e = bytes_of(plan.precision.compute);
   switch (plan.recompute) {
-    case Recompute::full: {                               // the block input (the rank's sequence shard under SP)
-      if (!whole_layer_recompute(plan, a, layer)) break;  // a layer past recompute_num_layers keeps all
+    case Recompute::full: {
+      // The block input (the rank's sequence shard under SP); a layer past recompute_num_layers
+      // keeps all it saves.
+      if (!whole_layer_recompute(plan, a, layer)) break;
       BlockActivations b{e * dbl(a.d_model) * plan.sequence_share(), 0.0, {}};
       b.by_format[static_cast<std::size_t>(SavedFormat::compute)] = b.attention;
       return b;
