@@ -19,17 +19,6 @@ using Catch::Contains;
 namespace {
 const std::string kDdp = "scenarios/fig8/moe-ddp.json";
 
-// The InputError that loading `file` with `sets` throws (fails the test when it loads).
-InputError load_error(const std::string& file, const std::vector<std::string>& sets) {
-  try {
-    load_scenario(file, sets);
-  } catch (const InputError& e) {
-    return e;
-  }
-  FAIL("loaded without an error");
-  throw std::logic_error("unreachable");
-}
-
 InputError compose_error(const ScenarioSource& source, const PointOverrides& point) {
   try {
     compose(source, changes_of(point));
@@ -51,7 +40,7 @@ std::string unknown_name(const std::function<void()>& lookup) {
 }  // namespace
 
 TEST_CASE("A misspelt key written by --set is blamed on that --set, with a suggestion", "[unit]") {
-  const InputError e = load_error(test::source_path(kDdp), {"plan.expert_paralel.degree=8"});
+  const InputError e = test::load_error(test::source_path(kDdp), {"plan.expert_paralel.degree=8"});
   INFO(e.what());
   CHECK(e.file() == "--set");
   CHECK(e.path() == "plan.expert_paralel");
@@ -68,7 +57,7 @@ TEST_CASE("A design's impossible plan field is blamed on that design", "[unit]")
   CHECK(e.path() == "plan.expert_parallel.degree");
   CHECK_THAT(e.message(), Contains("(value set by --design 'ddp+ep3')"));
   // The same design as a --set names that --set.
-  const InputError s = load_error(test::source_path(kDdp), {"design=ddp+ep3"});
+  const InputError s = test::load_error(test::source_path(kDdp), {"design=ddp+ep3"});
   CHECK(s.file() == "--set");
   CHECK_THAT(s.message(), Contains("(value set by --set 'design=ddp+ep3')"));
   // A malformed design names the design and suggests.
@@ -83,7 +72,7 @@ TEST_CASE("A section swapped for a file names that file, not the --set", "[unit]
   nlohmann::json profile = read_json_file(test::source_path("hardware_profiles/h200-hgx.json"));
   profile["memory"]["fragmentation_fraction"]["value"] = 5;
   const std::string file = dir.write("bad-profile.json", profile.dump());
-  const InputError e = load_error(test::source_path(kDdp), {"hardware=" + nlohmann::json(file).dump()});
+  const InputError e = test::load_error(test::source_path(kDdp), {"hardware=" + nlohmann::json(file).dump()});
   CHECK(e.file() == file);
   CHECK(e.path() == "memory.fragmentation_fraction.value");
 }
@@ -109,9 +98,9 @@ TEST_CASE("Allowed ranges print whole bounds exactly", "[unit]") {
   CHECK(Range{0.0, 1.5, true}.describe() == "(0, 1.5]");
   CHECK(Range::at_least(0.25).describe() == ">= 0.25");
   CHECK(Range::positive().describe() == "> 0");
-  const InputError e = load_error(test::source_path(kDdp), {"architecture.d_model=0"});
+  const InputError e = test::load_error(test::source_path(kDdp), {"architecture.d_model=0"});
   CHECK_THAT(e.message(), Contains("allowed: [1, 1048576]"));
-  const InputError t = load_error(test::source_path(kDdp), {"plan.batch.global_batch_tokens=\"lots\""});
+  const InputError t = test::load_error(test::source_path(kDdp), {"plan.batch.global_batch_tokens=\"lots\""});
   CHECK_THAT(t.message(), Contains("expected an integer in [1, 1000000000000000]"));
 }
 
@@ -132,13 +121,15 @@ TEST_CASE("Edit distance counts insertions, deletions, substitutions and swaps",
 
 TEST_CASE("Unknown keys and names suggest the closest allowed one", "[unit]") {
   const std::string file = test::source_path(kDdp);
-  CHECK_THAT(load_error(file, {"architecture.moe.num_expert=8"}).message(), Contains("did you mean 'num_experts'?"));
-  CHECK_THAT(load_error(file, {"plan.optimizer.type=adamww"}).message(), Contains("did you mean 'adamw'?"));
-  CHECK_THAT(load_error(file, {"plna.nodes=2"}).message(), Contains("did you mean 'plan'?"));
-  CHECK_THAT(load_error(file, {"cost_models.gem=table"}).message(), Contains("did you mean 'gemm'?"));
-  CHECK_THAT(load_error(file, {"flop_convention=plam"}).message(), Contains("did you mean 'palm'?"));
-  CHECK_THAT(load_error(file, {"cost_models.gemm=tabel"}).message(), Contains("did you mean 'table'?"));
-  CHECK_THAT(load_error(file, {"hardware.gpu.hbm_bw_GBs.value=1"}).message(), Contains("did you mean 'hbm_bw_GBps'?"));
+  CHECK_THAT(test::load_error(file, {"architecture.moe.num_expert=8"}).message(),
+             Contains("did you mean 'num_experts'?"));
+  CHECK_THAT(test::load_error(file, {"plan.optimizer.type=adamww"}).message(), Contains("did you mean 'adamw'?"));
+  CHECK_THAT(test::load_error(file, {"plna.nodes=2"}).message(), Contains("did you mean 'plan'?"));
+  CHECK_THAT(test::load_error(file, {"cost_models.gem=table"}).message(), Contains("did you mean 'gemm'?"));
+  CHECK_THAT(test::load_error(file, {"flop_convention=plam"}).message(), Contains("did you mean 'palm'?"));
+  CHECK_THAT(test::load_error(file, {"cost_models.gemm=tabel"}).message(), Contains("did you mean 'table'?"));
+  CHECK_THAT(test::load_error(file, {"hardware.gpu.hbm_bw_GBs.value=1"}).message(),
+             Contains("did you mean 'hbm_bw_GBps'?"));
   CHECK_THAT(unknown_name([] { design_overrides("ddp+epp8"); }), Contains("did you mean 'ep'?"));
   CHECK_THAT(unknown_name([] { design_overrides("fsdp+etp2"); }), Contains("+etp is a ddp part"));
   CHECK_THAT(unknown_name([] { design_overrides("megatron"); }), !Contains("did you mean"));
@@ -165,11 +156,11 @@ TEST_CASE("Input files may name their JSON Schema with \"$schema\"", "[unit]") {
   CHECK_FALSE(s.resolved["architecture"].contains("$schema"));  // reports hold what was simulated
   CHECK_FALSE(s.resolved["plan"].contains("$schema"));
   doc["$schema"] = 3;
-  const InputError e = load_error(dir.write("bad.json", doc.dump()), {});
+  const InputError e = test::load_error(dir.write("bad.json", doc.dump()), {});
   CHECK(e.path() == "$schema");
   CHECK_THAT(e.message(), Contains("expected a string"));
   // Only at a document's root: elsewhere it is an unknown key.
   nlohmann::json nested = test::inline_fig8_document("ddp");
   nested["plan"]["batch"]["$schema"] = "x";
-  CHECK(load_error(dir.write("nested.json", nested.dump()), {}).path() == "plan.batch.$schema");
+  CHECK(test::load_error(dir.write("nested.json", nested.dump()), {}).path() == "plan.batch.$schema");
 }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include <sys/wait.h>
 
@@ -18,6 +19,15 @@
 namespace moesim::test {
 
 namespace fs = std::filesystem;
+
+InputError load_error(const std::string& file, const std::vector<std::string>& sets) {
+  try {
+    load_scenario(file, sets);
+  } catch (const InputError& e) {
+    return e;
+  }
+  throw std::logic_error(file + " loaded without an error");
+}
 
 Scenario gallery(const std::string& name, const std::vector<std::string>& sets) {
   return load_scenario(source_path("scenarios/gallery/" + name + ".json"), sets);

@@ -38,6 +38,10 @@ const HardwareProfile& b300_profile();
 // A bundled profile by file name ("h100-hgx.json"), parsed.
 HardwareProfile bundled_profile(const std::string& file);
 
+// The InputError that loading the scenario `file` with `sets` throws; std::logic_error (failing
+// the test) when it loads.
+InputError load_error(const std::string& file, const std::vector<std::string>& sets);
+
 // A gallery scenario (scenarios/gallery/NAME.json) with `sets` applied.
 Scenario gallery(const std::string& name, const std::vector<std::string>& sets = {});
 
