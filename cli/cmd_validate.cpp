@@ -29,13 +29,16 @@ std::string located(const std::string& path) {
 }
 // A kernel record's predicted rate: the profile's cost model on the record's shape, its own FLOP
 // count over its time (KernelTime::achieved_TFLOPs: 2 m n k; attention in the causal count, the
-// backward 2.5 x forward). A GEMM's "backward" is its input gradient. `loaded` holds the profiles
-// read so far in this run.
+// backward 2.5 x forward). A GEMM's "backward" is its input gradient. Published kernel numbers are
+// microbenchmarks of a few milliseconds a shape, so they are priced at the profile's short-run
+// rates: without compute.gemm_power_limited_TFLOPs, the ceiling a step's back-to-back GEMMs settle
+// at under the board's power limit. `loaded` holds the profiles read so far in this run.
 double price_kernel(std::map<std::string, HardwareProfile>& loaded, const std::string& profile,
                     const std::string& kernel, const std::string& pass, const JsonReader& shape) {
   auto it = loaded.find(profile);
   if (it == loaded.end()) {
     it = loaded.emplace(profile, parse_hardware_profile(JsonReader(read_json_file(profile), profile, ""))).first;
+    it->second.compute.gemm_power_limited_TFLOPs.reset();
   }
   const HardwareProfile& hw = it->second;
   const bool backward = pass == "backward";

@@ -65,9 +65,12 @@ TEST_CASE("moesim profile show names each field's basis and what the dominant ke
   CHECK(doc.at("schema") == "moesim-profile-provenance/1");
   CHECK(doc.at("by_kind").at("fitted") == 21);  // 15, the two other attention kernels' rates, the tables by length
   CHECK(doc.at("dominant_kernels")[2].at("rests_on_assumption") == false);
-  // The H100's attention rates are still assumptions, and the listing says so.
+  // The H100's attention and forward GEMM table are published H100 runs; its pass ratios, sustained
+  // ceiling and grouped GEMM ratios come from the H200 (the same die), and the listing says so.
   REQUIRE(run(dir, "profile show h100-hgx", out, err) == 0);
-  CHECK(out.find("attention: 2 assumption  <- rests on an assumption") != std::string::npos);
+  CHECK(out.find("attention: 4 published\n") != std::string::npos);
+  CHECK(out.find("dense GEMM: 3 assumption, 1 published  <- rests on an assumption") != std::string::npos);
+  CHECK(out.find("grouped GEMM: 3 assumption  <- rests on an assumption") != std::string::npos);
   // B200's GEMMs are SimuMax's Transformer Engine measurements on a B200, its attention that and
   // NVIDIA's cuDNN run by length.
   REQUIRE(run(dir, "profile show b200-hgx", out, err) == 0);
@@ -97,8 +100,9 @@ TEST_CASE("simulate and plan say which dominant kernels the profile assumes", "[
   std::string out, err;
   const std::string moe = test::source_path("scenarios/fig8/moe-ddp.json");
   REQUIRE(run(dir, "simulate " + moe + " --profile h100-hgx", out, err) == 0);
-  CHECK(out.find("basis    assumed in h100-hgx, not measured: dense GEMM rates, grouped GEMM efficiencies and "
-                 "attention rates (moesim profile show h100-hgx)") != std::string::npos);
+  // Its dense table is published H100 runs, capped at the H200's sustained rate (an assumption).
+  CHECK(out.find("basis    assumed in h100-hgx, not measured: dense GEMM rates and grouped GEMM efficiencies "
+                 "(moesim profile show h100-hgx)") != std::string::npos);
   // B300's forward GEMM tables are published; their backward ratios are not.
   REQUIRE(run(dir, "simulate " + moe, out, err) == 0);
   CHECK(out.find("not measured: dense GEMM backward ratios, grouped GEMM backward ratios and attention rates") !=
@@ -109,7 +113,7 @@ TEST_CASE("simulate and plan say which dominant kernels the profile assumes", "[
   // A dense model has no grouped GEMM to name.
   REQUIRE(run(dir, "simulate " + test::source_path("scenarios/fig8/dense-ddp.json") + " --profile h100-hgx", out,
               err) == 0);
-  CHECK(out.find("not measured: dense GEMM rates and attention rates") != std::string::npos);
+  CHECK(out.find("not measured: dense GEMM rates (moesim profile show h100-hgx)") != std::string::npos);
   REQUIRE(run(dir, "plan " + test::source_path("scenarios/fig8/moe-ddp-ep8.json") + " --gpus 8 -j 1", out, err) == 0);
   CHECK(out.find("basis    assumed in b300-hgx") != std::string::npos);
 }
