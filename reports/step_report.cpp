@@ -71,6 +71,8 @@ std::string kind_split(const StepResult& r) {
                    {"busy ms", Align::right},
                    {"overlapped ms", Align::right}});
   for (std::size_t k = 0; k < kTaskKinds; ++k) {
+    // Host copies appear only in steps that offload activations.
+    if (static_cast<TaskKind>(k) == TaskKind::copy && r.busy_by_kind_s[k] == 0) continue;
     table.add({"  " + std::string(name_of(static_cast<TaskKind>(k))), fmt("%.2f", r.exposed_by_kind_s[k] * 1e3),
                fmt("%.2f", r.busy_by_kind_s[k] * 1e3),
                fmt("%.2f", (r.busy_by_kind_s[k] - r.exposed_by_kind_s[k]) * 1e3)});

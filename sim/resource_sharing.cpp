@@ -34,7 +34,7 @@ class FairShare final : public ResourceSharing {
   explicit FairShare(double compute_slowdown_with_comm) : slowdown_(compute_slowdown_with_comm) {}
 
   double rate(const RunningMix& mix, const Demand& demand) const override {
-    if (demand.kind == TaskKind::host) return 1.0;
+    if (demand.kind == TaskKind::host || demand.kind == TaskKind::copy) return 1.0;
     if (is_communication(demand.kind)) return link_share(mix, demand);
     bool communication_here = false;
     for (const std::uint32_t n : mix.transfers) communication_here = communication_here || n > 0;
@@ -100,7 +100,7 @@ class SmHbmShare final : public ResourceSharing {
   // Each kind's branch works out only what applies to it: the engine asks for a rate every time a
   // task's running mix changes.
   double rate(const RunningMix& mix, const Demand& demand) const override {
-    if (demand.kind == TaskKind::host) return 1.0;
+    if (demand.kind == TaskKind::host || demand.kind == TaskKind::copy) return 1.0;
     const std::uint32_t kernels = std::max<std::uint32_t>(mix.compute_kernels + mix.memory_kernels, 1);
     if (demand.kind == TaskKind::compute) {
       if (kernels <= kTabulatedKernels && mix.comm_ctas < ctas_rows_)

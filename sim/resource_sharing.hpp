@@ -64,7 +64,7 @@ inline void RunningMix::add(const Demand& d, int sign) {
       comm_ctas += step * d.sm_ctas;
       comm_hbm_Bps += static_cast<std::uint64_t>(static_cast<std::int64_t>(sign)) * d.hbm_Bps;
       break;
-    default: break;  // host time uses no GPU resource
+    default: break;  // host time and copy-engine copies use no SM
   }
 }
 

@@ -10,6 +10,7 @@
 #include "models/moe/routing.hpp"
 #include "sim/block_parts.hpp"
 #include "sim/moe_block.hpp"
+#include "sim/offload_copies.hpp"
 #include "sim/schedules/expert_parallel.hpp"
 #include "sim/schedules/param_sync.hpp"
 #include "sim/schedules/pipeline_transfers.hpp"
@@ -52,7 +53,8 @@ class StepBuilder {
         work_(arch, plan, costs, tokens_),
         emit_(arch, plan, costs, out_),
         edge_tp_bytes_(tokens_ * dbl(arch.d_model) * bytes_of(plan.precision.compute)),
-        pipeline_(plan, edge_tp_bytes_ * plan.sequence_share()) {
+        pipeline_(plan, edge_tp_bytes_ * plan.sequence_share()),
+        offload_(arch, plan, costs, emit_) {
     places_ = layer_places(plan, arch);  // embedding, layers, head
   }
 
@@ -123,9 +125,11 @@ class StepBuilder {
     for (std::int64_t l = 0; l < arch_.num_layers; ++l) {
       if (places_[static_cast<std::size_t>(l + 1)].stage != sr.stage) continue;
       ShardRows shard;
+      double share = 1;  // this rank's routed rows over an even share
       if (arch_.is_moe_layer(l)) {
         const ExpertLoad load = layer_expert_load(arch_, plan_, tokens_ * plan_.sequence_share(), l);
         shard = shard_expert_rows(load, arch_, plan_, sr.ep_mp);
+        share = shard.share(plan_.ep);
         routed_rows_ += shard.routed;
         dropped_rows_ += shard.dropped;
         if (sr.ep_mp == 0 && plan_.routing.kind != RoutingKind::uniform) {  // the layer's group, once
@@ -133,6 +137,7 @@ class StepBuilder {
         }
       }
       st.layers[static_cast<std::size_t>(l)] = work_.get(l, shard.rows);
+      offload_.set_layer(r, static_cast<std::uint32_t>(out_.ranks.size()), l, tokens_, share);
     }
     st.edge = edge_work(arch_, plan_, costs_, tokens_);
     // Each stage has the same number of simulated ranks, so the ratio is the step's.
@@ -192,13 +197,16 @@ class StepBuilder {
       st.sync->after_unit_backward(u, op.microbatch, cursor);
     } else {
       cursor = st.sync->before_unit({!op.forward, units, i, op.microbatch}, cursor);
-      if (op.forward)
+      if (op.forward) {
         forward_unit(r, u, op.microbatch, PhaseTag::forward, cursor);
-      else
+        offload_.after_forward(r, u, op.microbatch, cursor);
+      } else {
+        cursor = offload_.before_backward(r, units, i, op.microbatch, cursor);
         backward_unit(r, u, op.microbatch, op.part, cursor);
+      }
       if (op.frees()) st.sync->after_unit_backward(u, op.microbatch, cursor);
     }
-    if (span.first == kNoTask) span.first = first_on_compute_stream(from);
+    if (span.first == kNoTask) span.first = out_.graph.first_on(StreamKind::compute, from);
   }
 
   void finish_pass(std::uint32_t r, const PipeOp& op, TaskId cursor, OpSpan& span) {
@@ -253,18 +261,18 @@ class StepBuilder {
                     OpSpan& b_span) {
     RankState& st = ranks_[r];
     const std::int64_t fl = fu[fi], bl = bu[bi];
-    b = st.sync->before_unit({true, bu, bi, b_op.microbatch}, b);
+    b = offload_.before_backward(r, bu, bi, b_op.microbatch, st.sync->before_unit({true, bu, bi, b_op.microbatch}, b));
     MoeBlockPass bwd(emit_, plan_, {r, StreamKind::compute, PhaseTag::backward, b_op.microbatch, bl},
                      st.layers[static_cast<std::size_t>(bl)]);
     const auto b_from = static_cast<TaskId>(out_.graph.size());
     const TaskId b_in = bwd.experts_in(bwd.front(b));
-    if (b_span.first == kNoTask) b_span.first = first_on_compute_stream(b_from);
+    if (b_span.first == kNoTask) b_span.first = out_.graph.first_on(StreamKind::compute, b_from);
     f = st.sync->before_unit({false, fu, fi, f_op.microbatch}, f);
     MoeBlockPass fwd(emit_, plan_, {r, StreamKind::compute, PhaseTag::forward, f_op.microbatch, fl},
                      st.layers[static_cast<std::size_t>(fl)]);
     const auto f_from = static_cast<TaskId>(out_.graph.size());
     const TaskId f_pre = fwd.front(f);
-    if (f_span.first == kNoTask) f_span.first = first_on_compute_stream(f_from);
+    if (f_span.first == kNoTask) f_span.first = out_.graph.first_on(StreamKind::compute, f_from);
     const TaskId b_experts = bwd.experts(b_in);
     const TaskId f_in = fwd.experts_in(f_pre);
     const TaskId b_out = bwd.experts_out(b_experts);
@@ -272,15 +280,7 @@ class StepBuilder {
     b = bwd.back(b_out);
     st.sync->after_unit_backward(bl, b_op.microbatch, b);
     f = fwd.back(f_out);
-  }
-
-  // The first compute-stream task from `from` on: where a pass starts saving activations (the
-  // FSDP gathers before it may run ahead on their own stream).
-  TaskId first_on_compute_stream(TaskId from) const {
-    for (TaskId id = from; id < out_.graph.size(); ++id) {
-      if (out_.graph.task(id).stream == StreamKind::compute) return id;
-    }
-    return kNoTask;
+    offload_.after_forward(r, fl, f_op.microbatch, f);
   }
 
   // A TP point of unit `u` in `pass` (nothing without TP, or where the point has no collective).
@@ -378,6 +378,7 @@ class StepBuilder {
   StepEmitter emit_;
   double edge_tp_bytes_ = 0;  // the [T, d] activations the embedding's and LM head's TP collectives move
   PipelineTransfers pipeline_;
+  OffloadCopies offload_;           // activation offload's copies (none without offload modules)
   std::vector<LayerPlace> places_;  // by unit + 1: the embedding, the layers, the LM head
   std::vector<RankState> ranks_;
   // Routed rows kept and dropped over every prepared rank.

@@ -67,6 +67,12 @@ struct ShardRows {
   std::vector<double> rows;
   double routed = 0;
   double dropped = 0;
+  // The rank's rows over an even share of the group's (1 when nothing is routed).
+  double share(std::int64_t ep) const {
+    double own = 0;
+    for (const double r : rows) own += r;
+    return routed > 0 ? own * static_cast<double>(ep) / routed : 1.0;
+  }
 };
 ShardRows shard_expert_rows(const ExpertLoad& load, const Architecture& arch, const ParallelPlan& plan,
                             std::int64_t ep_mp);

@@ -14,6 +14,8 @@ const char* name_of(StreamKind s) {
     case StreamKind::comm_pp: return "comm_pp";
     case StreamKind::comm_tp: return "comm_tp";
     case StreamKind::comm_cp: return "comm_cp";
+    case StreamKind::offload_d2h: return "offload_d2h";
+    case StreamKind::offload_h2d: return "offload_h2d";
     default: return "?";
   }
 }
@@ -34,6 +36,7 @@ const char* name_of(PhaseTag p) {
     case PhaseTag::pp_p2p: return "pp_p2p";
     case PhaseTag::tp_comm: return "tp_comm";
     case PhaseTag::cp_comm: return "cp_comm";
+    case PhaseTag::offload: return "offload";
     default: return "?";
   }
 }
@@ -45,6 +48,7 @@ const char* name_of(TaskKind k) {
     case TaskKind::collective: return "collective";
     case TaskKind::p2p: return "p2p";
     case TaskKind::host: return "host";
+    case TaskKind::copy: return "host_copy";
     default: return "?";
   }
 }

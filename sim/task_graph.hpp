@@ -33,15 +33,18 @@ enum class StreamKind : std::uint8_t {
   comm_rs,
   comm_replica,
   comm_pp,
-  comm_tp,  // tensor-parallel collectives (the compute stream waits for each)
-  comm_cp,  // context-parallel exchanges (a ring's passes beside the attention)
+  comm_tp,      // tensor-parallel collectives (the compute stream waits for each)
+  comm_cp,      // context-parallel exchanges (a ring's passes beside the attention)
+  offload_d2h,  // activation offload: saved tensors copied to pinned host memory
+  offload_h2d,  // and back before the backward
   count
 };
 inline bool stream_is_ordered(StreamKind s) { return s != StreamKind::comm_pp; }
 // compute: GEMMs, attention and the fused blocks around them; memory: kernels bound by HBM
 // traffic alone (copies, accumulation, optimizer update, embedding); collective and p2p:
 // communication kernels; host: time the GPU waits for the host, using no GPU resource.
-enum class TaskKind : std::uint8_t { compute, memory, collective, p2p, host, count };
+// copy: a DMA copy between the GPU and host memory (the copy engines: no SMs).
+enum class TaskKind : std::uint8_t { compute, memory, collective, p2p, host, copy, count };
 inline constexpr std::size_t kTaskKinds = static_cast<std::size_t>(TaskKind::count);
 // What a task is for: the replay attributes exposed time to these.
 enum class PhaseTag : std::uint8_t {
@@ -59,6 +62,7 @@ enum class PhaseTag : std::uint8_t {
   pp_p2p,
   tp_comm,  // tensor-parallel all-reduces, all-gathers and reduce-scatters of activations
   cp_comm,  // context-parallel K/V passes or all-to-alls
+  offload,  // activation offload's copies to and from host memory
   count
 };
 // Link classes for bandwidth sharing and per-rank byte ledgers.
@@ -109,6 +113,14 @@ class TaskGraph {
   // order) and the next task on its ordered stream.
   TaskId add(const Task& t) {
     return add_filled([&t](Task& slot) { slot = t; });
+  }
+  // The first task on `stream` from `from` on (kNoTask: none): where a pass starts saving
+  // activations on the compute stream (the FSDP gathers before it may run ahead on their own).
+  TaskId first_on(StreamKind stream, TaskId from) const {
+    for (TaskId id = from; id < tasks_.size(); ++id) {
+      if (tasks_[id].stream == stream) return id;
+    }
+    return kNoTask;
   }
   // Appends a task that `fill` writes in place, then orders it on its stream as add() does. The
   // step builder's way: a task built field by field on the stack and then copied is read back

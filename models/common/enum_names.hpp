@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -51,6 +52,16 @@ class EnumNames {
  private:
   std::string_view what_;
   std::array<Entry, N> entries_;
+};
+
+// A set of an enum's values (fewer than 32 of them): a plan's list of modules, say.
+template <class E>
+struct EnumSet {
+  std::uint32_t bits = 0;
+  bool empty() const { return bits == 0; }
+  bool has(E m) const { return (bits >> static_cast<unsigned>(m)) & 1u; }
+  void add(E m) { bits |= 1u << static_cast<unsigned>(m); }
+  bool operator==(const EnumSet&) const = default;
 };
 
 }  // namespace moesim

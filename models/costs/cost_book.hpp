@@ -34,6 +34,8 @@ class CostBook {
   }
   // Host work the GPU waits for once per step (optimizer launch, host syncs), in seconds.
   virtual double step_host_s() const = 0;
+  // One copy of `bytes` between the GPU and pinned host memory, one way (activation offload).
+  virtual double host_copy_s(double bytes) const = 0;
 };
 
 }  // namespace moesim

@@ -1,5 +1,7 @@
 #include "models/costs/profile_cost_book.hpp"
 
+#include <stdexcept>
+
 #include "models/costs/ep_transports.hpp"
 
 namespace moesim {
@@ -49,5 +51,14 @@ CommCost ProfileCostBook::ep_transfer(EpTransport transport, const EpTransferReq
 }
 
 double ProfileCostBook::step_host_s() const { return hw_.host.step_overhead_us.value * 1e-6; }
+
+// At the host link's sustained rate (node.host_link_GBps_per_direction; a plan that offloads on a
+// profile without it is refused at compose, plan_profile_checks.cpp).
+double ProfileCostBook::host_copy_s(double bytes) const {
+  if (!hw_.node.host_link_GBps_per_direction)
+    throw std::logic_error("host copy priced on hardware profile \"" + hw_.name +
+                           "\" without node.host_link_GBps_per_direction");
+  return bytes / (hw_.node.host_link_GBps_per_direction->value * 1e9);
+}
 
 }  // namespace moesim

@@ -40,6 +40,7 @@ class ProfileCostBook final : public CostBook {
   CommCost collective(const CollectiveRequest& request) const override;
   CommCost ep_transfer(EpTransport transport, const EpTransferRequest& request) const override;
   double step_host_s() const override;
+  double host_copy_s(double bytes) const override;
 
  private:
   const HardwareProfile& hw_;

@@ -64,6 +64,8 @@ HardwareProfile parse_hardware_profile(const JsonReader& in) {
     h.node.gpus_per_node = quantity(n, "gpus_per_node", plausible::kHostGpus);
     h.node.nvlink_bw_GBps_per_direction = quantity(n, "nvlink_bw_GBps_per_direction", plausible::kNvlinkGBps);
     h.node.nic_bw_Gbps_per_gpu = quantity(n, "nic_bw_Gbps_per_gpu", plausible::kNicGbps);
+    h.node.host_link_GBps_per_direction =
+        optional_quantity(n, "host_link_GBps_per_direction", plausible::kHostLinkGBps);
     n.finish();
   }
   h.compute = parse_compute(in.object("compute"));

@@ -76,6 +76,9 @@ struct NodeSpec {
   Quantity gpus_per_node;
   Quantity nvlink_bw_GBps_per_direction;  // per GPU, each way: the intra-domain link rate
   Quantity nic_bw_Gbps_per_gpu;           // one NIC rail per GPU: the inter-node link rate
+  // Sustained copy rate each way between the GPU and pinned host memory (PCIe, or NVLink-C2C on
+  // Grace hosts): what activation offloading's copies run at. Absent: offloading is refused.
+  std::optional<Quantity> host_link_GBps_per_direction;
 };
 
 // A low-precision GEMM format the tensor cores run natively: its sustained rate over the BF16 rate

@@ -40,6 +40,9 @@ inline constexpr PlausibleRange kHostGpus{
 inline constexpr PlausibleRange kNvlinkGBps{
     1, 10000, "GB/s",
     "NVLink per GPU per direction runs from 150 (NVLink 2) to 900 (NVLink 5); above 10,000 is MB/s or Gb/s"};
+inline constexpr PlausibleRange kHostLinkGBps{
+    1, 2000, "GB/s",
+    "a GPU's host link runs from ~25 (PCIe 4.0 x16) to ~450 (NVLink-C2C) GB/s per direction; above 2,000 is MB/s"};
 inline constexpr PlausibleRange kNicGbps{
     1, 10000, "Gb/s", "NIC line rate per GPU runs from 100 to 800 Gb/s (EDR to ConnectX-8); above 10,000 is Mb/s"};
 inline constexpr PlausibleRange kBoardPowerW{

@@ -110,6 +110,14 @@ void check_plan_against_profile(const ParallelPlan& plan, const HardwareProfile&
                                 const std::string& plan_prefix) {
   check_linear_formats(plan, hw, plan_file, plan_prefix);
   check_ep_transport(plan, hw, plan_file, plan_prefix);
+  if (!plan.offload_modules.empty() && !hw.node.host_link_GBps_per_direction) {
+    throw InputError(
+        plan_file, plan_path(plan_prefix, "activations.offload_modules"),
+        "offloading copies activations to host memory and back, which needs node.host_link_GBps_per_direction, "
+        "which hardware profile \"" +
+            hw.name + "\" does not have; allowed here: remove the list",
+        /*infeasible=*/true);
+  }
 }
 
 }  // namespace moesim

@@ -51,7 +51,13 @@ namespace {
 // Bytes per token as a block saves them, each term in its format and part (attention or MLP).
 class SavedTerms {
  public:
-  SavedTerms(const ParallelPlan& plan) : plan_(plan), e_(bytes_of(plan.precision.compute)) {}
+  // `tokens`: the microbatch's, which sizes each saved tensor against the offload threshold.
+  SavedTerms(const ParallelPlan& plan, double tokens)
+      : plan_(plan), e_(bytes_of(plan.precision.compute)), tokens_(tokens) {}
+
+  // The offload module (plan.activations.offload_modules) whose group the following terms are
+  // saved in, or none.
+  void in(std::optional<OffloadModule> module) { module_ = module; }
 
   // True when the compiled block's partitioner, not the linear, decides what of the linear's
   // input is saved: the block is compiled and the linear keeps its BF16 input (a Transformer
@@ -82,6 +88,25 @@ class SavedTerms {
   void add(double BlockActivations::*part, SavedFormat format, double bytes) {
     out_.*part += bytes;
     out_.by_format[static_cast<std::size_t>(format)] += bytes;
+    if (module_) offload(part, format, bytes, *module_);
+  }
+  // Records `bytes` per token of one saved tensor as offloaded when the plan lists `module` and
+  // the tensor reaches Megatron-Core's minimum size.
+  void offload(double BlockActivations::*part, SavedFormat format, double bytes, OffloadModule module) {
+    if (!plan_.offload_modules.has(module) || bytes / element_bytes(format) * tokens_ < kMinOffloadedElements) return;
+    offloaded_.*part += bytes;
+    offloaded_.by_format[static_cast<std::size_t>(format)] += bytes;
+  }
+  double element_bytes(SavedFormat format) const {
+    switch (format) {
+      case SavedFormat::compute: return e_;
+      case SavedFormat::fp32: return kFp32;
+      case SavedFormat::int64: return kIndex;
+      case SavedFormat::fp8: return quantized_bytes_per_element(GemmPrecision::fp8);
+      case SavedFormat::mxfp8: return quantized_bytes_per_element(GemmPrecision::mxfp8);
+      case SavedFormat::mask: return kMaskBytes;
+    }
+    return e_;
   }
   // `elements` of compute-dtype activations.
   void activations(double BlockActivations::*part, double elements) { add(part, SavedFormat::compute, e_ * elements); }
@@ -108,11 +133,14 @@ class SavedTerms {
     return p == GemmPrecision::mxfp8 ? SavedFormat::mxfp8 : SavedFormat::fp8;
   }
   BlockActivations result() const { return out_; }
+  BlockActivations offloaded() const { return offloaded_; }
+  double e() const { return e_; }
 
  private:
   const ParallelPlan& plan_;
-  double e_;
-  BlockActivations out_;
+  double e_, tokens_;
+  std::optional<OffloadModule> module_;
+  BlockActivations out_, offloaded_;
 };
 
 // Attention: the norm input; its output, the QKV GEMM's input (Transformer Engine's
@@ -140,17 +168,31 @@ void attention_terms(const Architecture& a, const ParallelPlan& plan, const TpWi
   const double d = dbl(a.d_model);
   const SelectiveRecompute sel = selective_recompute(plan);
   const bool mla = a.attention.kind == AttentionKind::mla;
+  // The block input: the input norm's (a module of its own in MLA), else kept by the QKV
+  // projection's fused LayerNormLinear; the norm output is that projection's input.
+  t.in(mla ? OffloadModule::attn_norm : OffloadModule::qkv_linear);
   t.activations(attention, d * w.seq);
+  t.in(OffloadModule::qkv_linear);
   if (!(sel.layernorm && mla)) t.norm_output(attention, LinearClass::attention, w.seq, d);
+  t.in(std::nullopt);
   if (mla) {
     const AttentionSpec& at = a.attention;
     t.activations(attention,
                   2 * dbl(at.q_lora_rank) + dbl(at.kv_lora_rank + at.qk_rope_head_dim) + dbl(at.kv_lora_rank));
   }
   if (a.attention.qk_norm) t.activations(attention, w.q + w.kv);
-  t.activations(attention, (sel.mla_up_proj && mla ? 0.0 : w.q + w.kv + w.v) + w.out);
+  const double qkv = sel.mla_up_proj && mla ? 0.0 : w.q + w.kv + w.v;
+  t.activations(attention, qkv + w.out);
+  // The core attention's inputs, and its output (the out-projection's input, offloaded with it).
+  if (qkv > 0) {
+    for (const double width : {w.q, w.kv, w.v})
+      t.offload(attention, SavedFormat::compute, t.e() * width, OffloadModule::core_attn);
+  }
+  t.offload(attention, SavedFormat::compute, t.e() * w.out, OffloadModule::attn_proj);
   if (plan.attention_kernel != AttentionKernel::unfused) {
+    t.in(OffloadModule::core_attn);
     t.add(attention, SavedFormat::fp32, kFp32 * w.heads);
+    t.in(std::nullopt);
   } else if (!sel.core_attn) {
     const double scores = w.heads * dbl(a.sequence_length);  // per query token: one row per local head
     t.activations(attention, scores);
@@ -195,13 +237,16 @@ void moe_terms(const Architecture& a, const ParallelPlan& plan, const TpWidths& 
   // The dispatched input, the grouped GEMM's saved input: as it arrives when dispatched in FP8
   // (torchao's grouped GEMM saves a quantized input as given), else as the expert linear keeps it.
   const GemmPrecision dispatched = plan.precision.ep_dispatch;
+  t.in(OffloadModule::expert_fc1);
   if (dispatched != GemmPrecision::bf16) {
     t.add(mlp, SavedTerms::format_of(dispatched),
           routed.dispatch * seq * gathered * d * quantized_bytes_per_element(dispatched));
   } else {
     t.linear_input(mlp, LinearClass::routed_expert, routed.dispatch * seq * gathered * d);
   }
+  t.in(OffloadModule::moe_act);
   t.activations(mlp, rows * up * h);
+  t.in(std::nullopt);
   if (!sel.routed_act) t.linear_input(mlp, LinearClass::routed_expert, rows * h);
   if (silu && !sel.routed_act) t.activations(mlp, rows * h);
   t.activations(mlp, rows * gathered * d);
@@ -212,12 +257,18 @@ void moe_terms(const Architecture& a, const ParallelPlan& plan, const TpWidths& 
   if (silu && !sel.shared_act) t.activations(mlp, shared * hs);
 }
 
-BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,
-                                             const RoutedRows& routed) {
+// What a block saves without a checkpoint (`kept`), and the part of it the plan's offload
+// modules move to the host between the forward and the backward (`offloaded`).
+struct BlockSaved {
+  BlockActivations kept, offloaded;
+};
+
+BlockSaved saved_without_checkpointing(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,
+                                       const RoutedRows& routed) {
   const TpWidths w = tp_widths(a, plan);
   const double d = dbl(a.d_model), seq = w.seq, up = dbl(a.mlp.up_factor());
   constexpr auto mlp = &BlockActivations::mlp;
-  SavedTerms t(plan);
+  SavedTerms t(plan, plan.offload_modules.empty() ? 0.0 : dbl(batch_shape(plan, a).microbatch_tokens));
   const LayerSpec spec = a.layer(layer);
   if (spec.mixer == Mixer::attention) attention_terms(a, plan, w, t);
   if (spec.mixer == Mixer::mamba) mamba_terms(a, w, t);
@@ -232,7 +283,9 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
     // Norm input and output (the router's BF16 input; a compiled block keeps the FP32 rstd and
     // recomputes it); the rest unless the whole layer is recomputed. The routed experts' grouped
     // GEMMs are ops of their own, so what they save stays as moe_terms says.
+    t.in(OffloadModule::mlp_norm);
     t.activations(mlp, d * seq);
+    t.in(std::nullopt);
     if (!sel.layernorm) t.norm_output(mlp, std::nullopt, seq, d);
     if (!sel.moe) moe_terms(a, plan, w, routed, sel, silu, t);
   } else if (spec.ffn == Ffn::dense) {
@@ -249,7 +302,16 @@ BlockActivations saved_without_checkpointing(const Architecture& a, std::int64_t
   }
   // Hidden dropout after the feed-forward part: its mask (MLP or MoE output, the rank's sequence share).
   if (spec.ffn != Ffn::none && a.dropout.hidden > 0) t.add(mlp, SavedFormat::mask, kMaskBytes * d * seq);
-  return t.result();
+  return {t.result(), t.offloaded()};
+}
+
+// `kept` less what is on the host.
+BlockActivations resident(const BlockSaved& s) {
+  BlockActivations r = s.kept;
+  r.attention -= s.offloaded.attention;
+  r.mlp -= s.offloaded.mlp;
+  for (std::size_t f = 0; f < kSavedFormats; ++f) r.by_format[f] -= s.offloaded.by_format[f];
+  return r;
 }
 
 }  // namespace
@@ -270,16 +332,24 @@ BlockActivations saved_per_token(const Architecture& a, std::int64_t layer, cons
     case Recompute::none:
     case Recompute::selective: break;
   }
-  return saved_without_checkpointing(a, layer, plan, routed);
+  return resident(saved_without_checkpointing(a, layer, plan, routed));
+}
+
+BlockActivations offloaded_per_token(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,
+                                     const RoutedRows& routed) {
+  if (plan.offload_modules.empty() || plan.recompute == Recompute::full || plan.recompute == Recompute::selective_op)
+    return {};
+  return saved_without_checkpointing(a, layer, plan, routed).offloaded;
 }
 
 double recomputed_per_token(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,
                             const RoutedRows& routed) {
   switch (plan.recompute) {
     case Recompute::full:
-      return whole_layer_recompute(plan, a, layer) ? saved_without_checkpointing(a, layer, plan, routed).total() : 0.0;
+      return whole_layer_recompute(plan, a, layer) ? saved_without_checkpointing(a, layer, plan, routed).kept.total()
+                                                   : 0.0;
     case Recompute::selective_op:
-      return saved_without_checkpointing(a, layer, plan, routed).total() -
+      return saved_without_checkpointing(a, layer, plan, routed).kept.total() -
              op_checkpointed(a, plan, bytes_of(plan.precision.compute)).total();
     case Recompute::selective:
       if (selective_recompute(plan).modules) {
@@ -287,14 +357,15 @@ double recomputed_per_token(const Architecture& a, std::int64_t layer, const Par
         ParallelPlan kept = plan;
         kept.recompute = Recompute::none;
         kept.recompute_modules = {};
-        const BlockActivations all = saved_without_checkpointing(a, layer, kept, routed);
-        const BlockActivations saved = saved_without_checkpointing(a, layer, plan, routed);
-        return std::max(all.attention - saved.attention, all.mlp - saved.mlp);
+        const BlockActivations all = saved_without_checkpointing(a, layer, kept, routed).kept;
+        const BlockSaved saved = saved_without_checkpointing(a, layer, plan, routed);
+        return std::max(all.attention - saved.kept.attention, all.mlp - saved.kept.mlp) + saved.offloaded.total();
       }
       break;
     case Recompute::none: break;
   }
-  return 0.0;
+  // What offloading moved to the host is back on the GPU for the block's backward.
+  return offloaded_per_token(a, layer, plan, routed).total();
 }
 
 double backward_working_per_token(const Architecture& a, std::int64_t layer, const ParallelPlan& plan,
@@ -314,85 +385,6 @@ double backward_working_per_token(const Architecture& a, std::int64_t layer, con
     widest = std::max(widest, e * up * w.dense_hidden);
   }
   return 2 * e * d * w.seq + widest;
-}
-
-namespace {
-
-// A buffer's life as events with ids of their own, so that several step lists can be interleaved.
-struct BufferEvent {
-  bool allocates = true;
-  std::size_t id = 0;
-  double bytes = 0;
-};
-struct BufferEvents {
-  std::vector<BufferEvent> forward, backward;
-};
-
-BufferEvents events_of(const LossBuffers& l, std::size_t& next_id) {
-  BufferEvents out;
-  std::vector<std::size_t> ids;  // the path's allocations in its own order
-  const auto convert = [&](const std::vector<LossBuffers::Step>& steps, std::vector<BufferEvent>& into) {
-    for (const auto& st : steps) {
-      if (st.frees >= 0) {
-        into.push_back({false, ids[static_cast<std::size_t>(st.frees)], 0});
-      } else {
-        ids.push_back(next_id++);
-        into.push_back({true, ids.back(), st.bytes});
-      }
-    }
-  };
-  convert(l.forward_steps, out.forward);
-  convert(l.backward_steps, out.backward);
-  return out;
-}
-
-// The events back as steps (each free naming its allocation's index in the new order), with their
-// peaks.
-LossBuffers steps_of(const std::vector<BufferEvent>& forward, const std::vector<BufferEvent>& backward,
-                     std::size_t ids) {
-  LossBuffers l;
-  std::vector<int> index(ids, -1);  // event id -> allocation index
-  int allocated = 0;
-  const auto convert = [&](const std::vector<BufferEvent>& events, std::vector<LossBuffers::Step>& into) {
-    for (const BufferEvent& ev : events) {
-      if (ev.allocates) index[ev.id] = allocated++;
-      into.push_back(ev.allocates ? LossBuffers::Step{ev.bytes, -1} : LossBuffers::Step{0, index[ev.id]});
-    }
-  };
-  convert(forward, l.forward_steps);
-  convert(backward, l.backward_steps);
-  return with_peaks(std::move(l));
-}
-
-}  // namespace
-
-LossBuffers loss_per_token(const Architecture& a, const ParallelPlan& plan) {
-  // Under TP the logits are vocab-parallel: each rank holds 1/TP of every token's row.
-  const double e = bytes_of(plan.precision.compute), d = dbl(a.d_model);
-  const LossBuffers main = loss_buffers(plan.loss, {e, d, tp_widths(a, plan).vocab});
-  if (a.mtp_layers == 0) return main;
-  // Multi-token prediction (DeepSeek-V3 Section 2.2): after the main loss's forward each module
-  // saves what its block saves (a block like the last layer's) and its own [2d] concatenation and
-  // [d] projection output, then runs the shared head and a loss of its own; backward unwinds the
-  // modules before the main loss's backward.
-  std::size_t next = 0;
-  const BufferEvents head = events_of(main, next);
-  std::vector<BufferEvent> forward = head.forward, backward;
-  std::vector<std::vector<BufferEvent>> unwinds;
-  const RoutedRows routed = routed_rows_per_token(a, plan, 1.0);
-  const double saved = saved_per_token(a, a.num_layers - 1, plan, routed).total() + e * 3 * d;
-  for (std::int64_t k = 0; k < a.mtp_layers; ++k) {
-    const std::size_t block = next++;
-    forward.push_back({true, block, saved});
-    const BufferEvents loss = events_of(main, next);
-    forward.insert(forward.end(), loss.forward.begin(), loss.forward.end());
-    std::vector<BufferEvent> unwind = loss.backward;
-    unwind.push_back({false, block, 0});
-    unwinds.push_back(std::move(unwind));
-  }
-  for (auto it = unwinds.rbegin(); it != unwinds.rend(); ++it) backward.insert(backward.end(), it->begin(), it->end());
-  backward.insert(backward.end(), head.backward.begin(), head.backward.end());
-  return steps_of(forward, backward, next);
 }
 
 }  // namespace moesim

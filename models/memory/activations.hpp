@@ -42,7 +42,8 @@ struct RoutedRows {
 // buffers by their own capacity (rows beyond it are tail-dropped).
 RoutedRows routed_rows_per_token(const Architecture& arch, const ParallelPlan& plan, double load_factor);
 
-// What a block keeps from its forward to its backward under plan.recompute: everything (none);
+// What a block keeps on the GPU from its forward to its backward under plan.recompute (less what
+// plan.activations.offload_modules moves to the host: offloaded_per_token): everything (none);
 // a converted linear's input is kept as its library keeps it (plan.precision.library: torchao's
 // BF16 input, Transformer Engine's quantized column-wise copy), FP8-dispatched rows as they
 // arrive;
@@ -57,7 +58,16 @@ RoutedRows routed_rows_per_token(const Architecture& arch, const ParallelPlan& p
 BlockActivations saved_per_token(const Architecture& arch, std::int64_t layer, const ParallelPlan& plan,
                                  const RoutedRows& rows);
 
-// What the block's backward rebuilds before it runs (full and selective_op recompute), per token:
+// What plan.activations.offload_modules (offload_modules.hpp) moves to pinned host memory of
+// what the block saves, per token: copied out during the block's forward and back before its
+// backward, so saved_per_token leaves it out. A saved tensor under Megatron-Core's
+// min_offloaded_tensor_size (1Mi elements at the plan's microbatch) stays on the GPU. Zero
+// without offload modules.
+BlockActivations offloaded_per_token(const Architecture& arch, std::int64_t layer, const ParallelPlan& plan,
+                                     const RoutedRows& rows);
+
+// What the block's backward rebuilds before it runs (full and selective_op recompute, Megatron-
+// Core's selective modules: the larger part), per token, and what offloading brings back for it:
 // alive with the saved part while the block's backward runs. Zero otherwise (selective recomputes
 // its SwiGLU products one at a time).
 double recomputed_per_token(const Architecture& arch, std::int64_t layer, const ParallelPlan& plan,

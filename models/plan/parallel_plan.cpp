@@ -196,6 +196,13 @@ ParallelPlan parse_plan(const JsonReader& in) {
                   "nothing");
       }
     }
+    if (act->has("offload_modules")) {
+      for (const std::string& m : act->choice_list("offload_modules", kOffloadModuleNames.names()))
+        p.offload_modules.add(kOffloadModuleNames.parse(m));
+      if (p.offload_modules.empty()) {
+        act->fail("offload_modules", "is empty; allowed: one or more modules, or remove the list to offload nothing");
+      }
+    }
     p.loss = act->choice_of("loss", kLossImplNames, LossImpl::standard);
     p.compiled_blocks = act->boolean_or("compiled_blocks", false);
     act->finish();

@@ -11,6 +11,7 @@
 #include "models/common/enum_names.hpp"
 #include "models/common/units.hpp"
 #include "models/moe/routing.hpp"
+#include "models/plan/offload_modules.hpp"
 #include "models/plan/recompute_modules.hpp"
 
 namespace moesim {
@@ -254,6 +255,7 @@ struct ParallelPlan {
   Recompute recompute = Recompute::none;
   RecomputeModules recompute_modules;  // activations.recompute_modules, with selective
   std::int64_t recompute_num_layers = 0;  // activations.recompute_num_layers, with full (0: every layer)
+  OffloadModules offload_modules;         // activations.offload_modules (offload_modules.hpp)
   LossImpl loss = LossImpl::standard;
   // Each block under torch.compile (Olmo-core's Transformer.apply_compile, torchtitan's
   // compile.enable with the "model" component): AOTAutograd's min-cut partitioner saves a norm's

@@ -53,6 +53,56 @@ void check_context_parallel(const ParallelPlan& p, const Architecture& a, const 
     }
   }
 }
+
+// Fine-grained activation offloading (offload_modules.hpp) moves what a block saves under
+// recompute none or selective (Megatron-Core transformer_config.py __post_init__ checks), and
+// each listed module must save something in this architecture.
+template <class Fail>
+void check_offload(const ParallelPlan& p, const Architecture& a, const Fail& fail) {
+  const std::string path = "activations.offload_modules";
+  const OffloadModules& m = p.offload_modules;
+  if (p.recompute == Recompute::full || p.recompute == Recompute::selective_op) {
+    fail(path, "moves the tensors a block saves for its backward; under recompute \"" +
+                   std::string(name_of(p.recompute)) +
+                   "\" a block saves its checkpoint only; allowed: recompute \"none\" or \"selective\"");
+  }
+  if (m.has(OffloadModule::attn_proj) && !m.has(OffloadModule::core_attn)) {
+    fail(path,
+         "\"attn_proj\" cannot be offloaded without \"core_attn\": its input is the core attention's "
+         "output, which the core attention's backward reads too (Megatron-Core); allowed: add core_attn");
+  }
+  const bool attention = a.has_mixer(Mixer::attention), moe = a.has_ffn(Ffn::moe);
+  const bool mla = attention && a.attention.kind == AttentionKind::mla;
+  for (const auto& [module, name] : kOffloadModuleNames.entries()) {
+    if (!m.has(module)) continue;
+    std::string why;
+    if (module == OffloadModule::attn_norm && !mla) {
+      why =
+          "the attention's input norm is fused into the QKV projection (Transformer Engine's LayerNormLinear; "
+          "an IdentityOp in Megatron-Core) except in MLA layers, which this model has none of";
+    } else if ((module == OffloadModule::qkv_linear || module == OffloadModule::core_attn ||
+                module == OffloadModule::attn_proj) &&
+               !attention) {
+      why = "this model has no attention layers";
+    } else if ((module == OffloadModule::mlp_norm || module == OffloadModule::expert_fc1 ||
+                module == OffloadModule::moe_act) &&
+               !moe) {
+      why =
+          "it moves an MoE layer's tensors (a dense MLP's norm is fused into its fc1), and this model has no MoE "
+          "layers";
+    } else if ((module == OffloadModule::expert_fc1 || module == OffloadModule::moe_act) &&
+               p.recompute_modules.has(RecomputeModule::moe)) {
+      why =
+          "recompute module \"moe\" checkpoints the whole MoE layer, which then saves nothing inside it "
+          "(Megatron-Core refuses the pair)";
+    } else if (module == OffloadModule::core_attn && p.attention_kernel == AttentionKernel::unfused) {
+      why =
+          "the unfused core attention's saved probabilities are not modeled as an offload group; allowed with a "
+          "fused attention kernel";
+    }
+    if (!why.empty()) fail(path, "\"" + std::string(name) + "\" moves nothing here: " + why);
+  }
+}
 }  // namespace
 
 PlanRule expert_parallel_rule(const Architecture& a, std::int64_t ep) {
@@ -131,6 +181,7 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
   }
   if (p.tp > 1) check_tensor_parallel(p, a, fail);
   if (p.cp > 1) check_context_parallel(p, a, fail);
+  if (!p.offload_modules.empty()) check_offload(p, a, fail);
   if (p.pp * p.model_chunks() > a.num_layers) {
     fail("pipeline.degree", "PP stages x virtual stages = " + s(p.pp * p.model_chunks()) + " exceeds the " +
                                 s(a.num_layers) + " layers of the model");

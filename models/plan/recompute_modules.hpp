@@ -34,13 +34,7 @@ inline constexpr EnumNames<RecomputeModule, 7> kRecomputeModuleNames{
 constexpr std::string_view name_of(RecomputeModule value) { return kRecomputeModuleNames.name(value); }
 
 // A set of modules (empty: none listed).
-struct RecomputeModules {
-  std::uint8_t bits = 0;
-  bool empty() const { return bits == 0; }
-  bool has(RecomputeModule m) const { return (bits >> static_cast<unsigned>(m)) & 1u; }
-  void add(RecomputeModule m) { bits = static_cast<std::uint8_t>(bits | (1u << static_cast<unsigned>(m))); }
-  bool operator==(const RecomputeModules&) const = default;
-};
+using RecomputeModules = EnumSet<RecomputeModule>;
 
 // What the plan's selective recompute redoes in a block. Without a module list, Korthikanti et
 // al. 2022's choice: every SwiGLU product (dense, shared and routed) and the unfused core

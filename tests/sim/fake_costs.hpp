@@ -14,6 +14,7 @@ struct FakeCosts final : CostBook {
   double scan_s = 0;           // every Mamba-2 SSD scan (forward or backward)
   double memory_s = 0;         // every memory-bound kernel
   double host_s = 0;           // the host's share of a step
+  double host_copy_Bps = 1e9;  // copies to and from host memory (activation offload), bytes/s
   double free_dimension = 0;   // GEMMs with a side of this size cost nothing (0: none), e.g. an LM head
   double gemm(const GemmShape& s) const override {
     const bool free = free_dimension > 0 && (s.m == free_dimension || s.n == free_dimension || s.k == free_dimension);
@@ -24,6 +25,7 @@ struct FakeCosts final : CostBook {
   double scan(const ScanShape&, bool) const override { return scan_s; }
   double memory(double, MemoryKernel) const override { return memory_s; }
   double step_host_s() const override { return host_s; }
+  double host_copy_s(double bytes) const override { return bytes / host_copy_Bps; }
   CommCost collective(const CollectiveRequest& request) const override {
     return request.ranks > 1 ? CommCost{collective_s, request.bytes, 0} : CommCost{};
   }
