@@ -1,7 +1,8 @@
 // Megatron-Bridge's performance recipes (src/megatron/bridge/perf_recipes/, the configurations
 // NVIDIA benchmarks publish): Megatron-Bridge's values with _benchmark_common's benchmark-mode
 // switches, of which one changes what moesim models: the DDP gradient buffer and its
-// reduce-scatter stay in BF16 (grad_reduce_in_fp32 False; Megatron-Bridge's own recipes keep FP32).
+// reduce-scatter stay in BF16 (grad_reduce_in_fp32 False; Megatron-Bridge's own recipes keep FP32);
+// and the process environment most recipes set, of which the allocator's expandable segments.
 #include "models/stacks/stacks.hpp"
 
 namespace moesim {
@@ -14,10 +15,14 @@ std::unique_ptr<StackPreset> megatron_bridge_perf_stack() {
                     "distributed/param_and_grad_buffer.py then keeps the gradient buffer in the parameters' BF16, "
                     "accumulated and reduce-scattered in BF16 (training/mixed_precision.py's default is True)",
                     "ddp"});
+  values.push_back({"allocator.expandable_segments", "true",
+                    "the recipes' env_vars set PYTORCH_CUDA_ALLOC_CONF=\"expandable_segments:True\" (every H100 "
+                    "Llama 3 and DeepSeek-V3 recipe, most of the others: e.g. perf_recipes/llama/h100/llama3.py, "
+                    "deepseek/gb200/deepseek_v3.py); a recipe without it runs the default allocator: set it false"});
   return std::make_unique<StackPreset>(
       "megatron-bridge-perf",
       "Megatron-Bridge's performance recipes: Megatron-Bridge's values with BF16 gradient buffers and reduce-scatter "
-      "(grad_reduce_in_fp32 False)",
+      "(grad_reduce_in_fp32 False) and expandable allocator segments",
       "NVIDIA-NeMo/Megatron-Bridge main (067f987df0) src/megatron/bridge/perf_recipes over NVIDIA/Megatron-LM main "
       "(d98e8a64dd)",
       std::move(values));

@@ -34,6 +34,9 @@ std::unique_ptr<StackPreset> torchtitan_stack() {
            "torchtitan/models/common/moe.py: top-k token-choice routing with no expert capacity, no token dropped"},
           {"precision.library", "\"torchao\"",
            "torchtitan/components/quantization/float8.py, mx.py (torchao Float8Linear, MXLinear)"},
+          {"allocator.expandable_segments", "true",
+           "run_train.sh launches torchrun with PYTORCH_ALLOC_CONF=\"expandable_segments:True\" (the caching "
+           "allocator maps segments that grow instead of fixed blocks)"},
       });
 }
 

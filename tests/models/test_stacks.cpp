@@ -172,12 +172,18 @@ TEST_CASE("megatron-bridge-perf is Megatron-Bridge with the BF16 gradient buffer
           "[unit][stacks]") {
   const StackPreset& bridge = stack_presets().get("megatron-bridge");
   const StackPreset& perf = stack_presets().get("megatron-bridge-perf");
-  REQUIRE(perf.values().size() == bridge.values().size() + 1);
+  REQUIRE(perf.values().size() == bridge.values().size() + 2);
   for (std::size_t i = 0; i < bridge.values().size(); ++i) {
     CHECK(perf.values()[i].path == bridge.values()[i].path);
     CHECK(perf.values()[i].value == bridge.values()[i].value);
   }
-  const StackValue& grads = perf.values().back();
+  // The recipes' process environment: expandable allocator segments.
+  const StackValue& allocator = perf.values().back();
+  CHECK(allocator.path == "allocator.expandable_segments");
+  CHECK(allocator.value == "true");
+  CHECK(allocator.source.find("PYTORCH_CUDA_ALLOC_CONF") != std::string_view::npos);
+  CHECK(under("megatron-bridge-perf", {}).plan.allocator.expandable_segments);
+  const StackValue& grads = perf.values()[bridge.values().size()];
   CHECK(grads.path == "precision.grad_accum_dtype");
   CHECK(grads.value == "\"bf16\"");
   CHECK(grads.source.find("_benchmark_common") != std::string_view::npos);
