@@ -180,6 +180,12 @@ class Enumerator {
                                        {"plan.pipeline.layer_split", nlohmann::json::array()},
                                        {"plan.batch.rank_microbatch_sequences", c.microbatch},
                                        {"plan.activations.recompute", c.recompute}});
+    // Keys that belong to one recompute choice leave with it (null removes a key): the base
+    // plan's Megatron-Core module list with selective, its first-N-layers count with full.
+    if (c.recompute != "selective" && !base_.plan.recompute_modules.empty())
+      p.changes.emplace_back("plan.activations.recompute_modules", nullptr);
+    if (c.recompute != "full" && base_.plan.recompute_num_layers > 0)
+      p.changes.emplace_back("plan.activations.recompute_num_layers", nullptr);
     if (c.family.hsdp_axis) p.changes.emplace_back("plan.fsdp.shard_degree", c.hsdp);
     if (!c.layout.empty()) p.changes.emplace_back("plan.optimizer.layout", c.layout);
     if (c.precision != "scenario") {

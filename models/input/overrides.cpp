@@ -132,6 +132,13 @@ void apply_override(nlohmann::json& doc, const Override& o, const std::string& o
                          "cannot set key \"" + *key + "\": " + dotted_path({walked.begin(), walked.end() - 1}) +
                              " is not an object");
       }
+      if (o.value.is_null()) {  // null removes the key: the input as if it never had it
+        if (!node->contains(*key)) return;
+        if (last) {
+          node->erase(*key);
+          return;
+        }
+      }
       node = &(*node)[*key];
     } else {
       const auto idx = std::get<std::size_t>(step);

@@ -30,6 +30,7 @@ Override override_of(const std::string& path, const nlohmann::json& value, const
 
 // Sets the value, creating missing objects along the path. Throws InputError when the path runs
 // through a value that is not an object (or an array index out of range).
+// A null value removes the key (no input key takes null as a value; a missing key is left missing).
 void apply_override(nlohmann::json& doc, const Override& o, const std::string& origin);
 
 // JSON text is UTF-8: command-line text that is not cannot become a JSON value or report.

@@ -17,7 +17,9 @@ LedgerStructure ledger_structure(const Architecture& arch, const Inventory& inv,
 }
 
 const std::vector<std::string>& structure_free_paths() {
-  static const std::vector<std::string> paths = {"plan.batch.rank_microbatch_sequences", "plan.activations.recompute"};
+  static const std::vector<std::string> paths = {"plan.batch.rank_microbatch_sequences", "plan.activations.recompute",
+                                                 "plan.activations.recompute_modules",
+                                                 "plan.activations.recompute_num_layers"};
   return paths;
 }
 

@@ -30,7 +30,8 @@ struct LedgerStructure {
 LedgerStructure ledger_structure(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan);
 
 // The scenario paths a ledger structure never reads: the microbatch size
-// ("plan.batch.rank_microbatch_sequences") and the recompute policy ("plan.activations.recompute").
+// ("plan.batch.rank_microbatch_sequences") and the recompute policy ("plan.activations.recompute",
+// with its module list and layer count).
 const std::vector<std::string>& structure_free_paths();
 
 // build_ledger (ledger.hpp) on a structure made for this plan, or for one that differs from it only

@@ -43,3 +43,20 @@ TEST_CASE("Overrides can add optional sections", "[unit]") {
   CHECK(s.plan.pp == 2);
   CHECK(s.plan.pp_layer_split == std::vector<std::int64_t>{5, 3});
 }
+
+TEST_CASE("A null override removes the key, and a missing one stays missing", "[unit]") {
+  const std::vector<std::string> modules{"plan.activations.recompute=\"selective\"",
+                                         "plan.activations.recompute_modules=[\"core_attn\"]"};
+  CHECK(!load_scenario(test::source_path("scenarios/fig8/moe-ddp.json"), modules).plan.recompute_modules.empty());
+  std::vector<std::string> removed = modules;
+  removed.emplace_back("plan.activations.recompute_modules=null");
+  removed.emplace_back("plan.activations.recompute=\"full\"");
+  const Scenario s = load_scenario(test::source_path("scenarios/fig8/moe-ddp.json"), removed);
+  CHECK(s.plan.recompute_modules.empty());
+  CHECK(s.plan.recompute == Recompute::full);
+  CHECK(!s.resolved["plan"]["activations"].contains("recompute_modules"));
+  // Removing what is not there adds nothing on the way.
+  const Scenario t =
+      load_scenario(test::source_path("scenarios/fig8/moe-ddp.json"), {"plan.context_parallel.variant=null"});
+  CHECK(!t.resolved["plan"].contains("context_parallel"));
+}

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -311,4 +312,21 @@ TEST_CASE("Plan search: tied plans share a place, the runner-up is the next plac
   const nlohmann::json doc = plan_json("small", r);
   CHECK(doc.at("best_vs_runner_up").at("runner_up") == r.records[r.top[*r.runner_up]].candidate);
   CHECK(doc.at("top").at(1).at("rank") == *r.records[r.top[1]].rank);
+}
+
+TEST_CASE("Plan search: a base plan's recompute modules leave with selective recompute", "[unit][plan]") {
+  // The base plan lists Megatron-Core modules under selective recompute; a candidate with recompute
+  // none or full drops the list instead of being refused for it.
+  const ScenarioSource source =
+      read_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"),
+                    {"architecture.moe.num_experts=8", "plan.batch.global_batch_tokens=262144",
+                     "plan.activations.recompute=\"selective\"", "plan.activations.recompute_modules=[\"moe_act\"]"});
+  PlanRequest q = small_request();
+  q.search = {"microbatch=1", "recompute=none,full,selective", "schedule=1f1b"};
+  const PlanSearchResult r = search(source, q, PlanObjective::tokens_per_s, 1);
+  for (const auto& [reason, n] : r.refusals) CHECK(reason.find("recompute_modules") == std::string::npos);
+  std::set<std::string> kinds;
+  for (const auto& c : r.candidates)
+    if (c.refusal.empty()) kinds.insert(c.values.at("recompute").get<std::string>());
+  CHECK(kinds == std::set<std::string>{"full", "none", "selective"});
 }
