@@ -2,6 +2,7 @@
 // buffers, transient gradients, FSDP materialized units, EP buffers, optimizer-step transients.
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <map>
 
 #include "models/common/json_reader.hpp"
@@ -190,6 +191,14 @@ std::vector<PhaseSet> working_memory(const Architecture& a, const ParallelPlan& 
   std::string mb = std::to_string(held_total) + " chunk pass(es) (";
   for (std::size_t c = 0; c < chunks; ++c) mb += (c ? " + " : "") + std::to_string(held_chunks[c]);
   mb += " per chunk) x " + std::to_string(static_cast<long long>(T)) + " tokens";
+  if (!plan.offload_modules.empty()) {  // what the held passes keep in host memory instead
+    double host = 0;
+    for (std::size_t i = 0; i < v.layers.size(); ++i)
+      host += dbl(held_chunks[chunk_of[i]]) * T * offloaded_per_token(a, v.layers[i], plan, routed).total();
+    char text[96];
+    std::snprintf(text, sizeof text, "; %.2f GiB more in host memory (activations.offload_modules)", host / kGiB);
+    mb += text;
+  }
 
   const LossBuffers loss = loss_per_token(a, plan);
   const std::vector<LedgerItem> ep_static = ep_static_buffers(a, plan, T, dbl(moe_layers.size()), routed);
