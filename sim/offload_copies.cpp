@@ -34,24 +34,25 @@ std::size_t OffloadCopies::slot(std::uint32_t rank, std::int64_t u, std::int32_t
          static_cast<std::size_t>(u);
 }
 
+double OffloadCopies::bytes(std::uint32_t rank, std::int64_t u) const {
+  return bytes_[rank * static_cast<std::size_t>(layers_) + static_cast<std::size_t>(u)];
+}
+
 bool OffloadCopies::offloaded(std::uint32_t rank, std::int64_t u) const {
-  return active_ && u >= 0 && u < layers_ &&
-         bytes_[rank * static_cast<std::size_t>(layers_) + static_cast<std::size_t>(u)] > 0;
+  return active_ && u >= 0 && u < layers_ && bytes(rank, u) > 0;
 }
 
 void OffloadCopies::after_forward(std::uint32_t rank, std::int64_t u, std::int32_t mb, TaskId done) {
   if (!offloaded(rank, u)) return;
-  const double bytes = bytes_[rank * static_cast<std::size_t>(layers_) + static_cast<std::size_t>(u)];
   d2h_[slot(rank, u, mb)] = emit_.kernel({rank, StreamKind::offload_d2h, PhaseTag::offload, mb, u}, TaskKind::copy,
-                                         costs_.host_copy_s(bytes), "offload to host", done);
+                                         costs_.host_copy_s(bytes(rank, u)), "offload to host", done);
 }
 
 TaskId OffloadCopies::reload(std::uint32_t rank, std::int64_t u, std::int32_t mb, TaskId after) {
   TaskId& id = h2d_[slot(rank, u, mb)];
   if (id != kNoTask) return id;
-  const double bytes = bytes_[rank * static_cast<std::size_t>(layers_) + static_cast<std::size_t>(u)];
   id = emit_.kernel({rank, StreamKind::offload_h2d, PhaseTag::offload, mb, u}, TaskKind::copy,
-                    costs_.host_copy_s(bytes), "reload from host", after, d2h_[slot(rank, u, mb)]);
+                    costs_.host_copy_s(bytes(rank, u)), "reload from host", after, d2h_[slot(rank, u, mb)]);
   return id;
 }
 

@@ -34,6 +34,7 @@ class OffloadCopies {
  private:
   TaskId reload(std::uint32_t rank, std::int64_t u, std::int32_t mb, TaskId after);
   std::size_t slot(std::uint32_t rank, std::int64_t u, std::int32_t mb) const;
+  double bytes(std::uint32_t rank, std::int64_t u) const;  // unit u's offloaded bytes per microbatch
   bool offloaded(std::uint32_t rank, std::int64_t u) const;
 
   const Architecture& arch_;

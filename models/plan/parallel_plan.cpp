@@ -30,6 +30,17 @@ std::int64_t ParallelPlan::domain_gpus() const {
 namespace {
 constexpr double kMaxCount = 1 << 24;
 
+// A list of Megatron-Core module names at `key` as a set, refused when empty (`instead`: what to
+// write for none).
+template <class E, std::size_t N>
+EnumSet<E> module_set(const JsonReader& in, std::string_view key, const EnumNames<E, N>& names,
+                      const std::string& instead) {
+  EnumSet<E> out;
+  for (const std::string& m : in.choice_list(key, names.names())) out.add(names.parse(m));
+  if (out.empty()) in.fail(key, "is empty; allowed: one or more modules, or " + instead);
+  return out;
+}
+
 DType parse_dtype(const JsonReader& in, std::string_view key, DType fallback) {
   return in.choice_of(key, kDTypeNames, fallback);
 }
@@ -182,26 +193,18 @@ ParallelPlan parse_plan(const JsonReader& in) {
       }
     }
     if (act->has("recompute_modules")) {
-      for (const std::string& m : act->choice_list("recompute_modules", kRecomputeModuleNames.names()))
-        p.recompute_modules.add(kRecomputeModuleNames.parse(m));
+      p.recompute_modules =
+          module_set(*act, "recompute_modules", kRecomputeModuleNames, "recompute \"none\" to recompute nothing");
       if (p.recompute != Recompute::selective) {
         act->fail("recompute_modules",
                   "lists Megatron-Core's selective recompute modules, so recompute must be "
                   "\"selective\" (it is \"" +
                       std::string(name_of(p.recompute)) + "\"); allowed: remove the list");
       }
-      if (p.recompute_modules.empty()) {
-        act->fail("recompute_modules",
-                  "is empty; allowed: one or more modules, or recompute \"none\" to recompute "
-                  "nothing");
-      }
     }
     if (act->has("offload_modules")) {
-      for (const std::string& m : act->choice_list("offload_modules", kOffloadModuleNames.names()))
-        p.offload_modules.add(kOffloadModuleNames.parse(m));
-      if (p.offload_modules.empty()) {
-        act->fail("offload_modules", "is empty; allowed: one or more modules, or remove the list to offload nothing");
-      }
+      p.offload_modules =
+          module_set(*act, "offload_modules", kOffloadModuleNames, "remove the list to offload nothing");
     }
     p.loss = act->choice_of("loss", kLossImplNames, LossImpl::standard);
     p.compiled_blocks = act->boolean_or("compiled_blocks", false);
