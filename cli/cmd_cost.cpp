@@ -1,10 +1,8 @@
 // `moesim cost collective|gemm|grouped-gemm|attention|memory|ep --profile P ... [--json FILE|-]`: one kernel or
 // collective priced by the cost models on a hardware profile.
-#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
-#include <iostream>
 #include <memory>
 #include <regex>
 #include <string>
@@ -130,7 +128,7 @@ int run_collective(const CollectiveArgs& a) {
 struct EpArgs {
   Common c;
   std::string bytes, pxn = "profile";
-  int ranks = 0, ranks_per_node = 0;
+  int ranks = 0, ranks_per_node = 0, sms = 0;
   double top_k = 0, experts = 0;
 };
 
@@ -142,6 +140,7 @@ int run_ep(const EpArgs& a) {
   quote.profile = hw.name;
   quote.request = {parse_size(a.bytes, "--bytes"), a.ranks, a.ranks_per_node, a.top_k, a.experts,
                    parse_pxn_choice(a.pxn)};
+  quote.request.sms = a.sms;
   if (a.top_k > a.experts) throw InputError("moesim cost ep", "--top-k", "exceeds --experts; allowed: 1..experts");
   for (const EpTransport t : all_ep_transports()) {
     const EpTransportModel& model = ep_transport_model(t);
@@ -340,6 +339,7 @@ Runner add_cost_command(CLI::App& app) {
        "--pxn", ep->pxn,
        "NCCL PXN relay for cross-rail all-to-all rows: profile (the profile's interconnect.inter_node.pxn), on, off")
       ->check(CLI::IsMember({"profile", "on", "off"}));
+  e->add_option("--sms", ep->sms, "SMs for HybridEP (default 32 in one domain, 8 across)")->check(CLI::Range(1, 1024));
 
   auto gemm = std::make_shared<GemmArgs>();
   auto* g = add_sub(cost, "gemm", "dense BF16 GEMM [M,K] x [K,N]", gemm->c);

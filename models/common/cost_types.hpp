@@ -86,12 +86,16 @@ struct CollectiveCost {
 //   nccl_all_gather   Megatron-Core's all-gather token dispatcher (MoEAllGatherTokenDispatcher):
 //                     every rank gathers every token of the group and picks its experts' rows
 //                     itself; the combine reduce-scatters the unpermuted outputs back.
-enum class EpTransport : std::uint8_t { nccl_all_to_all, symmetric_memory, deepep, nccl_all_gather };
-inline constexpr EnumNames<EpTransport, 4> kEpTransportNames{"EP transport",
+//   hybridep          NVIDIA's HybridEP (DeepEP's hybrid-ep branch, Megatron-Core's flex
+//                     dispatcher backend "hybridep"): DeepEP's deduplication, TMA copies inside
+//                     the NVLink domain, RDMA across domains, at a rate set by the SMs it is given.
+enum class EpTransport : std::uint8_t { nccl_all_to_all, symmetric_memory, deepep, nccl_all_gather, hybridep };
+inline constexpr EnumNames<EpTransport, 5> kEpTransportNames{"EP transport",
                                                              {{{EpTransport::nccl_all_to_all, "nccl_all_to_all"},
                                                                {EpTransport::symmetric_memory, "symmetric_memory"},
                                                                {EpTransport::deepep, "deepep"},
-                                                               {EpTransport::nccl_all_gather, "nccl_all_gather"}}}};
+                                                               {EpTransport::nccl_all_gather, "nccl_all_gather"},
+                                                               {EpTransport::hybridep, "hybridep"}}}};
 constexpr std::string_view name_of(EpTransport value) { return kEpTransportNames.name(value); }
 const std::vector<EpTransport>& all_ep_transports();
 
@@ -113,6 +117,7 @@ struct EpTransferRequest {
   // (the combine, and the dispatch's gradient): an all-gather one way, a reduce-scatter the other
   // for the all-gather dispatcher; the all-to-all transports move the same bytes either way.
   bool toward_experts = true;
+  int sms = 0;  // SMs the transport's kernels may hold, for a transport whose rate depends on it (0: its default)
 };
 // One dispatch or combine as a transport priced it (ep_transports.hpp).
 struct EpTransferCost {

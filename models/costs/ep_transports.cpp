@@ -8,6 +8,7 @@
 //     m (r - 1) q_rank (in each of the m nodes, the token reaches the r - 1 ranks other than the
 //     one holding it with probability q_rank each), with q the hit probabilities of a rank and of
 //     a node under uniform routing (hit_probability);
+//   hybridep: DeepEP's bytes (NVIDIA's HybridEP deduplicates the same way);
 //   nccl_all_gather: the rank's T tokens (bytes = T x row bytes) reach every other rank of the
 //     group: NVLink T (r - 1), NIC T (n - r) per rank, by the collective model's all-gather toward
 //     the experts and reduce-scatter back.
@@ -26,7 +27,7 @@ namespace moesim {
 
 const std::vector<EpTransport>& all_ep_transports() {
   static const std::vector<EpTransport> all{EpTransport::nccl_all_to_all, EpTransport::symmetric_memory,
-                                            EpTransport::deepep, EpTransport::nccl_all_gather};
+                                            EpTransport::deepep, EpTransport::nccl_all_gather, EpTransport::hybridep};
   return all;
 }
 
@@ -54,6 +55,36 @@ EpTransferCost from_collective(const CollectiveCost& c) {
   throw ProfileGapError(hw.name, "interconnect.ep_transports." + std::string(transport),
                         "hardware profile \"" + hw.name + "\" has no numbers for the " + std::string(transport) +
                             " EP transport; use plan.expert_parallel.transport=nccl_all_to_all");
+}
+
+// DeepEP's and HybridEP's bytes per rank, with the group's r ranks in each of its n / r NVLink
+// domains: each token once per destination rank holding one of its experts, across domains once
+// per destination domain (module comment); `received`: the rows a rank receives, its own included.
+struct Deduplicated {
+  EpTransferCost cost;  // its NVLink and NIC bytes
+  double received = 0;
+  double m = 1;  // NVLink domains the group spans
+};
+Deduplicated deduplicated(const HardwareProfile& hw, const EpTransferRequest& request) {
+  // Ranks of the group in each NVLink domain, resolved (and checked) as the collective model does.
+  const double r = ranks_per_domain(hw, request.ranks, request.ranks_per_node);
+  const double n = request.ranks, m = n / r;
+  const double tokens_bytes = request.bytes / request.top_k;
+  const double q_rank = hit_probability(request.experts, request.experts / n, request.top_k);
+  double q_node = hit_probability(request.experts, request.experts / m, request.top_k);
+  // Group-limited routing (DeepSeek-V3 Section 2.1.2, node-limited routing): a token's experts lie
+  // in at most M of the G groups, so a node holding G / m of the groups is reached no more often
+  // than one of those M groups lies on it.
+  if (request.groups_per_token > 0) {
+    const double G = request.expert_groups;
+    q_node = std::min(q_node, hit_probability(G, G / m, request.groups_per_token));
+  }
+  Deduplicated d;
+  d.cost.nic_bytes = tokens_bytes * (m - 1) * q_node;
+  d.cost.nvlink_bytes = tokens_bytes * m * (r - 1) * q_rank;
+  d.received = tokens_bytes * m * r * q_rank;
+  d.m = m;
+  return d;
 }
 
 // A transport that is one NCCL collective each way, priced by the collective model
@@ -119,26 +150,11 @@ class DeepEp final : public EpTransportModel {
     const auto& spec = hw.interconnect.ep_transports.deepep;
     if (!spec) missing(hw, name());
     if (request.ranks <= 1) return {};
-    const double n = request.ranks;
-    // Ranks of the group in each NVLink domain, resolved (and checked) as the collective model does.
-    const double r = ranks_per_domain(hw, request.ranks, request.ranks_per_node);
-    const double m = n / r;
-    const double tokens_bytes = request.bytes / request.top_k;
-    const double q_rank = hit_probability(request.experts, request.experts / n, request.top_k);
-    double q_node = hit_probability(request.experts, request.experts / m, request.top_k);
-    // Group-limited routing (DeepSeek-V3 Section 2.1.2, node-limited routing): a token's experts lie
-    // in at most M of the G groups, so a node holding G / m of the groups is reached no more often
-    // than one of those M groups lies on it.
-    if (request.groups_per_token > 0) {
-      const double G = request.expert_groups;
-      q_node = std::min(q_node, hit_probability(G, G / m, request.groups_per_token));
-    }
-    EpTransferCost c;
-    c.nic_bytes = tokens_bytes * (m - 1) * q_node;
-    c.nvlink_bytes = tokens_bytes * m * (r - 1) * q_rank;
+    const Deduplicated bytes = deduplicated(hw, request);
+    EpTransferCost c = bytes.cost;
     const double nvlink_Bps = hw.node.nvlink_bw_GBps_per_direction.value * kGB * spec->nvlink_efficiency.value;
     const double nic_Bps = hw.node.nic_bw_Gbps_per_gpu.value * kGB / 8 * spec->rdma_efficiency.value;
-    c.network_messages = static_cast<int>(m) - 1;
+    c.network_messages = static_cast<int>(bytes.m) - 1;
     c.peer_latency_s = c.network_messages * hw.interconnect.inter_node.per_peer_latency_us.value * 1e-6;
     c.latency_s = spec->base_latency_us.value * 1e-6 + c.peer_latency_s;
     c.time_s = c.latency_s + std::max(c.nvlink_bytes / nvlink_Bps, c.nic_bytes / nic_Bps);
@@ -146,6 +162,69 @@ class DeepEp final : public EpTransportModel {
     return c;
   }
   bool fuses_permutation() const override { return false; }
+};
+
+// NVIDIA's HybridEP (deepseek-ai/DeepEP hybrid-ep branch; Megatron-Core's flex dispatcher,
+// backend "hybridep"): DeepEP's deduplicated bytes, TMA copies inside an NVLink domain, RDMA to
+// the same local rank of each other domain. Its benchmark (tests/test_hybrid_ep.py) reports the
+// rows a rank receives, its own included, x row bytes over the kernel time, by the SMs given to
+// dispatch and to combine; the profile keeps those rates by SMs, linear between points,
+// proportional below the first (each block moves its own share) and flat above the last (the
+// link saturated). Across domains the NIC moves the node-deduplicated rows at the measured
+// fraction of line rate for that SM count; the slower side sets the time.
+class HybridEp final : public EpTransportModel {
+ public:
+  // HybridEP's Configurer defaults (csrc/hybrid_ep configurer, DeepEP hybrid-ep branch): 32 SMs
+  // each for dispatch and combine inside one NVLink domain, 8 when the group spans domains.
+  static constexpr int kDefaultSmsOneDomain = 32;
+  static constexpr int kDefaultSmsAcrossDomains = 8;
+
+  HybridEp()
+      : EpTransportModel("hybridep",
+                         "NVIDIA HybridEP: each token once per destination rank, TMA copies inside the NVLink domain "
+                         "and RDMA once per other domain; the measured rate for the SMs it is given") {}
+  EpTransferCost cost(const HardwareProfile& hw, const CollectiveModel& /*collectives*/,
+                      const EpTransferRequest& request) const override {
+    const auto& spec = hw.interconnect.ep_transports.hybridep;
+    if (!spec) missing(hw, name());
+    if (request.ranks <= 1) return {};
+    const Deduplicated bytes = deduplicated(hw, request);
+    const double m = bytes.m;
+    const int sms = request.sms > 0 ? request.sms : (m > 1 ? kDefaultSmsAcrossDomains : kDefaultSmsOneDomain);
+    EpTransferCost c = bytes.cost;
+    const ProfileTable& rate = request.toward_experts ? spec->dispatch_GBps_by_sms : spec->combine_GBps_by_sms;
+    double seconds = bytes.received / (by_sms(rate, sms) * kGB);
+    c.latency_s = spec->base_latency_us.value * 1e-6;
+    if (m > 1) {
+      const auto& rdma =
+          request.toward_experts ? spec->rdma_dispatch_efficiency_by_sms : spec->rdma_combine_efficiency_by_sms;
+      if (!rdma) {
+        throw ProfileGapError(hw.name, "interconnect.ep_transports.hybridep.rdma_dispatch_efficiency_by_sms",
+                              "hardware profile \"" + hw.name +
+                                  "\" has no HybridEP RDMA rates: an EP group across NVLink domains cannot use it");
+      }
+      const double nic_Bps = hw.node.nic_bw_Gbps_per_gpu.value * kGB / 8 * by_sms(*rdma, sms);
+      seconds = std::max(seconds, c.nic_bytes / nic_Bps);
+      c.network_messages = static_cast<int>(m) - 1;
+      c.peer_latency_s = c.network_messages * hw.interconnect.inter_node.per_peer_latency_us.value * 1e-6;
+      c.latency_s += c.peer_latency_s;
+    }
+    c.time_s = c.latency_s + seconds;
+    c.ctas = sms;
+    return c;
+  }
+  bool fuses_permutation() const override { return false; }
+
+ private:
+  // The table's value at `sms`: linear between points, proportional below the first, flat above the last.
+  static double by_sms(const ProfileTable& t, double sms) {
+    const auto& p = t.points();
+    if (sms <= p.front().x) return p.front().y * sms / p.front().x;
+    for (std::size_t i = 1; i < p.size(); ++i) {
+      if (sms <= p[i].x) return p[i - 1].y + (p[i].y - p[i - 1].y) * (sms - p[i - 1].x) / (p[i].x - p[i - 1].x);
+    }
+    return p.back().y;
+  }
 };
 
 // Megatron-Core's all-gather token dispatcher (megatron/core/transformer/moe/token_dispatcher.py
@@ -167,7 +246,7 @@ class NcclAllGather final : public NcclTransport {
 
 const Registry<EpTransportModel>& ep_transport_models() {
   static const auto registry =
-      make_registry<EpTransportModel, NcclAllToAll, SymmetricMemory, DeepEp, NcclAllGather>("EP transport");
+      make_registry<EpTransportModel, NcclAllToAll, SymmetricMemory, DeepEp, NcclAllGather, HybridEp>("EP transport");
   return registry;
 }
 

@@ -205,11 +205,21 @@ struct DeepEpTransportSpec {
   Quantity rdma_efficiency;    // achieved fraction of the NIC line rate
 };
 
+// HybridEP (EpTransport::hybridep): its benchmark's algorithm bandwidth (rows a rank receives,
+// its own included, x row bytes over the kernel time) by the SMs given to dispatch and to combine;
+// across NVLink domains the NIC's achieved fraction by SMs (absent: refused across domains).
+struct HybridEpTransportSpec {
+  Quantity base_latency_us;  // fixed cost of one dispatch or combine
+  ProfileTable dispatch_GBps_by_sms, combine_GBps_by_sms;
+  std::optional<ProfileTable> rdma_dispatch_efficiency_by_sms, rdma_combine_efficiency_by_sms;
+};
+
 // EP transports beyond NCCL's all-to-all (models/costs/ep_transports.hpp); absent: not measured
 // for this node type, and plans asking for one are refused.
 struct EpTransportSpecs {
   std::optional<SymmetricMemoryTransportSpec> symmetric_memory;
   std::optional<DeepEpTransportSpec> deepep;
+  std::optional<HybridEpTransportSpec> hybridep;
 };
 
 struct InterconnectSpec {

@@ -125,8 +125,6 @@ const Range kEfficiency{0.0, 2.0, true};
 // A backward pass over the forward rate: published ratios are 0.37-1.23; 1.5 catches
 // percentages typed as fractions.
 const Range kPassRatio{0.0, 1.5, true};
-// NCCL's channel cap (NCCL_MAX_NCHANNELS, src/include/device.h MAXCHANNELS = 64).
-const Range kCtas{1.0, 64.0, false};
 
 CollectiveEfficiencies efficiencies(const JsonReader& e, std::initializer_list<std::string_view> required,
                                     std::initializer_list<std::string_view> optional) {
@@ -247,28 +245,6 @@ ComputeSpec parse_compute(const JsonReader& c) {
   c.finish();
   return s;
 }
-
-namespace {
-
-EpTransportSpecs parse_ep_transports(const JsonReader& ep) {
-  EpTransportSpecs s;
-  const Range efficiency{0.0, 1.0, true};
-  if (const auto sm = ep.optional_object("symmetric_memory")) {
-    s.symmetric_memory = SymmetricMemoryTransportSpec{
-        quantity(*sm, "time_over_nccl_all_to_all", Range::between(0.1, 10.0)), quantity(*sm, "ctas", kCtas)};
-    sm->finish();
-  }
-  if (const auto d = ep.optional_object("deepep")) {
-    s.deepep =
-        DeepEpTransportSpec{quantity(*d, "base_latency_us", plausible::kLatencyUs), quantity(*d, "ctas", kCtas),
-                            quantity(*d, "nvlink_efficiency", efficiency), quantity(*d, "rdma_efficiency", efficiency)};
-    d->finish();
-  }
-  ep.finish();
-  return s;
-}
-
-}  // namespace
 
 InterconnectSpec parse_interconnect(const JsonReader& ic) {
   InterconnectSpec s;

@@ -26,8 +26,13 @@ std::optional<Quantity> optional_quantity(const JsonReader& parent, std::string_
 ProfileTable table(const JsonReader& parent, std::string_view key, std::string_view x_key, std::string_view y_key,
                    Range y_range);
 
+// NCCL's channel cap (NCCL_MAX_NCHANNELS, src/include/device.h MAXCHANNELS = 64).
+inline const Range kCtas{1.0, 64.0, false};
+
 ComputeSpec parse_compute(const JsonReader& compute);
 InterconnectSpec parse_interconnect(const JsonReader& interconnect);
+// interconnect.ep_transports (ep_transport_sections.cpp).
+EpTransportSpecs parse_ep_transports(const JsonReader& ep);
 // No kernel runs faster than the GPU's nominal peak or streams faster than its HBM.
 void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in);
 

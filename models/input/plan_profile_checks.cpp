@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/common/errors.hpp"
+#include "models/plan/rank_layout.hpp"
 
 namespace moesim {
 
@@ -31,6 +32,26 @@ void check_linear_formats(const ParallelPlan& plan, const HardwareProfile& hw, c
   }
 }
 
+// HybridEP's SMs fit the GPU; across NVLink domains it needs the profile's RDMA rates.
+void check_hybridep(const ParallelPlan& plan, const HardwareProfile& hw, const std::string& file,
+                    const std::string& prefix) {
+  if (static_cast<double>(plan.ep_sms) > hw.gpu.sm_count.value) {
+    throw InputError(file, plan_path(prefix, "expert_parallel.sms"),
+                     std::to_string(plan.ep_sms) + " SMs exceeds the " + std::to_string(int(hw.gpu.sm_count.value)) +
+                         " of hardware profile \"" + hw.name + "\"'s GPU",
+                     /*infeasible=*/true);
+  }
+  // (plan.domain_hosts is the profile's by now: compose sets it before these checks)
+  const CommunicatorShape shape = communicator_shape(plan, Communicator::ep_mp);
+  if (shape.ranks > shape.ranks_per_node && !hw.interconnect.ep_transports.hybridep->rdma_dispatch_efficiency_by_sms) {
+    throw InputError(file, plan_path(prefix, "expert_parallel.transport"),
+                     "\"hybridep\" across NVLink domains needs interconnect.ep_transports.hybridep."
+                     "rdma_dispatch_efficiency_by_sms, which hardware profile \"" +
+                         hw.name + "\" does not have; allowed here: an EP group inside one NVLink domain",
+                     /*infeasible=*/true);
+  }
+}
+
 // The transports beyond NCCL's collectives need the profile's interconnect.ep_transports numbers.
 void check_ep_transport(const ParallelPlan& plan, const HardwareProfile& hw, const std::string& file,
                         const std::string& prefix) {
@@ -39,11 +60,16 @@ void check_ep_transport(const ParallelPlan& plan, const HardwareProfile& hw, con
   const bool measured = plan.ep_transport == EpTransport::nccl_all_to_all ||
                         plan.ep_transport == EpTransport::nccl_all_gather ||
                         (plan.ep_transport == EpTransport::symmetric_memory && specs.symmetric_memory) ||
-                        (plan.ep_transport == EpTransport::deepep && specs.deepep);
-  if (measured) return;
+                        (plan.ep_transport == EpTransport::deepep && specs.deepep) ||
+                        (plan.ep_transport == EpTransport::hybridep && specs.hybridep);
+  if (measured) {
+    if (plan.ep_transport == EpTransport::hybridep) check_hybridep(plan, hw, file, prefix);
+    return;
+  }
   std::string allowed = "nccl_all_to_all, nccl_all_gather";
   if (specs.symmetric_memory) allowed += ", symmetric_memory";
   if (specs.deepep) allowed += ", deepep";
+  if (specs.hybridep) allowed += ", hybridep";
   throw InputError(file, plan_path(prefix, "expert_parallel.transport"),
                    "\"" + std::string(name_of(plan.ep_transport)) + "\" needs interconnect.ep_transports." +
                        std::string(name_of(plan.ep_transport)) + " numbers, which hardware profile \"" + hw.name +

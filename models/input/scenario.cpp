@@ -224,9 +224,9 @@ Scenario parse_composed(ScenarioInputs& src, const HardwareProfile* hardware) {
                          " of one host of hardware profile \"" + s.hardware.name + "\"" + hint,
                      /*infeasible=*/true);
   }
+  s.plan.domain_hosts = hosts_per_domain(s.hardware);
   check_plan_against_profile(s.plan, s.hardware, src.plan.file, src.plan.prefix);
   price_plan_kernels(s.plan, s.hardware, s.stack, src.plan.file, src.plan.prefix);
-  s.plan.domain_hosts = hosts_per_domain(s.hardware);
   nlohmann::json& sections = src.doc;
   s.resolved = {{"architecture", std::move(sections.at("architecture"))}, {"plan", std::move(sections.at("plan"))}};
   if (sections.contains("hardware")) s.resolved["hardware"] = std::move(sections.at("hardware"));

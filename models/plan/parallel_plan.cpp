@@ -132,6 +132,7 @@ ParallelPlan parse_plan(const JsonReader& in) {
     p.ep = ep->integer_or("degree", 1, Range::between(1, kMaxCount));
     p.etp = ep->integer_or("tensor_degree", 1, Range::between(1, 1024));
     p.ep_transport = ep->choice_of("transport", kEpTransportNames, defaults.ep_transport);
+    p.ep_sms = ep->integer_or("sms", 0, Range::between(1, 1024));
     p.ep_buffer_capacity_factor = ep->number_or("buffer_capacity_factor", 1.25, Range::between(0.01, 1024));
     p.ep_buffers_shared = ep->boolean_or("shared_buffers", false);
     p.ep_a2a_overlap = ep->boolean_or("a2a_overlap", false);

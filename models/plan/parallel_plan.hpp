@@ -204,6 +204,7 @@ struct ParallelPlan {
   // buffers per MoE block for the whole run (Olmo-core's rowwise NVSHMEM path,
   // olmo_core/nn/moe/v2/ep_config.py, ep_no_sync_buffers.py; DeepEP's Buffer).
   EpTransport ep_transport = EpTransport::nccl_all_to_all;
+  std::int64_t ep_sms = 0;  // expert_parallel.sms: SMs HybridEP's kernels get (moe_flex_dispatcher_num_sms; 0: default)
   // NCCL's PXN relay for the EP all-to-all's cross-rail rows (expert_parallel.pxn true/false;
   // absent: the hardware profile's interconnect.inter_node.pxn, NCCL's default).
   PxnChoice ep_pxn = PxnChoice::profile;
@@ -253,7 +254,7 @@ struct ParallelPlan {
   std::int64_t microbatch_sequences = 1;  // per rank
   std::int64_t global_batch_tokens = 0;
   Recompute recompute = Recompute::none;
-  RecomputeModules recompute_modules;  // activations.recompute_modules, with selective
+  RecomputeModules recompute_modules;     // activations.recompute_modules, with selective
   std::int64_t recompute_num_layers = 0;  // activations.recompute_num_layers, with full (0: every layer)
   OffloadModules offload_modules;         // activations.offload_modules (offload_modules.hpp)
   LossImpl loss = LossImpl::standard;

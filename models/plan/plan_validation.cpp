@@ -263,6 +263,12 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
           !rule.path.empty())
         fail(rule.path, rule.message);
     }
+    if (p.ep_sms > 0 && p.ep_transport != EpTransport::hybridep) {
+      fail("expert_parallel.sms",
+           "the SMs of the EP transport are modelled for \"hybridep\" (whose rate the profile has by SMs); \"" +
+               std::string(name_of(p.ep_transport)) +
+               "\" runs at its profile's own setting: remove the key or set expert_parallel.transport \"hybridep\"");
+    }
     if (p.ep_transport == EpTransport::nccl_all_gather) {
       // Megatron-Core's all-gather dispatcher gathers over the expert-TP x EP group at once, and
       // gathers the hidden states as they are (no FP8 dispatch path).

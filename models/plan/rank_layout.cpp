@@ -203,6 +203,7 @@ EpTransferRequest ep_transfer_request(const Architecture& arch, const ParallelPl
   }
   request.pxn = plan.ep_pxn;
   request.toward_experts = toward_experts;
+  request.sms = static_cast<int>(plan.ep_sms);
   return request;
 }
 
