@@ -275,6 +275,7 @@ struct ScanShape {
   double groups = 1;
   double state_dim = 0;
   double chunk = 256;
+  double seq_len = 0;  // tokens per sequence (the measured rate's axis; 0: the rate's first point)
 };
 // Forward FLOPs per token of the SSD's chunked algorithm: within each chunk C B^T per group and its
 // product with X per head (causal half: Q (G N + H P)), and each chunk's state in and out

@@ -75,11 +75,14 @@ class FlashAttentionCost final : public AttentionCost {
         roofline(hw, bwd_flops, rate_at(c.attention_bwd_TFLOPs, c.attention_bwd_TFLOPs_by_seq_len, length), bwd_bytes);
     return t;
   }
-  // The SSD scan's chunk matmuls (ssd_flops_per_token) at the profile's attention rates (an
-  // assumption: no profile holds a measured SSD kernel rate), the backward twice the forward (two
-  // gradient matmuls per forward one). HBM: forward reads x, B, C and dt and writes y, and writes
-  // then reads each chunk's FP32 state; backward twice that. At training shapes this is HBM-bound,
-  // as PyTorch's "Accelerating Mamba2 with Kernel Fusion" (2025) finds the original kernels.
+  // The SSD scan's chunk matmuls (ssd_flops_per_token) at the profile's measured SSD forward rate
+  // by sequence length, or, where none was measured, its attention rates (an assumption); the
+  // backward twice the forward's FLOPs (two gradient matmuls per forward one) at the forward's
+  // rate where only that was measured (an assumption: no backward kernel rate is published).
+  // HBM: forward reads x, B, C and dt and writes y, and writes then reads each chunk's FP32 state;
+  // backward twice that. PyTorch's "Accelerating Mamba2 with Kernel Fusion" (2025) finds the
+  // original kernels bound by memory and latency; the measured chunk-scan rate (about 100
+  // TFLOP/s on H100-class GPUs, a tenth of the peak) takes the place of the latency.
   AttentionTime scan(const HardwareProfile& hw, const ScanShape& s) const override {
     require_positive(s.tokens, "tokens");
     require_positive(s.heads, "heads");
@@ -87,9 +90,14 @@ class FlashAttentionCost final : public AttentionCost {
     const double fwd_flops = s.tokens * ssd_flops_per_token(s);
     const double per_token = kBf16 * (2 * s.heads * s.head_dim + 2 * s.groups * s.state_dim + s.heads) +
                              2 * 4.0 * s.heads * s.head_dim * s.state_dim / s.chunk;
+    double fwd_rate = hw.compute.attention_fwd_TFLOPs.value, bwd_rate = hw.compute.attention_bwd_TFLOPs.value;
+    if (const auto& measured = hw.compute.ssd_scan_fwd_TFLOPs_by_seq_len) {
+      const double length = s.seq_len > 0 ? s.seq_len : measured->points().front().x;
+      fwd_rate = bwd_rate = interpolate_log_x(*measured, length);
+    }
     AttentionTime t;
-    t.forward = roofline(hw, fwd_flops, hw.compute.attention_fwd_TFLOPs.value, s.tokens * per_token);
-    t.backward = roofline(hw, 2 * fwd_flops, hw.compute.attention_bwd_TFLOPs.value, 2 * s.tokens * per_token);
+    t.forward = roofline(hw, fwd_flops, fwd_rate, s.tokens * per_token);
+    t.backward = roofline(hw, 2 * fwd_flops, bwd_rate, 2 * s.tokens * per_token);
     return t;
   }
 };

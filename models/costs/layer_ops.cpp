@@ -168,7 +168,7 @@ void OpsBuilder::mamba_mixer() {
   const Format mix_f = format_of(plan, LinearClass::attention);
   push(LayerOpKind::mamba_in_projection, linear(c, mix_f, T, d, 2 * inner + 2 * groups * N + heads));
   seam();
-  const ScanShape scan{T, heads, dbl(m.head_dim), groups, N, dbl(m.chunk_size)};
+  const ScanShape scan{T, heads, dbl(m.head_dim), groups, N, dbl(m.chunk_size), dbl(a.sequence_length)};
   const double conv = T * e * 2 * (inner + 2 * groups * N), gated_norm = T * e * 3 * inner;
   push(LayerOpKind::ssd_scan, add(elementwise(c, conv + gated_norm), {c.scan(scan, false), c.scan(scan, true), 0}));
   seam();

@@ -109,6 +109,9 @@ struct ComputeSpec {
   // log-length interpolation, outside them the nearest point, and replaces the one rate above.
   std::optional<ProfileTable> attention_fwd_TFLOPs_by_seq_len;
   std::optional<ProfileTable> attention_bwd_TFLOPs_by_seq_len;
+  // Mamba-2's SSD chunked scan forward (mamba_ssm's Triton kernels) by tokens per sequence, in the
+  // SSD's matmul FLOPs (ssd_flops_per_token); absent: the attention rates above stand in.
+  std::optional<ProfileTable> ssd_scan_fwd_TFLOPs_by_seq_len;
   // The kernel those two rates measure (profile: not named), and other kernels' measured rates,
   // for a plan whose stack calls one of them (plan.kernels.attention).
   AttentionKernel attention_kernel = AttentionKernel::profile;

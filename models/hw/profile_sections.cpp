@@ -230,7 +230,8 @@ ComputeSpec parse_compute(const JsonReader& c) {
   s.attention_fwd_TFLOPs = quantity(c, "attention_fwd_TFLOPs", Range::positive());
   s.attention_bwd_TFLOPs = quantity(c, "attention_bwd_TFLOPs", Range::positive());
   for (auto [key, t] : {std::pair{"attention_fwd_TFLOPs_by_seq_len", &s.attention_fwd_TFLOPs_by_seq_len},
-                        std::pair{"attention_bwd_TFLOPs_by_seq_len", &s.attention_bwd_TFLOPs_by_seq_len}}) {
+                        std::pair{"attention_bwd_TFLOPs_by_seq_len", &s.attention_bwd_TFLOPs_by_seq_len},
+                        std::pair{"ssd_scan_fwd_TFLOPs_by_seq_len", &s.ssd_scan_fwd_TFLOPs_by_seq_len}}) {
     if (c.has(key)) *t = table(c, key, "seq_len", "TFLOPs", Range::positive());
   }
   attention_kernels(c, s);
@@ -334,6 +335,7 @@ void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in) {
   if (const auto& t = h.compute.gemm_TFLOPs_by_power_limit) under_peak(*t, "gemm_TFLOPs_by_power_limit");
   if (const auto& t = h.compute.attention_fwd_TFLOPs_by_seq_len) under_peak(*t, "attention_fwd_TFLOPs_by_seq_len");
   if (const auto& t = h.compute.attention_bwd_TFLOPs_by_seq_len) under_peak(*t, "attention_bwd_TFLOPs_by_seq_len");
+  if (const auto& t = h.compute.ssd_scan_fwd_TFLOPs_by_seq_len) under_peak(*t, "ssd_scan_fwd_TFLOPs_by_seq_len");
   for (const auto& k : h.compute.attention_by_kernel) {
     const auto rates = compute.object("attention_by_kernel").object(name_of(k.kernel));
     if (k.fwd_TFLOPs.value > peak) rates.object("fwd_TFLOPs").fail("value", brief(k.fwd_TFLOPs.value) + ceiling);

@@ -1,5 +1,7 @@
 // The layer kinds beyond GQA + SwiGLU: sliding windows, MLA, non-gated MLPs, Mamba-2 mixers and
 // hybrid patterns; their kernel costs by hand and their parse errors.
+#include <cmath>
+
 #include <catch2/catch.hpp>
 
 #include "models/arch/flops.hpp"
@@ -92,6 +94,24 @@ TEST_CASE("A Mamba-2 scan: SSD FLOPs and bytes by hand", "[unit][layers]") {
   const double per_token = 2.0 * (2 * 8192 + 2 * 1024 + 128) + 2 * 4.0 * 128 * 64 * 128 / 128;
   CHECK(t.forward.hbm_bytes == Approx(8192 * per_token));
   CHECK(t.forward.time_s >= t.forward.flops / (b300().compute.attention_fwd_TFLOPs.value * 1e12));
+}
+
+TEST_CASE("A Mamba-2 scan on H100 runs at the measured chunk-scan rate for its sequence length", "[unit][layers]") {
+  // mamba_ssm's Triton chunk scan on an H800 (the profile's points): 106 TFLOP/s at 4096 tokens per
+  // sequence, 91 at 8192; log-length interpolation between, the backward at the forward's rate.
+  const HardwareProfile h100 = test::bundled_profile("h100-hgx.json");
+  ScanShape s{8192, 128, 64, 8, 128, 128, 8192};
+  const AttentionTime at_8k = flash().scan(h100, s);
+  CHECK(at_8k.forward.rate_TFLOPs == Approx(91));
+  CHECK(at_8k.backward.rate_TFLOPs == Approx(91));
+  // Compute-limited at this shape: the FLOPs over the rate, plus the launch.
+  const double launch = h100.compute.kernel_launch_us.value * 1e-6;
+  CHECK(at_8k.forward.time_s == Approx(at_8k.forward.flops / 91e12 + launch));
+  CHECK(at_8k.backward.time_s == Approx(2 * at_8k.forward.flops / 91e12 + launch));
+  s.seq_len = std::sqrt(4096.0 * 8192.0);
+  CHECK(flash().scan(h100, s).forward.rate_TFLOPs == Approx((106 + 91) / 2.0));
+  // A profile without the measurement keeps the attention rates.
+  CHECK(flash().scan(b300(), s).forward.rate_TFLOPs == Approx(b300().compute.attention_fwd_TFLOPs.value));
 }
 
 TEST_CASE("A Mamba-2 layer's ops, an MLP-only layer's and an attention-only layer's", "[unit][layers]") {
