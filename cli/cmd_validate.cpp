@@ -10,7 +10,10 @@
 #include "cli/option_checks.hpp"
 #include "models/common/bundled_data.hpp"
 #include "models/common/json_file.hpp"
+#include "models/common/units.hpp"
+#include "models/costs/collective_model.hpp"
 #include "models/costs/compute_costs.hpp"
+#include "models/costs/ep_transports.hpp"
 #include "models/hw/hardware_profile.hpp"
 #include "reports/output_file.hpp"
 #include "reports/validation_report.hpp"
@@ -33,6 +36,26 @@ std::string located(const std::string& path) {
 // microbenchmarks of a few milliseconds a shape, so they are priced at the profile's short-run
 // rates: without compute.gemm_power_limited_TFLOPs, the ceiling a step's back-to-back GEMMs settle
 // at under the board's power limit. `loaded` holds the profiles read so far in this run.
+// An EP dispatch or combine record's algorithm bandwidth, as DeepEP's and HybridEP's benchmarks
+// define it: the BF16 rows a rank receives (one per token per rank holding one of its experts, its
+// own included) over the call's time, on `tokens` tokens per rank of `hidden` features.
+double ep_algorithm_GBps(const HardwareProfile& hw, const std::string& kernel, const JsonReader& shape) {
+  EpTransferRequest r;
+  const EpTransport transport = kEpTransportNames.parse(shape.choice_in("transport", kEpTransportNames.names()));
+  const double tokens = shape.number("tokens", Range::positive()), hidden = shape.number("hidden", Range::positive());
+  r.ranks = static_cast<int>(shape.integer("ranks", Range::between(2, 1 << 16)));
+  r.ranks_per_node = static_cast<int>(shape.integer_or("ranks_per_node", 0, Range::between(1, 1 << 16)));
+  r.top_k = shape.number("top_k", Range::positive());
+  r.experts = shape.number("experts", Range::positive());
+  r.sms = static_cast<int>(shape.integer_or("sms", 0, Range::between(1, 1024)));
+  r.bytes = tokens * r.top_k * hidden * bytes_of(DType::bf16);
+  r.toward_experts = kernel == "ep_dispatch";
+  const EpTransferCost c = ep_transport_model(transport).cost(hw, collective_models().get(kDefaultCollectiveModel), r);
+  const double received =
+      tokens * hidden * bytes_of(DType::bf16) * r.ranks * hit_probability(r.experts, r.experts / r.ranks, r.top_k);
+  return received / c.time_s / kGB;
+}
+
 double price_kernel(std::map<std::string, HardwareProfile>& loaded, const std::string& profile,
                     const std::string& kernel, const std::string& pass, const JsonReader& shape) {
   auto it = loaded.find(profile);
@@ -41,6 +64,11 @@ double price_kernel(std::map<std::string, HardwareProfile>& loaded, const std::s
     it->second.compute.gemm_power_limited_TFLOPs.reset();
   }
   const HardwareProfile& hw = it->second;
+  if (kernel.starts_with("ep_")) {
+    const double GBps = ep_algorithm_GBps(hw, kernel, shape);
+    shape.finish();
+    return GBps;
+  }
   const bool backward = pass == "backward";
   KernelTime t;
   if (kernel == "gemm") {

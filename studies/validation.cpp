@@ -193,21 +193,24 @@ void loss_memory_checks(const JsonReader& rec, ValidationRecord& out) {
 // One kernel's measured rate against the profile's prediction for its shape (the pricer's).
 void kernel_checks(const JsonReader& rec, const KernelPricer& price, ValidationRecord& out) {
   const std::string profile = resolve_profile(rec.string("profile"), rec.file(), rec.child_path("profile"));
-  const std::string kernel = rec.choice("kernel", {"gemm", "attention"});
-  const std::string pass = rec.choice("pass", {"forward", "backward"});
+  const std::string kernel = rec.choice("kernel", {"gemm", "attention", "ep_dispatch", "ep_combine"});
+  // An EP dispatch or combine has no pass and is measured in GB/s (KernelPricer).
+  const bool ep = kernel.starts_with("ep_");
+  const std::string pass = ep ? "" : rec.choice("pass", {"forward", "backward"});
   const auto tol = rec.optional_object("tolerance");
   const double rate_tol =
       tol ? tol->number_or("rate_rel", kDefaultKernelRelative, Range::positive()) : kDefaultKernelRelative;
   if (tol) tol->finish();
+  const std::string unit = ep ? "GBps" : "TFLOPs";
   const JsonReader m = rec.object("measured");
-  const double measured = m.number("TFLOPs", Range::positive());
+  const double measured = m.number(unit, Range::positive());
   m.finish();
   if (!price) {
     rec.object("shape");  // read, so the record is complete
     out.error = "a kernel record needs the cost models: run it with moesim validate";
     return;
   }
-  out.checks.push_back(compare("TFLOPs", price(profile, kernel, pass, rec.object("shape")), measured, rate_tol, true));
+  out.checks.push_back(compare(unit, price(profile, kernel, pass, rec.object("shape")), measured, rate_tol, true));
 }
 
 void layout_checks(const JsonReader& rec, ValidationRecord& out) {

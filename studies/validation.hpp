@@ -68,7 +68,8 @@ std::vector<std::string> default_validation_datasets();
 std::string record_scenario(const std::string& dataset, const JsonReader& rec);
 std::vector<std::string> record_sets(const JsonReader& rec, const nlohmann::json& raw);
 
-// A kernel record's predicted rate (TFLOP/s, in the record's FLOP count): the profile file
+// A kernel record's predicted rate (TFLOP/s, in the record's FLOP count; GB/s of algorithm
+// bandwidth for "ep_dispatch" and "ep_combine", whose pass is ""): the profile file
 // `profile` (the record's bundled name or path, resolved), the kernel ("gemm", "attention"), its pass and its shape
 // (the record's `shape` object, read and finished by the pricer). studies/ prices no kernel: the caller that owns the
 // cost models (moesim validate) passes one; without it a kernel record is not evaluated.

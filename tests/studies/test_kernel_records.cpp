@@ -2,6 +2,7 @@
 // rate the caller's pricer predicts against the measured one; studies/ prices nothing itself.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <fstream>
 
 #include "studies/validation.hpp"
@@ -90,4 +91,31 @@ TEST_CASE("moesim validate prices a GEMM record at the profile's table rate", "[
   std::ifstream in(out);
   const auto check = nlohmann::json::parse(in).at("records")[0].at("checks")[0];
   CHECK(check.at("predicted").get<double>() == Approx(764.6).epsilon(0.005));
+}
+
+TEST_CASE("moesim validate prices an EP dispatch record as the benchmarks' algorithm bandwidth", "[unit]") {
+  test::TempDir dir;
+  // HybridEP across 4 DGX H100 at 8 SMs: rows received (its own included) x 7168 x 2 B over the
+  // call's time; the time is the NIC bytes at the profile's 0.884 of 50 GB/s, so by hand
+  // 4096 x 32 x q_rank rows against 4096 x 3 x q_node rows on the rail.
+  const nlohmann::json shape = {{"transport", "hybridep"}, {"ranks", 32}, {"ranks_per_node", 8}, {"tokens", 4096},
+                                {"hidden", 7168},          {"top_k", 8},  {"experts", 256},      {"sms", 8}};
+  const nlohmann::json record = {{"id", "ep"},
+                                 {"kind", "kernel"},
+                                 {"profile", "h100-hgx"},
+                                 {"kernel", "ep_dispatch"},
+                                 {"shape", shape},
+                                 {"measured", {{"GBps", 121.3}}},
+                                 {"source", "test"}};
+  const std::string out = dir.path("ep.json");
+  REQUIRE(test::run_cli("validate " + dataset(dir, record) + " --json " + out) == 0);
+  std::ifstream in(out);
+  const auto check = nlohmann::json::parse(in).at("records")[0].at("checks")[0];
+  const double q_rank = 1 - std::pow(248.0 / 256, 8), q_node = 1 - std::pow(192.0 / 256, 8);  // near enough
+  const double by_hand = 50 * 0.884 * 32 * q_rank / (3 * q_node);
+  CHECK(check.at("predicted").get<double>() == Approx(by_hand).epsilon(0.02));
+  // An EP record has no pass; one that names none of the transports is refused by its path.
+  nlohmann::json bad = record;
+  bad["shape"]["transport"] = "nvshmem";
+  CHECK(test::run_cli("validate " + dataset(dir, bad)) == 2);
 }
