@@ -90,14 +90,13 @@ class FlashAttentionCost final : public AttentionCost {
     const double fwd_flops = s.tokens * ssd_flops_per_token(s);
     const double per_token = kBf16 * (2 * s.heads * s.head_dim + 2 * s.groups * s.state_dim + s.heads) +
                              2 * 4.0 * s.heads * s.head_dim * s.state_dim / s.chunk;
-    double fwd_rate = hw.compute.attention_fwd_TFLOPs.value, bwd_rate = hw.compute.attention_bwd_TFLOPs.value;
-    if (const auto& measured = hw.compute.ssd_scan_fwd_TFLOPs_by_seq_len) {
-      const double length = s.seq_len > 0 ? s.seq_len : measured->points().front().x;
-      fwd_rate = bwd_rate = interpolate_log_x(*measured, length);
-    }
+    const ComputeSpec& c = hw.compute;
     AttentionTime t;
-    t.forward = roofline(hw, fwd_flops, fwd_rate, s.tokens * per_token);
-    t.backward = roofline(hw, 2 * fwd_flops, bwd_rate, 2 * s.tokens * per_token);
+    t.forward = roofline(hw, fwd_flops, rate_at(c.attention_fwd_TFLOPs, c.ssd_scan_fwd_TFLOPs_by_seq_len, s.seq_len),
+                         s.tokens * per_token);
+    t.backward =
+        roofline(hw, 2 * fwd_flops, rate_at(c.attention_bwd_TFLOPs, c.ssd_scan_fwd_TFLOPs_by_seq_len, s.seq_len),
+                 2 * s.tokens * per_token);
     return t;
   }
 };
