@@ -216,14 +216,11 @@ class HybridEp final : public EpTransportModel {
   bool fuses_permutation() const override { return false; }
 
  private:
-  // The table's value at `sms`: linear between points, proportional below the first, flat above the last.
+  // The table's value at `sms`: linear between points and flat above the last (ProfileTable::linear_at),
+  // proportional below the first (each block moves its own share).
   static double by_sms(const ProfileTable& t, double sms) {
-    const auto& p = t.points();
-    if (sms <= p.front().x) return p.front().y * sms / p.front().x;
-    for (std::size_t i = 1; i < p.size(); ++i) {
-      if (sms <= p[i].x) return p[i - 1].y + (p[i].y - p[i - 1].y) * (sms - p[i - 1].x) / (p[i].x - p[i - 1].x);
-    }
-    return p.back().y;
+    const TablePoint& first = t.points().front();
+    return sms < first.x ? first.y * sms / first.x : t.linear_at(sms);
   }
 };
 

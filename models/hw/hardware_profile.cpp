@@ -33,6 +33,15 @@ void ProfileTable::add(TablePoint p) {
   log_x_.push_back(std::log(p.x));
 }
 
+double ProfileTable::linear_at(double x) const {
+  const auto& p = points_;
+  if (p.size() == 1 || x <= p.front().x) return p.front().y;
+  for (std::size_t i = 1; i < p.size(); ++i) {
+    if (x <= p[i].x) return p[i - 1].y + (x - p[i - 1].x) / (p[i].x - p[i - 1].x) * (p[i].y - p[i - 1].y);
+  }
+  return p.back().y;
+}
+
 HardwareProfile parse_hardware_profile(const JsonReader& in) {
   using namespace profile_detail;
   HardwareProfile h;

@@ -40,6 +40,8 @@ class ProfileTable {
     for (TablePoint& p : points_) p.y *= factor;
   }
   const std::vector<TablePoint>& points() const { return points_; }
+  // Piecewise linear in x between the points, the end values beyond them.
+  double linear_at(double x) const;
   const std::vector<double>& log_x() const { return log_x_; }
 
   SourceKind kind = SourceKind::assumption;

@@ -11,16 +11,6 @@ namespace moesim {
 
 namespace {
 
-// Linear in watts between the table's points (the measurements are a few limits apart).
-double rate_at(const ProfileTable& t, double watts) {
-  const auto& p = t.points();
-  if (p.size() == 1 || watts <= p.front().x) return p.front().y;
-  for (std::size_t i = 1; i < p.size(); ++i) {
-    if (watts <= p[i].x) return p[i - 1].y + (watts - p[i - 1].x) / (p[i].x - p[i - 1].x) * (p[i].y - p[i - 1].y);
-  }
-  return p.back().y;
-}
-
 std::string watts(double w) {
   char text[32];
   std::snprintf(text, sizeof text, "%g W", w);
@@ -76,7 +66,8 @@ void apply_power_limit(HardwareProfile& h, const JsonReader& in) {
                                   watts(lowest) + " to " + watts(highest) + "); allowed here: " + watts(lowest) +
                                   " to " + watts(board));
   }
-  const double factor = rate_at(*table, limit) / rate_at(*table, board);
+  // Linear in watts between the table's points (the measurements are a few limits apart).
+  const double factor = table->linear_at(limit) / table->linear_at(board);
   ComputeSpec& c = h.compute;
   c.gemm_bf16_TFLOPs_by_rows.scale_y(factor);
   if (c.gemm_power_limited_TFLOPs) c.gemm_power_limited_TFLOPs->value *= factor;
