@@ -221,8 +221,9 @@ void mamba_terms(const Architecture& a, const TpWidths& w, SavedTerms& t) {
 }
 
 // An MoE layer's terms after its norm: FP32 router logits, FP32 probs + int64 indices of the
-// top-K; the dispatched input; per routed row the up(/gate) output, the activation output and the
-// expert output; the shared experts'. Expert TP: the grouped GEMMs run on the rows gathered from
+// top-K; the dispatched input; per routed row the up(/gate) output, the activation output and
+// what the probabilities' multiply keeps (the expert output where the combine multiplies); the
+// shared experts'. Expert TP: the grouped GEMMs run on the rows gathered from
 // the ETP group (ETP x the rank's own) through 1/ETP of the hidden width, so the d-wide terms grow
 // by ETP and the hidden ones stay.
 void moe_terms(const Architecture& a, const ParallelPlan& plan, const TpWidths& w, const RoutedRows& routed,
@@ -249,7 +250,14 @@ void moe_terms(const Architecture& a, const ParallelPlan& plan, const TpWidths& 
   t.in(std::nullopt);
   if (!sel.routed_act) t.linear_input(mlp, LinearClass::routed_expert, rows * h);
   if (silu && !sel.routed_act) t.activations(mlp, rows * h);
-  t.activations(mlp, rows * gathered * d);
+  // What the multiply by the router probabilities keeps (models/moe/expert_probs.hpp).
+  if (plan.expert_probs == ExpertProbs::combine_fp32 && !plan.compiled_blocks) {
+    t.add(mlp, SavedFormat::fp32, kFp32 * rows * gathered * d);
+  } else if (plan.expert_probs != ExpertProbs::activation) {
+    t.activations(mlp, rows * gathered * d);
+  } else if (plan.eager_pointwise() && !sel.routed_act) {
+    t.activations(mlp, rows * h);
+  }
   if (sel.shared_experts) return;
   t.extra_quantized_copy(mlp, LinearClass::shared_expert, shared * d * seq);
   t.activations(mlp, shared * up * hs);

@@ -176,6 +176,7 @@ ParallelPlan parse_plan(const JsonReader& in) {
   if (auto k = in.optional_object("kernels")) {
     p.attention_kernel = k->choice_of("attention", kAttentionKernelNames, AttentionKernel::profile);
     p.pointwise_kernels = k->choice_of("pointwise", kPointwiseKernelsNames, PointwiseKernels::fused);
+    p.expert_probs = k->choice_of("expert_probs", kExpertProbsNames, ExpertProbs::combine);
     k->finish();
   }
   const auto batch = in.object("batch");

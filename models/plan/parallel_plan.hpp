@@ -10,6 +10,7 @@
 #include "models/common/cost_types.hpp"
 #include "models/common/enum_names.hpp"
 #include "models/common/units.hpp"
+#include "models/moe/expert_probs.hpp"
 #include "models/moe/routing.hpp"
 #include "models/plan/offload_modules.hpp"
 #include "models/plan/recompute_modules.hpp"
@@ -251,7 +252,8 @@ struct ParallelPlan {
   // (models/costs/layer_ops.cpp); a compiled block fuses them whatever this says.
   PointwiseKernels pointwise_kernels = PointwiseKernels::fused;
   bool eager_pointwise() const { return pointwise_kernels == PointwiseKernels::eager && !compiled_blocks; }
-  std::int64_t microbatch_sequences = 1;  // per rank
+  ExpertProbs expert_probs = ExpertProbs::combine;  // kernels.expert_probs (models/moe/expert_probs.hpp)
+  std::int64_t microbatch_sequences = 1;            // per rank
   std::int64_t global_batch_tokens = 0;
   Recompute recompute = Recompute::none;
   RecomputeModules recompute_modules;     // activations.recompute_modules, with selective

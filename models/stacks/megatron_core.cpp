@@ -25,6 +25,11 @@ std::unique_ptr<StackPreset> megatron_core_stack() {
            "megatron/training/arguments.py --no-rope-fusion, --no-bias-swiglu-fusion (both fusions on unless passed): "
            "transformer/mlp.py bias_swiglu_impl (fusions/fused_bias_swiglu.py, one jit-fused kernel each way) and "
            "apply_rope_fusion (Transformer Engine's fused RoPE)"},
+          {"kernels.expert_probs", "\"activation\"",
+           "megatron/core/transformer/moe/experts.py TEGroupedMLP.forward: the router probabilities scale the "
+           "activation output (bias_act_func: weighted_bias_swiglu_impl, weighted_squared_relu_impl); "
+           "token_dispatcher.py combine_postprocess unpermute and the HybridEP / DeepEP combine take no "
+           "probabilities"},
           {"ddp.grad_sync", "\"reduce_scatter\"",
            "megatron/core/distributed/param_and_grad_buffer.py _ParamAndGradBucketGroup.start_grad_sync: "
            "reduce_scatter_tensor when use_distributed_optimizer",

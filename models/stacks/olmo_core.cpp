@@ -18,6 +18,9 @@ std::unique_ptr<StackPreset> olmo_core_stack() {
           {"activations.compiled_blocks", "true",
            "src/olmo_core/nn/transformer/model.py Transformer.apply_compile: block.apply_compile() for every block "
            "(nn/transformer/block.py: self.compile(fullgraph=False)), with the scripts' compile_model=True"},
+          {"kernels.expert_probs", "\"combine\"",
+           "src/olmo_core/nn/moe/parallel_mlp.py: ops.scatter / ops.binned_scatter with the expert weights after "
+           "the experts; ops/moe.py ScatterOp saves the expert output x when the weights need a gradient"},
           {"optimizer.implementation", "\"olmo_core_foreach\"",
            "src/olmo_core/optim/adamw.py foreach_adamw_step, the update of its DDP distributed optimizer (seed 4.4); "
            "under FSDP2 it steps torch.optim.AdamW (the fsdp design's default)",

@@ -20,6 +20,9 @@ std::unique_ptr<StackPreset> torchtitan_stack() {
            "torchtitan/models/common/rope.py ComplexRoPE.apply_rotary_emb (query.float(), the complex multiply, "
            "type_as) and models/common/feed_forward.py FeedForward.forward (F.silu(self.w1(x)) * self.w3(x)) run as "
            "separate PyTorch kernels in the eager model (a compiled block fuses them)"},
+          {"kernels.expert_probs", "\"combine_fp32\"",
+           "torchtitan/models/common/token_dispatcher.py combine: (routed_output.to(torch.float32) * "
+           "topk_scores_experts_sorted).to(dtype), then deterministic_scatter_add"},
           {"optimizer.implementation", "\"fused\"", "torchtitan/config/job_config.py Optimizer.implementation"},
           {"fsdp.reshard_after_forward_policy", "\"default\"",
            "torchtitan/config/configs.py ParallelismConfig.fsdp_reshard_after_forward \"default\" -> "

@@ -168,15 +168,24 @@ TEST_CASE("torchtitan reshards FSDP units after forward unless the plan has a pi
   CHECK_FALSE(took(under("torchtitan"), "fsdp.reshard_after_forward_policy"));
 }
 
-TEST_CASE("megatron-bridge-perf is Megatron-Bridge with the BF16 gradient buffers its benchmark recipes set",
-          "[unit][stacks]") {
+TEST_CASE(
+    "megatron-bridge-perf is Megatron-Bridge with the BF16 gradient buffers and TE cross-entropy its benchmark "
+    "recipes set",
+    "[unit][stacks]") {
   const StackPreset& bridge = stack_presets().get("megatron-bridge");
   const StackPreset& perf = stack_presets().get("megatron-bridge-perf");
   REQUIRE(perf.values().size() == bridge.values().size() + 2);
   for (std::size_t i = 0; i < bridge.values().size(); ++i) {
     CHECK(perf.values()[i].path == bridge.values()[i].path);
-    CHECK(perf.values()[i].value == bridge.values()[i].value);
+    if (perf.values()[i].path == "activations.loss") {
+      // _benchmark_common(cfg, cross_entropy_impl="te"): Transformer Engine's Triton kernel.
+      CHECK(perf.values()[i].value == "\"te\"");
+      CHECK(perf.values()[i].source.find("cross_entropy_impl") != std::string_view::npos);
+    } else {
+      CHECK(perf.values()[i].value == bridge.values()[i].value);
+    }
   }
+  CHECK(under("megatron-bridge-perf", {}).plan.loss == LossImpl::te);
   // The recipes' process environment: expandable allocator segments.
   const StackValue& allocator = perf.values().back();
   CHECK(allocator.path == "allocator.expandable_segments");
