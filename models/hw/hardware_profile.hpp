@@ -89,6 +89,13 @@ struct LowPrecisionGemmSpec {
   ProfileTable gemm_over_bf16_by_rows;                     // x: rows M, y: rate ratio, dense
   ProfileTable grouped_gemm_over_bf16_by_rows_per_expert;  // x: rows per expert, y: rate ratio
 };
+// Causal attention on FP8 (or MXFP8) q, k and v: cuDNN's fused attention, as Transformer Engine's
+// FP8 DotProductAttention calls it (Megatron-Core fp8_dot_product_attention); x: tokens per
+// sequence, y: TFLOP/s in the causal count, as attention_*_TFLOPs_by_seq_len.
+struct LowPrecisionAttentionSpec {
+  ProfileTable fwd_TFLOPs_by_seq_len;
+  ProfileTable bwd_TFLOPs_by_seq_len;
+};
 
 // Sustained rates (what time is computed from), as opposed to the nominal peaks in GpuSpec.
 struct ComputeSpec {
@@ -134,10 +141,20 @@ struct ComputeSpec {
   // before Blackwell), and a plan that asks for one is refused.
   std::optional<LowPrecisionGemmSpec> fp8_gemm;
   std::optional<LowPrecisionGemmSpec> mxfp8_gemm;
-  const LowPrecisionGemmSpec* low_precision(GemmPrecision p) const {
-    if (p == GemmPrecision::fp8) return fp8_gemm ? &*fp8_gemm : nullptr;
-    if (p == GemmPrecision::mxfp8) return mxfp8_gemm ? &*mxfp8_gemm : nullptr;
-    return nullptr;
+  const LowPrecisionGemmSpec* low_precision(GemmPrecision p) const { return format_of(p, fp8_gemm, mxfp8_gemm); }
+  // Measured low-precision attention (absent: nobody published it for this GPU; refused).
+  std::optional<LowPrecisionAttentionSpec> fp8_attention;
+  std::optional<LowPrecisionAttentionSpec> mxfp8_attention;
+  const LowPrecisionAttentionSpec* low_precision_attention(GemmPrecision p) const {
+    return format_of(p, fp8_attention, mxfp8_attention);
+  }
+
+ private:
+  // The FP8 or MXFP8 one of a pair of optional sections; nullptr for BF16 or an absent one.
+  template <class Spec>
+  static const Spec* format_of(GemmPrecision p, const std::optional<Spec>& fp8, const std::optional<Spec>& mxfp8) {
+    const std::optional<Spec>& s = p == GemmPrecision::fp8 ? fp8 : mxfp8;
+    return p != GemmPrecision::bf16 && s ? &*s : nullptr;
   }
 };
 

@@ -76,6 +76,11 @@ void apply_power_limit(HardwareProfile& h, const JsonReader& in) {
   for (auto* t : {&c.attention_fwd_TFLOPs_by_seq_len, &c.attention_bwd_TFLOPs_by_seq_len}) {
     if (*t) (*t)->scale_y(factor);
   }
+  for (auto* a : {&c.fp8_attention, &c.mxfp8_attention}) {
+    if (!*a) continue;
+    (*a)->fwd_TFLOPs_by_seq_len.scale_y(factor);
+    (*a)->bwd_TFLOPs_by_seq_len.scale_y(factor);
+  }
   for (auto& k : c.attention_by_kernel) {
     k.fwd_TFLOPs.value *= factor;
     k.bwd_TFLOPs.value *= factor;

@@ -243,6 +243,14 @@ ComputeSpec parse_compute(const JsonReader& c) {
     s.gemm_TFLOPs_by_power_limit = table(c, "gemm_TFLOPs_by_power_limit", "power_limit_W", "TFLOPs", Range::positive());
   s.fp8_gemm = low_precision_gemm(c, "fp8_gemm");
   s.mxfp8_gemm = low_precision_gemm(c, "mxfp8_gemm");
+  for (auto [key, spec] :
+       {std::pair{"fp8_attention", &s.fp8_attention}, std::pair{"mxfp8_attention", &s.mxfp8_attention}}) {
+    const auto a = c.optional_object(key);
+    if (!a) continue;
+    *spec = LowPrecisionAttentionSpec{table(*a, "fwd_TFLOPs_by_seq_len", "seq_len", "TFLOPs", Range::positive()),
+                                      table(*a, "bwd_TFLOPs_by_seq_len", "seq_len", "TFLOPs", Range::positive())};
+    a->finish();
+  }
   c.finish();
   return s;
 }
@@ -347,6 +355,19 @@ void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in) {
   // An FP8 format's fastest dense rate stays under the FP8 peak (when the profile gives one).
   if (h.gpu.peak_fp8_dense_TFLOPs) {
     const double fp8_peak = h.gpu.peak_fp8_dense_TFLOPs->value;
+    for (auto [key, spec] : {std::pair{"fp8_attention", &h.compute.fp8_attention},
+                             std::pair{"mxfp8_attention", &h.compute.mxfp8_attention}}) {
+      if (!*spec) continue;
+      for (auto [pass, t] : {std::pair{"fwd_TFLOPs_by_seq_len", &(*spec)->fwd_TFLOPs_by_seq_len},
+                             std::pair{"bwd_TFLOPs_by_seq_len", &(*spec)->bwd_TFLOPs_by_seq_len}}) {
+        for (std::size_t i = 0; i < t->points().size(); ++i) {
+          if (t->points()[i].y > fp8_peak)
+            throw InputError(in.file(),
+                             compute.child_path(key) + "." + pass + ".points[" + std::to_string(i) + "].TFLOPs",
+                             brief(t->points()[i].y) + " TFLOP/s exceeds gpu.peak_fp8_dense_TFLOPs " + brief(fp8_peak));
+        }
+      }
+    }
     const std::pair<const char*, const std::optional<LowPrecisionGemmSpec>*> formats[] = {
         {"fp8_gemm", &h.compute.fp8_gemm}, {"mxfp8_gemm", &h.compute.mxfp8_gemm}};
     for (const auto& [key, spec] : formats) {

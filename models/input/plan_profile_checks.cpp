@@ -89,10 +89,9 @@ const StackValue* stack_value(const StackUse& stack, std::string_view path) {
 // The plan key of the attention kernel (plan.kernels.attention), as stacks and errors name it.
 constexpr const char* kAttentionKernelKey = "kernels.attention";
 
-}  // namespace
-
-void price_plan_kernels(ParallelPlan& plan, HardwareProfile& hw, StackUse& stack, const std::string& plan_file,
-                        const std::string& plan_prefix) {
+// The attention kernel the plan's stack calls, at the profile's rates for it.
+void price_attention_kernel(ParallelPlan& plan, HardwareProfile& hw, StackUse& stack, const std::string& plan_file,
+                            const std::string& plan_prefix) {
   const AttentionKernel wanted = plan.attention_kernel;
   ComputeSpec& c = hw.compute;
   // The unfused core attention is priced from the GEMM table and HBM rates (layer_ops.cpp).
@@ -130,6 +129,49 @@ void price_plan_kernels(ParallelPlan& plan, HardwareProfile& hw, StackUse& stack
                        std::string(name_of(wanted)) + " rates, which hardware profile \"" + hw.name +
                        "\" does not have (nobody measured that kernel on its GPU); allowed here: " + allowed,
                    /*infeasible=*/true);
+}
+
+// FP8 or MXFP8 attention (plan.precision.attention): cuDNN's fused attention on quantized q, k
+// and v, at the rates measured for it on this GPU; a profile without them, or a plan whose stack
+// calls another kernel, is refused.
+void price_attention_precision(const ParallelPlan& plan, HardwareProfile& hw, const std::string& plan_file,
+                               const std::string& plan_prefix) {
+  const GemmPrecision format = plan.precision.attention;
+  if (format == GemmPrecision::bf16) return;
+  ComputeSpec& c = hw.compute;
+  const std::string path = plan_path(plan_prefix, "precision.attention");
+  const LowPrecisionAttentionSpec* rates = c.low_precision_attention(format);
+  if (rates == nullptr) {
+    std::string allowed = "bf16";
+    if (c.fp8_attention) allowed += ", fp8";
+    if (c.mxfp8_attention) allowed += ", mxfp8";
+    throw InputError(
+        plan_file, path,
+        "\"" + std::string(name_of(format)) + "\" needs compute." + std::string(name_of(format)) +
+            "_attention rates, which hardware profile \"" + hw.name +
+            "\" does not have (no published measurement of that attention on its GPU); allowed here: " + allowed,
+        /*infeasible=*/true);
+  }
+  if (plan.attention_kernel == AttentionKernel::unfused || c.attention_kernel != AttentionKernel::cudnn) {
+    const AttentionKernel k =
+        plan.attention_kernel == AttentionKernel::unfused ? AttentionKernel::unfused : c.attention_kernel;
+    throw InputError(plan_file, path,
+                     "\"" + std::string(name_of(format)) +
+                         "\" attention is cuDNN's fused attention (Transformer Engine's FP8 DotProductAttention), "
+                         "but the plan's attention kernel is " +
+                         std::string(name_of(k)) + "; allowed with it: bf16",
+                     /*infeasible=*/true);
+  }
+  c.attention_fwd_TFLOPs_by_seq_len = rates->fwd_TFLOPs_by_seq_len;
+  c.attention_bwd_TFLOPs_by_seq_len = rates->bwd_TFLOPs_by_seq_len;
+}
+
+}  // namespace
+
+void price_plan_kernels(ParallelPlan& plan, HardwareProfile& hw, StackUse& stack, const std::string& plan_file,
+                        const std::string& plan_prefix) {
+  price_attention_kernel(plan, hw, stack, plan_file, plan_prefix);
+  price_attention_precision(plan, hw, plan_file, plan_prefix);
 }
 
 void check_plan_against_profile(const ParallelPlan& plan, const HardwareProfile& hw, const std::string& plan_file,

@@ -19,7 +19,9 @@ void check_plan_against_profile(const ParallelPlan& plan, const HardwareProfile&
 // (compute.attention_by_kernel) replace compute.attention_*_TFLOPs, provenance included, so every
 // cost model, bound and report reads the kernel the stack runs. Where the profile has no rates
 // for it: a kernel the plan named is refused (InputError at kernels.attention); one its training
-// stack chose is priced at the profile's own rates, and the stack's listed value says so.
+// stack chose is priced at the profile's own rates, and the stack's listed value says so. Then
+// plan.precision.attention fp8 / mxfp8 takes compute.fp8_attention / mxfp8_attention's tables by
+// sequence length (cuDNN's kernel only; refused at precision.attention where the profile has none).
 void price_plan_kernels(ParallelPlan& plan, HardwareProfile& hw, StackUse& stack, const std::string& plan_file,
                         const std::string& plan_prefix);
 

@@ -72,6 +72,7 @@ PrecisionSpec parse_precision(const JsonReader& in, const DesignDefaults& defaul
     l->finish();
   }
   p.ep_dispatch = in.choice_of("ep_dispatch", kGemmPrecisionNames, GemmPrecision::bf16);
+  p.attention = in.choice_of("attention", kGemmPrecisionNames, GemmPrecision::bf16);
   p.weight_caches = in.boolean_or("weight_caches", defaults.weight_caches);
   p.library = in.choice_of("library", kLowPrecisionLibraryNames, LowPrecisionLibrary::torchao);
   in.finish();

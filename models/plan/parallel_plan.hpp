@@ -147,10 +147,10 @@ struct PrecisionSpec {
   // refreshed from the main weights after each optimizer step (seed 4.4.3, Olmo-core's DDP path);
   // without them every GEMM quantizes its weight on use (torchao MXLinear / Float8Linear).
   bool weight_caches = false;
-  // The format EP dispatch sends routed rows in: quantized once per token before the all-to-all,
-  // so the expert GEMM takes them as they arrive (DeepSeek-V3 report Section 3.3: FP8 dispatch,
-  // BF16 combine); the combine and every backward transfer stay BF16. Needs routed_expert in it.
+  // The format EP dispatch sends routed rows in, quantized per token before the all-to-all for the expert GEMM
+  // (DeepSeek-V3 report 3.3: FP8 dispatch; combine and backward BF16); needs routed_expert in that format.
   GemmPrecision ep_dispatch = GemmPrecision::bf16;
+  GemmPrecision attention = GemmPrecision::bf16;  // the core attention's q/k/v format (plan_profile_checks.hpp)
   LowPrecisionLibrary library = LowPrecisionLibrary::torchao;
   GemmPrecision linear(LinearClass c) const { return linears[static_cast<std::size_t>(c)]; }
   bool any_low_precision() const {
