@@ -54,6 +54,15 @@ TaskId MoeBlockPass::experts_out(TaskId ready) const {
   return moesim::experts_out(emit_, plan_, at_, pass_, routed_, ready);
 }
 
+TaskId MoeBlockPass::mlp_weight_gradients(TaskId ready) const {
+  return emit_.kernel(at_, TaskKind::compute, w_.experts.wgrad + w_.shared.wgrad, "expert weight gradients", ready,
+                      shared_);
+}
+
+TaskId MoeBlockPass::attention_weight_gradients(TaskId ready) const {
+  return emit_.kernel(at_, TaskKind::compute, w_.pre.wgrad + w_.post.wgrad, "weight gradients", ready);
+}
+
 TaskId MoeBlockPass::back(TaskId routed) {
   if (!backward()) return emit_.kernel(at_, TaskKind::compute, w_.post.fwd, "combine", routed, shared_);
   // The parts before the dispatch in reverse, the first also after the shared expert's backward.

@@ -26,6 +26,12 @@ class MoeBlockPass {
   TaskId experts(TaskId ready) const;
   TaskId experts_out(TaskId ready) const;
   TaskId back(TaskId routed);
+  // Megatron-Core's delay_wgrad_compute under the EP all-to-all overlap (a backward built with
+  // whole = false; model_chunk_schedule_plan.py): the MLP's weight gradients, routed and shared
+  // experts (mlp.backward_dw), once the dispatch's gradient is issued; the attention's
+  // (pre_dispatch_computation.backward_dw) after its input gradients. One kernel each.
+  TaskId mlp_weight_gradients(TaskId ready) const;
+  TaskId attention_weight_gradients(TaskId ready) const;
 
  private:
   bool backward() const { return at_.phase == PhaseTag::backward; }

@@ -59,9 +59,7 @@ class StepBuilder {
   }
 
   BuiltStep build() {
-    out_.ranks.clear();
-    out_.ops.clear();
-    out_.routing.clear();
+    out_.ranks.clear(), out_.ops.clear(), out_.routing.clear();
     out_.dropped_fraction = 0;
     choose_ranks();
     out_.graph.reset(static_cast<std::uint32_t>(out_.ranks.size()));
@@ -253,9 +251,9 @@ class StepBuilder {
 
   // A forward and a backward MoE block as schedule_layer_1f1b orders them, so that each EP
   // transfer runs beside the other block's compute. Compute stream: the combine's backward, the
-  // forward's parts before the dispatch, the backward's experts, the forward's experts, the
-  // backward's parts before the dispatch, the forward's combine; EP stream: the combine's
-  // gradient, the forward's dispatch, the dispatch's gradient, the forward's combine.
+  // forward's parts before the dispatch, the backward's experts (delay_wgrad: dgrads, then wgrads), the forward's
+  // experts, the backward's parts before the dispatch (delayed: then their wgrads), the forward's combine; EP
+  // stream: the combine's gradient, the forward's dispatch, the dispatch's gradient, the forward's combine.
   void fused_blocks(std::uint32_t r, const PipeOp& f_op, const std::vector<std::int64_t>& fu, std::size_t fi, TaskId& f,
                     OpSpan& f_span, const PipeOp& b_op, const std::vector<std::int64_t>& bu, std::size_t bi, TaskId& b,
                     OpSpan& b_span) {
@@ -263,7 +261,7 @@ class StepBuilder {
     const std::int64_t fl = fu[fi], bl = bu[bi];
     b = offload_.before_backward(r, bu, bi, b_op.microbatch, st.sync->before_unit({true, bu, bi, b_op.microbatch}, b));
     MoeBlockPass bwd(emit_, plan_, {r, StreamKind::compute, PhaseTag::backward, b_op.microbatch, bl},
-                     st.layers[static_cast<std::size_t>(bl)]);
+                     st.layers[static_cast<std::size_t>(bl)], /*whole=*/!plan_.ep_delay_wgrad);
     const auto b_from = static_cast<TaskId>(out_.graph.size());
     const TaskId b_in = bwd.experts_in(bwd.front(b));
     if (b_span.first == kNoTask) b_span.first = out_.graph.first_on(StreamKind::compute, b_from);
@@ -276,8 +274,10 @@ class StepBuilder {
     const TaskId b_experts = bwd.experts(b_in);
     const TaskId f_in = fwd.experts_in(f_pre);
     const TaskId b_out = bwd.experts_out(b_experts);
+    if (plan_.ep_delay_wgrad) bwd.mlp_weight_gradients(b_experts);
     const TaskId f_out = fwd.experts_out(fwd.experts(f_in));
     b = bwd.back(b_out);
+    if (plan_.ep_delay_wgrad) b = bwd.attention_weight_gradients(b);
     st.sync->after_unit_backward(bl, b_op.microbatch, b);
     f = fwd.back(f_out);
     offload_.after_forward(r, fl, f_op.microbatch, f);

@@ -137,6 +137,7 @@ ParallelPlan parse_plan(const JsonReader& in) {
     p.ep_buffer_capacity_factor = ep->number_or("buffer_capacity_factor", 1.25, Range::between(0.01, 1024));
     p.ep_buffers_shared = ep->boolean_or("shared_buffers", false);
     p.ep_a2a_overlap = ep->boolean_or("a2a_overlap", false);
+    p.ep_delay_wgrad = ep->boolean_or("delay_wgrad", false);
     if (ep->has("pxn")) p.ep_pxn = ep->boolean("pxn") ? PxnChoice::on : PxnChoice::off;
     ep->finish();
   } else {

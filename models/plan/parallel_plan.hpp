@@ -215,11 +215,11 @@ struct ParallelPlan {
   // Symmetric buffers: one scratch slot shared by all MoE blocks of the stage instead of one per
   // block (Olmo-core's _NoSyncSymmSharedPool; off unless attached).
   bool ep_buffers_shared = false;
-  // Megatron-Core's overlap_moe_expert_parallel_comm (combined 1F1B): each steady-state forward
-  // runs fused with a backward of another microbatch, layer by layer, so that one's EP
-  // all-to-alls run beside the other's compute (model_chunk_schedule_plan.py); one more forward
-  // in the warm-up keeps the two independent. No effect without EP.
+  // Megatron-Core's overlap_moe_expert_parallel_comm (combined 1F1B): each steady-state forward runs fused with a
+  // backward of another microbatch, layer by layer, so that one's EP all-to-alls run beside the other's compute
+  // (model_chunk_schedule_plan.py); one more forward in the warm-up keeps the two independent. No effect without EP.
   bool ep_a2a_overlap = false;
+  bool ep_delay_wgrad = false;  // expert_parallel.delay_wgrad: Megatron-Core's delay_wgrad_compute (moe_block.hpp)
   std::int64_t fsdp_shard = 0;  // FSDP shard group F (0: the whole DP group; < DP: HSDP)
   std::int64_t fsdp_prefetch = 1;
   bool distributed_optimizer = true;

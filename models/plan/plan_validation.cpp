@@ -256,6 +256,12 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
            "\"unfused\" with activations.recompute \"selective_op\" is not modeled (torchtitan's op list saves "
            "flash attention's outputs); allowed here: a fused kernel, or recompute none, full or selective");
   }
+  if (p.ep_delay_wgrad && !p.ep_a2a_overlap) {
+    fail("expert_parallel.delay_wgrad",
+         "needs expert_parallel.a2a_overlap true (Megatron-Core transformer_config.py: "
+         "'overlap_moe_expert_parallel_comm must be enabled when enabling delay_wgrad_compute'); set both, or "
+         "delay_wgrad false");
+  }
   if (p.ep > 1) {
     if (const PlanRule rule = expert_parallel_rule(a, p.ep); !rule.path.empty()) fail(rule.path, rule.message);
     if (p.ep_a2a_overlap) {

@@ -150,3 +150,64 @@ TEST_CASE("EP all-to-all overlap: Megatron-Core's rules", "[unit]") {
   CHECK(refusal({}).empty());
   CHECK(refusal({{"design", "zero2"}}).empty());
 }
+
+namespace {
+// Rank 0's first task labelled `label` of microbatch `mb`, layer `layer`, from `from` on.
+TaskId find_task(const BuiltStep& step, TaskId from, const std::string& label, std::int32_t mb, std::int64_t layer) {
+  for (TaskId id = from; id < step.graph.size(); ++id) {
+    const Task& t = step.graph.task(id);
+    if (t.rank == 0 && t.label == label && t.microbatch == mb && t.layer == layer) return id;
+  }
+  FAIL("no task " << label);
+  return kNoTask;
+}
+}  // namespace
+
+TEST_CASE("delay_wgrad golden: the dispatch's gradient leaves after the experts' dgrads, their wgrads run beside it",
+          "[golden]") {
+  test::FakeCosts costs;
+  costs.collective_s = 1e-3;
+  const Run plain = run(scenario(true), costs);
+  const Run delayed = run(scenario(true, {{"expert_parallel", {{"delay_wgrad", true}}}}), costs);
+  TaskId from = 0;
+  while (!(delayed.step.graph.task(from).microbatch == 0 && delayed.step.graph.task(from).phase == PhaseTag::backward))
+    ++from;
+  // Megatron-Core model_chunk_schedule_plan.py: mlp_bwd -> mlp_bwd_dw -> mlp_fwd on the compute
+  // stream; the attention's weight gradients after its input gradients.
+  CHECK(stream_order(delayed.step, StreamKind::compute, from, 9) ==
+        std::vector<std::string>{"LM head + loss backward 0 2", "FP32 grad accumulate 0 2", "combine backward 0 1",
+                                 "attention + router 1 0", "routed experts backward 0 1", "expert weight gradients 0 1",
+                                 "routed experts 1 0", "attention + router backward 0 1", "weight gradients 0 1"});
+  // The experts' backward was 2 grouped GEMMs' dgrads and wgrads (8 ms); delayed, its dgrads
+  // (4 ms) and, apart, its wgrads (4 ms).
+  const auto length = [](const Run& r, TaskId t) { return r.replay.finish[t] - r.replay.start[t]; };
+  const TaskId whole = find_task(plain.step, 0, "routed experts backward", 0, 1);
+  const TaskId dgrads = find_task(delayed.step, 0, "routed experts backward", 0, 1);
+  const TaskId wgrads = find_task(delayed.step, 0, "expert weight gradients", 0, 1);
+  CHECK(length(plain, whole) == Approx(8e-3));
+  CHECK(length(delayed, dgrads) == Approx(4e-3));
+  CHECK(length(delayed, wgrads) == Approx(4e-3));
+  // The dispatch's gradient (backward 0, block 1) waits for the dgrads only, and runs while the
+  // wgrads do.
+  const TaskId grad = find_task(delayed.step, dgrads, "ep_dispatch all_to_all", 0, 1);
+  CHECK(delayed.replay.start[grad] == Approx(delayed.replay.finish[dgrads]));
+  CHECK(delayed.replay.start[grad] < delayed.replay.finish[wgrads]);
+  // At 1 ms the dispatch's gradient was hidden behind the forward's experts (4 ms) either way:
+  // the same compute, the same step. At 6 ms it outlasted them by 2 ms; leaving 4 ms earlier, it
+  // ends under the experts' wgrads and the forward's experts, and the step is shorter.
+  CHECK(delayed.replay.makespan == Approx(plain.replay.makespan));
+  costs.collective_s = 6e-3;
+  const double plain_6 = run(scenario(true), costs).replay.makespan;
+  const double delayed_6 = run(scenario(true, {{"expert_parallel", {{"delay_wgrad", true}}}}), costs).replay.makespan;
+  CHECK(delayed_6 < plain_6);
+}
+
+TEST_CASE("delay_wgrad needs the EP all-to-all overlap, as Megatron-Core asserts", "[unit]") {
+  try {
+    scenario(false, {{"expert_parallel", {{"delay_wgrad", true}}}});
+    FAIL("accepted");
+  } catch (const std::exception& e) {
+    CHECK_THAT(std::string(e.what()),
+               Catch::Contains("plan.expert_parallel.delay_wgrad") && Catch::Contains("a2a_overlap"));
+  }
+}
