@@ -22,7 +22,8 @@ std::unique_ptr<StackPreset> torchtitan_stack() {
            "separate PyTorch kernels in the eager model (a compiled block fuses them)"},
           {"kernels.expert_probs", "\"combine_fp32\"",
            "torchtitan/models/common/token_dispatcher.py combine: (routed_output.to(torch.float32) * "
-           "topk_scores_experts_sorted).to(dtype), then deterministic_scatter_add"},
+           "topk_scores_experts_sorted).to(dtype), then deterministic_scatter_add (its DeepEP / HybridEP "
+           "dispatchers, distributed/deepep/deepep.py, multiply in the compute dtype: set \"combine\" with them)"},
           {"optimizer.implementation", "\"fused\"", "torchtitan/config/job_config.py Optimizer.implementation"},
           {"fsdp.reshard_after_forward_policy", "\"default\"",
            "torchtitan/config/configs.py ParallelismConfig.fsdp_reshard_after_forward \"default\" -> "
