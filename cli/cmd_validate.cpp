@@ -85,8 +85,18 @@ double price_kernel(std::map<std::string, HardwareProfile>& loaded, const std::s
     a.heads = shape.number("heads", Range::positive());
     a.kv_heads = shape.number_or("kv_heads", 0, Range::non_negative());
     a.head_dim = shape.number("head_dim", Range::positive());
+    a.v_head_dim = shape.number_or("v_head_dim", 0, Range::non_negative());
     a.causal = shape.boolean_or("causal", true);
-    const AttentionTime both = attention_cost_models().get(kDefaultAttentionCost).time(hw, a);
+    // q, k and v in FP8 / MXFP8: the profile's tables for that format (plan.precision.attention).
+    HardwareProfile priced = hw;
+    if (const GemmPrecision p = shape.choice_of("precision", kGemmPrecisionNames, GemmPrecision::bf16);
+        p != GemmPrecision::bf16) {
+      const LowPrecisionAttentionSpec* rates = hw.compute.low_precision_attention(p);
+      if (rates == nullptr) shape.fail("precision", "hardware profile \"" + hw.name + "\" has no such attention rates");
+      priced.compute.attention_fwd_TFLOPs_by_seq_len = rates->fwd_TFLOPs_by_seq_len;
+      priced.compute.attention_bwd_TFLOPs_by_seq_len = rates->bwd_TFLOPs_by_seq_len;
+    }
+    const AttentionTime both = attention_cost_models().get(kDefaultAttentionCost).time(priced, a);
     t = backward ? both.backward : both.forward;
   }
   shape.finish();

@@ -119,3 +119,24 @@ TEST_CASE("moesim validate prices an EP dispatch record as the benchmarks' algor
   bad["shape"]["transport"] = "nvshmem";
   CHECK(test::run_cli("validate " + dataset(dir, bad)) == 2);
 }
+
+TEST_CASE("moesim validate prices an FP8 attention record at the profile's FP8 table", "[unit]") {
+  test::TempDir dir;
+  // GB200, the Llama 3.1 shape the table was read at (batch 2, 64 / 8 heads of 128, 4096 tokens):
+  // the FP8 forward point, 1805 TFLOP/s, less the 3 us launch of a 0.3 ms kernel.
+  const nlohmann::json shape = {{"sequences", 2}, {"seq_len", 4096}, {"heads", 64},
+                                {"kv_heads", 8},  {"head_dim", 128}, {"precision", "fp8"}};
+  const nlohmann::json record = {
+      {"id", "fp8"},       {"kind", "kernel"}, {"profile", "gb200-nvl72"},       {"kernel", "attention"},
+      {"pass", "forward"}, {"shape", shape},   {"measured", {{"TFLOPs", 1805}}}, {"source", "test"}};
+  const std::string out = dir.path("fp8.json");
+  REQUIRE(test::run_cli("validate " + dataset(dir, record) + " --json " + out) == 0);
+  std::ifstream in(out);
+  const auto check = nlohmann::json::parse(in).at("records")[0].at("checks")[0];
+  CHECK(check.at("predicted").get<double>() == Approx(1805).epsilon(0.015));
+  CHECK(check.at("predicted").get<double>() < 1805);
+  // A profile without FP8 attention rates refuses the record.
+  nlohmann::json b300 = record;
+  b300["profile"] = "b300-hgx";
+  CHECK(test::run_cli("validate " + dataset(dir, b300)) == 2);
+}
