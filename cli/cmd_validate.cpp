@@ -15,6 +15,7 @@
 #include "models/costs/compute_costs.hpp"
 #include "models/costs/ep_transports.hpp"
 #include "models/hw/hardware_profile.hpp"
+#include "models/input/plan_profile_checks.hpp"
 #include "reports/output_file.hpp"
 #include "reports/validation_report.hpp"
 #include "studies/validation.hpp"
@@ -89,13 +90,8 @@ double price_kernel(std::map<std::string, HardwareProfile>& loaded, const std::s
     a.causal = shape.boolean_or("causal", true);
     // q, k and v in FP8 / MXFP8: the profile's tables for that format (plan.precision.attention).
     HardwareProfile priced = hw;
-    if (const GemmPrecision p = shape.choice_of("precision", kGemmPrecisionNames, GemmPrecision::bf16);
-        p != GemmPrecision::bf16) {
-      const LowPrecisionAttentionSpec* rates = hw.compute.low_precision_attention(p);
-      if (rates == nullptr) shape.fail("precision", "hardware profile \"" + hw.name + "\" has no such attention rates");
-      priced.compute.attention_fwd_TFLOPs_by_seq_len = rates->fwd_TFLOPs_by_seq_len;
-      priced.compute.attention_bwd_TFLOPs_by_seq_len = rates->bwd_TFLOPs_by_seq_len;
-    }
+    if (!take_attention_format(priced, shape.choice_of("precision", kGemmPrecisionNames, GemmPrecision::bf16)))
+      shape.fail("precision", "hardware profile \"" + hw.name + "\" has no such attention rates");
     const AttentionTime both = attention_cost_models().get(kDefaultAttentionCost).time(priced, a);
     t = backward ? both.backward : both.forward;
   }

@@ -298,14 +298,15 @@ void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in) {
   const double peak = h.gpu.peak_bf16_TFLOPs.value;
   const std::string ceiling =
       " TFLOP/s exceeds the GPU's nominal peak (gpu.peak_bf16_dense_TFLOPs " + brief(peak) + ")";
-  // A table of TFLOP/s stays under the peak, point by point.
-  const auto under_peak = [&](const ProfileTable& t, const char* key) {
+  // A table of TFLOP/s stays under a peak (`above`: the message past it), point by point.
+  const auto under = [&](const ProfileTable& t, const std::string& key, double limit, const std::string& above) {
     for (std::size_t i = 0; i < t.points().size(); ++i) {
-      if (t.points()[i].y > peak)
+      if (t.points()[i].y > limit)
         throw InputError(in.file(), compute.child_path(key) + ".points[" + std::to_string(i) + "].TFLOPs",
-                         brief(t.points()[i].y) + ceiling);
+                         brief(t.points()[i].y) + above);
     }
   };
+  const auto under_peak = [&](const ProfileTable& t, const char* key) { under(t, key, peak, ceiling); };
   under_peak(h.compute.gemm_bf16_TFLOPs_by_rows, "gemm_bf16_TFLOPs_by_rows");
   const auto max_of = [](const ProfileTable& t) {
     double out = 0;
@@ -358,15 +359,9 @@ void check_rates_under_peaks(const HardwareProfile& h, const JsonReader& in) {
     for (auto [key, spec] : {std::pair{"fp8_attention", &h.compute.fp8_attention},
                              std::pair{"mxfp8_attention", &h.compute.mxfp8_attention}}) {
       if (!*spec) continue;
-      for (auto [pass, t] : {std::pair{"fwd_TFLOPs_by_seq_len", &(*spec)->fwd_TFLOPs_by_seq_len},
-                             std::pair{"bwd_TFLOPs_by_seq_len", &(*spec)->bwd_TFLOPs_by_seq_len}}) {
-        for (std::size_t i = 0; i < t->points().size(); ++i) {
-          if (t->points()[i].y > fp8_peak)
-            throw InputError(in.file(),
-                             compute.child_path(key) + "." + pass + ".points[" + std::to_string(i) + "].TFLOPs",
-                             brief(t->points()[i].y) + " TFLOP/s exceeds gpu.peak_fp8_dense_TFLOPs " + brief(fp8_peak));
-        }
-      }
+      const std::string above = " TFLOP/s exceeds gpu.peak_fp8_dense_TFLOPs " + brief(fp8_peak);
+      under((*spec)->fwd_TFLOPs_by_seq_len, std::string(key) + ".fwd_TFLOPs_by_seq_len", fp8_peak, above);
+      under((*spec)->bwd_TFLOPs_by_seq_len, std::string(key) + ".bwd_TFLOPs_by_seq_len", fp8_peak, above);
     }
     const std::pair<const char*, const std::optional<LowPrecisionGemmSpec>*> formats[] = {
         {"fp8_gemm", &h.compute.fp8_gemm}, {"mxfp8_gemm", &h.compute.mxfp8_gemm}};

@@ -140,8 +140,7 @@ void price_attention_precision(const ParallelPlan& plan, HardwareProfile& hw, co
   if (format == GemmPrecision::bf16) return;
   ComputeSpec& c = hw.compute;
   const std::string path = plan_path(plan_prefix, "precision.attention");
-  const LowPrecisionAttentionSpec* rates = c.low_precision_attention(format);
-  if (rates == nullptr) {
+  if (c.low_precision_attention(format) == nullptr) {
     std::string allowed = "bf16";
     if (c.fp8_attention) allowed += ", fp8";
     if (c.mxfp8_attention) allowed += ", mxfp8";
@@ -162,11 +161,19 @@ void price_attention_precision(const ParallelPlan& plan, HardwareProfile& hw, co
                          std::string(name_of(k)) + "; allowed with it: bf16",
                      /*infeasible=*/true);
   }
-  c.attention_fwd_TFLOPs_by_seq_len = rates->fwd_TFLOPs_by_seq_len;
-  c.attention_bwd_TFLOPs_by_seq_len = rates->bwd_TFLOPs_by_seq_len;
+  take_attention_format(hw, format);
 }
 
 }  // namespace
+
+bool take_attention_format(HardwareProfile& hw, GemmPrecision format) {
+  if (format == GemmPrecision::bf16) return true;
+  const LowPrecisionAttentionSpec* rates = hw.compute.low_precision_attention(format);
+  if (rates == nullptr) return false;
+  hw.compute.attention_fwd_TFLOPs_by_seq_len = rates->fwd_TFLOPs_by_seq_len;
+  hw.compute.attention_bwd_TFLOPs_by_seq_len = rates->bwd_TFLOPs_by_seq_len;
+  return true;
+}
 
 void price_plan_kernels(ParallelPlan& plan, HardwareProfile& hw, StackUse& stack, const std::string& plan_file,
                         const std::string& plan_prefix) {

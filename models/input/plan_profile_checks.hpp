@@ -22,6 +22,10 @@ void check_plan_against_profile(const ParallelPlan& plan, const HardwareProfile&
 // stack chose is priced at the profile's own rates, and the stack's listed value says so. Then
 // plan.precision.attention fp8 / mxfp8 takes compute.fp8_attention / mxfp8_attention's tables by
 // sequence length (cuDNN's kernel only; refused at precision.attention where the profile has none).
+// The profile's attention tables replaced by its measured `format` attention's (FP8 or MXFP8;
+// plan.precision.attention); false, and `hw` unchanged, where it has none. BF16: true, unchanged.
+bool take_attention_format(HardwareProfile& hw, GemmPrecision format);
+
 void price_plan_kernels(ParallelPlan& plan, HardwareProfile& hw, StackUse& stack, const std::string& plan_file,
                         const std::string& plan_prefix);
 
