@@ -6,6 +6,7 @@
 #include "models/common/json_reader.hpp"
 #include "models/moe/measured_loads.hpp"
 #include "models/plan/designs/design.hpp"
+#include "models/plan/pipeline_layout.hpp"
 #include "models/stacks/stack_preset.hpp"
 
 namespace moesim {
@@ -97,6 +98,29 @@ void parse_fsdp1_options(const JsonReader& f, ParallelPlan& p) {
     f.fail("limit_all_gathers",
            "FSDP1 without its all-gather rate limiter is not modelled; allowed: true (torch's default)");
 }
+// plan.pipeline.layout: the decoder layers of each virtual stage, and the virtual stages.
+void read_pipeline_layout(const JsonReader& pp, ParallelPlan& p) {
+  p.pp_layout = pp.string("layout");
+  if (!p.pp_layer_split.empty())
+    pp.fail("layout", "is given with pipeline.layer_split; allowed: one of them (both say the layers of each stage)");
+  const PipelineLayout layout = parse_pipeline_layout(p.pp_layout);
+  if (!layout.error.empty()) pp.fail("layout", "\"" + p.pp_layout + "\" " + layout.error);
+  const auto stages = static_cast<std::int64_t>(layout.stages.size());
+  if (stages % p.pp != 0) {
+    pp.fail("layout", "has " + std::to_string(stages) + " stages; allowed: a multiple of pipeline.degree " +
+                          std::to_string(p.pp) + " (PP x virtual stages)");
+  }
+  // With a V-shape schedule each stage holds two chunks whatever virtual_stages says.
+  const std::int64_t chunks = stages / p.pp;
+  if (pp.has("virtual_stages") && p.pp_virtual != chunks && !(p.v_shape() && chunks == 2)) {
+    pp.fail("layout", "has " + std::to_string(stages) + " stages, " + std::to_string(chunks) +
+                          " per pipeline rank, against pipeline.virtual_stages " + std::to_string(p.pp_virtual) +
+                          "; allowed: virtual_stages left out (the layout sets it) or equal");
+  }
+  if (!p.v_shape()) p.pp_virtual = chunks;
+  p.pp_layer_split = layout_decoder_layers(layout);
+}
+
 }  // namespace
 
 ParallelPlan parse_plan(const JsonReader& in) {
@@ -115,7 +139,8 @@ ParallelPlan parse_plan(const JsonReader& in) {
     p.pp = pp->integer_or("degree", 1, Range::between(1, kMaxCount));
     p.pp_schedule = pp->choice_of("schedule", kPipelineScheduleNames, PipelineSchedule::one_f_one_b);
     p.pp_virtual = pp->integer_or("virtual_stages", 1, Range::between(1, 64));
-    p.pp_layer_split = pp->integer_list_or("layer_split", Range::between(1, 4096));
+    p.pp_layer_split = pp->integer_list_or("layer_split", Range::between(0, 4096));
+    if (pp->has("layout")) read_pipeline_layout(*pp, p);
     pp->finish();
   }
   if (auto tp = in.optional_object("tensor_parallel")) {

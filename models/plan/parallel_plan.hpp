@@ -24,8 +24,7 @@ enum class OptimizerKind { adamw, muon, sgd };
 enum class ShardLayout { per_tensor, concat_then_shard, same_param_count };
 // Activation recomputation: none; full (each block keeps its input and runs its forward again
 // before its backward); selective (Korthikanti et al. 2022's SwiGLU products, or Megatron-Core's
-// recompute_modules: recompute_modules.hpp); selective_op (torchtitan's op-level selective checkpointing, dense blocks:
-// see activations.hpp).
+// recompute_modules.hpp); selective_op (torchtitan's op-level checkpointing, dense: activations.hpp).
 enum class Recompute { none, full, selective, selective_op };
 // The LM head's loss path (models/costs/loss_paths.hpp): eager PyTorch cross-entropy, the same
 // under torch.compile, flash-attn's Triton cross-entropy, Liger's fused linear cross-entropy, Megatron-Core's
@@ -243,7 +242,8 @@ struct ParallelPlan {
   bool grad_accumulation_fusion = false;
   PipelineSchedule pp_schedule = PipelineSchedule::one_f_one_b;
   std::int64_t pp_virtual = 1;
-  std::vector<std::int64_t> pp_layer_split;  // layers per stage (empty: even, uneven last)
+  std::vector<std::int64_t> pp_layer_split;  // layers per virtual stage (empty: even, uneven last)
+  std::string pp_layout;                     // pipeline.layout, Megatron's text (pipeline_layout.hpp)
   OptimizerSpec optimizer;
   PrecisionSpec precision;
   // kernels.attention: the attention kernel the stack calls, at the profile's rates for it.

@@ -1,10 +1,13 @@
 // Plan facts that depend on the model (divisibility, stage split, schedules, microbatch count):
 // the checks behind validate_plan, each naming the plan path at fault and what is allowed.
+#include <algorithm>
+
 #include "models/arch/architecture.hpp"
 #include "models/common/errors.hpp"
 #include "models/moe/measured_loads.hpp"
 #include "models/plan/designs/design.hpp"
 #include "models/plan/parallel_plan.hpp"
+#include "models/plan/pipeline_layout.hpp"
 
 namespace moesim {
 
@@ -203,24 +206,33 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
                                         "chunks per stage (a V); allowed: 1 (the default) or 2, got " +
                                         s(p.pp_virtual));
   }
+  // A layout (pipeline_layout.hpp) sets the virtual stages and the split: its faults are its own.
+  const bool layout = !p.pp_layout.empty();
+  const std::string virtual_key = layout ? "pipeline.layout" : "pipeline.virtual_stages";
   if (p.pp_virtual > 1 && p.pp_schedule != PipelineSchedule::interleaved_1f1b && !p.v_shape()) {
-    fail("pipeline.virtual_stages", "virtual stages > 1 need schedule \"interleaved_1f1b\" (any count) or a " +
-                                        std::string("V-shape one, \"1f1b_v\" or \"zbv\" (2)"));
+    fail(virtual_key, "virtual stages > 1 need schedule \"interleaved_1f1b\" (any count) or a " +
+                          std::string("V-shape one, \"1f1b_v\" or \"zbv\" (2)") +
+                          (layout ? "; the layout has " + s(p.pp_virtual) + " stages per pipeline rank" : ""));
   }
   if (p.pp_virtual > 1 && p.pp == 1) {
     // Interleaving sends activations between the chunks of different stages; one stage has none.
-    fail("pipeline.virtual_stages", "virtual stages > 1 need pipeline.degree >= 2 (got 1)");
+    fail(virtual_key, "virtual stages > 1 need pipeline.degree >= 2 (got 1)");
   }
   if (!p.pp_layer_split.empty()) {
+    const std::string key = layout ? "pipeline.layout" : "pipeline.layer_split";
     if (static_cast<std::int64_t>(p.pp_layer_split.size()) != p.pp * p.model_chunks()) {
-      fail("pipeline.layer_split",
-           "has " + s(static_cast<std::int64_t>(p.pp_layer_split.size())) +
-               " entries; allowed: one per virtual stage (PP x model chunks = " + s(p.pp * p.model_chunks()) + ")");
+      fail(key, "has " + s(static_cast<std::int64_t>(p.pp_layer_split.size())) + (layout ? " stages" : " entries") +
+                    "; allowed: one per virtual stage (PP x model chunks = " + s(p.pp * p.model_chunks()) + ")");
     }
     std::int64_t sum = 0;
     for (auto v : p.pp_layer_split) sum += v;
-    if (sum != a.num_layers)
-      fail("pipeline.layer_split", "sums to " + s(sum) + "; must equal num_layers " + s(a.num_layers));
+    if (sum != a.num_layers) {
+      fail(key, (layout ? "holds " + s(sum) + " decoder layers t" : "sums to " + s(sum)) + "; must equal num_layers " +
+                    s(a.num_layers));
+    }
+    const std::int64_t mtp = layout ? layout_mtp_layers(parse_pipeline_layout(p.pp_layout)) : a.mtp_layers;
+    if (mtp != a.mtp_layers)
+      fail(key, "holds " + s(mtp) + " MTP layers m; must equal the architecture's mtp.num_layers " + s(a.mtp_layers));
   }
   const bool plain_blocks = !a.has_ffn(Ffn::moe) && !a.has_mixer(Mixer::mamba) && !a.has_ffn(Ffn::none) &&
                             a.attention.kind == AttentionKind::gqa && a.mlp.gated();
@@ -332,7 +344,8 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
   // A step is replayed pass by pass: every microbatch's every block becomes tasks (about nine
   // per block pass, ~160 bytes each; tests/sim/test_extreme_plans.cpp), so the replay's size is
   // bounded here rather than by the machine running out of memory part way.
-  const std::int64_t stage_layers = (a.num_layers + p.pp - 1) / p.pp;
+  const std::vector<std::int64_t> per_stage = stage_layer_counts(p, a);
+  const std::int64_t stage_layers = std::max<std::int64_t>(1, *std::max_element(per_stage.begin(), per_stage.end()));
   if (shape.microbatches > kMaxBlockPassesPerStage / stage_layers) {
     fail("batch.global_batch_tokens",
          "global batch " + s(p.global_batch_tokens) + " tokens gives " + s(shape.microbatches) + " microbatches x " +

@@ -10,6 +10,7 @@
 #include "sim/step_simulation.hpp"
 #include "sim/timeline_metrics.hpp"
 #include "tests/sim/fake_costs.hpp"
+#include "tests/sim/unit_pipeline.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace moesim;
@@ -20,23 +21,8 @@ namespace {
 using Mix = std::vector<std::int64_t>;
 using Mixes = std::vector<Mix>;
 
-// Eight dense layers of d 64 on PP4 (DP 1), 16-token microbatches, m = 8. Vocabulary 96 is no
-// other GEMM's dimension, so the cost book below can make the LM head free.
 nlohmann::json unit_pipeline(const std::string& schedule, std::int64_t virtual_stages) {
-  return {{"architecture",
-           {{"num_layers", 8},
-            {"d_model", 64},
-            {"vocab_size", 96},
-            {"sequence_length", 16},
-            {"attention", {{"num_heads", 4}, {"num_kv_heads", 4}, {"head_dim", 16}}},
-            {"dense_hidden", 128}}},
-          {"plan",
-           {{"design", "ddp"},
-            {"nodes", 1},
-            {"gpus_per_node", 4},
-            {"pipeline", {{"degree", 4}, {"schedule", schedule}, {"virtual_stages", virtual_stages}}},
-            {"batch", {{"rank_microbatch_sequences", 1}, {"global_batch_tokens", 8 * 16}}}}},
-          {"hardware", read_json_file(test::source_path("hardware_profiles/b300-hgx.json"))}};
+  return test::unit_pipeline_document({{"degree", 4}, {"schedule", schedule}, {"virtual_stages", virtual_stages}});
 }
 
 struct UnitRun {

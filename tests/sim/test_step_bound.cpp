@@ -74,6 +74,10 @@ TEST_CASE("Step bound: pipelines (V-shape and zero-bubble too), recompute and sk
   for (const auto& sets : plans) check_bound(load_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"), sets));
   check_bound(load_scenario(test::source_path("scenarios/deepseek-v3-ddp-ep8-pp16.json"),
                             {"plan.nodes=16", "plan.batch.global_batch_tokens=2097152"}));
+  // Chunks without decoder layers: the embedding alone first, the MTP layer and loss alone last.
+  check_bound(load_scenario(test::source_path("scenarios/deepseek-v3-ddp-ep8-pp16.json"),
+                            {"plan.nodes=16", "plan.batch.global_batch_tokens=2097152",
+                             "plan.pipeline.schedule=\"interleaved_1f1b\"", "plan.pipeline.layout=\"E|(tt|)*30tmL\""}));
   // Tied embeddings under FSDP with PP: the head's stage holds a copy it never gathers as a unit.
   check_bound(test::gallery("mpt-7b", {"design=fsdp+pp2", "plan.nodes=16", "plan.batch.global_batch_tokens=524288"}));
   // FSDP2 under the pipeline: gathered once per pass that follows a forward, reduced once a step.
