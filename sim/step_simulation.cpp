@@ -66,6 +66,12 @@ bool agree_except(const nlohmann::json& a, const nlohmann::json& b, const std::v
 
 }  // namespace
 
+double model_flops_utilization(const FlopsPerToken& flops, double dropped_fraction, double tokens_per_s_per_gpu,
+                               double peak_TFLOPs) {
+  const double useful_per_token = flops.total - flops.routed_experts * dropped_fraction;
+  return useful_per_token * tokens_per_s_per_gpu / (peak_TFLOPs * 1e12);
+}
+
 Simulation simulate(const Scenario& sc, const SimOptions& options) {
   Simulation sim;
   simulate(sc, options, sim);
@@ -138,16 +144,14 @@ void simulate(const Scenario& sc, const CostBook& costs, const SimOptions& optio
   r.global_tokens = static_cast<double>(sc.plan.global_batch_tokens);
   r.step_time_s = tm.step_time;
   r.tokens_per_s_per_gpu = r.global_tokens / r.step_time_s / static_cast<double>(r.world);
-  // MFU (Olmo-core report): useful FLOPs per step / (GPUs x step time x nominal dense peak).
-  // A token the capacity cap drops skips its routed experts, so their FLOPs are not useful work
-  // (without this, heavy dropping would report an MFU above 100%).
   r.dropped_fraction = sim.step.dropped_fraction;
   r.routing = sim.step.routing;
   std::sort(r.routing.begin(), r.routing.end(), [](const auto& a, const auto& b) { return a.layer < b.layer; });
-  const double useful_per_token = r.flops.total - r.flops.routed_experts * r.dropped_fraction;
-  r.mfu = useful_per_token * r.tokens_per_s_per_gpu / (sc.hardware.gpu.peak_bf16_TFLOPs.value * 1e12);
+  r.mfu = model_flops_utilization(r.flops, r.dropped_fraction, r.tokens_per_s_per_gpu,
+                                  sc.hardware.gpu.peak_bf16_TFLOPs.value);
   if (sc.plan.precision.any_low_precision() && sc.hardware.gpu.peak_fp8_dense_TFLOPs) {
-    r.mfu_fp8_peak = useful_per_token * r.tokens_per_s_per_gpu / (sc.hardware.gpu.peak_fp8_dense_TFLOPs->value * 1e12);
+    r.mfu_fp8_peak = model_flops_utilization(r.flops, r.dropped_fraction, r.tokens_per_s_per_gpu,
+                                             sc.hardware.gpu.peak_fp8_dense_TFLOPs->value);
   }
   const RankTimeline& crit = tm.ranks[tm.critical_rank];
   r.exposed_s = crit.exposed;

@@ -49,6 +49,12 @@ struct StepResult {
   MemoryLedger ledger;
 };
 
+// MFU (Olmo-core's report): useful model FLOPs a token x tokens/s/GPU over a nominal dense peak.
+// A token the capacity cap drops (`dropped_fraction` of them) skips its routed experts, so their
+// FLOPs are not useful work (without this, heavy dropping would report an MFU above 100%).
+double model_flops_utilization(const FlopsPerToken& flops, double dropped_fraction, double tokens_per_s_per_gpu,
+                               double peak_TFLOPs);
+
 struct Simulation {
   BuiltStep step;
   ReplayResult replay;

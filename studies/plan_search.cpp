@@ -169,9 +169,9 @@ class Search {
     const double tokens_per_gpu = dbl(s.plan.global_batch_tokens) / dbl(s.plan.world());
     switch (out_.options.objective) {
       case PlanObjective::tokens_per_s: r.score_scale = tokens_per_gpu; break;
-      // MFU counts useful FLOPs, at most every FLOP of a token (step_simulation.cpp).
+      // The MFU of a one-second step with no token dropped: over the bound, at least the replay's.
       case PlanObjective::mfu:
-        r.score_scale = screen.flops.total * tokens_per_gpu / (s.hardware.gpu.peak_bf16_TFLOPs.value * 1e12);
+        r.score_scale = model_flops_utilization(screen.flops, 0, tokens_per_gpu, s.hardware.gpu.peak_bf16_TFLOPs.value);
         break;
       case PlanObjective::memory_headroom: break;
     }
