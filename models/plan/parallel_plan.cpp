@@ -100,11 +100,11 @@ void parse_fsdp1_options(const JsonReader& f, ParallelPlan& p) {
 }
 // plan.pipeline.layout: the decoder layers of each virtual stage, and the virtual stages.
 void read_pipeline_layout(const JsonReader& pp, ParallelPlan& p) {
-  p.pp_layout = pp.string("layout");
+  p.pp_megatron.layout = pp.string("layout");
   if (!p.pp_layer_split.empty())
     pp.fail("layout", "is given with pipeline.layer_split; allowed: one of them (both say the layers of each stage)");
-  const PipelineLayout layout = parse_pipeline_layout(p.pp_layout);
-  if (!layout.error.empty()) pp.fail("layout", "\"" + p.pp_layout + "\" " + layout.error);
+  const PipelineLayout layout = parse_pipeline_layout(p.pp_megatron.layout);
+  if (!layout.error.empty()) pp.fail("layout", "\"" + p.pp_megatron.layout + "\" " + layout.error);
   const auto stages = static_cast<std::int64_t>(layout.stages.size());
   if (stages % p.pp != 0) {
     pp.fail("layout", "has " + std::to_string(stages) + " stages; allowed: a multiple of pipeline.degree " +
@@ -119,6 +119,28 @@ void read_pipeline_layout(const JsonReader& pp, ParallelPlan& p) {
   }
   if (!p.v_shape()) p.pp_virtual = chunks;
   p.pp_layer_split = layout_decoder_layers(layout);
+}
+
+// Megatron-Core's uneven split keys (pipeline_layout.hpp; transformer_config.py refuses them
+// beside a layout, and the first/last counts beside the embedding or loss counted as layers).
+void read_uneven_split(const JsonReader& pp, ParallelPlan& p) {
+  MegatronSplit& m = p.pp_megatron;
+  m.first_stage_layers = pp.integer_or("first_stage_layers", 0, Range::between(1, 4096));
+  m.last_stage_layers = pp.integer_or("last_stage_layers", 0, Range::between(1, 4096));
+  m.account_for_embedding = pp.boolean_or("account_for_embedding", false);
+  m.account_for_loss = pp.boolean_or("account_for_loss", false);
+  if (!m.uneven()) return;
+  const char* key = m.first_stage_layers > 0  ? "first_stage_layers"
+                    : m.last_stage_layers > 0 ? "last_stage_layers"
+                    : m.account_for_embedding ? "account_for_embedding"
+                                              : "account_for_loss";
+  if (!m.layout.empty() || !p.pp_layer_split.empty())
+    pp.fail(key, std::string("is given with pipeline.") + (m.layout.empty() ? "layer_split" : "layout") +
+                     "; allowed: one way to place the layers (Megatron-Core refuses the same)");
+  if ((m.first_stage_layers > 0 || m.last_stage_layers > 0) && (m.account_for_embedding || m.account_for_loss))
+    pp.fail(key,
+            "is given with account_for_embedding or account_for_loss; allowed: the first/last stage counts or "
+            "the embedding and loss counted as layers, not both (transformer_config.py)");
 }
 
 }  // namespace
@@ -141,6 +163,7 @@ ParallelPlan parse_plan(const JsonReader& in) {
     p.pp_virtual = pp->integer_or("virtual_stages", 1, Range::between(1, 64));
     p.pp_layer_split = pp->integer_list_or("layer_split", Range::between(0, 4096));
     if (pp->has("layout")) read_pipeline_layout(*pp, p);
+    read_uneven_split(*pp, p);
     pp->finish();
   }
   if (auto tp = in.optional_object("tensor_parallel")) {
@@ -267,6 +290,10 @@ BatchShape batch_shape(const ParallelPlan& p, const Architecture& a) {
 
 std::vector<std::int64_t> virtual_stage_layer_counts(const ParallelPlan& p, const Architecture& a) {
   if (!p.pp_layer_split.empty()) return p.pp_layer_split;
+  if (p.pp_megatron.uneven()) {
+    StageSplit split = megatron_stage_split(p.pp_megatron, a.num_layers, p.pp, p.model_chunks());
+    if (split.error.empty()) return std::move(split.layers);  // validate_plan refuses the others
+  }
   // ceil(L / (P v)) layers per virtual stage; the shortfall lands on the last one, which also
   // runs the LM head (an uneven last stage), while every virtual stage keeps at least one layer.
   const std::int64_t parts = p.pp * p.model_chunks();

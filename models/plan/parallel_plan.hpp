@@ -13,6 +13,7 @@
 #include "models/moe/expert_probs.hpp"
 #include "models/moe/routing.hpp"
 #include "models/plan/offload_modules.hpp"
+#include "models/plan/pipeline_layout.hpp"
 #include "models/plan/recompute_modules.hpp"
 
 namespace moesim {
@@ -236,14 +237,13 @@ struct ParallelPlan {
   // weight all-gather leaves the step's end and runs bucket by bucket beside the next forward.
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = false;
-  // Megatron-LM's gradient_accumulation_fusion (Transformer Engine's fuse_wgrad_accumulation):
-  // each weight-gradient GEMM accumulates into the FP32 main-gradient buffer itself, so no BF16
-  // gradient is made and no separate accumulation kernel runs (Olmo-core's post-accumulate hook).
+  // Megatron-LM's gradient_accumulation_fusion (TE's fuse_wgrad_accumulation): each wgrad GEMM adds into
+  // the FP32 main-gradient buffer itself; no BF16 gradient, no accumulation kernel (as Olmo-core's hook).
   bool grad_accumulation_fusion = false;
   PipelineSchedule pp_schedule = PipelineSchedule::one_f_one_b;
   std::int64_t pp_virtual = 1;
   std::vector<std::int64_t> pp_layer_split;  // layers per virtual stage (empty: even, uneven last)
-  std::string pp_layout;                     // pipeline.layout, Megatron's text (pipeline_layout.hpp)
+  MegatronSplit pp_megatron;                 // pipeline.layout and Megatron's uneven split (pipeline_layout.hpp)
   OptimizerSpec optimizer;
   PrecisionSpec precision;
   // kernels.attention: the attention kernel the stack calls, at the profile's rates for it.

@@ -1,6 +1,8 @@
 #include "models/plan/pipeline_layout.hpp"
 
+#include <algorithm>
 #include <regex>
+#include <utility>
 
 namespace moesim {
 
@@ -116,6 +118,59 @@ std::vector<std::int64_t> layout_decoder_layers(const PipelineLayout& layout) {
   std::vector<std::int64_t> out;
   out.reserve(layout.stages.size());
   for (const auto& s : layout.stages) out.push_back(s.decoder);
+  return out;
+}
+
+StageSplit megatron_stage_split(const MegatronSplit& keys, std::int64_t num_layers, std::int64_t pp,
+                                std::int64_t chunks) {
+  StageSplit out;
+  const auto refuse = [&](std::string key, std::string error) {
+    out.key = std::move(key);
+    out.error = std::move(error);
+    return out;
+  };
+  const auto n = [](std::int64_t v) { return std::to_string(v); };
+  std::vector<std::int64_t> rank(static_cast<std::size_t>(pp), 0);
+  if (keys.first_stage_layers > 0 || keys.last_stage_layers > 0) {
+    std::int64_t middle_layers = num_layers, middle_ranks = pp;
+    for (const auto& [key, count] : {std::pair{"first_stage_layers", keys.first_stage_layers},
+                                     std::pair{"last_stage_layers", keys.last_stage_layers}}) {
+      if (count == 0) continue;
+      if (count % chunks != 0)
+        return refuse(key, n(count) + " layers are not divisible by the " + n(chunks) + " model chunks of a stage");
+      middle_layers -= count;
+      --middle_ranks;
+    }
+    if (middle_ranks < 0 || (middle_layers != 0) != (middle_ranks != 0) || middle_layers < 0) {
+      return refuse(keys.first_stage_layers > 0 ? "first_stage_layers" : "last_stage_layers",
+                    n(middle_layers) + " middle layers remain for " + n(std::max<std::int64_t>(0, middle_ranks)) +
+                        " middle stages of pipeline.degree " + n(pp) + " (num_layers " + n(num_layers) + ")");
+    }
+    if (middle_ranks > 0 && (middle_layers % middle_ranks != 0 || (middle_layers / middle_ranks) % chunks != 0)) {
+      return refuse(keys.first_stage_layers > 0 ? "first_stage_layers" : "last_stage_layers",
+                    "leaves " + n(middle_layers) + " layers for " + n(middle_ranks) +
+                        " middle stages; allowed: a whole number per stage, divisible by the " + n(chunks) +
+                        " model chunks of a stage");
+    }
+    std::fill(rank.begin(), rank.end(), middle_ranks > 0 ? middle_layers / middle_ranks : 0);
+    if (keys.first_stage_layers > 0) rank.front() = keys.first_stage_layers;
+    if (keys.last_stage_layers > 0) rank.back() = keys.last_stage_layers;
+  } else {
+    const std::int64_t counted = num_layers + (keys.account_for_embedding ? 1 : 0) + (keys.account_for_loss ? 1 : 0);
+    const std::string key = keys.account_for_embedding ? "account_for_embedding" : "account_for_loss";
+    if (counted % pp != 0 || (counted / pp) % chunks != 0) {
+      return refuse(key, "counts " + n(counted) + " layers with the embedding or loss; allowed: divisible by " +
+                             "pipeline.degree " + n(pp) + " x the " + n(chunks) + " model chunks of a stage");
+    }
+    std::fill(rank.begin(), rank.end(), counted / pp);
+  }
+  for (std::int64_t chunk = 0; chunk < chunks; ++chunk)
+    for (std::int64_t stage = 0; stage < pp; ++stage)
+      out.layers.push_back(rank[static_cast<std::size_t>(stage)] / chunks);
+  // The embedding (loss) takes a layer's place on the first (last) virtual stage; each holds one
+  // at least, since (num_layers + counted) / (PP x chunks) is whole and positive.
+  if (keys.account_for_embedding) --out.layers.front();
+  if (keys.account_for_loss) --out.layers.back();
   return out;
 }
 

@@ -38,4 +38,31 @@ PipelineLayout parse_pipeline_layout(std::string_view text);
 std::vector<std::int64_t> layout_decoder_layers(const PipelineLayout& layout);
 std::int64_t layout_mtp_layers(const PipelineLayout& layout);
 
+// The Megatron-Core keys that place layers on pipeline stages, as a plan gives them: the layout
+// text, or the uneven split (num_layers_in_first/last_pipeline_stage, or the embedding and the
+// loss each counted as a layer: account_for_embedding/loss_in_pipeline_split).
+struct MegatronSplit {
+  std::string layout;                   // pipeline.layout
+  std::int64_t first_stage_layers = 0;  // pipeline.first_stage_layers (0: not given)
+  std::int64_t last_stage_layers = 0;   // pipeline.last_stage_layers (0: not given)
+  bool account_for_embedding = false;   // pipeline.account_for_embedding
+  bool account_for_loss = false;        // pipeline.account_for_loss
+  bool uneven() const {
+    return first_stage_layers > 0 || last_stage_layers > 0 || account_for_embedding || account_for_loss;
+  }
+};
+
+// The decoder layers of each virtual stage (model order, virtual stage j = chunk x PP + stage)
+// under the uneven-split keys, as Megatron-Core builds them (transformer_block.py
+// get_num_layers_to_build): the first and last ranks' counts as given and the rest even, or
+// (num_layers + 1 per counted embedding or loss) / PP a rank with one layer fewer on the first
+// (last) virtual stage; each rank's count split evenly over its `chunks`. `error` holds the
+// check that failed (transformer_config.py's, in its words) and `key` the pipeline key at fault.
+struct StageSplit {
+  std::vector<std::int64_t> layers;
+  std::string key, error;
+};
+StageSplit megatron_stage_split(const MegatronSplit& keys, std::int64_t num_layers, std::int64_t pp,
+                                std::int64_t chunks);
+
 }  // namespace moesim

@@ -185,7 +185,8 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
   if (p.tp > 1) check_tensor_parallel(p, a, fail);
   if (p.cp > 1) check_context_parallel(p, a, fail);
   if (!p.offload_modules.empty()) check_offload(p, a, fail);
-  if (p.pp * p.model_chunks() > a.num_layers) {
+  // The even split needs a layer a virtual stage; a given split may leave stages empty.
+  if (p.pp * p.model_chunks() > a.num_layers && p.pp_layer_split.empty() && !p.pp_megatron.uneven()) {
     fail("pipeline.degree", "PP stages x virtual stages = " + s(p.pp * p.model_chunks()) + " exceeds the " +
                                 s(a.num_layers) + " layers of the model");
   }
@@ -207,7 +208,7 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
                                         s(p.pp_virtual));
   }
   // A layout (pipeline_layout.hpp) sets the virtual stages and the split: its faults are its own.
-  const bool layout = !p.pp_layout.empty();
+  const bool layout = !p.pp_megatron.layout.empty();
   const std::string virtual_key = layout ? "pipeline.layout" : "pipeline.virtual_stages";
   if (p.pp_virtual > 1 && p.pp_schedule != PipelineSchedule::interleaved_1f1b && !p.v_shape()) {
     fail(virtual_key, "virtual stages > 1 need schedule \"interleaved_1f1b\" (any count) or a " +
@@ -230,9 +231,24 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
       fail(key, (layout ? "holds " + s(sum) + " decoder layers t" : "sums to " + s(sum)) + "; must equal num_layers " +
                     s(a.num_layers));
     }
-    const std::int64_t mtp = layout ? layout_mtp_layers(parse_pipeline_layout(p.pp_layout)) : a.mtp_layers;
+    const std::int64_t mtp = layout ? layout_mtp_layers(parse_pipeline_layout(p.pp_megatron.layout)) : a.mtp_layers;
     if (mtp != a.mtp_layers)
       fail(key, "holds " + s(mtp) + " MTP layers m; must equal the architecture's mtp.num_layers " + s(a.mtp_layers));
+  }
+  if (p.pp_megatron.uneven()) {
+    const MegatronSplit& m = p.pp_megatron;
+    const std::string key = m.first_stage_layers > 0  ? "pipeline.first_stage_layers"
+                            : m.last_stage_layers > 0 ? "pipeline.last_stage_layers"
+                            : m.account_for_embedding ? "pipeline.account_for_embedding"
+                                                      : "pipeline.account_for_loss";
+    if (p.pp == 1) fail(key, "places layers on pipeline stages; allowed with pipeline.degree >= 2 (got 1)");
+    if (p.v_shape()) {
+      fail(key,
+           "is Megatron-Core's uneven split, for its schedules (1f1b, interleaved_1f1b) and zb_h1; a V-shape "
+           "schedule takes pipeline.layer_split");
+    }
+    const StageSplit split = megatron_stage_split(m, a.num_layers, p.pp, p.model_chunks());
+    if (!split.error.empty()) fail("pipeline." + split.key, split.error);
   }
   const bool plain_blocks = !a.has_ffn(Ffn::moe) && !a.has_mixer(Mixer::mamba) && !a.has_ffn(Ffn::none) &&
                             a.attention.kind == AttentionKind::gqa && a.mlp.gated();

@@ -104,3 +104,73 @@ TEST_CASE("A layout that does not fit the plan or the model names plan.pipeline.
              Contains("interleaved_1f1b") && Contains("2 stages per pipeline rank"));
   CHECK_THAT(refused({"plan.pipeline.layout=\"Et|(tt|)*30m|L\""}), Contains("standalone MTP stage"));
 }
+
+TEST_CASE("Megatron-Core's uneven split: the first and last stages' counts, or the embedding and loss as layers",
+          "[unit]") {
+  const auto layers = [](const MegatronSplit& keys, std::int64_t num_layers, std::int64_t pp, std::int64_t chunks) {
+    const StageSplit split = megatron_stage_split(keys, num_layers, pp, chunks);
+    INFO(split.key << ": " << split.error);
+    CHECK(split.error.empty());
+    return split.layers;
+  };
+  // Megatron-Bridge's Llama 3.1 405B recipes (recipes/llama/h100/llama3.py, which its perf recipes
+  // build on): 126 layers + embedding + loss = 128 over PP 8; with VP 8 two a chunk, one beside each.
+  MegatronSplit counted;
+  counted.account_for_embedding = counted.account_for_loss = true;
+  CHECK(layers(counted, 126, 8, 8) == joined({{1}, repeated(2, 62), {1}}));
+  CHECK(layers(counted, 126, 8, 2) == joined({{7}, repeated(8, 14), {7}}));
+  MegatronSplit embedding_only;
+  embedding_only.account_for_embedding = true;
+  CHECK(layers(embedding_only, 7, 4, 1) == Counts{1, 2, 2, 2});
+  // The first and last ranks' counts (perf_recipes/glm_moe_dsa/gb200/glm5.py sets 14 and 16), the
+  // middle ranks even, each rank's count split over its chunks in model order.
+  MegatronSplit ends;
+  ends.first_stage_layers = 6;
+  ends.last_stage_layers = 8;
+  CHECK(layers(ends, 30, 4, 1) == Counts{6, 8, 8, 8});
+  CHECK(layers(ends, 30, 4, 2) == Counts{3, 4, 4, 4, 3, 4, 4, 4});
+  MegatronSplit first_only;
+  first_only.first_stage_layers = 2;
+  CHECK(layers(first_only, 11, 4, 1) == Counts{2, 3, 3, 3});
+  // transformer_config.py's refusals, each naming the key at fault.
+  const auto refused = [](const MegatronSplit& keys, std::int64_t num_layers, std::int64_t pp, std::int64_t chunks) {
+    const StageSplit split = megatron_stage_split(keys, num_layers, pp, chunks);
+    CHECK(split.layers.empty());
+    return split.key + ": " + split.error;
+  };
+  MegatronSplit odd = ends;
+  odd.first_stage_layers = 5;
+  CHECK_THAT(refused(odd, 29, 4, 2), Contains("first_stage_layers: 5 layers are not divisible by the 2 model chunks"));
+  CHECK_THAT(refused(odd, 30, 4, 1), Contains("leaves 17 layers for 2 middle stages"));
+  CHECK_THAT(refused(ends, 20, 2, 1), Contains("6 middle layers remain for 0 middle stages"));
+  CHECK_THAT(refused(ends, 14, 4, 1), Contains("0 middle layers remain for 2 middle stages"));
+  CHECK_THAT(refused(counted, 61, 8, 1), Contains("account_for_embedding: counts 63 layers"));
+  CHECK_THAT(refused(counted, 126, 8, 3), Contains("x the 3 model chunks"));
+}
+
+TEST_CASE("The uneven split keys set a plan's stages and refuse what Megatron-Core refuses", "[unit]") {
+  const Scenario s =
+      test::gallery("llama3-405b", {"plan.pipeline.account_for_embedding=true", "plan.pipeline.account_for_loss=true"});
+  CHECK(s.plan.pp_layer_split.empty());
+  CHECK(virtual_stage_layer_counts(s.plan, s.arch) == joined({{1}, repeated(2, 62), {1}}));
+  CHECK(stage_layer_counts(s.plan, s.arch) == joined({{7}, repeated(8, 14), {7}}));
+  const auto refused = [](const std::vector<std::string>& sets) {
+    return test::load_error(test::source_path("scenarios/gallery/llama3-405b.json"), sets);
+  };
+  const InputError both = refused({"plan.pipeline.first_stage_layers=4", "plan.pipeline.account_for_loss=true"});
+  CHECK(both.path() == "plan.pipeline.first_stage_layers");
+  CHECK_THAT(both.message(), Contains("not both"));
+  const InputError split = refused(
+      {"plan.pipeline.layer_split=" + nlohmann::json(repeated(2, 63)).dump(), "plan.pipeline.last_stage_layers=8"});
+  CHECK_THAT(split.message(), Contains("is given with pipeline.layer_split"));
+  const InputError chunks = refused({"plan.pipeline.first_stage_layers=6"});
+  CHECK(chunks.path() == "plan.pipeline.first_stage_layers");
+  CHECK_THAT(chunks.message(), Contains("6 layers are not divisible by the 4 model chunks"));
+  const InputError flat = refused({"plan.pipeline.account_for_loss=true"});
+  CHECK(flat.path() == "plan.pipeline.account_for_loss");
+  CHECK_THAT(flat.message(), Contains("counts 127 layers"));
+  const InputError v = refused({"plan.pipeline.virtual_stages=2", "plan.pipeline.schedule=\"zbv\"",
+                                "plan.pipeline.account_for_embedding=true", "plan.pipeline.account_for_loss=true"});
+  CHECK_THAT(v.message(), Contains("V-shape"));
+  CHECK(refused({"plan.pipeline.first_stage_layers=0"}).path() == "plan.pipeline.first_stage_layers");
+}
