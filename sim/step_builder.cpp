@@ -5,17 +5,15 @@
 #include <iterator>
 #include <memory>
 
-#include "models/costs/layer_ops.hpp"
 #include "models/costs/layer_work.hpp"
 #include "models/moe/routing.hpp"
-#include "sim/block_parts.hpp"
 #include "sim/moe_block.hpp"
 #include "sim/offload_copies.hpp"
 #include "sim/schedules/expert_parallel.hpp"
 #include "sim/schedules/param_sync.hpp"
 #include "sim/schedules/pipeline_transfers.hpp"
-#include "sim/schedules/tensor_parallel.hpp"
 #include "sim/step_emitter.hpp"
+#include "sim/unit_passes.hpp"
 
 namespace moesim {
 
@@ -24,15 +22,11 @@ namespace {
 // One simulated rank's share of the step: its kernels' times and what its strategy needs.
 struct RankState {
   std::vector<LocalTensor> tensors;
-  std::vector<LayerWork> layers;  // by layer index (this stage's only)
-  EdgeWork edge;
+  RankUnitWork work;                    // its kernels by unit (unit_passes.hpp)
   UnitTable<double> local_params;       // elements held per unit (-1 embedding, L head): its TP shard, its experts
   UnitTable<double> unit_expert_numel;  // of which routed experts
   UnitTable<std::int32_t> unit_chunk;   // the model chunk whose passes run each unit (-1: another stage's)
   std::unique_ptr<ParamSync> sync;
-  // By microbatch: the end of its loss under TP (the vocab-parallel reductions after the head's
-  // kernel), which the head's backward waits for.
-  std::vector<TaskId> loss_done;
   // The units a pass runs, by direction and model chunk ([forward][chunk]), worked out on first use:
   // a step runs each of them once per microbatch.
   std::array<std::vector<std::vector<std::int64_t>>, 2> pass_units;
@@ -52,8 +46,8 @@ class StepBuilder {
         out_(std::move(recycled)),
         work_(arch, plan, costs, tokens_),
         emit_(arch, plan, costs, out_),
-        edge_tp_bytes_(tokens_ * dbl(arch.d_model) * bytes_of(plan.precision.compute)),
-        pipeline_(plan, edge_tp_bytes_ * plan.sequence_share()),
+        units_(arch, plan, emit_, tokens_),
+        pipeline_(plan, units_.edge_tp_bytes() * plan.sequence_share()),
         offload_(arch, plan, costs, emit_) {
     places_ = layer_places(plan, arch);  // embedding, layers, head
   }
@@ -119,7 +113,7 @@ class StepBuilder {
       st.local_params[lt.tensor->layer] += lt.local_numel;
       if (lt.tensor->cls == TensorClass::routed_expert) st.unit_expert_numel[lt.tensor->layer] += lt.local_numel;
     }
-    st.layers.resize(static_cast<std::size_t>(arch_.num_layers));
+    st.work.layers.resize(static_cast<std::size_t>(arch_.num_layers));
     for (std::int64_t l = 0; l < arch_.num_layers; ++l) {
       if (places_[static_cast<std::size_t>(l + 1)].stage != sr.stage) continue;
       ShardRows shard;
@@ -134,10 +128,10 @@ class StepBuilder {
           out_.routing.push_back({l, rank_imbalance(load, plan_.ep), shard.dropped / (shard.routed + shard.dropped)});
         }
       }
-      st.layers[static_cast<std::size_t>(l)] = work_.get(l, shard.rows);
+      st.work.layers[static_cast<std::size_t>(l)] = work_.get(l, shard.rows);
       offload_.set_layer(r, static_cast<std::uint32_t>(out_.ranks.size()), l, tokens_, share);
     }
-    st.edge = edge_work(arch_, plan_, costs_, tokens_);
+    st.work.edge = edge_work(arch_, plan_, costs_, tokens_);
     // Each stage has the same number of simulated ranks, so the ratio is the step's.
     if (routed_rows_ + dropped_rows_ > 0) out_.dropped_fraction = dropped_rows_ / (routed_rows_ + dropped_rows_);
     st.unit_chunk = UnitTable<std::int32_t>(arch_.num_layers, -1);
@@ -191,16 +185,16 @@ class StepBuilder {
     const auto from = static_cast<TaskId>(out_.graph.size());
     if (op.part == BackwardPart::weight) {
       // W needs no weights (dW = dY^T X), so no gather; the gradient hooks wait for it.
-      weight_gradients(r, u, op.microbatch, cursor);
+      units_.weight_gradients(st.work, r, u, op.microbatch, cursor);
       st.sync->after_unit_backward(u, op.microbatch, cursor);
     } else {
       cursor = st.sync->before_unit({!op.forward, units, i, op.microbatch}, cursor);
       if (op.forward) {
-        forward_unit(r, u, op.microbatch, PhaseTag::forward, cursor);
+        units_.forward(st.work, r, u, op.microbatch, PhaseTag::forward, cursor);
         offload_.after_forward(r, u, op.microbatch, cursor);
       } else {
         cursor = offload_.before_backward(r, units, i, op.microbatch, cursor);
-        backward_unit(r, u, op.microbatch, op.part, cursor);
+        units_.backward(st.work, r, u, op.microbatch, op.part, cursor);
       }
       if (op.frees()) st.sync->after_unit_backward(u, op.microbatch, cursor);
     }
@@ -236,7 +230,8 @@ class StepBuilder {
     if (bi < bu.size() && !block(bu[bi])) run_unit(r, b_op, bu, bi++, b, b_span);
     for (; fi < fu.size() && bi < bu.size() && block(fu[fi]) && block(bu[bi]); ++fi, ++bi) {
       const RankState& st = ranks_[r];
-      if (!st.layers[static_cast<std::size_t>(fu[fi])].moe || !st.layers[static_cast<std::size_t>(bu[bi])].moe) {
+      const auto& layers = st.work.layers;
+      if (!layers[static_cast<std::size_t>(fu[fi])].moe || !layers[static_cast<std::size_t>(bu[bi])].moe) {
         run_unit(r, f_op, fu, fi, f, f_span);
         run_unit(r, b_op, bu, bi, b, b_span);
         continue;
@@ -261,13 +256,13 @@ class StepBuilder {
     const std::int64_t fl = fu[fi], bl = bu[bi];
     b = offload_.before_backward(r, bu, bi, b_op.microbatch, st.sync->before_unit({true, bu, bi, b_op.microbatch}, b));
     MoeBlockPass bwd(emit_, plan_, {r, StreamKind::compute, PhaseTag::backward, b_op.microbatch, bl},
-                     st.layers[static_cast<std::size_t>(bl)], /*whole=*/!plan_.ep_delay_wgrad);
+                     st.work.layers[static_cast<std::size_t>(bl)], /*whole=*/!plan_.ep_delay_wgrad);
     const auto b_from = static_cast<TaskId>(out_.graph.size());
     const TaskId b_in = bwd.experts_in(bwd.front(b));
     if (b_span.first == kNoTask) b_span.first = out_.graph.first_on(StreamKind::compute, b_from);
     f = st.sync->before_unit({false, fu, fi, f_op.microbatch}, f);
     MoeBlockPass fwd(emit_, plan_, {r, StreamKind::compute, PhaseTag::forward, f_op.microbatch, fl},
-                     st.layers[static_cast<std::size_t>(fl)]);
+                     st.work.layers[static_cast<std::size_t>(fl)]);
     const auto f_from = static_cast<TaskId>(out_.graph.size());
     const TaskId f_pre = fwd.front(f);
     if (f_span.first == kNoTask) f_span.first = out_.graph.first_on(StreamKind::compute, f_from);
@@ -283,89 +278,6 @@ class StepBuilder {
     offload_.after_forward(r, fl, f_op.microbatch, f);
   }
 
-  // A TP point of unit `u` in `pass` (nothing without TP, or where the point has no collective).
-  TaskId tp(const TaskPlace& at, LayerPoint point, TpPass pass, std::size_t index, double bytes, TaskId ready) {
-    return tp_point(emit_, plan_, at, point, pass, static_cast<std::int32_t>(index), bytes, ready);
-  }
-
-  void forward_unit(std::uint32_t r, std::int64_t u, std::int32_t mb, PhaseTag phase, TaskId& cursor) {
-    const RankState& st = ranks_[r];
-    const TpPass tp_pass = phase == PhaseTag::recompute ? TpPass::recompute : TpPass::forward;
-    if (u == -1) {
-      const TaskPlace at{r, StreamKind::compute, phase, mb, u};
-      cursor = emit_.kernel(at, TaskKind::memory, st.edge.embed.fwd, "embedding", cursor);
-      // The vocab-parallel lookup's partial rows summed (scattered under SP) over the TP group.
-      cursor = tp(at, LayerPoint::tp_exit, tp_pass, 0, edge_tp_bytes_, cursor);
-      return;
-    }
-    if (u == arch_.num_layers) {
-      const TaskPlace at{r, StreamKind::compute, phase, mb, u};
-      cursor = tp(at, LayerPoint::tp_enter, tp_pass, 0, edge_tp_bytes_, cursor);
-      cursor = emit_.kernel(at, TaskKind::compute, st.edge.head.fwd, "LM head + loss", cursor);
-      cursor = vocab_parallel_loss(emit_, plan_, at, 1, tokens_, cursor);
-      if (plan_.tp > 1) {
-        auto& done = ranks_[r].loss_done;
-        if (done.size() <= static_cast<std::size_t>(mb)) done.resize(static_cast<std::size_t>(mb) + 1, kNoTask);
-        done[static_cast<std::size_t>(mb)] = cursor;
-      }
-      return;
-    }
-    const LayerWork& w = st.layers[static_cast<std::size_t>(u)];
-    const TaskPlace at{r, StreamKind::compute, phase, mb, u};
-    if (!w.moe) {
-      PartsPass parts;
-      parts.recompute = phase == PhaseTag::recompute;
-      cursor = emit_parts(emit_, plan_, at, w, parts, cursor);
-      return;
-    }
-    cursor = MoeBlockPass(emit_, plan_, at, w).run(cursor);
-  }
-
-  // The unit's whole backward, or only its input-gradient part (B) when the schedule splits it:
-  // everything but the GEMMs' weight gradients, recompute and the EP all-to-alls included.
-  void backward_unit(std::uint32_t r, std::int64_t u, std::int32_t mb, BackwardPart part, TaskId& cursor) {
-    const RankState& st = ranks_[r];
-    const TaskPlace at{r, StreamKind::compute, PhaseTag::backward, mb, u};
-    const bool whole = part == BackwardPart::whole;
-    const auto time = [whole](const PassTimes& t) { return whole ? t.bwd : t.input_grad(); };
-    if (u == arch_.num_layers) {
-      const TaskId loss =
-          static_cast<std::size_t>(mb) < st.loss_done.size() ? st.loss_done[static_cast<std::size_t>(mb)] : kNoTask;
-      cursor = emit_.kernel(at, TaskKind::compute, time(st.edge.head), "LM head + loss backward", cursor, loss);
-      cursor = tp(at, LayerPoint::tp_enter, TpPass::backward, 0, edge_tp_bytes_, cursor);
-      return;
-    }
-    if (u == -1) {
-      cursor = tp(at, LayerPoint::tp_exit, TpPass::backward, 0, edge_tp_bytes_, cursor);
-      cursor = emit_.kernel(at, TaskKind::memory, time(st.edge.embed), "embedding backward", cursor);
-      return;
-    }
-    const LayerWork& w = st.layers[static_cast<std::size_t>(u)];
-    if (whole_layer_recompute(plan_, arch_, u)) forward_unit(r, u, mb, PhaseTag::recompute, cursor);
-    if (w.moe) {
-      cursor = MoeBlockPass(emit_, plan_, at, w, whole).run(cursor);
-      return;
-    }
-    // The parts in reverse, the partial recompute with the first backward kernel.
-    PartsPass parts;
-    parts.backward = true;
-    parts.whole = whole;
-    parts.extra_first = w.partial_recompute;
-    cursor = emit_parts(emit_, plan_, at, w, parts, cursor);
-  }
-
-  // The unit's W pass: its GEMMs' weight gradients as one kernel on the compute stream (the
-  // shared expert's too: nothing runs beside them to overlap); the embedding has none.
-  void weight_gradients(std::uint32_t r, std::int64_t u, std::int32_t mb, TaskId& cursor) {
-    // The embedding's gradient (a scatter-add into its rows) is its whole backward, run in B.
-    if (u < 0) return;
-    const RankState& st = ranks_[r];
-    const double time =
-        u == arch_.num_layers ? st.edge.head.wgrad : st.layers[static_cast<std::size_t>(u)].weight_gradients();
-    cursor = emit_.kernel({r, StreamKind::compute, PhaseTag::backward, mb, u}, TaskKind::compute, time,
-                          "weight gradients", cursor);
-  }
-
   const Architecture& arch_;
   const Inventory& inv_;
   const ParallelPlan& plan_;
@@ -376,7 +288,7 @@ class StepBuilder {
   BuiltStep out_;
   LayerWorkCache work_;
   StepEmitter emit_;
-  double edge_tp_bytes_ = 0;  // the [T, d] activations the embedding's and LM head's TP collectives move
+  UnitPasses units_;  // what each unit's pass emits
   PipelineTransfers pipeline_;
   OffloadCopies offload_;           // activation offload's copies (none without offload modules)
   std::vector<LayerPlace> places_;  // by unit + 1: the embedding, the layers, the LM head
