@@ -28,19 +28,6 @@ std::string_view name_of(SavedFormat format, DType compute) {
   return "?";
 }
 
-RoutedRows routed_rows_per_token(const Architecture& a, const ParallelPlan& plan, double load_factor) {
-  if (!a.moe) return {};
-  const double K = dbl(a.moe->top_k);
-  RoutedRows r;
-  r.computed = plan.routing.dropless ? K * load_factor : K * plan.routing.capacity_factor;
-  r.dispatch = r.computed;
-  if (plan.ep > 1 && plan.ep_transport == EpTransport::symmetric_memory) {
-    r.dispatch = K * plan.ep_buffer_capacity_factor;
-    r.computed = std::min(r.computed, r.dispatch);
-  }
-  return r;
-}
-
 namespace {
 
 // Under tensor parallelism (Korthikanti et al. 2022 Section 4) what TP splits is saved split
@@ -232,7 +219,7 @@ void moe_terms(const Architecture& a, const ParallelPlan& plan, const TpWidths& 
   const MoeSpec& m = *a.moe;
   const double d = dbl(a.d_model), seq = w.seq, up = dbl(a.mlp.up_factor());
   const double K = dbl(m.top_k), h = dbl(m.expert_hidden), hs = w.shared_hidden, shared = dbl(m.shared_experts);
-  const double rows = routed.computed * seq, gathered = dbl(plan.etp);
+  const double rows = routed.saved * seq, gathered = dbl(plan.etp);
   t.add(mlp, SavedFormat::fp32, (kFp32 * dbl(m.num_experts) + K * kFp32) * seq);
   t.add(mlp, SavedFormat::int64, K * kIndex * seq);
   // The dispatched input, the grouped GEMM's saved input: as it arrives when dispatched in FP8
@@ -388,7 +375,7 @@ double backward_working_per_token(const Architecture& a, std::int64_t layer, con
   if (spec.mixer == Mixer::attention) widest = e * (w.q + w.kv + w.v);
   if (spec.mixer == Mixer::mamba) widest = e * (2 * w.mamba_inner + 2 * w.mamba_groups * dbl(a.mamba->state_dim));
   if (spec.ffn == Ffn::moe) {
-    widest = std::max(widest, routed.computed * w.seq * e * up * dbl(a.moe->expert_hidden));
+    widest = std::max(widest, routed.working * w.seq * e * up * dbl(a.moe->expert_hidden));
   } else if (spec.ffn == Ffn::dense) {
     widest = std::max(widest, e * up * w.dense_hidden);
   }

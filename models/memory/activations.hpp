@@ -11,6 +11,7 @@
 
 #include "models/arch/architecture.hpp"
 #include "models/costs/loss_paths.hpp"
+#include "models/memory/routed_rows.hpp"
 #include "models/plan/parallel_plan.hpp"
 
 namespace moesim {
@@ -30,17 +31,6 @@ struct BlockActivations {
   SavedSplit by_format{};  // the same bytes per token by format
   double total() const { return attention + mlp; }
 };
-
-// Routed rows one MoE layer holds on this rank, per token of its microbatch.
-struct RoutedRows {
-  double computed = 0;  // through the expert GEMMs: dropless, the load; capacity-capped, the padded capacity
-  double dispatch = 0;  // the dispatched-input buffer the grouped GEMM saves (symmetric: its capacity)
-};
-// `load_factor`: the most-loaded rank's rows over the even share (peak_rank_load_factor; 1 under
-// uniform routing). Dropless routing sizes by the load, capacity-capped routing by capacity
-// (K x capacity_factor, padded as Olmo-core's ParallelMLP binned_gather pads), and symmetric EP
-// buffers by their own capacity (rows beyond it are tail-dropped).
-RoutedRows routed_rows_per_token(const Architecture& arch, const ParallelPlan& plan, double load_factor);
 
 // What a block keeps on the GPU from its forward to its backward under plan.recompute (less what
 // plan.activations.offload_modules moves to the host: offloaded_per_token): everything (none);

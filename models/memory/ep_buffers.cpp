@@ -27,7 +27,7 @@ LedgerItem ep_transient_staging(const Architecture& a, const ParallelPlan& plan,
     return {"EP all-gather combine staging", MemClass::ep_comm_buffers, (dbl(plan.ep) * T + routed.computed) * e * d,
             "unpermuted EP x T rows + the rank's routed rows, x d x compute dtype"};
   }
-  return {"EP all-to-all staging", MemClass::ep_comm_buffers, T * (dbl(a.moe->top_k) + routed.computed) * e * d,
+  return {"EP all-to-all staging", MemClass::ep_comm_buffers, T * (dbl(a.moe->top_k) + routed.working) * e * d,
           "send K x T rows + receive the rank's routed rows, x d x compute dtype"};
 }
 

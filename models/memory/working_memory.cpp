@@ -78,7 +78,7 @@ double widest_quantized_operands(const Architecture& a, const ParallelPlan& plan
       add({LinearClass::dense_mlp, T, h, d, h * d});
     } else if (spec.ffn == Ffn::moe) {
       const MoeSpec& m = *a.moe;
-      const double rows = T * plan.sequence_share() * routed.computed, he = dbl(m.expert_hidden);
+      const double rows = T * plan.sequence_share() * routed.working, he = dbl(m.expert_hidden);
       const double hs = w.shared_hidden;
       const double local = dbl(m.num_experts / plan.ep);
       const bool dispatched = plan.precision.ep_dispatch != GemmPrecision::bf16;

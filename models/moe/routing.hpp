@@ -32,6 +32,13 @@ struct RoutingSpec {
   std::uint64_t seed = 0x5eed;
   double capacity_factor = 1.0;  // per-expert buffer = cf x the even share; rows beyond are dropped
   bool dropless = true;          // dropless: no cap, buffers sized by the actual load
+  // Megatron-Core's sync-free expert path (docs/user-guide/features/paged_stash.md): HybridEP's
+  // dispatch and the fused grouped experts' tensors take a static budget of this many times the
+  // balanced rows per EP rank (moe_expert_rank_capacity_factor; 0: sized by the load, a host sync).
+  double rank_capacity_factor = 0;
+  // moe_paged_stash: the routed experts' saved tensors packed into paged buffers sized at this
+  // many times the balanced rows in flight (moe_paged_stash_buffer_size_factor_cuda; 0: off).
+  double paged_stash_factor = 0;
 };
 
 struct ExpertLoad {

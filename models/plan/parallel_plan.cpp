@@ -186,6 +186,8 @@ ParallelPlan parse_plan(const JsonReader& in) {
     p.ep_buffers_shared = ep->boolean_or("shared_buffers", false);
     p.ep_a2a_overlap = ep->boolean_or("a2a_overlap", false);
     p.ep_delay_wgrad = ep->boolean_or("delay_wgrad", false);
+    // Below 1 every step would be over budget and rerun (paged_stash.py's runner).
+    p.routing.rank_capacity_factor = ep->number_or("rank_capacity_factor", 0, Range::between(1, 64));
     if (ep->has("pxn")) p.ep_pxn = ep->boolean("pxn") ? PxnChoice::on : PxnChoice::off;
     ep->finish();
   } else {
@@ -260,6 +262,10 @@ ParallelPlan parse_plan(const JsonReader& in) {
     }
     p.loss = act->choice_of("loss", kLossImplNames, LossImpl::standard);
     p.compiled_blocks = act->boolean_or("compiled_blocks", false);
+    if (act->boolean_or("moe_paged_stash", false))
+      p.routing.paged_stash_factor = act->number_or("moe_paged_stash_cuda_factor", 1.10, Range::between(0.01, 64));
+    else if (act->has("moe_paged_stash_cuda_factor"))
+      act->fail("moe_paged_stash_cuda_factor", "sizes the paged stash; allowed with moe_paged_stash true");
     act->finish();
   }
   if (auto al = in.optional_object("allocator")) {

@@ -8,6 +8,7 @@
 #include "models/plan/designs/design.hpp"
 #include "models/plan/parallel_plan.hpp"
 #include "models/plan/pipeline_layout.hpp"
+#include "models/plan/sync_free.hpp"
 
 namespace moesim {
 
@@ -334,6 +335,7 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
     }
   }
   design_of(p).check(p, a, fail);
+  if (PlanRule rule = sync_free_rule(p, a); !rule.path.empty()) fail(rule.path, rule.message);
   if (p.routing.kind == RoutingKind::measured) {
     if (!a.moe) fail("routing.model", "\"measured\" routing needs an MoE architecture");
     std::vector<std::int64_t> moe_layers;

@@ -60,7 +60,7 @@ TEST_CASE("Saved activations per library: a dense block, hand-computed", "[unit]
 
 TEST_CASE("Saved activations per library: an MoE block, hand-computed", "[unit]") {
   // Four routed rows per token (top-4, dropless, even load) and as many dispatched.
-  const RoutedRows rows{4, 4};
+  const RoutedRows rows{4, 4, 4, 4};
   const Scenario bf16 = fig8_with(LowPrecisionLibrary::torchao, GemmPrecision::bf16);
   const BlockActivations b = saved_per_token(bf16.arch, 1, bf16.plan, rows);
   // Norm in + out 16384; FP32 logits 4 x 64 and top-4 probs 16; int64 indices 32; dispatched
