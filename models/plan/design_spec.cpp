@@ -30,12 +30,22 @@ constexpr const char* kCommonAllowed =
     "(every linear but the LM head)";
 
 // The common fields a spec resets before its parts apply: no TP (with SP when TP is asked),
-// plain 1F1B, an even layer split.
+// plain 1F1B, an even layer split (null removes a key: a Megatron layout or uneven split names
+// the stages of the plan it was written for).
 constexpr std::pair<std::string_view, std::string_view> kCommonResets[] = {
-    {"plan.tensor_parallel.degree", "1"},           {"plan.tensor_parallel.sequence_parallel", "true"},
-    {"plan.tensor_parallel.comm_overlap", "false"}, {"plan.context_parallel.degree", "1"},
-    {"plan.context_parallel.variant", "\"ring\""},  {"plan.pipeline.schedule", "\"1f1b\""},
-    {"plan.pipeline.virtual_stages", "1"},          {"plan.pipeline.layer_split", "[]"},
+    {"plan.tensor_parallel.degree", "1"},
+    {"plan.tensor_parallel.sequence_parallel", "true"},
+    {"plan.tensor_parallel.comm_overlap", "false"},
+    {"plan.context_parallel.degree", "1"},
+    {"plan.context_parallel.variant", "\"ring\""},
+    {"plan.pipeline.schedule", "\"1f1b\""},
+    {"plan.pipeline.virtual_stages", "1"},
+    {"plan.pipeline.layer_split", "[]"},
+    {"plan.pipeline.layout", "null"},
+    {"plan.pipeline.first_stage_layers", "null"},
+    {"plan.pipeline.last_stage_layers", "null"},
+    {"plan.pipeline.account_for_embedding", "null"},
+    {"plan.pipeline.account_for_loss", "null"},
     {"plan.expert_parallel.tensor_degree", "1"}};
 
 // The pipeline schedules a design names by their scenario key (plan.pipeline.schedule) and the

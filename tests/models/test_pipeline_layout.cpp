@@ -174,3 +174,18 @@ TEST_CASE("The uneven split keys set a plan's stages and refuse what Megatron-Co
   CHECK_THAT(v.message(), Contains("V-shape"));
   CHECK(refused({"plan.pipeline.first_stage_layers=0"}).path() == "plan.pipeline.first_stage_layers");
 }
+
+TEST_CASE("A design spec resets a Megatron layout or uneven split with the rest of the pipeline", "[unit]") {
+  // The layout names the stages of the plan it was written for; design=... names a whole plan.
+  const Scenario s = test::gallery("deepseek-v3", {"plan.pipeline.virtual_stages=null",
+                                                   "plan.pipeline.layout=\"Et|(tt|)*30mL\"", "design=ddp+ep8+pp2"});
+  CHECK(s.plan.pp == 2);
+  CHECK(s.plan.pp_megatron.layout.empty());
+  CHECK(s.plan.pp_layer_split.empty());
+  CHECK(stage_layer_counts(s.plan, s.arch) == Counts{31, 30});
+  const Scenario uneven =
+      test::gallery("llama3-405b", {"plan.pipeline.account_for_embedding=true", "plan.pipeline.account_for_loss=true",
+                                    "plan.nodes=64", "design=ddp+tp8+pp8"});
+  CHECK(!uneven.plan.pp_megatron.uneven());
+  CHECK(!uneven.resolved["plan"]["pipeline"].contains("account_for_loss"));
+}
