@@ -188,9 +188,10 @@ class Enumerator {
       p.changes.emplace_back("plan.activations.recompute_num_layers", nullptr);
     // The base plan's Megatron layout or uneven split fits its own stages; a candidate splits
     // evenly or balanced.
-    if (!base_.plan.pp_megatron.layout.empty()) p.changes.emplace_back("plan.pipeline.layout", nullptr);
-    for (const char* key : {"first_stage_layers", "last_stage_layers", "account_for_embedding", "account_for_loss"})
-      if (base_.plan.pp_megatron.uneven()) p.changes.emplace_back(std::string("plan.pipeline.") + key, nullptr);
+    if (!base_.plan.pp_megatron.layout.empty() || base_.plan.pp_megatron.uneven()) {
+      for (const std::string_view key : kMegatronSplitKeys)
+        p.changes.emplace_back("plan.pipeline." + std::string(key), nullptr);
+    }
     if (c.family.hsdp_axis) p.changes.emplace_back("plan.fsdp.shard_degree", c.hsdp);
     if (!c.layout.empty()) p.changes.emplace_back("plan.optimizer.layout", c.layout);
     if (c.precision != "scenario") {

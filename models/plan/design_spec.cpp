@@ -30,22 +30,12 @@ constexpr const char* kCommonAllowed =
     "(every linear but the LM head)";
 
 // The common fields a spec resets before its parts apply: no TP (with SP when TP is asked),
-// plain 1F1B, an even layer split (null removes a key: a Megatron layout or uneven split names
-// the stages of the plan it was written for).
+// plain 1F1B, an even layer split (and no Megatron layout or uneven split: kMegatronSplitKeys).
 constexpr std::pair<std::string_view, std::string_view> kCommonResets[] = {
-    {"plan.tensor_parallel.degree", "1"},
-    {"plan.tensor_parallel.sequence_parallel", "true"},
-    {"plan.tensor_parallel.comm_overlap", "false"},
-    {"plan.context_parallel.degree", "1"},
-    {"plan.context_parallel.variant", "\"ring\""},
-    {"plan.pipeline.schedule", "\"1f1b\""},
-    {"plan.pipeline.virtual_stages", "1"},
-    {"plan.pipeline.layer_split", "[]"},
-    {"plan.pipeline.layout", "null"},
-    {"plan.pipeline.first_stage_layers", "null"},
-    {"plan.pipeline.last_stage_layers", "null"},
-    {"plan.pipeline.account_for_embedding", "null"},
-    {"plan.pipeline.account_for_loss", "null"},
+    {"plan.tensor_parallel.degree", "1"},           {"plan.tensor_parallel.sequence_parallel", "true"},
+    {"plan.tensor_parallel.comm_overlap", "false"}, {"plan.context_parallel.degree", "1"},
+    {"plan.context_parallel.variant", "\"ring\""},  {"plan.pipeline.schedule", "\"1f1b\""},
+    {"plan.pipeline.virtual_stages", "1"},          {"plan.pipeline.layer_split", "[]"},
     {"plan.expert_parallel.tensor_degree", "1"}};
 
 // The pipeline schedules a design names by their scenario key (plan.pipeline.schedule) and the
@@ -168,6 +158,7 @@ std::vector<std::pair<std::string, nlohmann::json>> design_overrides(const std::
   // A spec names the whole layout: what its parts do not set is reset, so that a plan's name
   // (design_name) read back gives the same plan.
   for (const auto& [path, value] : kCommonResets) out.emplace_back(path, nlohmann::json::parse(value));
+  for (const std::string_view key : kMegatronSplitKeys) out.emplace_back("plan.pipeline." + std::string(key), nullptr);
   std::vector<GrammarPart> parts = parts_of(word);
   parts.insert(parts.end(), std::begin(kCommonParts), std::end(kCommonParts));
   for (std::size_t i = 1; i < tokens.size(); ++i) {

@@ -105,6 +105,7 @@ void read_pipeline_layout(const JsonReader& pp, ParallelPlan& p) {
     pp.fail("layout", "is given with pipeline.layer_split; allowed: one of them (both say the layers of each stage)");
   const PipelineLayout layout = parse_pipeline_layout(p.pp_megatron.layout);
   if (!layout.error.empty()) pp.fail("layout", "\"" + p.pp_megatron.layout + "\" " + layout.error);
+  p.pp_megatron.layout_mtp_layers = layout_mtp_layers(layout);
   const auto stages = static_cast<std::int64_t>(layout.stages.size());
   if (stages % p.pp != 0) {
     pp.fail("layout", "has " + std::to_string(stages) + " stages; allowed: a multiple of pipeline.degree " +
@@ -130,10 +131,7 @@ void read_uneven_split(const JsonReader& pp, ParallelPlan& p) {
   m.account_for_embedding = pp.boolean_or("account_for_embedding", false);
   m.account_for_loss = pp.boolean_or("account_for_loss", false);
   if (!m.uneven()) return;
-  const char* key = m.first_stage_layers > 0  ? "first_stage_layers"
-                    : m.last_stage_layers > 0 ? "last_stage_layers"
-                    : m.account_for_embedding ? "account_for_embedding"
-                                              : "account_for_loss";
+  const std::string_view key = m.uneven_key();
   if (!m.layout.empty() || !p.pp_layer_split.empty())
     pp.fail(key, std::string("is given with pipeline.") + (m.layout.empty() ? "layer_split" : "layout") +
                      "; allowed: one way to place the layers (Megatron-Core refuses the same)");

@@ -43,6 +43,7 @@ std::int64_t layout_mtp_layers(const PipelineLayout& layout);
 // loss each counted as a layer: account_for_embedding/loss_in_pipeline_split).
 struct MegatronSplit {
   std::string layout;                   // pipeline.layout
+  std::int64_t layout_mtp_layers = 0;   // the MTP layers m the layout names
   std::int64_t first_stage_layers = 0;  // pipeline.first_stage_layers (0: not given)
   std::int64_t last_stage_layers = 0;   // pipeline.last_stage_layers (0: not given)
   bool account_for_embedding = false;   // pipeline.account_for_embedding
@@ -50,7 +51,19 @@ struct MegatronSplit {
   bool uneven() const {
     return first_stage_layers > 0 || last_stage_layers > 0 || account_for_embedding || account_for_loss;
   }
+  // The first uneven-split key the plan gives, the one a refusal names ("" when none is).
+  std::string_view uneven_key() const {
+    return first_stage_layers > 0  ? "first_stage_layers"
+           : last_stage_layers > 0 ? "last_stage_layers"
+           : account_for_embedding ? "account_for_embedding"
+           : account_for_loss      ? "account_for_loss"
+                                   : "";
+  }
 };
+// The pipeline keys (under plan.pipeline) that place layers the Megatron way: a plan written for
+// other stages (a design spec's, a planner candidate's) drops them.
+inline constexpr std::string_view kMegatronSplitKeys[] = {"layout", "first_stage_layers", "last_stage_layers",
+                                                          "account_for_embedding", "account_for_loss"};
 
 // The decoder layers of each virtual stage (model order, virtual stage j = chunk x PP + stage)
 // under the uneven-split keys, as Megatron-Core builds them (transformer_block.py

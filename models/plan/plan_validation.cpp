@@ -232,16 +232,14 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
       fail(key, (layout ? "holds " + s(sum) + " decoder layers t" : "sums to " + s(sum)) + "; must equal num_layers " +
                     s(a.num_layers));
     }
-    const std::int64_t mtp = layout ? layout_mtp_layers(parse_pipeline_layout(p.pp_megatron.layout)) : a.mtp_layers;
-    if (mtp != a.mtp_layers)
-      fail(key, "holds " + s(mtp) + " MTP layers m; must equal the architecture's mtp.num_layers " + s(a.mtp_layers));
+    if (layout && p.pp_megatron.layout_mtp_layers != a.mtp_layers) {
+      fail(key, "holds " + s(p.pp_megatron.layout_mtp_layers) +
+                    " MTP layers m; must equal the architecture's mtp.num_layers " + s(a.mtp_layers));
+    }
   }
   if (p.pp_megatron.uneven()) {
     const MegatronSplit& m = p.pp_megatron;
-    const std::string key = m.first_stage_layers > 0  ? "pipeline.first_stage_layers"
-                            : m.last_stage_layers > 0 ? "pipeline.last_stage_layers"
-                            : m.account_for_embedding ? "pipeline.account_for_embedding"
-                                                      : "pipeline.account_for_loss";
+    const std::string key = "pipeline." + std::string(m.uneven_key());
     if (p.pp == 1) fail(key, "places layers on pipeline stages; allowed with pipeline.degree >= 2 (got 1)");
     if (p.v_shape()) {
       fail(key,
