@@ -5,7 +5,6 @@
 #include <functional>
 
 #include "models/common/size_text.hpp"
-#include "models/plan/design_spec.hpp"
 #include "models/plan/designs/design.hpp"
 #include "models/plan/parallel_plan.hpp"
 #include "studies/plan_space.hpp"
@@ -127,9 +126,9 @@ class Enumerator {
     if (c.ep > 1) {
       if (PlanRule rule = expert_parallel_rule(base_.arch, c.ep); !rule.path.empty()) return std::move(rule.message);
       if (base_.plan.ep_a2a_overlap) {
-        const auto& changes = c.family.changes;
-        if (std::any_of(changes.begin(), changes.end(),
-                        [](const auto& ch) { return ch.first == "plan.design" && ch.second == "\"fsdp\""; }))
+        const auto& sets = c.family.sets;
+        if (std::any_of(sets.begin(), sets.end(),
+                        [](const PlanSet& set) { return set.key == &plan_key::design && set.value == "fsdp"; }))
           return "the EP all-to-all overlap is modelled for the DDP and ZeRO-2 designs";
         if (PlanRule rule = ep_a2a_overlap_rule(c.pp, plan_schedule_key(c.schedule), c.recompute); !rule.path.empty())
           return std::move(rule.message);
@@ -167,40 +166,39 @@ class Enumerator {
     p.values["recompute"] = c.recompute;
     if (!c.layout.empty()) p.values["layout"] = c.layout;
     const std::int64_t v = plan_schedule_virtual_stages(c.schedule);
-    p.changes = {{"plan.nodes", space_.gpus / space_.gpus_per_node},
-                 {"plan.gpus_per_node", space_.gpus_per_node},
-                 {"plan.batch.global_batch_tokens", space_.global_batch_tokens}};
-    for (const auto& [path, value] : c.family.changes) p.changes.emplace_back(path, nlohmann::json::parse(value));
-    p.changes.insert(p.changes.end(), {{"plan.tensor_parallel.degree", c.tp},
-                                       {"plan.context_parallel.degree", c.cp},
-                                       {"plan.expert_parallel.degree", c.ep},
-                                       {"plan.pipeline.degree", c.pp},
-                                       {"plan.pipeline.schedule", plan_schedule_key(c.schedule)},
-                                       {"plan.pipeline.virtual_stages", v},
-                                       {"plan.pipeline.layer_split", nlohmann::json::array()},
-                                       {"plan.batch.rank_microbatch_sequences", c.microbatch},
-                                       {"plan.activations.recompute", c.recompute}});
+    p.sets = {{&plan_key::nodes, space_.gpus / space_.gpus_per_node},
+              {&plan_key::gpus_per_node, space_.gpus_per_node},
+              {&plan_key::global_batch_tokens, space_.global_batch_tokens}};
+    p.sets.insert(p.sets.end(), c.family.sets.begin(), c.family.sets.end());
+    p.sets.insert(p.sets.end(), {{&plan_key::tp_degree, c.tp},
+                                 {&plan_key::cp_degree, c.cp},
+                                 {&plan_key::ep_degree, c.ep},
+                                 {&plan_key::pp_degree, c.pp},
+                                 {&plan_key::pp_schedule, plan_schedule_key(c.schedule)},
+                                 {&plan_key::pp_virtual_stages, v},
+                                 {&plan_key::pp_layer_split, nlohmann::json::array()},
+                                 {&plan_key::microbatch_sequences, c.microbatch},
+                                 {&plan_key::recompute, c.recompute}});
     // Keys that belong to one recompute choice leave with it (null removes a key): the base
     // plan's Megatron-Core module list with selective, its first-N-layers count with full.
     if (c.recompute != "selective" && !base_.plan.recompute_modules.empty())
-      p.changes.emplace_back("plan.activations.recompute_modules", nullptr);
+      p.sets.push_back({&plan_key::recompute_modules, nullptr});
     if (c.recompute != "full" && base_.plan.recompute_num_layers > 0)
-      p.changes.emplace_back("plan.activations.recompute_num_layers", nullptr);
+      p.sets.push_back({&plan_key::recompute_num_layers, nullptr});
     // The base plan's Megatron layout or uneven split fits its own stages; a candidate splits
     // evenly or balanced.
     if (!base_.plan.pp_megatron.layout.empty() || base_.plan.pp_megatron.uneven()) {
-      for (const std::string_view key : kMegatronSplitKeys)
-        p.changes.emplace_back("plan.pipeline." + std::string(key), nullptr);
+      for (const PlanKey& key : megatron_split_plan_keys()) p.sets.push_back({&key, nullptr});
     }
-    if (c.family.hsdp_axis) p.changes.emplace_back("plan.fsdp.shard_degree", c.hsdp);
-    if (!c.layout.empty()) p.changes.emplace_back("plan.optimizer.layout", c.layout);
+    if (c.family.hsdp_axis) p.sets.push_back({&plan_key::fsdp_shard_degree, c.hsdp});
+    if (!c.layout.empty()) p.sets.push_back({&plan_key::optimizer_layout, c.layout});
     if (c.precision != "scenario") {
       p.values["precision"] = c.precision;
-      for (auto& change : precision_recipe_overrides(c.precision)) p.changes.push_back(std::move(change));
+      for (const PlanKey& key : precision_recipe_plan_keys()) p.sets.push_back({&key, c.precision});
     }
     for (const auto& [path, value] : c.paths) {
       p.values[path] = value;
-      p.changes.emplace_back(path, value);
+      p.paths.emplace_back(path, value);
     }
     p.refusal = refusal(c);
     out_.push_back(std::move(p));
@@ -232,6 +230,26 @@ class Enumerator {
 
 std::vector<PlanCandidate> enumerate_plans(const PlanSpace& space, const Scenario& base) {
   return Enumerator(space, base).all();
+}
+
+Scenario compose_candidate(const ScenarioSource& source, const Scenario& base, const PlanCandidate& candidate,
+                           ResolvedRecord record) {
+  if (!candidate.paths.empty()) return compose(source, candidate.sets, changes_of(candidate.paths), record);
+  nlohmann::json plan = base.resolved.at("plan");
+  for (const PlanSet& set : candidate.sets) write_plan_set(plan, set);
+  return with_plan_section(source, base, std::move(plan));
+}
+
+PointOverrides candidate_changes(const PlanCandidate& candidate) {
+  PointOverrides out;
+  for (const PlanSet& set : candidate.sets) out.emplace_back(std::string(set.key->dotted), set.value);
+  out.insert(out.end(), candidate.paths.begin(), candidate.paths.end());
+  return out;
+}
+
+void set_layer_split(PlanCandidate& candidate, const std::vector<std::int64_t>& split) {
+  for (PlanSet& set : candidate.sets)
+    if (set.key == &plan_key::pp_layer_split) set.value = split;
 }
 
 }  // namespace moesim

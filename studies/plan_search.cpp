@@ -24,17 +24,12 @@ namespace {
 // the answer is the same at any -j; 16 keeps two to sixteen threads busy with little overshoot.
 constexpr std::size_t kReplaysPerRound = 16;
 
-// `changes` with the layer split set to `split`.
-PointOverrides with_split(PointOverrides changes, const std::vector<std::int64_t>& split) {
-  for (auto& [path, value] : changes)
-    if (path == "plan.pipeline.layer_split") value = split;
-  return changes;
-}
-
 class Search {
  public:
   Search(const ScenarioSource& source, const PlanSpace& space, const PlanSearchOptions& options)
-      : source_(source), base_(compose(source)), base_inventory_(build_inventory(base_.arch)) {
+      : source_(source), base_(compose(source)), lean_(base_), base_inventory_(build_inventory(base_.arch)) {
+    // Screening reads the composed model and plan; the profile's document is not kept.
+    lean_.resolved.erase("hardware");
     out_.space = space;
     out_.options = options;
   }
@@ -59,9 +54,9 @@ class Search {
   Screened screen_one(const PlanCandidate& c, Twin& twin) {
     Screened out;
     try {
-      // Screening reads the composed model and plan; the profile's document is not kept.
-      PointOverrides changes = c.changes;
-      Scenario s = compose(source_, changes_for(changes), ResolvedRecord::without_unchanged_hardware);
+      Scenario s = compose_candidate(source_, lean_, c, ResolvedRecord::without_unchanged_hardware);
+      const PlanCandidate* composed = &c;
+      PlanCandidate split;
       if (c.balanced_split) {
         // The split follows from the composed plan's costs; one equal to the even split is the
         // even candidate again.
@@ -70,13 +65,15 @@ class Search {
           out.rejected = "the balanced layer split is the even split";
           return out;
         }
-        changes = with_split(c.changes, out.split);
-        s = compose(source_, changes_for(changes), ResolvedRecord::without_unchanged_hardware);
+        split = c;
+        set_layer_split(split, out.split);
+        composed = &split;
+        s = compose_candidate(source_, lean_, split, ResolvedRecord::without_unchanged_hardware);
       }
       std::optional<Inventory> own;
       if (s.resolved.at("architecture") != base_.resolved.at("architecture")) own = build_inventory(s.arch);
       const Inventory& inventory = own ? *own : base_inventory_;
-      const std::shared_ptr<const LedgerStructure> structure = structures_.of(changes, s, own ? &*own : nullptr);
+      const std::shared_ptr<const LedgerStructure> structure = structures_.of(*composed, s, own ? &*own : nullptr);
       if (twin.scenario && same_step(*twin.scenario, s)) {
         twin.screen.ledger = scenario_ledger(s, *structure);
         out.record = screened(c, s, twin.screen);
@@ -100,16 +97,6 @@ class Search {
       else
         ++out_.refusals[c.refusal];
     }
-    for (const std::size_t i : passed) {
-      for (const auto& change : out_.candidates[i].changes) {
-        if (change.second.is_structured() || changes_.contains(key_of(change))) continue;
-        try {
-          changes_.emplace(key_of(change), changes_of({change}).front());
-        } catch (const InputError&) {
-          // left out: composing the candidate makes it again and refuses it there
-        }
-      }
-    }
     const std::vector<std::vector<std::size_t>> groups = twin_groups(out_.candidates, passed);
     const auto compute = [&](std::size_t g) {
       std::vector<Screened> out;
@@ -129,29 +116,12 @@ class Search {
       }
       if (!slot.split.empty()) {
         PlanCandidate& c = out_.candidates[slot.record->candidate];
-        c.changes = with_split(c.changes, slot.split);
+        set_layer_split(c, slot.split);
         c.values["layer_split"] = slot.split;
       }
       out_.records.push_back(std::move(*slot.record));
     }
     out_.counts.refused_by_rule = out_.counts.enumerated - out_.records.size();
-  }
-
-  // A candidate's changes as compose takes them: each (path, scalar value) parsed once for the
-  // search (candidates share a few dozen), the others as changes_of makes them.
-  std::vector<ScenarioChange> changes_for(const PointOverrides& point) const {
-    std::vector<ScenarioChange> out;
-    for (const auto& change : point) {
-      const auto made = change.second.is_structured() ? changes_.end() : changes_.find(key_of(change));
-      out.push_back(made != changes_.end() ? made->second : changes_of({change}).front());
-    }
-    return out;
-  }
-  // A scalar change by path, JSON type and value: nlohmann's == takes 8 and 8.0 for equal, and a
-  // parse may accept one and refuse the other (an integer field).
-  using ChangeKey = std::tuple<std::string, nlohmann::json::value_t, nlohmann::json>;
-  static ChangeKey key_of(const std::pair<std::string, nlohmann::json>& change) {
-    return {change.first, change.second.type(), change.second};
   }
 
   PlanRecord screened(const PlanCandidate& c, const Scenario& s, const PlanScreen& screen) const {
@@ -247,7 +217,7 @@ class Search {
         SweepPoint first;
         for (const std::size_t at : groups[g]) {
           const std::size_t c = candidates[at];
-          SweepPoint point = run_twin_point(source_, out_.candidates[c].changes, c, first);
+          SweepPoint point = replay(c, first);
           if (!first.ok) first = point;
           out.push_back(replayed(std::move(point)));
         }
@@ -311,7 +281,18 @@ class Search {
   SweepPoint point_of(std::size_t i) {
     const auto kept = points_.find(i);
     const std::size_t candidate = out_.records[i].candidate;
-    return kept != points_.end() ? kept->second : run_point(source_, out_.candidates[candidate].changes, candidate);
+    return kept != points_.end() ? kept->second : replay(candidate, SweepPoint{});
+  }
+
+  // Candidate `c` composed with its whole resolved document and replayed (or restated from
+  // `twin`: sweep.hpp run_composed_point).
+  SweepPoint replay(std::size_t c, const SweepPoint& twin) const {
+    const PlanCandidate& candidate = out_.candidates[c];
+    return run_composed_point(
+        [&](const PointOverrides&) {
+          return compose_candidate(source_, base_, candidate, ResolvedRecord::all_sections);
+        },
+        candidate_changes(candidate), c, twin);
   }
 
   void rank() {
@@ -346,13 +327,13 @@ class Search {
 
   const ScenarioSource& source_;
   Scenario base_;
+  Scenario lean_;                               // base_ without its hardware document
   Inventory base_inventory_;                    // the model's, shared by every candidate that keeps its architecture
   PlanStructures structures_{base_inventory_};  // ledger structures shared by the screened candidates
   PlanSearchResult out_;
   std::vector<std::size_t> ranked_;  // record indices, best first, at most top_k
   std::map<std::string, std::size_t> family_best_;
-  std::map<ChangeKey, ScenarioChange> changes_;  // filled before screening
-  std::optional<std::size_t> no_tp_best_;        // the best replayed plan that fits without TP
+  std::optional<std::size_t> no_tp_best_;  // the best replayed plan that fits without TP
   std::map<std::size_t, SweepPoint> points_;
   std::size_t replayed_ = 0;
   std::mutex progress_mutex_;

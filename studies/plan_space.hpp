@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/input/scenario.hpp"
+#include "models/plan/plan_keys.hpp"
 
 namespace moesim {
 
@@ -69,7 +70,8 @@ struct PlanCandidate {
   std::size_t index = 0;
   std::string family;           // the design axis value
   nlohmann::json values;        // axis -> value, the axes that apply
-  PointOverrides changes;       // what composing the candidate applies to the scenario
+  std::vector<PlanSet> sets;    // typed values written into the plan section, in order
+  PointOverrides paths;         // the user's scenario-path axes: composed first, as a sweep point's
   std::string refusal;          // why a rule refuses it (empty: it passed)
   bool balanced_split = false;  // its layer split is chosen when it is screened (sim/layer_split.hpp)
 };
@@ -77,5 +79,20 @@ struct PlanCandidate {
 // Every candidate of the space, in a fixed order (the axes' product, outermost first). Throws
 // InputError naming --max-candidates when there are more than space.max_candidates.
 std::vector<PlanCandidate> enumerate_plans(const PlanSpace& space, const Scenario& base);
+
+// The candidate composed: `base` (the search's scenario composed from `source`) with the
+// candidate's values written into its plan section, which alone is parsed again; a candidate with
+// path axes is composed from `source` with its values written first and its paths applied after
+// them, as changes are (a path axis overrides a named axis; `record` says what its resolved
+// document keeps). Throws InputError as compose does.
+Scenario compose_candidate(const ScenarioSource& source, const Scenario& base, const PlanCandidate& candidate,
+                           ResolvedRecord record);
+
+// The `--set` changes that make the candidate from the search's scenario (its sets, then its
+// paths): what a report prints to reproduce it, and what composing them gives (tested).
+PointOverrides candidate_changes(const PlanCandidate& candidate);
+
+// The candidate's sets with the layer split set to `split`.
+void set_layer_split(PlanCandidate& candidate, const std::vector<std::int64_t>& split);
 
 }  // namespace moesim

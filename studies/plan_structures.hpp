@@ -1,5 +1,5 @@
 // The ledger structures a plan search's screening shares (models/memory/ledger_structure.hpp):
-// candidates whose changes differ only at structure_free_paths() (the search's microbatch and
+// candidates whose values differ only at structure_free_paths() (the search's microbatch and
 // recompute axes) take one structure, made by whichever thread first needs it. The ledger on a
 // shared structure is the ledger made alone, so the report is the same bytes.
 #pragma once
@@ -10,24 +10,24 @@
 #include <mutex>
 
 #include "models/input/composed_scenario.hpp"
-#include "models/input/sweep_spec.hpp"
 #include "models/memory/ledger_structure.hpp"
+#include "studies/plan_space.hpp"
 
 namespace moesim {
 
-// Whether `changes` without the paths a ledger structure never reads are `key`.
-bool same_structure(const PointOverrides& changes, const PointOverrides& key);
+// Whether candidate `c` without the values a ledger structure never reads is `key`'s.
+bool same_structure(const PlanCandidate& c, const PlanCandidate& key);
 
 class PlanStructures {
  public:
   // `inventory`: the base model's, which every plan keeping the base architecture shares.
   explicit PlanStructures(const Inventory& inventory) : inventory_(inventory) {}
 
-  // The structure of `scenario`, composed by `changes` from the search's source: a kept one whose
-  // changes differ from these only at structure_free_paths(), or a new one. `own_inventory`: the
-  // plan's architecture differs from the base's; its structure is made on that inventory and not
-  // kept (its tensors point into that inventory).
-  std::shared_ptr<const LedgerStructure> of(const PointOverrides& changes, const Scenario& scenario,
+  // The structure of `scenario`, candidate `c` composed: a kept one whose candidate differs from
+  // `c` only at structure_free_paths(), or a new one. `own_inventory`: the plan's architecture
+  // differs from the base's; its structure is made on that inventory and not kept (its tensors
+  // point into that inventory).
+  std::shared_ptr<const LedgerStructure> of(const PlanCandidate& c, const Scenario& scenario,
                                             const Inventory* own_inventory = nullptr);
 
  private:
@@ -40,7 +40,7 @@ class PlanStructures {
   const Inventory& inventory_;
   std::mutex mutex_;
   struct Kept {
-    PointOverrides key;  // the changes that made it, without structure_free_paths()
+    PlanCandidate key;  // the candidate that made it, without structure_free_paths()
     std::shared_ptr<const LedgerStructure> structure;
   };
   std::deque<Kept> kept_;  // oldest first

@@ -19,7 +19,7 @@ PointOverrides changes_without(const PointOverrides& changes, const std::vector<
 }
 
 PointOverrides plan_step_key(const PlanCandidate& candidate) {
-  return changes_without(candidate.changes, memory_only_paths());
+  return changes_without(candidate_changes(candidate), memory_only_paths());
 }
 
 std::vector<std::vector<std::size_t>> twin_groups(const std::vector<PlanCandidate>& candidates,

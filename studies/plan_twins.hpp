@@ -1,4 +1,4 @@
-// Plan twins: candidates whose changes differ only at paths the step never reads (sim's
+// Plan twins: candidates whose changes (candidate_changes) differ only at paths the step never reads (sim's
 // memory_only_paths: the distributed optimizer's shard layout). A search evaluates a group
 // of twins in one place: the first that composes gives the step-time bound and the replayed step,
 // and each twin that sim's same_step confirms takes them with its own memory ledger

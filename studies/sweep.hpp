@@ -63,5 +63,9 @@ SweepPoint run_point(const ScenarioSource& source, PointOverrides point, std::si
 // when it is not the twin's.
 SweepPoint run_twin_point(const ScenarioSource& source, PointOverrides point, std::size_t index, const SweepPoint& twin,
                           ResolvedRecord record = ResolvedRecord::all_sections);
+// The same for a point `composed` makes from `values` by its own means (a plan search composes
+// its typed candidate, `values` being the changes reports print for it).
+SweepPoint run_composed_point(const std::function<Scenario(const PointOverrides&)>& composed, PointOverrides values,
+                              std::size_t index, const SweepPoint& twin);
 
 }  // namespace moesim

@@ -23,11 +23,17 @@ SweepPoint run_point(const ScenarioSource& source, PointOverrides point, std::si
 
 SweepPoint run_twin_point(const ScenarioSource& source, PointOverrides point, std::size_t index, const SweepPoint& twin,
                           ResolvedRecord record) {
+  return run_composed_point([&](const PointOverrides& values) { return compose(source, changes_of(values), record); },
+                            std::move(point), index, twin);
+}
+
+SweepPoint run_composed_point(const std::function<Scenario(const PointOverrides&)>& composed, PointOverrides values,
+                              std::size_t index, const SweepPoint& twin) {
   SweepPoint pt;
   pt.index = index;
-  pt.values = std::move(point);
+  pt.values = std::move(values);
   try {
-    Scenario s = compose(source, changes_of(pt.values), record);
+    Scenario s = composed(pt.values);
     if (twin.ok && same_step(*twin.scenario, s)) {
       pt.result = restate_memory(s, *twin.result);
     } else {

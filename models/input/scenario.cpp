@@ -6,8 +6,7 @@
 #include "models/common/json_reader.hpp"
 #include "models/common/suggest.hpp"
 #include "models/hw/profile_lookup.hpp"
-#include "models/input/plan_profile_checks.hpp"
-#include "models/input/section_memo.hpp"
+#include "models/input/plan_section.hpp"
 #include "models/plan/design_spec.hpp"
 
 namespace moesim {
@@ -184,49 +183,13 @@ Scenario parse_composed(ScenarioInputs& src, const HardwareProfile* hardware) {
   thread_local SectionMemo<Architecture> architectures;
   thread_local SectionMemo<ParallelPlan> plans;
   const nlohmann::json& arch = doc.at("architecture");
-  // A plan naming a training stack is parsed with the stack's values under the keys it leaves unset.
-  nlohmann::json stacked;
-  const nlohmann::json* named = &doc.at("plan");
-  if (named->is_object() && named->contains("stack")) {
-    stacked = *named;
-    s.stack = apply_stack(stacked);
-    named = &stacked;
-  }
-  const nlohmann::json& plan = *named;
   s.arch = architectures.get(arch, src.arch.file, src.arch.prefix,
                              [&] { return parse_architecture(JsonReader(arch, src.arch.file, src.arch.prefix)); });
-  s.plan = plans.get(plan, src.plan.file, src.plan.prefix,
-                     [&] { return parse_plan(JsonReader(plan, src.plan.file, src.plan.prefix)); });
-  // A stack's MoE decisions (its EP dispatcher, its dropless routing) mean nothing to a model
-  // without MoE layers: not listed as taken.
-  if (!s.arch.moe) {
-    std::erase_if(s.stack.taken, [](const StackSetting& t) {
-      return t.path.starts_with("expert_parallel.") || t.path.starts_with("routing.");
-    });
-  }
+  read_plan_section(s, doc.at("plan"), src.plan, &plans);
   s.hardware = hardware
                    ? *hardware
                    : parse_hardware_profile(JsonReader(doc.at("hardware"), src.hardware.file, src.hardware.prefix));
-  validate_plan(s.plan, s.arch, src.plan.file, src.plan.prefix);
-  const double node = s.hardware.node.gpus_per_node.value;
-  if (static_cast<double>(s.plan.gpus_per_node) > node) {
-    const std::string path = src.plan.prefix.empty() ? "gpus_per_node" : src.plan.prefix + ".gpus_per_node";
-    const auto host = static_cast<long long>(node);
-    std::string hint;
-    if (s.plan.world() % host == 0) {
-      hint = "; the same " + std::to_string(s.plan.world()) +
-             " GPUs on this profile are plan.nodes=" + std::to_string(s.plan.world() / host) +
-             " with plan.gpus_per_node=" + std::to_string(host) +
-             " (hosts in one NVLink domain share it: interconnect.intra_node.domain_gpus)";
-    }
-    throw InputError(src.plan.file, path,
-                     std::to_string(s.plan.gpus_per_node) + " GPUs per node exceeds the " + std::to_string(host) +
-                         " of one host of hardware profile \"" + s.hardware.name + "\"" + hint,
-                     /*infeasible=*/true);
-  }
-  s.plan.domain_hosts = hosts_per_domain(s.hardware);
-  check_plan_against_profile(s.plan, s.hardware, src.plan.file, src.plan.prefix);
-  price_plan_kernels(s.plan, s.hardware, s.stack, src.plan.file, src.plan.prefix);
+  check_plan_section(s, src.plan);
   nlohmann::json& sections = src.doc;
   s.resolved = {{"architecture", std::move(sections.at("architecture"))}, {"plan", std::move(sections.at("plan"))}};
   if (sections.contains("hardware")) s.resolved["hardware"] = std::move(sections.at("hardware"));
@@ -312,6 +275,11 @@ ScenarioSource with_changes(ScenarioSource source, const std::vector<ScenarioCha
 }
 
 Scenario compose(const ScenarioSource& source, const std::vector<ScenarioChange>& changes, ResolvedRecord record) {
+  return compose(source, {}, changes, record);
+}
+
+Scenario compose(const ScenarioSource& source, std::span<const PlanSet> plan_sets,
+                 const std::vector<ScenarioChange>& changes, ResolvedRecord record) {
   bool hardware_changed = false;  // only a change whose path starts with "hardware" edits that section
   for (const auto& c : changes)
     hardware_changed = hardware_changed || std::get<std::string>(c.change.path.front()) == "hardware";
@@ -327,6 +295,11 @@ Scenario compose(const ScenarioSource& source, const std::vector<ScenarioChange>
     src.doc["architecture"] = in.doc.at("architecture");
     src.doc["plan"] = in.doc.at("plan");
   }
+  try {
+    for (const PlanSet& set : plan_sets) write_plan_set(src.doc.at("plan"), set);
+  } catch (const InputError& e) {
+    throw InputError(src.plan.file, e.path(), e.message());
+  }
   for (const auto& c : changes) {
     apply_change(src, c);
     src.changes.push_back(c);
@@ -340,7 +313,12 @@ Scenario compose(const ScenarioSource& source, const std::vector<ScenarioChange>
     check_cost_models(src);
     return parse_composed(src, hardware_changed ? nullptr : source.parsed_hardware.get());
   } catch (const InputError& e) {
-    blame(e, src);
+    if (plan_sets.empty()) blame(e, src);
+    try {
+      blame(e, src);
+    } catch (const InputError& blamed) {
+      throw from_the_top(blamed, src.plan);
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,6 +22,7 @@
 #include "models/input/overrides.hpp"
 #include "models/input/sweep_spec.hpp"
 #include "models/plan/parallel_plan.hpp"
+#include "models/plan/plan_keys.hpp"
 
 namespace moesim {
 
@@ -84,6 +86,18 @@ enum class ResolvedRecord { all_sections, without_unchanged_hardware };
 // the file and path at fault, or the change that set the bad value.
 Scenario compose(const ScenarioSource& source, const std::vector<ScenarioChange>& changes = {},
                  ResolvedRecord record = ResolvedRecord::all_sections);
+
+// `base` (composed from `source`) with its plan section replaced by `plan`, written by code (a
+// plan search's candidate): only that section is parsed and checked again; the architecture, the
+// hardware profile and their resolved documents are the base's. An error names its path from
+// the scenario's top ("plan.pipeline.degree").
+Scenario with_plan_section(const ScenarioSource& source, const Scenario& base, nlohmann::json plan);
+
+// compose with `plan_sets`, code's typed values (a plan search's candidate), written into the
+// plan section before `changes` apply. An error in the plan section names its path from the
+// scenario's top ("plan.pipeline.degree").
+Scenario compose(const ScenarioSource& source, std::span<const PlanSet> plan_sets,
+                 const std::vector<ScenarioChange>& changes, ResolvedRecord record);
 
 // read_scenario then compose.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets);

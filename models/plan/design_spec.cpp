@@ -8,6 +8,7 @@
 #include "models/common/suggest.hpp"
 #include "models/plan/designs/design.hpp"
 #include "models/plan/parallel_plan.hpp"
+#include "models/plan/plan_keys.hpp"
 
 namespace moesim {
 
@@ -42,12 +43,6 @@ constexpr std::pair<std::string_view, std::string_view> kCommonResets[] = {
 // model chunks each runs per stage.
 constexpr std::pair<PipelineSchedule, std::int64_t> kNamedSchedules[] = {
     {PipelineSchedule::one_f_one_b_v, 2}, {PipelineSchedule::zb_h1, 1}, {PipelineSchedule::zbv, 2}};
-
-// The linear classes "+fp8" / "+mxfp8" convert: every linear but the LM head and the router, the
-// recipe of torchtitan's MXFP8 training and of Olmo-core's MXFP8 ladder ("all linear layers
-// except lm_head", src/scripts/train/ladder/2026Q1/experiments.md).
-constexpr LinearClass kRecipeClasses[] = {LinearClass::attention, LinearClass::dense_mlp, LinearClass::shared_expert,
-                                          LinearClass::routed_expert};
 
 // The registered designs that answer to `word`.
 std::vector<const DesignEntry*> entries_of(std::string_view word) {
@@ -125,11 +120,7 @@ const GrammarPart* find_part(const std::vector<GrammarPart>& parts, const std::s
 
 std::vector<std::pair<std::string, nlohmann::json>> precision_recipe_overrides(const std::string& format) {
   std::vector<std::pair<std::string, nlohmann::json>> out;
-  for (LinearClass c : kRecipeClasses) {
-    std::string path = "plan.precision.linears.";
-    path += name_of(c);
-    out.emplace_back(path, format);
-  }
+  for (const PlanKey& key : precision_recipe_plan_keys()) out.emplace_back(std::string(key.dotted), format);
   return out;
 }
 

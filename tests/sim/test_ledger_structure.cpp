@@ -131,14 +131,26 @@ TEST_CASE("Ledger structure: what it does read changes it", "[unit][ledger]") {
 }
 
 TEST_CASE("Ledger structure: a search shares one only across the paths it never reads", "[unit][ledger]") {
-  const PointOverrides key = {{"plan.expert_parallel.degree", 8}, {"plan.optimizer.layout", "per_tensor"}};
-  CHECK(same_structure({{"plan.expert_parallel.degree", 8},
-                        {"plan.batch.rank_microbatch_sequences", 4},
-                        {"plan.optimizer.layout", "per_tensor"},
-                        {"plan.activations.recompute", "full"}},
+  const auto candidate = [](std::vector<PlanSet> sets, PointOverrides paths = {}) {
+    PlanCandidate c;
+    c.sets = std::move(sets);
+    c.paths = std::move(paths);
+    return c;
+  };
+  const PlanCandidate key = candidate({{&plan_key::ep_degree, 8}, {&plan_key::optimizer_layout, "per_tensor"}});
+  CHECK(same_structure(candidate({{&plan_key::ep_degree, 8},
+                                  {&plan_key::microbatch_sequences, 4},
+                                  {&plan_key::optimizer_layout, "per_tensor"},
+                                  {&plan_key::recompute, "full"}}),
                        key));
-  CHECK_FALSE(same_structure({{"plan.expert_parallel.degree", 8}, {"plan.optimizer.layout", "same_param_count"}}, key));
-  CHECK_FALSE(same_structure({{"plan.expert_parallel.degree", 8}}, key));
+  CHECK_FALSE(
+      same_structure(candidate({{&plan_key::ep_degree, 8}, {&plan_key::optimizer_layout, "same_param_count"}}), key));
+  CHECK_FALSE(same_structure(candidate({{&plan_key::ep_degree, 8}}), key));
   CHECK_FALSE(same_structure(
-      {{"plan.expert_parallel.degree", 8}, {"plan.optimizer.layout", "per_tensor"}, {"plan.pipeline.degree", 2}}, key));
+      candidate({{&plan_key::ep_degree, 8}, {&plan_key::optimizer_layout, "per_tensor"}, {&plan_key::pp_degree, 2}}),
+      key));
+  // A path axis's value is read unless proven otherwise.
+  CHECK_FALSE(same_structure(candidate({{&plan_key::ep_degree, 8}, {&plan_key::optimizer_layout, "per_tensor"}},
+                                       {{"plan.ddp.bucket_cap_MiB", 100}}),
+                             key));
 }

@@ -61,7 +61,7 @@ TEST_CASE("Plan search: pruning loses nothing against replaying every candidate"
     };
     std::vector<Scored> all;
     for (const PlanRecord& rec : r.records) {
-      const SweepPoint p = run_point(source, r.candidates[rec.candidate].changes, rec.candidate);
+      const SweepPoint p = run_point(source, candidate_changes(r.candidates[rec.candidate]), rec.candidate);
       REQUIRE(p.ok);
       if (p.result->ledger.oom) continue;
       const double score = objective == PlanObjective::mfu ? p.result->mfu : p.result->tokens_per_s_per_gpu;
@@ -259,7 +259,7 @@ TEST_CASE("Plan search: a best plan with TP is compared with the best without it
   std::size_t best_candidate = 0;
   for (const PlanRecord& rec : r.records) {
     if (r.candidates[rec.candidate].values.at("tp").get<std::int64_t>() != 1) continue;
-    const SweepPoint p = run_point(source, r.candidates[rec.candidate].changes, rec.candidate);
+    const SweepPoint p = run_point(source, candidate_changes(r.candidates[rec.candidate]), rec.candidate);
     REQUIRE(p.ok);
     if (p.result->ledger.oom) continue;
     const double headroom = p.result->ledger.stages[p.result->ledger.worst_stage].headroom;

@@ -32,7 +32,7 @@ TEST_CASE("Plan search: every record is its candidate evaluated alone", "[unit][
   for (const PlanRecord& r : result.records) {
     const PlanCandidate& c = result.candidates[r.candidate];
     INFO("candidate " << r.candidate << ": " << c.values.dump());
-    const Scenario s = compose(source, changes_of(c.changes));
+    const Scenario s = compose(source, changes_of(candidate_changes(c)));
     const PlanScreen screen = screen_plan(s);  // its own inventory and ledger structure
     const StageLedger& worst = screen.ledger.stages[screen.ledger.worst_stage];
     CHECK(r.peak_reserved_GiB == worst.peak_reserved / kGiB);

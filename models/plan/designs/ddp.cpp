@@ -24,7 +24,7 @@ class ReplicatedDdp final : public DdpFamilyDesign {
              false,
              false,
              true,
-             {{"plan.design", "\"ddp\""}, {"plan.ddp.distributed_optimizer", "false"}}}};
+             {{&plan_key::design, "ddp"}, {&plan_key::distributed_optimizer, false}}}};
   }
   std::vector<LedgerItem> persistent_state(const std::vector<LocalTensor>& tensors, const ParallelPlan& plan,
                                            OptimizerShardReport& report) const override {

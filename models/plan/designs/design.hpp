@@ -18,6 +18,7 @@
 
 #include "models/common/registry.hpp"
 #include "models/plan/parallel_plan.hpp"
+#include "models/plan/plan_keys.hpp"
 
 namespace moesim {
 
@@ -57,10 +58,10 @@ struct DesignDefaults {
 struct PlannerFamily {
   std::string_view name;  // "fsdp", "hsdp", "ddp", "ddp-nodistopt", "zero2"
   bool searched_by_default = true;
-  bool hsdp_axis = false;                                    // searches the HSDP shard degree (whole hosts, below DP)
-  bool layout_axis = false;                                  // searches the distributed optimizer's shard layout
-  bool ep_axis = false;                                      // searches EP degrees (else EP 1)
-  std::vector<std::pair<std::string, std::string>> changes;  // plan path -> JSON value it sets
+  bool hsdp_axis = false;     // searches the HSDP shard degree (whole hosts, below DP)
+  bool layout_axis = false;   // searches the distributed optimizer's shard layout
+  bool ep_axis = false;       // searches EP degrees (else EP 1)
+  std::vector<PlanSet> sets;  // what it writes into a candidate's plan
 };
 
 // What a design holds around the compute of one unit (the embedding -1, a block, the LM head L)

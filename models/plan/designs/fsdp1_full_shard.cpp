@@ -33,7 +33,7 @@ class Fsdp1FullShard final : public FsdpFamilyDesign {
          false,
          false,
          false,
-         {{"plan.design", "\"fsdp\""}, {"plan.fsdp.shard_degree", "0"}, {"plan.fsdp.implementation", "\"fsdp1\""}}}};
+         {{&plan_key::design, "fsdp"}, {&plan_key::fsdp_shard_degree, 0}, {&plan_key::fsdp_implementation, "fsdp1"}}}};
   }
 
   void check(const ParallelPlan& plan, const Architecture& arch, const PlanFail& fail) const override {

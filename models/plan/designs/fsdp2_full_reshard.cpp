@@ -26,8 +26,8 @@ class Fsdp2FullReshard final : public FsdpFamilyDesign {
   NameParts name_parts(const ParallelPlan& plan) const override { return {hsdp_part(plan), ""}; }
   std::vector<PlannerFamily> families() const override {
     PlannerFamily fsdp{"fsdp", true, false,
-                       false,  true, {{"plan.design", "\"fsdp\""}, {"plan.fsdp.shard_degree", "0"}}};
-    PlannerFamily hsdp{"hsdp", true, true, false, true, {{"plan.design", "\"fsdp\""}}};
+                       false,  true, {{&plan_key::design, "fsdp"}, {&plan_key::fsdp_shard_degree, 0}}};
+    PlannerFamily hsdp{"hsdp", true, true, false, true, {{&plan_key::design, "fsdp"}}};
     return {fsdp, hsdp};
   }
 

@@ -25,13 +25,14 @@ class Fsdp2ShardGradOp final : public FsdpFamilyDesign {
   }
   NameParts name_parts(const ParallelPlan& plan) const override { return {hsdp_part(plan), "+noreshard"}; }
   std::vector<PlannerFamily> families() const override {
-    return {
-        {"fsdp-noreshard",
-         false,
-         false,
-         false,
-         true,
-         {{"plan.design", "\"fsdp\""}, {"plan.fsdp.shard_degree", "0"}, {"plan.fsdp.reshard_after_forward", "false"}}}};
+    return {{"fsdp-noreshard",
+             false,
+             false,
+             false,
+             true,
+             {{&plan_key::design, "fsdp"},
+              {&plan_key::fsdp_shard_degree, 0},
+              {&plan_key::fsdp_reshard_after_forward, false}}}};
   }
 
   bool keeps_gathered_units() const override { return true; }

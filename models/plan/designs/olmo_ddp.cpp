@@ -21,7 +21,7 @@ class OlmoDdp final : public DdpFamilyDesign {
   bool selected_by(const ParallelPlan& plan) const override { return plan.distributed_optimizer; }
   NameParts name_parts(const ParallelPlan&) const override { return {}; }
   std::vector<PlannerFamily> families() const override {
-    return {{"ddp", true, false, true, true, {{"plan.design", "\"ddp\""}, {"plan.ddp.distributed_optimizer", "true"}}}};
+    return {{"ddp", true, false, true, true, {{&plan_key::design, "ddp"}, {&plan_key::distributed_optimizer, true}}}};
   }
   std::vector<LedgerItem> persistent_state(const std::vector<LocalTensor>& tensors, const ParallelPlan& plan,
                                            OptimizerShardReport& report) const override {

@@ -58,7 +58,7 @@ class Zero2 final : public DesignEntry {
     }
   }
   std::vector<PlannerFamily> families() const override {
-    return {{"zero2", false, false, false, true, {{"plan.design", "\"zero2\""}}}};
+    return {{"zero2", false, false, false, true, {{&plan_key::design, "zero2"}}}};
   }
 
   std::vector<LedgerItem> persistent_state(const std::vector<LocalTensor>& tensors, const ParallelPlan& plan,
