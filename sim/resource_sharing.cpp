@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "models/common/units.hpp"
+#include "models/costs/profile_cost_book.hpp"
 
 namespace moesim {
 
@@ -49,9 +50,8 @@ class FairShare final : public ResourceSharing {
 class FairShareModel final : public ResourceSharingModel {
  public:
   FairShareModel()
-      : ResourceSharingModel("fair_share",
-                             "Equal shares of each link among its transfers and of the SMs among kernels; kernels slow "
-                             "by the profile's interference.compute_slowdown_with_comm while communication runs") {}
+      : ResourceSharingModel(resource_sharing_policy("fair_share").name,
+                             resource_sharing_policy("fair_share").description) {}
   std::unique_ptr<ResourceSharing> make(const HardwareProfile& hw) const override {
     return fair_share(hw.interference.compute_slowdown_with_comm.value);
   }
@@ -140,9 +140,8 @@ class SmHbmShare final : public ResourceSharing {
 class SmHbmShareModel final : public ResourceSharingModel {
  public:
   SmHbmShareModel()
-      : ResourceSharingModel("sm_hbm_share",
-                             "NCCL CTAs hold whole SMs; memory kernels and communication traffic share HBM; transfers "
-                             "share links; collectives slow beside compute kernels (profile interference section)") {}
+      : ResourceSharingModel(resource_sharing_policy("sm_hbm_share").name,
+                             resource_sharing_policy("sm_hbm_share").description) {}
   std::unique_ptr<ResourceSharing> make(const HardwareProfile& hw) const override {
     return std::make_unique<SmHbmShare>(hw);
   }

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "models/common/registry.hpp"
+#include "models/common/suggest.hpp"
 #include "models/costs/ep_transports.hpp"
 
 namespace moesim {
@@ -59,6 +61,16 @@ double ProfileCostBook::host_copy_s(double bytes) const {
     throw std::logic_error("host copy priced on hardware profile \"" + hw_.name +
                            "\" without node.host_link_GBps_per_direction");
   return bytes / (hw_.node.host_link_GBps_per_direction->value * 1e9);
+}
+
+const ResourceSharingPolicy& resource_sharing_policy(std::string_view name) {
+  std::vector<std::string> names;
+  for (const ResourceSharingPolicy& p : kResourceSharingPolicies) {
+    if (p.name == name) return p;
+    names.emplace_back(p.name);
+  }
+  throw UnknownNameError("unknown resource sharing model \"" + std::string(name) + "\"" +
+                         did_you_mean(name, names, "valid: " + comma_joined(names)));
 }
 
 }  // namespace moesim

@@ -11,9 +11,24 @@
 
 namespace moesim {
 
-// The resource-sharing policy's registry is the engine's (sim/resource_sharing.hpp); its name is
-// chosen here with the cost models.
+// The resource-sharing policies a scenario may name (`cost_models.resource_sharing`): the names
+// and descriptions are inputs, checked when a scenario is composed; the engine implements each
+// (sim/resource_sharing.hpp registers one model per entry, and a test holds the two lists equal).
+struct ResourceSharingPolicy {
+  std::string_view name;
+  std::string_view description;
+};
+inline constexpr ResourceSharingPolicy kResourceSharingPolicies[] = {
+    {"fair_share",
+     "Equal shares of each link among its transfers and of the SMs among kernels; kernels slow by the profile's "
+     "interference.compute_slowdown_with_comm while communication runs"},
+    {"sm_hbm_share",
+     "NCCL CTAs hold whole SMs; memory kernels and communication traffic share HBM; transfers share links; "
+     "collectives slow beside compute kernels (profile interference section)"}};
 inline constexpr std::string_view kDefaultResourceSharing = "sm_hbm_share";
+
+// The policy named `name`; throws UnknownNameError listing the valid names.
+const ResourceSharingPolicy& resource_sharing_policy(std::string_view name);
 
 // Every model a scenario picks by name (its `cost_models` block).
 struct CostModelChoice {

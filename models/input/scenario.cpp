@@ -153,8 +153,8 @@ void apply_change(ScenarioInputs& s, const ScenarioChange& c) {
   apply_override(s.doc, o, c.origin);
 }
 
-// Every chosen cost model must be registered (the resource-sharing policy's registry is the
-// engine's: sim checks that name).
+// Every chosen cost model must be registered, and the resource-sharing policy one of those the
+// engine implements (profile_cost_book.hpp).
 void check_cost_models(const ScenarioInputs& src) {
   const CostModelChoice& c = src.cost_models;
   const auto check = [&](const char* key, auto&& lookup) {
@@ -169,6 +169,7 @@ void check_cost_models(const ScenarioInputs& src) {
   check("attention", [&] { attention_cost_models().get(c.attention); });
   check("memory", [&] { memory_bound_cost_models().get(c.memory); });
   check("collective", [&] { collective_models().get(c.collective); });
+  check("resource_sharing", [&] { resource_sharing_policy(c.resource_sharing); });
 }
 
 // `hardware`: the section already parsed, or null to parse it here. The document's sections move

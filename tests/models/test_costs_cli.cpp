@@ -9,6 +9,9 @@
 
 #include <sys/wait.h>
 
+#include "models/costs/profile_cost_book.hpp"
+#include "models/input/scenario.hpp"
+#include "sim/resource_sharing.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace moesim;
@@ -183,4 +186,20 @@ TEST_CASE("A scenario chooses its cost models by name, the step JSON says which 
     CHECK(e.path() == "cost_models.gemmm");
   }
   CHECK(run("simulate " + scenario + " --set cost_models.resource_sharing=max_min") == 2);
+  // The policy is an input, refused when the scenario is composed, before any step is built.
+  try {
+    load_scenario(scenario, {"cost_models.resource_sharing=max_min"});
+    FAIL("accepted an unknown resource-sharing policy");
+  } catch (const InputError& e) {
+    CHECK(e.file() == "--set");
+    CHECK(e.path() == "cost_models.resource_sharing");
+    CHECK_THAT(e.message(), Catch::Contains("valid: fair_share, sm_hbm_share"));
+  }
+  // The engine implements every policy a scenario may name, and no other.
+  std::vector<std::string> policies;
+  for (const ResourceSharingPolicy& p : kResourceSharingPolicies) policies.emplace_back(p.name);
+  std::sort(policies.begin(), policies.end());
+  CHECK(resource_sharing_models().names() == policies);
+  for (const ResourceSharingPolicy& p : kResourceSharingPolicies)
+    CHECK(resource_sharing_models().get(p.name).description() == p.description);
 }
