@@ -21,8 +21,8 @@ namespace moesim {
 
 // Candidates a search enumerates at most unless the request raises it. Measured: enumerating
 // 100,000 DeepSeek-V3 candidates on 1024 GPUs (`plan scenarios/deepseek-v3-ddp-ep8-pp16.json
-// --gpus 1024 --search plan.optimizer.min_shard_numel=1,2,3,4,5,6`) took 1.3 s and 315 MB peak
-// (about 3 KB a candidate) before the refusal; screening runs at 2,700-3,400 candidates/s on two
+// --gpus 1024 --search plan.optimizer.min_shard_numel=1,2,3,4,5,6`) took 0.25 s and 212 MB peak
+// (about 2 KB a candidate) before the refusal; screening runs at 2,700-3,400 candidates/s on two
 // cores (docs/performance.md), so 100,000 screened is about half a minute.
 inline constexpr std::size_t kDefaultMaxPlanCandidates = 100000;
 
