@@ -110,10 +110,10 @@ Runner add_plan_command(CLI::App& app) {
       ->check(CLI::Range(std::size_t{1}, std::size_t{100000000}));
   sub->add_option(
       "--search", args->request.search,
-      "restrict an axis (design=fsdp,hsdp,ddp,ddp-nodistopt; hsdp, ep, pp, microbatch=INTS; "
+      "restrict an axis (design=fsdp,hsdp,ddp,ddp-nodistopt,...; hsdp, tp, cp, ep, etp, pp, microbatch=INTS; "
       "schedule=1f1b,v2,v4 (also vN, 1f1b_v, zb_h1, zbv); split=even,balanced; recompute=none,selective,full; "
-      "layout=per_tensor,concat_then_shard,same_param_count) or add a scenario path axis PATH=V1,V2 "
-      "(repeatable)");
+      "layout=per_tensor,concat_then_shard,same_param_count; precision=scenario,bf16,fp8,mxfp8) or add a scenario "
+      "path axis PATH=V1,V2 (repeatable)");
   sub->add_option("--set", args->sets, "override a scenario field: PATH=VALUE (repeatable)");
   add_profile_option(sub, args->sets);
   sub->add_option("-j,--jobs", args->jobs, "threads (default: all cores)")->check(CLI::Range(1, 4096));

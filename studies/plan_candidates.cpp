@@ -23,7 +23,7 @@ const std::vector<nlohmann::json>& values_of(const PlanSpace& space, const std::
 struct Choice {
   PlannerFamily family;
   std::string schedule = "1f1b", recompute, layout, split = "even", precision = "scenario";
-  std::int64_t hsdp = 0, tp = 1, cp = 1, ep = 1, pp = 1, microbatch = 1;
+  std::int64_t hsdp = 0, tp = 1, cp = 1, ep = 1, etp = 1, pp = 1, microbatch = 1;
   std::vector<std::pair<std::string, nlohmann::json>> paths;
 };
 
@@ -74,20 +74,28 @@ class Enumerator {
           c.split = split.get<std::string>();
           for_each(c.family.ep_axis ? values_of(space_, "ep") : one(1), [&](const nlohmann::json& ep) {
             c.ep = ep.get<std::int64_t>();
-            for_each(values_of(space_, "microbatch"), [&](const nlohmann::json& mb) {
-              c.microbatch = mb.get<std::int64_t>();
-              for_each(values_of(space_, "recompute"), [&](const nlohmann::json& r) {
-                c.recompute = r.get<std::string>();
-                for_each(values_of(space_, "precision"), [&](const nlohmann::json& f) {
-                  c.precision = f.get<std::string>();
-                  paths(c, 0);
-                });
-              });
+            // Expert TP shards routed experts: one value (the base plan's) without them.
+            for_each(base_.arch.moe ? values_of(space_, "etp") : one(base_.plan.etp), [&](const nlohmann::json& t) {
+              c.etp = t.get<std::int64_t>();
+              rest(c);
             });
           });
         });
       });
     }
+  }
+
+  void rest(Choice& c) {
+    for_each(values_of(space_, "microbatch"), [&](const nlohmann::json& mb) {
+      c.microbatch = mb.get<std::int64_t>();
+      for_each(values_of(space_, "recompute"), [&](const nlohmann::json& r) {
+        c.recompute = r.get<std::string>();
+        for_each(values_of(space_, "precision"), [&](const nlohmann::json& f) {
+          c.precision = f.get<std::string>();
+          paths(c, 0);
+        });
+      });
+    });
   }
 
   void paths(Choice& c, std::size_t axis) {
@@ -112,6 +120,8 @@ class Enumerator {
     if (c.hsdp > 0 && dp % c.hsdp != 0) return "HSDP shard degree does not divide the DP degree";
     if (c.hsdp >= dp) return "HSDP shard degree is not below the DP degree (that is plain FSDP)";
     if (c.ep > 1 && (dp * c.tp) % c.ep != 0) return "EP degree does not divide the ranks of a stage (TP x DP)";
+    if (c.etp > 1 && (dp * c.tp) % (c.ep * c.etp) != 0)
+      return "EP degree x expert TP does not divide the ranks of a stage (TP x DP)";
     if (c.ep > 1 && c.hsdp > 0 && (c.hsdp * c.tp) % c.ep != 0)
       return "EP degree does not divide the ranks of one FSDP shard group (shard degree x TP)";
     if ((c.precision == "fp8" && !base_.hardware.compute.fp8_gemm) ||
@@ -133,6 +143,10 @@ class Enumerator {
         if (PlanRule rule = ep_a2a_overlap_rule(c.pp, plan_schedule_key(c.schedule), c.recompute); !rule.path.empty())
           return std::move(rule.message);
       }
+    }
+    if (c.etp > 1) {
+      if (PlanRule rule = expert_parallel_rule(base_.arch, 1, c.etp); !rule.path.empty())
+        return std::move(rule.message);
     }
     if (PlanRule rule = context_parallel_rule(base_.arch, c.cp); !rule.path.empty()) return std::move(rule.message);
     const std::int64_t step_tokens = c.microbatch * base_.arch.sequence_length * (dp / c.cp);
@@ -158,6 +172,7 @@ class Enumerator {
     p.values["tp"] = c.tp;
     if (c.cp > 1) p.values["cp"] = c.cp;
     p.values["ep"] = c.ep;
+    if (c.etp > 1) p.values["etp"] = c.etp;
     p.values["pp"] = c.pp;
     if (c.pp > 1) p.values["schedule"] = c.schedule;
     if (c.pp > 1) p.values["split"] = c.split;
@@ -190,6 +205,8 @@ class Enumerator {
     if (!base_.plan.pp_megatron.layout.empty() || base_.plan.pp_megatron.uneven()) {
       for (const PlanKey& key : megatron_split_plan_keys()) p.sets.push_back({&key, nullptr});
     }
+    // Expert TP is written where it differs from the base plan's (the default axis keeps it).
+    if (c.etp != base_.plan.etp) p.sets.push_back({&plan_key::etp_degree, c.etp});
     if (c.family.hsdp_axis) p.sets.push_back({&plan_key::fsdp_shard_degree, c.hsdp});
     if (!c.layout.empty()) p.sets.push_back({&plan_key::optimizer_layout, c.layout});
     if (c.precision != "scenario") {

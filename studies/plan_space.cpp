@@ -101,8 +101,9 @@ std::string plan_schedule_key(const std::string& schedule) {
 }
 
 const std::vector<std::string>& plan_axis_names() {
-  static const std::vector<std::string> names = {"design",   "hsdp",       "tp",        "cp",     "ep",    "pp",
-                                                 "schedule", "microbatch", "recompute", "layout", "split", "precision"};
+  static const std::vector<std::string> names = {"design", "hsdp",  "tp",       "cp",         "ep",
+                                                 "etp",    "pp",    "schedule", "microbatch", "recompute",
+                                                 "layout", "split", "precision"};
   return names;
 }
 
@@ -159,6 +160,7 @@ PlanSpace plan_space(const ScenarioSource& source, const Scenario& base, const P
                 {"tp", tp},
                 {"cp", {1}},  // context parallelism when asked (--search cp=1,2,4): long-context runs
                 {"ep", divisors_up_to(std::gcd(experts, space.gpus), space.gpus)},
+                {"etp", {base.plan.etp}},  // expert TP when asked (--search etp=1,2): the base plan's by default
                 {"pp", divisors_up_to(space.gpus, base.arch.num_layers)},
                 {"schedule", as_values(kSchedules)},
                 {"microbatch", microbatch},

@@ -1,6 +1,6 @@
 // The space `moesim plan` searches: the axes of a parallel plan (design family, HSDP shard
-// degree, TP degree, EP-MP degree, PP degree, schedule and layer split, rank microbatch, recompute, optimizer layout,
-// plus any scenario path the user adds), their default values for a GPU count, the user's
+// degree, TP degree, CP degree, EP-MP degree, expert-TP degree, PP degree, schedule and layer split, rank microbatch,
+// recompute, optimizer layout, plus any scenario path the user adds), their default values for a GPU count, the user's
 // restrictions (--search AXIS=V1,V2,...), and the candidates they enumerate. An axis that does
 // not apply to a candidate (the schedule without PP, the layout without a distributed
 // optimizer, the shard degree outside HSDP, EP under FSDP, which is not modelled) collapses to one
@@ -47,8 +47,8 @@ struct PlanSpace {
   std::size_t max_candidates = kDefaultMaxPlanCandidates;  // enumerate_plans refuses a larger space
 };
 
-// design (fsdp, hsdp, ddp, ddp-nodistopt), hsdp, tp, cp, ep, pp, schedule (1f1b, vN, 1f1b_v, zb_h1, zbv), microbatch,
-// recompute, layout, split (even, balanced), precision (scenario, bf16, fp8, mxfp8).
+// design (fsdp, hsdp, ddp, ddp-nodistopt), hsdp, tp, cp, ep, etp, pp, schedule (1f1b, vN, 1f1b_v, zb_h1, zbv),
+// microbatch, recompute, layout, split (even, balanced), precision (scenario, bf16, fp8, mxfp8).
 const std::vector<std::string>& plan_axis_names();
 
 // A schedule axis value's virtual stages: 1 for "1f1b" and "zb_h1", N for "vN" (N >= 2), 2 for

@@ -359,9 +359,9 @@ struct PlanRule {
   std::string message;
 };
 PlanRule tensor_parallel_rule(const Architecture& arch, std::int64_t tp, bool sequence_parallel);
-// The architecture's rules for an EP-MP degree and a CP degree (validate_plan and the planner's
-// refusals both ask them).
-PlanRule expert_parallel_rule(const Architecture& arch, std::int64_t ep);
+// The architecture's rules for an EP-MP and expert-TP degree and a CP degree (validate_plan and
+// the planner's refusals both ask them).
+PlanRule expert_parallel_rule(const Architecture& arch, std::int64_t ep, std::int64_t etp = 1);
 PlanRule context_parallel_rule(const Architecture& arch, std::int64_t cp);
 // The rules for the EP all-to-all overlap (Megatron-Core transformer_config.py: a pipeline needs
 // the interleaved schedule; no full recompute): validate_plan and the planner both ask it.

@@ -32,6 +32,7 @@ inline constexpr PlanKey microbatch_sequences{
 inline constexpr PlanKey tp_degree{"plan.tensor_parallel.degree", {"tensor_parallel", "degree"}, 2};
 inline constexpr PlanKey cp_degree{"plan.context_parallel.degree", {"context_parallel", "degree"}, 2};
 inline constexpr PlanKey ep_degree{"plan.expert_parallel.degree", {"expert_parallel", "degree"}, 2};
+inline constexpr PlanKey etp_degree{"plan.expert_parallel.tensor_degree", {"expert_parallel", "tensor_degree"}, 2};
 inline constexpr PlanKey pp_degree{"plan.pipeline.degree", {"pipeline", "degree"}, 2};
 inline constexpr PlanKey pp_schedule{"plan.pipeline.schedule", {"pipeline", "schedule"}, 2};
 inline constexpr PlanKey pp_virtual_stages{"plan.pipeline.virtual_stages", {"pipeline", "virtual_stages"}, 2};

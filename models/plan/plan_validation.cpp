@@ -109,11 +109,19 @@ void check_offload(const ParallelPlan& p, const Architecture& a, const Fail& fai
 }
 }  // namespace
 
-PlanRule expert_parallel_rule(const Architecture& a, std::int64_t ep) {
-  const std::string path = "expert_parallel.degree";
-  if (!a.moe) return {path, "EP degree " + s(ep) + " needs an MoE architecture"};
-  if (a.moe->num_experts % ep != 0)
-    return {path, "EP-MP degree " + s(ep) + " does not divide the " + s(a.moe->num_experts) + " routed experts"};
+PlanRule expert_parallel_rule(const Architecture& a, std::int64_t ep, std::int64_t etp) {
+  if (ep > 1) {
+    const std::string path = "expert_parallel.degree";
+    if (!a.moe) return {path, "EP degree " + s(ep) + " needs an MoE architecture"};
+    if (a.moe->num_experts % ep != 0)
+      return {path, "EP-MP degree " + s(ep) + " does not divide the " + s(a.moe->num_experts) + " routed experts"};
+  }
+  if (etp > 1) {
+    const std::string path = "expert_parallel.tensor_degree";
+    if (!a.moe) return {path, "expert TP " + s(etp) + " needs an MoE architecture"};
+    if (a.moe->expert_hidden % etp != 0)
+      return {path, "expert TP " + s(etp) + " does not divide the expert hidden size " + s(a.moe->expert_hidden)};
+  }
   return {};
 }
 
@@ -322,11 +330,7 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
     }
   }
   if (p.etp > 1) {
-    if (!a.moe) fail("expert_parallel.tensor_degree", "expert TP " + s(p.etp) + " needs an MoE architecture");
-    if (a.moe->expert_hidden % p.etp != 0) {
-      fail("expert_parallel.tensor_degree",
-           "expert TP " + s(p.etp) + " does not divide the expert hidden size " + s(a.moe->expert_hidden));
-    }
+    if (const PlanRule rule = expert_parallel_rule(a, 1, p.etp); !rule.path.empty()) fail(rule.path, rule.message);
     if (p.stage_ranks() % (p.ep * p.etp) != 0) {
       fail("expert_parallel.tensor_degree", "EP-MP " + s(p.ep) + " x expert TP " + s(p.etp) + " does not divide the " +
                                                 s(p.stage_ranks()) + " ranks of a pipeline stage");

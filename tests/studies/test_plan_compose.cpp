@@ -66,8 +66,12 @@ TEST_CASE("Plan candidates: the typed values compose what their --set changes co
                       {"architecture.moe.num_experts=8", "plan.batch.global_batch_tokens=262144"});
     PlanRequest q;
     q.gpus = 16;
-    q.search = {"design=fsdp,hsdp,ddp,ddp-nodistopt,zero2,fsdp1,fsdp-noreshard", "microbatch=1,4",
-                "recompute=none,full", "schedule=1f1b,v2,zbv", "precision=scenario,fp8"};
+    q.search = {"design=fsdp,hsdp,ddp,ddp-nodistopt,zero2,fsdp1,fsdp-noreshard",
+                "etp=1,2",
+                "microbatch=1,4",
+                "recompute=none,full",
+                "schedule=1f1b,v2,zbv",
+                "precision=scenario,fp8"};
     CHECK(check_space(source, q) > 100);
   }
   SECTION("a plan from its own file, and a path axis that overrides a named axis") {

@@ -185,6 +185,46 @@ TEST_CASE("Plan search: the precision axis searches the MXFP8 recipe and refuses
   CHECK(refused.refusals.count("the hardware profile has no mxfp8 GEMM rates") == 1);
 }
 
+TEST_CASE("Plan search: the expert-TP axis shards the routed experts and refuses what does not divide",
+          "[unit][plan]") {
+  PlanRequest q = small_request();
+  q.search = {"design=ddp", "microbatch=2", "recompute=none", "pp=1", "ep=1,2,4", "etp=1,2,3,4"};
+  const PlanSearchResult r = search(small_source(), q, PlanObjective::tokens_per_s, 2);
+  std::set<std::string> designs;
+  for (const PlanRecord& rec : r.records) {
+    designs.insert(rec.design);
+    const nlohmann::json& v = r.candidates[rec.candidate].values;
+    CHECK(v.value("etp", 1) * v.at("ep").get<std::int64_t>() <= 8);
+  }
+  CHECK(designs.count("ddp+ep2+etp2") == 1);
+  CHECK(designs.count("ddp+etp4") == 1);
+  CHECK(designs.count("ddp+ep4+etp2") == 1);
+  // ETP 3 with each EP, and EP 4 x ETP 4, do not divide the 8 ranks: 4 choices x 3 layouts.
+  CHECK(r.refusals.at("EP degree x expert TP does not divide the ranks of a stage (TP x DP)") == 12);
+  // The architecture's rule: expert TP 8 divides the ranks but not an expert hidden size of 4100.
+  const ScenarioSource odd = read_scenario(test::source_path("scenarios/fig8/moe-ddp-ep8.json"),
+                                           {"architecture.moe.num_experts=8", "plan.batch.global_batch_tokens=262144",
+                                            "architecture.moe.expert_hidden=4100"});
+  PlanRequest o = q;
+  o.search = {"design=ddp", "microbatch=2", "recompute=none", "pp=1", "ep=1", "etp=4,8", "layout=per_tensor"};
+  const PlanSearchResult hidden = search(odd, o, PlanObjective::tokens_per_s, 2);
+  CHECK(hidden.refusals.at("expert TP 8 does not divide the expert hidden size 4100") == 1);
+  CHECK(hidden.records.size() == 1);
+  // The default axis keeps the base plan's expert TP and writes nothing.
+  const PlanSearchResult plain = search(small_source(), small_request(), PlanObjective::tokens_per_s, 2);
+  for (const PlanCandidate& c : plain.candidates) {
+    CHECK_FALSE(c.values.contains("etp"));
+    for (const PlanSet& set : c.sets) CHECK(set.key != &plan_key::etp_degree);
+  }
+  // A dense model collapses the axis.
+  const ScenarioSource dense =
+      read_scenario(test::source_path("scenarios/fig8/dense-ddp.json"), {"plan.batch.global_batch_tokens=262144"});
+  PlanRequest d = q;
+  d.search = {"design=ddp", "microbatch=2", "recompute=none", "pp=1", "etp=1,2"};
+  const PlanSearchResult collapsed = search(dense, d, PlanObjective::tokens_per_s, 2);
+  for (const PlanCandidate& c : collapsed.candidates) CHECK_FALSE(c.values.contains("etp"));
+}
+
 TEST_CASE("Plan search: the V-shape and zero-bubble schedules by axis word or by scenario path", "[unit][plan]") {
   const ScenarioSource source = small_source();
   const auto designs = [&](const std::vector<std::string>& axes) {
