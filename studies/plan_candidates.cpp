@@ -122,8 +122,9 @@ class Enumerator {
     if (c.ep > 1 && (dp * c.tp) % c.ep != 0) return "EP degree does not divide the ranks of a stage (TP x DP)";
     if (c.etp > 1 && (dp * c.tp) % (c.ep * c.etp) != 0)
       return "EP degree x expert TP does not divide the ranks of a stage (TP x DP)";
-    if (c.ep > 1 && c.hsdp > 0 && (c.hsdp * c.tp) % c.ep != 0)
-      return "EP degree does not divide the ranks of one FSDP shard group (shard degree x TP)";
+    // The design's own rules that the degrees decide (an FSDP shard group's EP, ...).
+    const PlannerDegrees degrees{c.tp, c.ep, c.etp, dp, c.hsdp, base_.plan.ep_a2a_overlap};
+    if (std::string why = c.family.entry->planner_refusal(degrees); !why.empty()) return why;
     if ((c.precision == "fp8" && !base_.hardware.compute.fp8_gemm) ||
         (c.precision == "mxfp8" && !base_.hardware.compute.mxfp8_gemm))
       return "the hardware profile has no " + c.precision + " GEMM rates";
@@ -136,10 +137,6 @@ class Enumerator {
     if (c.ep > 1) {
       if (PlanRule rule = expert_parallel_rule(base_.arch, c.ep); !rule.path.empty()) return std::move(rule.message);
       if (base_.plan.ep_a2a_overlap) {
-        const auto& sets = c.family.sets;
-        if (std::any_of(sets.begin(), sets.end(),
-                        [](const PlanSet& set) { return set.key == &plan_key::design && set.value == "fsdp"; }))
-          return "the EP all-to-all overlap is modelled for the DDP and ZeRO-2 designs";
         if (PlanRule rule = ep_a2a_overlap_rule(c.pp, plan_schedule_key(c.schedule), c.recompute); !rule.path.empty())
           return std::move(rule.message);
       }

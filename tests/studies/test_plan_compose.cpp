@@ -44,6 +44,10 @@ std::size_t check_space(const ScenarioSource& source, const PlanRequest& q) {
     const Outcome typed = outcome([&] { return compose_candidate(source, base, c, ResolvedRecord::all_sections); });
     const Outcome by_paths = outcome([&] { return compose(source, changes_of(candidate_changes(c))); });
     REQUIRE(typed.scenario.has_value() == by_paths.scenario.has_value());
+    // A rule's refusal (the design entries' planner_refusal among them) is a plan compose refuses
+    // too, but for an HSDP shard degree equal to the DP degree: plain FSDP, searched as such.
+    if (!c.refusal.empty() && c.refusal.find("not below the DP degree") == std::string::npos)
+      CHECK_FALSE(typed.scenario.has_value());
     if (!typed.scenario) {
       CHECK(typed.refused_at == by_paths.refused_at);
       continue;

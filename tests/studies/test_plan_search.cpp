@@ -210,6 +210,11 @@ TEST_CASE("Plan search: the expert-TP axis shards the routed experts and refuses
   const PlanSearchResult hidden = search(odd, o, PlanObjective::tokens_per_s, 2);
   CHECK(hidden.refusals.at("expert TP 8 does not divide the expert hidden size 4100") == 1);
   CHECK(hidden.records.size() == 1);
+  // The FSDP designs' own rule, asked of the design entry before composing.
+  PlanRequest f = q;
+  f.search = {"design=fsdp", "microbatch=2", "recompute=none", "pp=1", "ep=1,2", "etp=1,2"};
+  const PlanSearchResult fsdp = search(small_source(), f, PlanObjective::tokens_per_s, 2);
+  CHECK(fsdp.refusals.at("expert TP is modelled for the DDP and ZeRO-2 designs") == 2);
   // The default axis keeps the base plan's expert TP and writes nothing.
   const PlanSearchResult plain = search(small_source(), small_request(), PlanObjective::tokens_per_s, 2);
   for (const PlanCandidate& c : plain.candidates) {

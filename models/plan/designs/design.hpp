@@ -54,14 +54,24 @@ struct DesignDefaults {
   ShardLayout optimizer_layout = ShardLayout::per_tensor;
 };
 
+class DesignEntry;
+
 // One value of the plan search's design axis and what it searches.
 struct PlannerFamily {
   std::string_view name;  // "fsdp", "hsdp", "ddp", "ddp-nodistopt", "zero2"
   bool searched_by_default = true;
-  bool hsdp_axis = false;     // searches the HSDP shard degree (whole hosts, below DP)
-  bool layout_axis = false;   // searches the distributed optimizer's shard layout
-  bool ep_axis = false;       // searches EP degrees (else EP 1)
-  std::vector<PlanSet> sets;  // what it writes into a candidate's plan
+  bool hsdp_axis = false;              // searches the HSDP shard degree (whole hosts, below DP)
+  bool layout_axis = false;            // searches the distributed optimizer's shard layout
+  bool ep_axis = false;                // searches EP degrees (else EP 1)
+  std::vector<PlanSet> sets;           // what it writes into a candidate's plan
+  const DesignEntry* entry = nullptr;  // the design it searches (set by planner_families)
+};
+
+// A plan-search candidate's degrees before it is composed, which a design's planner_refusal reads.
+struct PlannerDegrees {
+  std::int64_t tp = 1, ep = 1, etp = 1, dp = 1;
+  std::int64_t shard_degree = 0;  // HSDP's shard group (0: the whole DP group)
+  bool ep_a2a_overlap = false;    // the base plan's
 };
 
 // What a design holds around the compute of one unit (the embedding -1, a block, the LM head L)
@@ -97,6 +107,9 @@ class DesignEntry : public Registered {
   // Rules beyond the common ones (divisibility, stages, batch), each failing with its path.
   virtual void check(const ParallelPlan& plan, const Architecture& arch, const PlanFail& fail) const = 0;
   virtual std::vector<PlannerFamily> families() const = 0;
+  // Which of check()'s rules a plan-search candidate's degrees alone break, worded as the search
+  // counts its refusals ("" when none): the candidate is refused before it is composed.
+  virtual std::string planner_refusal(const PlannerDegrees&) const { return ""; }
 
   // Memory: the persistent state, what the design holds around each unit, the ledger's items for
   // those holds in the forward and in one layer's backward, and the update's working buffers.

@@ -6,6 +6,17 @@
 namespace moesim {
 
 namespace {
+
+// torchtitan's EP borrows from the shard group's ranks (parallel_dims.py: dp_shard x cp x tp must
+// be a multiple of EP); the HSDP replicas hold copies.
+bool ep_divides_shard_group(std::int64_t ep, std::int64_t shard_group, std::int64_t tp) {
+  return ep <= 1 || (shard_group * tp) % ep == 0;
+}
+
+// Megatron-Core's combined 1F1B overlaps one microbatch's EP all-to-alls with another's compute;
+// FSDP gathers and frees each unit around its own pass, so it is modelled for DDP and ZeRO-2.
+bool overlaps_ep(std::int64_t ep, bool a2a_overlap) { return a2a_overlap && ep > 1; }
+
 constexpr GrammarPart kFsdpParts[] = {{"hsdp", "plan.fsdp.shard_degree", true, ""},
                                       {"noreshard", "plan.fsdp.reshard_after_forward", false, "false"},
                                       {"fsdp1", "plan.fsdp.implementation", false, "\"fsdp1\""},
@@ -72,6 +83,15 @@ DesignDefaults FsdpFamilyDesign::defaults() const {
   return {EpTransport::nccl_all_to_all, OptimizerKernels::foreach, false};
 }
 
+std::string FsdpFamilyDesign::planner_refusal(const PlannerDegrees& d) const {
+  if (d.shard_degree > 0 && !ep_divides_shard_group(d.ep, d.shard_degree, d.tp))
+    return "EP degree does not divide the ranks of one FSDP shard group (shard degree x TP)";
+  if (overlaps_ep(d.ep, d.ep_a2a_overlap))
+    return "the EP all-to-all overlap is modelled for the DDP and ZeRO-2 designs";
+  if (d.etp > 1) return "expert TP is modelled for the DDP and ZeRO-2 designs";
+  return "";
+}
+
 void FsdpFamilyDesign::check(const ParallelPlan& p, const Architecture&, const PlanFail& fail) const {
   if (p.precision.weight_caches) {
     // FSDP2 frees each gathered weight after use, so no resident weight is there to keep
@@ -88,7 +108,7 @@ void FsdpFamilyDesign::check(const ParallelPlan& p, const Architecture&, const P
                                       : "ddp.overlap_grad_reduce",
          "is a DDP option; design \"fsdp\" gathers and reduce-scatters unit by unit (plan.fsdp.prefetch_depth)");
   }
-  if (p.ep_a2a_overlap && p.ep > 1) {
+  if (overlaps_ep(p.ep, p.ep_a2a_overlap)) {
     fail("expert_parallel.a2a_overlap",
          "true is modelled for the DDP and ZeRO-2 designs (Megatron-Core's combined 1F1B); design \"fsdp\" gathers "
          "and frees each unit around its own pass (allowed: false)");
@@ -101,9 +121,7 @@ void FsdpFamilyDesign::check(const ParallelPlan& p, const Architecture&, const P
   if (p.fsdp_shard != 0 && p.dp() % p.fsdp_shard != 0) {
     fail("fsdp.shard_degree",
          "shard degree " + std::to_string(p.fsdp_shard) + " does not divide the DP degree " + std::to_string(p.dp()));
-  } else if (p.ep > 1 && (p.shard_group() * p.tp) % p.ep != 0) {
-    // torchtitan's EP borrows from the shard group's ranks (parallel_dims.py: dp_shard x cp x tp
-    // must be a multiple of EP); the HSDP replicas hold copies.
+  } else if (!ep_divides_shard_group(p.ep, p.shard_group(), p.tp)) {
     fail("expert_parallel.degree", "EP degree " + std::to_string(p.ep) + " does not divide the " +
                                        std::to_string(p.shard_group() * p.tp) +
                                        " ranks of one FSDP shard group (shard degree x TP)");

@@ -22,6 +22,7 @@ class FsdpFamilyDesign : public DesignEntry {
   std::span<const GrammarPart> parts() const override;
   DesignDefaults defaults() const override;
   void check(const ParallelPlan& plan, const Architecture& arch, const PlanFail& fail) const override;
+  std::string planner_refusal(const PlannerDegrees& d) const override;
   std::vector<LedgerItem> persistent_state(const std::vector<LocalTensor>& tensors, const ParallelPlan& plan,
                                            OptimizerShardReport& report) const override;
   UpdateBuffers update_buffers(const ParallelPlan& plan, const std::vector<LocalTensor>& tensors) const override;

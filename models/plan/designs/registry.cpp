@@ -52,7 +52,11 @@ DesignDefaults design_defaults(std::string_view word) { return first_design_of(w
 std::vector<PlannerFamily> planner_families() {
   std::vector<PlannerFamily> out;
   for (const auto& name : design_entries().registration_order()) {
-    for (PlannerFamily& family : design_entries().get(name).families()) out.push_back(std::move(family));
+    const DesignEntry& entry = design_entries().get(name);
+    for (PlannerFamily& family : entry.families()) {
+      family.entry = &entry;
+      out.push_back(std::move(family));
+    }
   }
   return out;
 }
