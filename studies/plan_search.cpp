@@ -7,7 +7,6 @@
 #include <functional>
 #include <mutex>
 #include <thread>
-#include <tuple>
 
 #include "models/common/units.hpp"
 #include "models/plan/design_spec.hpp"

@@ -64,11 +64,10 @@ double ProfileCostBook::host_copy_s(double bytes) const {
 }
 
 const ResourceSharingPolicy& resource_sharing_policy(std::string_view name) {
-  std::vector<std::string> names;
-  for (const ResourceSharingPolicy& p : kResourceSharingPolicies) {
+  for (const ResourceSharingPolicy& p : kResourceSharingPolicies)
     if (p.name == name) return p;
-    names.emplace_back(p.name);
-  }
+  std::vector<std::string> names;
+  for (const ResourceSharingPolicy& p : kResourceSharingPolicies) names.emplace_back(p.name);
   throw UnknownNameError("unknown resource sharing model \"" + std::string(name) + "\"" +
                          did_you_mean(name, names, "valid: " + comma_joined(names)));
 }

@@ -54,11 +54,16 @@ void check_plan_section(Scenario& s, const SectionOrigin& origin) {
   price_plan_kernels(s.plan, s.hardware, s.stack, origin.file, origin.prefix);
 }
 
+bool starts_with_path(const std::string& path, const std::string& prefix) {
+  return path == prefix || (path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0 &&
+                            (path[prefix.size()] == '.' || path[prefix.size()] == '['));
+}
+
 // An error in a plan section from its own file, named from the scenario's top ("plan.x"), as
 // compose names a path a change set: code's typed values (a plan search's candidate) are blamed
 // on no change, yet its refusals are counted by path.
 InputError from_the_top(const InputError& e, const SectionOrigin& plan) {
-  if (e.file() != plan.file || !plan.prefix.empty() || e.path() == "plan" || e.path().starts_with("plan.")) return e;
+  if (e.file() != plan.file || !plan.prefix.empty() || starts_with_path(e.path(), "plan")) return e;
   return InputError(e.file(), e.path().empty() ? "plan" : "plan." + e.path(), e.message(), e.infeasible());
 }
 

@@ -20,6 +20,9 @@ void read_plan_section(Scenario& s, const nlohmann::json& section, const Section
 // kernels it names.
 void check_plan_section(Scenario& s, const SectionOrigin& origin);
 
+// Whether `path` is `prefix` or lies under it ("plan.x" and "plan[0]" under "plan").
+bool starts_with_path(const std::string& path, const std::string& prefix);
+
 // An error in a plan section from its own file, named from the scenario's top ("plan.x"), as
 // compose names a path a change set: code's typed values (a plan search's candidate) are blamed
 // on no change, yet its refusals are counted by path.

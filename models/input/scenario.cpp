@@ -67,11 +67,6 @@ bool swaps_section(const Override& o) {
   return o.path.size() == 1 && o.value.is_string() && (head == "architecture" || head == "plan" || head == "hardware");
 }
 
-bool starts_with_path(const std::string& path, const std::string& prefix) {
-  return path == prefix || (path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0 &&
-                            (path[prefix.size()] == '.' || path[prefix.size()] == '['));
-}
-
 // The models a scenario chooses by name ("cost_models" block, or cost_models.KEY=NAME).
 std::string* cost_model_slot(CostModelChoice& choice, const std::string& key) {
   if (key == "gemm") return &choice.gemm;
@@ -314,10 +309,10 @@ Scenario compose(const ScenarioSource& source, std::span<const PlanSet> plan_set
     check_cost_models(src);
     return parse_composed(src, hardware_changed ? nullptr : source.parsed_hardware.get());
   } catch (const InputError& e) {
-    if (plan_sets.empty()) blame(e, src);
     try {
       blame(e, src);
     } catch (const InputError& blamed) {
+      if (plan_sets.empty()) throw;
       throw from_the_top(blamed, src.plan);
     }
   }

@@ -149,7 +149,7 @@ std::vector<std::pair<std::string, nlohmann::json>> design_overrides(const std::
   // A spec names the whole layout: what its parts do not set is reset, so that a plan's name
   // (design_name) read back gives the same plan.
   for (const auto& [path, value] : kCommonResets) out.emplace_back(path, nlohmann::json::parse(value));
-  for (const std::string_view key : kMegatronSplitKeys) out.emplace_back("plan.pipeline." + std::string(key), nullptr);
+  for (const PlanKey& key : megatron_split_plan_keys()) out.emplace_back(std::string(key.dotted), nullptr);
   std::vector<GrammarPart> parts = parts_of(word);
   parts.insert(parts.end(), std::begin(kCommonParts), std::end(kCommonParts));
   for (std::size_t i = 1; i < tokens.size(); ++i) {

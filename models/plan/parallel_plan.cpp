@@ -260,6 +260,8 @@ ParallelPlan parse_plan(const JsonReader& in) {
     }
     p.loss = act->choice_of("loss", kLossImplNames, LossImpl::standard);
     p.compiled_blocks = act->boolean_or("compiled_blocks", false);
+    // The CUDA stash's size factor defaults to Megatron-Core's (transformer_config.py
+    // moe_paged_stash_buffer_size_factor_cuda = 1.10).
     if (act->boolean_or("moe_paged_stash", false))
       p.routing.paged_stash_factor = act->number_or("moe_paged_stash_cuda_factor", 1.10, Range::between(0.01, 64));
     else if (act->has("moe_paged_stash_cuda_factor"))

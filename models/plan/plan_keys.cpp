@@ -1,5 +1,7 @@
 #include "models/plan/plan_keys.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 
 #include "models/common/errors.hpp"
@@ -7,31 +9,40 @@
 
 namespace moesim {
 
+namespace {
+
+// The keys plan.<parents>.<name> for each of `names` (static strings); their dotted texts live in
+// `dotted`, made once and never resized after.
+std::vector<PlanKey> keys_under(std::vector<std::string_view> parents, const std::vector<std::string_view>& names,
+                                std::vector<std::string>& dotted) {
+  std::string prefix = "plan.";
+  for (const std::string_view p : parents) prefix += std::string(p) + ".";
+  for (const std::string_view name : names) dotted.push_back(prefix + std::string(name));
+  std::vector<PlanKey> out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    PlanKey key{dotted[i], {}, parents.size() + 1};
+    std::copy(parents.begin(), parents.end(), key.keys.begin());
+    key.keys[parents.size()] = names[i];
+    out.push_back(key);
+  }
+  return out;
+}
+
+}  // namespace
+
 const std::vector<PlanKey>& megatron_split_plan_keys() {
-  static const std::vector<std::string> dotted = [] {
-    std::vector<std::string> out;
-    for (const std::string_view key : kMegatronSplitKeys) out.push_back("plan.pipeline." + std::string(key));
-    return out;
-  }();
-  static const std::vector<PlanKey> keys = [] {
-    std::vector<PlanKey> out;
-    for (std::size_t i = 0; i < dotted.size(); ++i) out.push_back({dotted[i], {"pipeline", kMegatronSplitKeys[i]}, 2});
-    return out;
-  }();
+  static std::vector<std::string> dotted;
+  static const std::vector<PlanKey> keys =
+      keys_under({"pipeline"}, {std::begin(kMegatronSplitKeys), std::end(kMegatronSplitKeys)}, dotted);
   return keys;
 }
 
 const std::vector<PlanKey>& precision_recipe_plan_keys() {
-  static const std::vector<std::string> dotted = [] {
-    std::vector<std::string> out;
-    for (const LinearClass c : kRecipeClasses) out.push_back("plan.precision.linears." + std::string(name_of(c)));
-    return out;
-  }();
+  static std::vector<std::string> dotted;
   static const std::vector<PlanKey> keys = [] {
-    std::vector<PlanKey> out;
-    for (std::size_t i = 0; i < dotted.size(); ++i)
-      out.push_back({dotted[i], {"precision", "linears", name_of(kRecipeClasses[i])}, 3});
-    return out;
+    std::vector<std::string_view> names;
+    for (const LinearClass c : kRecipeClasses) names.push_back(name_of(c));
+    return keys_under({"precision", "linears"}, names, dotted);
   }();
   return keys;
 }
