@@ -106,39 +106,43 @@ nlohmann::json ledger_json(const LedgerInputs& in) {
                         {"even_share_GiB", s.optimizer.even_share_bytes / kGiB},
                         {"replicated_tensors", s.optimizer.replicated_tensors},
                         {"sharded_tensors", s.optimizer.sharded_tensors}}}});
+    // A rerun step's: which try the stage's ledger is (written only for a step that reruns).
+    if (!in.ledger.rerun.empty()) stages.back()["try"] = s.rerun_try ? "synced dropless" : "first";
   }
   const auto& worst = in.ledger.stages[in.ledger.worst_stage];
-  return {{"schema", "moesim-ledger/1"},
-          {"scenario", in.scenario.name},
-          {"design", p.design},
-          {"model", model_json(in)},
-          {"plan",
-           {{"world", p.world()},
-            {"pp", p.pp},
-            {"tp", p.tp},
-            {"cp", p.cp},
-            {"dp", p.dp()},
-            {"ep_mp", p.ep},
-            {"etp", p.etp},
-            {"ep_dp", p.ep_dp()},
-            {"distributed_optimizer", p.distributed_optimizer},
-            {"ep_transport", name_of(p.ep_transport)},
-            {"microbatch_tokens", batch.microbatch_tokens},
-            {"microbatches", batch.microbatches},
-            {"global_batch_tokens", p.global_batch_tokens}}},
-          {"hardware",
-           {{"name", hw.name},
-            {"fragmentation_fraction", hw.memory.fragmentation_fraction.value},
-            {"fragmentation_source", hw.memory.fragmentation_fraction.source}}},
-          {"peak_allocated_GiB", worst.peak_allocated / kGiB},
-          {"peak_reserved_GiB", worst.peak_reserved / kGiB},
-          {"device_total_GiB", worst.device_total / kGiB},
-          {"capacity_GiB", worst.capacity / kGiB},
-          {"oom", in.ledger.oom},
-          {"breaking_phase", name_of(worst.peak_phase)},
-          {"in_flight_source", in.ledger.in_flight_source},
-          {"stages", stages},
-          {"inputs", in.scenario.resolved}};
+  nlohmann::json out = {{"schema", "moesim-ledger/1"},
+                        {"scenario", in.scenario.name},
+                        {"design", p.design},
+                        {"model", model_json(in)},
+                        {"plan",
+                         {{"world", p.world()},
+                          {"pp", p.pp},
+                          {"tp", p.tp},
+                          {"cp", p.cp},
+                          {"dp", p.dp()},
+                          {"ep_mp", p.ep},
+                          {"etp", p.etp},
+                          {"ep_dp", p.ep_dp()},
+                          {"distributed_optimizer", p.distributed_optimizer},
+                          {"ep_transport", name_of(p.ep_transport)},
+                          {"microbatch_tokens", batch.microbatch_tokens},
+                          {"microbatches", batch.microbatches},
+                          {"global_batch_tokens", p.global_batch_tokens}}},
+                        {"hardware",
+                         {{"name", hw.name},
+                          {"fragmentation_fraction", hw.memory.fragmentation_fraction.value},
+                          {"fragmentation_source", hw.memory.fragmentation_fraction.source}}},
+                        {"peak_allocated_GiB", worst.peak_allocated / kGiB},
+                        {"peak_reserved_GiB", worst.peak_reserved / kGiB},
+                        {"device_total_GiB", worst.device_total / kGiB},
+                        {"capacity_GiB", worst.capacity / kGiB},
+                        {"oom", in.ledger.oom},
+                        {"breaking_phase", name_of(worst.peak_phase)},
+                        {"in_flight_source", in.ledger.in_flight_source},
+                        {"stages", stages},
+                        {"inputs", in.scenario.resolved}};
+  if (!in.ledger.rerun.empty()) out["rerun"] = in.ledger.rerun;
+  return out;
 }
 
 std::string ledger_table(const LedgerInputs& in) {
@@ -159,9 +163,15 @@ std::string ledger_table(const LedgerInputs& in) {
   os << " x EP-DP " << p.ep_dp() << "), microbatch " << batch.microbatch_tokens << " tokens x m=" << batch.microbatches
      << "\n";
   os << "in flight: forward passes held per stage and model chunk, from " << in.ledger.in_flight_source << "\n";
+  if (!in.ledger.rerun.empty()) {
+    os << "rerun: every step runs twice (the sync-free MoE path retries in synced dropless mode): " << in.ledger.rerun
+       << "; each stage shows the try that needs more\n";
+  }
   for (const auto& s : in.ledger.stages) {
     os << "\nstage " << s.stage << ": " << s.layers << " layers, " << fmt("%.3f", s.local_params / 1e9)
-       << "B local params, in flight " << in_flight_text(s) << " at the peak\n";
+       << "B local params, in flight " << in_flight_text(s) << " at the peak";
+    if (!in.ledger.rerun.empty()) os << (s.rerun_try ? ", the synced dropless try" : ", the first try (budget, stash)");
+    os << "\n";
     os << "  persistent training state\n";
     for (const auto& i : s.persistent) os << "    " << gib(i.bytes) << "  " << i.name << "  [" << i.basis << "]\n";
     os << "    " << gib(s.persistent_bytes) << "  total\n";

@@ -35,7 +35,11 @@ nlohmann::json kind_map(const std::array<double, kTaskKinds>& values, double idl
 
 nlohmann::json phase_map(const std::array<double, kPhases>& values) {
   nlohmann::json out = nlohmann::json::object();
-  for (std::size_t p = 0; p < kPhases; ++p) out[name_of(static_cast<PhaseTag>(p))] = values[p];
+  for (std::size_t p = 0; p < kPhases; ++p) {
+    // Written only for a step that reruns, so that reports of the others stay as they were.
+    if (static_cast<PhaseTag>(p) == PhaseTag::rerun && values[p] == 0) continue;
+    out[name_of(static_cast<PhaseTag>(p))] = values[p];
+  }
   return out;
 }
 
@@ -240,6 +244,7 @@ nlohmann::json step_json(const Scenario& sc, const StepResult& r) {
   j["in_flight_chunks"] = r.in_flight;
   j["in_flight_source"] = r.ledger.in_flight_source;
   j["dropped_fraction"] = r.dropped_fraction;
+  if (!r.rerun.empty()) j["rerun"] = r.rerun;  // written only for a step that reruns
   j["tasks"] = r.tasks;
   j["simulated_ranks"] = r.simulated_ranks;
   j["memory_by_class"] = memory_by_class(worst);
@@ -292,6 +297,10 @@ std::string step_table(const Scenario& sc, const StepResult& r) {
   if (sc.plan.precision.any_low_precision()) os << low_precision_line(sc, r);
   os << kernel_basis_line(sc);
   if (!r.routing.empty()) os << routing_line(sc, r);
+  if (!r.rerun.empty()) {
+    os << "rerun    every step runs twice (Megatron-Core's sync-free MoE path retries in synced dropless mode): "
+       << r.rerun << "; the first try is the rerun phase, memory the larger try's\n";
+  }
   os << "time split on the critical rank (compute first, then exposed communication, then idle):\n";
   for (std::size_t p = 0; p < kPhases; ++p) {
     if (r.exposed_s[p] <= 0) continue;

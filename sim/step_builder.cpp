@@ -7,6 +7,7 @@
 
 #include "models/costs/layer_work.hpp"
 #include "models/moe/routing.hpp"
+#include "models/plan/sync_free.hpp"
 #include "sim/moe_block.hpp"
 #include "sim/offload_copies.hpp"
 #include "sim/schedules/expert_parallel.hpp"
@@ -23,6 +24,7 @@ namespace {
 struct RankState {
   std::vector<LocalTensor> tensors;
   RankUnitWork work;                    // its kernels by unit (unit_passes.hpp)
+  RankUnitWork first_try;               // a rerun step's first try: routed rows capped at the budget
   UnitTable<double> local_params;       // elements held per unit (-1 embedding, L head): its TP shard, its experts
   UnitTable<double> unit_expert_numel;  // of which routed experts
   UnitTable<std::int32_t> unit_chunk;   // the model chunk whose passes run each unit (-1: another stage's)
@@ -50,11 +52,13 @@ class StepBuilder {
         pipeline_(plan, units_.edge_tp_bytes() * plan.sequence_share()),
         offload_(arch, plan, costs, emit_) {
     places_ = layer_places(plan, arch);  // embedding, layers, head
+    rerun_ = sync_free_rerun(plan, arch);
   }
 
   BuiltStep build() {
     out_.ranks.clear(), out_.ops.clear(), out_.routing.clear();
     out_.dropped_fraction = 0;
+    out_.rerun = rerun_.why(plan_);
     choose_ranks();
     out_.graph.reset(static_cast<std::uint32_t>(out_.ranks.size()));
     out_.microbatches = shape_.microbatches;
@@ -73,19 +77,8 @@ class StepBuilder {
     for (std::uint32_t r = 0; r < out_.ranks.size(); ++r) {
       start_step(r);
       const std::vector<PipeOp> ops = stage_schedule(plan_, out_.ranks[r].stage, shape_.microbatches);
-      for (std::size_t k = 0; k < ops.size(); ++k) {
-        OpSpan span{r, ops[k], kNoTask, kNoTask};
-        if (ops[k].fused_with_next && k + 1 < ops.size()) {
-          OpSpan partner{r, ops[k + 1], kNoTask, kNoTask};
-          run_fused(r, span, partner);
-          out_.ops.push_back(span);
-          out_.ops.push_back(partner);
-          ++k;
-          continue;
-        }
-        run_pass(r, ops[k], span);
-        out_.ops.push_back(span);
-      }
+      if (rerun_.reruns()) first_try(r, ops);
+      run_passes(r, ops, true);
       ranks_[r].sync->end_of_step();
     }
     out_.graph.finalize();
@@ -93,6 +86,45 @@ class StepBuilder {
   }
 
  private:
+  // The stage's passes in order; `record`: their spans are the step's (the replay measures the
+  // activations in flight from them).
+  void run_passes(std::uint32_t r, const std::vector<PipeOp>& ops, bool record) {
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+      OpSpan span{r, ops[k], kNoTask, kNoTask};
+      if (ops[k].fused_with_next && k + 1 < ops.size()) {
+        OpSpan partner{r, ops[k + 1], kNoTask, kNoTask};
+        run_fused(r, span, partner);
+        if (record) out_.ops.push_back(span), out_.ops.push_back(partner);
+        ++k;
+        continue;
+      }
+      run_pass(r, ops[k], span);
+      if (record) out_.ops.push_back(span);
+    }
+  }
+
+  // The first try of a step the sync-free MoE path reruns (models/plan/sync_free.hpp,
+  // PagedStashRunner.__call__): every pass with the routed rows capped at the budget (HybridEP
+  // drops the rest), the end of its gradient path and the zeroing of its gradients (the
+  // strategy's between_tries), then check_moe_overflow: the three overflow flags (int32) all-reduced
+  // and read on the host (.item()), which the second try's kernels wait for. The flags go over
+  // the default group (every rank); here over each stage's data-parallel ranks, the stages
+  // meeting through the pipeline's transfers.
+  void first_try(std::uint32_t r, const std::vector<PipeOp>& ops) {
+    constexpr double kFlagBytes = 3 * sizeof(std::int32_t);
+    RankState& st = ranks_[r];
+    emit_.set_first_try(true);
+    std::swap(st.work, st.first_try);
+    run_passes(r, ops, false);
+    std::swap(st.work, st.first_try);
+    const TaskId ended = st.sync->between_tries();
+    const TaskId flags = emit_.collective(
+        {r, StreamKind::comm_dp, PhaseTag::rerun, -1, -1},
+        {Communicator::dp, CollectivePurpose::rerun_check, CollectiveKind::all_reduce, kFlagBytes}, ended);
+    emit_.kernel({r, StreamKind::compute, PhaseTag::rerun, -1, -1}, TaskKind::host, 0.0, "read overflow flags", flags);
+    emit_.set_first_try(false);
+  }
+
   void choose_ranks() {
     const std::int64_t per_stage = simulated_ranks_per_stage(arch_, plan_, options_);
     for (std::int64_t s = 0; s < plan_.pp; ++s) {
@@ -114,6 +146,7 @@ class StepBuilder {
       if (lt.tensor->cls == TensorClass::routed_expert) st.unit_expert_numel[lt.tensor->layer] += lt.local_numel;
     }
     st.work.layers.resize(static_cast<std::size_t>(arch_.num_layers));
+    if (rerun_.reruns()) st.first_try.layers.resize(static_cast<std::size_t>(arch_.num_layers));
     for (std::int64_t l = 0; l < arch_.num_layers; ++l) {
       if (places_[static_cast<std::size_t>(l + 1)].stage != sr.stage) continue;
       ShardRows shard;
@@ -129,9 +162,17 @@ class StepBuilder {
         }
       }
       st.work.layers[static_cast<std::size_t>(l)] = work_.get(l, shard.rows);
+      if (rerun_.reruns()) {
+        // The first try's dispatch fills at most the budget's rows on this rank.
+        const double cap = plan_.routing.rank_capacity_factor;
+        if (share > cap)
+          for (double& rows : shard.rows) rows *= cap / share;
+        st.first_try.layers[static_cast<std::size_t>(l)] = work_.get(l, shard.rows);
+      }
       offload_.set_layer(r, static_cast<std::uint32_t>(out_.ranks.size()), l, tokens_, share);
     }
     st.work.edge = edge_work(arch_, plan_, costs_, tokens_);
+    st.first_try.edge = st.work.edge;
     // Each stage has the same number of simulated ranks, so the ratio is the step's.
     if (routed_rows_ + dropped_rows_ > 0) out_.dropped_fraction = dropped_rows_ / (routed_rows_ + dropped_rows_);
     st.unit_chunk = UnitTable<std::int32_t>(arch_.num_layers, -1);
@@ -293,6 +334,7 @@ class StepBuilder {
   OffloadCopies offload_;           // activation offload's copies (none without offload modules)
   std::vector<LayerPlace> places_;  // by unit + 1: the embedding, the layers, the LM head
   std::vector<RankState> ranks_;
+  SyncFreeRerun rerun_;  // whether the step runs twice (models/plan/sync_free.hpp)
   // Routed rows kept and dropped over every prepared rank.
   double routed_rows_ = 0, dropped_rows_ = 0;
 };

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "models/arch/inventory.hpp"
@@ -51,6 +52,7 @@ struct BuiltStep {
   std::int64_t microbatches = 0;
   double dropped_fraction = 0;        // routed rows dropped by the capacity cap, over the whole step
   std::vector<LayerRouting> routing;  // by layer; empty under uniform routing
+  std::string rerun;                  // why the step runs twice (SyncFreeRerun::why; "" when it does not)
 };
 
 // Ranks simulated for each pipeline stage: ranks of one stage are identical unless routing loads

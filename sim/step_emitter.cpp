@@ -30,11 +30,11 @@ const char* collective_label(PhaseTag phase, CollectiveKind kind) {
 
 }  // namespace
 
-void StepEmitter::place(Task& t, const TaskPlace& at, TaskKind kind, double work_s) {
+void StepEmitter::place(Task& t, const TaskPlace& at, TaskKind kind, double work_s) const {
   t.rank = at.rank;
   t.stream = at.stream;
   t.kind = kind;
-  t.phase = at.phase;
+  t.phase = first_try_ ? PhaseTag::rerun : at.phase;
   t.work_s = work_s;
   t.microbatch = at.microbatch;
   t.layer = static_cast<std::int32_t>(at.layer);
@@ -90,7 +90,7 @@ const CommCost& StepEmitter::priced(CollectiveKind kind, double bytes, const Com
 }
 
 void StepEmitter::place_communication(Task& t, const TaskPlace& at, TaskKind kind, CollectiveKind coll,
-                                      const CommCost& cost, std::uint32_t group) {
+                                      const CommCost& cost, std::uint32_t group) const {
   place(t, at, kind, cost.time_s);
   t.coll = coll;
   t.link_bytes[static_cast<std::size_t>(LinkClass::nvlink)] = cost.nvlink_bytes;
@@ -110,7 +110,7 @@ TaskId StepEmitter::collective(const TaskPlace& at, const CollectiveCall& call, 
     const SimRank& rank = step_.ranks[at.rank];
     const CollectiveKey key{call.communicator, rank.stage,    communicator_instance(plan_, rank, call.communicator),
                             call.purpose,      at.microbatch, static_cast<std::int32_t>(at.layer),
-                            call.bucket};
+                            call.bucket,       first_try_};
     group = collective_groups_.find_or_add(key, [&] { return step_.graph.new_group(); });
   }
   const CommCost& cost = call.communicator == Communicator::ep_mp
@@ -124,7 +124,9 @@ TaskId StepEmitter::collective(const TaskPlace& at, const CollectiveCall& call, 
       after);
 }
 
-TaskId StepEmitter::transfer(std::uint32_t rank, const TransferKey& key, double bytes, TaskId after) {
+TaskId StepEmitter::transfer(std::uint32_t rank, const TransferKey& named, double bytes, TaskId after) {
+  TransferKey key = named;
+  key.first_try = first_try_;
   const std::uint32_t group = transfer_groups_.find_or_add(key, [&] { return step_.graph.new_group(); });
   const CommCost& cost =
       priced(CollectiveKind::send_recv, bytes, communicator_shape(plan_, Communicator::pp_neighbours));

@@ -32,6 +32,7 @@ enum class CollectivePurpose : std::uint8_t {
   gradient_bucket,          // DDP bucketed reduction
   grad_norm,                // gradient-norm reduction before clipping
   loss,                     // the loss averaged over the ranks
+  rerun_check,              // the sync-free MoE path's overflow flags, after its first try (sync_free.hpp)
   weight_rebuild,           // distributed optimizer's coalesced all-gather
   tp_forward,               // tensor-parallel collectives of activations (bucket: the point's index)
   tp_backward,
@@ -53,6 +54,7 @@ struct CollectiveKey {
   std::int32_t microbatch = -1;  // -1: once per step
   std::int32_t unit = -1;        // the layer or FSDP unit it serves (-1 embedding; none for per-step calls)
   std::int32_t bucket = -1;      // the DDP gradient bucket, -1 otherwise
+  bool first_try = false;        // in the first try of a rerun step (StepEmitter::set_first_try)
   auto operator<=>(const CollectiveKey&) const = default;
 };
 
@@ -62,7 +64,7 @@ struct CollectiveKeyHash {
     return hash_fields({static_cast<std::uint64_t>(k.communicator), static_cast<std::uint64_t>(k.stage),
                         static_cast<std::uint64_t>(k.instance), static_cast<std::uint64_t>(k.purpose),
                         static_cast<std::uint64_t>(k.microbatch), static_cast<std::uint64_t>(k.unit),
-                        static_cast<std::uint64_t>(k.bucket)});
+                        static_cast<std::uint64_t>(k.bucket), static_cast<std::uint64_t>(k.first_try)});
   }
 };
 
@@ -74,6 +76,7 @@ struct TransferKey {
   std::int32_t microbatch = 0;
   std::int32_t chunk = 0;  // the model chunk both sides name the transfer by
   bool gradients = false;  // backward: activation gradients
+  bool first_try = false;  // in the first try of a rerun step (set by StepEmitter::transfer)
   auto operator<=>(const TransferKey&) const = default;
 };
 
@@ -81,7 +84,8 @@ struct TransferKeyHash {
   std::size_t operator()(const TransferKey& k) const noexcept {
     return hash_fields({static_cast<std::uint64_t>(k.from_stage), static_cast<std::uint64_t>(k.to_stage),
                         static_cast<std::uint64_t>(k.dp), static_cast<std::uint64_t>(k.microbatch),
-                        static_cast<std::uint64_t>(k.chunk), static_cast<std::uint64_t>(k.gradients)});
+                        static_cast<std::uint64_t>(k.chunk), static_cast<std::uint64_t>(k.gradients),
+                        static_cast<std::uint64_t>(k.first_try)});
   }
 };
 
@@ -112,6 +116,11 @@ class StepEmitter {
   StepEmitter(const Architecture& arch, const ParallelPlan& plan, const CostBook& costs, BuiltStep& step);
 
   const CostBook& costs() const { return costs_; }
+
+  // While on, what is added belongs to the first try of a step the sync-free MoE path reruns
+  // (models/plan/sync_free.hpp): its tasks are charged to PhaseTag::rerun and its collectives and
+  // transfers are calls of their own, apart from the second try's of the same name.
+  void set_first_try(bool on) { first_try_ = on; }
 
   // A kernel that takes `work_s` alone; `what` is its trace label (a literal: the task keeps the
   // pointer). Runs after `after` and `also_after` (kNoTask: no such dependency) and after the
@@ -146,14 +155,15 @@ class StepEmitter {
     step_.graph.depend(also_after, id);
     return id;
   }
-  static void place(Task& t, const TaskPlace& at, TaskKind kind, double work_s);
-  static void place_communication(Task& t, const TaskPlace& at, TaskKind kind, CollectiveKind coll,
-                                  const CommCost& cost, std::uint32_t group);
+  void place(Task& t, const TaskPlace& at, TaskKind kind, double work_s) const;
+  void place_communication(Task& t, const TaskPlace& at, TaskKind kind, CollectiveKind coll, const CommCost& cost,
+                           std::uint32_t group) const;
 
   const Architecture& arch_;
   const ParallelPlan& plan_;
   const CostBook& costs_;
   BuiltStep& step_;
+  bool first_try_ = false;
   GroupIndex<CollectiveKey, CollectiveKeyHash> collective_groups_;
   GroupIndex<TransferKey, TransferKeyHash> transfer_groups_;
   std::map<std::tuple<CollectiveKind, double, std::int64_t, std::int64_t>, CommCost> prices_;

@@ -146,6 +146,7 @@ void simulate(const Scenario& sc, const CostBook& costs, const SimOptions& optio
   r.tokens_per_s_per_gpu = r.global_tokens / r.step_time_s / static_cast<double>(r.world);
   r.dropped_fraction = sim.step.dropped_fraction;
   r.routing = sim.step.routing;
+  r.rerun = sim.step.rerun;
   std::sort(r.routing.begin(), r.routing.end(), [](const auto& a, const auto& b) { return a.layer < b.layer; });
   r.mfu = model_flops_utilization(r.flops, r.dropped_fraction, r.tokens_per_s_per_gpu,
                                   sc.hardware.gpu.peak_bf16_TFLOPs.value);

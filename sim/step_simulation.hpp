@@ -44,6 +44,8 @@ struct StepResult {
   std::vector<std::vector<std::int64_t>> in_flight;  // per stage and model chunk, measured from the replay
   double dropped_fraction = 0;
   std::vector<LayerRouting> routing;  // per MoE layer under skewed routing, by layer (step_builder.hpp)
+  // Why the sync-free MoE path runs the step twice (models/plan/sync_free.hpp; "" when it does not).
+  std::string rerun;
   std::size_t tasks = 0;
   std::size_t simulated_ranks = 0;
   MemoryLedger ledger;

@@ -37,6 +37,7 @@ const char* name_of(PhaseTag p) {
     case PhaseTag::tp_comm: return "tp_comm";
     case PhaseTag::cp_comm: return "cp_comm";
     case PhaseTag::offload: return "offload";
+    case PhaseTag::rerun: return "rerun";
     default: return "?";
   }
 }

@@ -63,6 +63,7 @@ enum class PhaseTag : std::uint8_t {
   tp_comm,  // tensor-parallel all-reduces, all-gathers and reduce-scatters of activations
   cp_comm,  // context-parallel K/V passes or all-to-alls
   offload,  // activation offload's copies to and from host memory
+  rerun,    // the first try of a step the sync-free MoE path runs again (models/plan/sync_free.hpp)
   count
 };
 // Link classes for bandwidth sharing and per-rank byte ledgers.

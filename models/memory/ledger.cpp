@@ -8,6 +8,7 @@
 #include "models/memory/ledger_structure.hpp"
 #include "models/memory/working_terms.hpp"
 #include "models/plan/rank_layout.hpp"
+#include "models/plan/sync_free.hpp"
 
 namespace moesim {
 
@@ -169,10 +170,22 @@ MemoryLedger build_ledger(const Architecture& arch, const ParallelPlan& plan, co
   }
   MemoryLedger ledger;
   ledger.in_flight_source = in_flight.source;
+  // A step the sync-free MoE path reruns holds the first try's tensors (the budget, the stash),
+  // frees them (prepare_for_rerun releases the stash buffers), then the synced dropless try's:
+  // each stage's ledger is the try that needs more.
+  const SyncFreeRerun rerun = sync_free_rerun(plan, arch);
+  const ParallelPlan retry = rerun.reruns() ? synced_dropless(plan) : ParallelPlan{};
+  if (rerun.reruns()) ledger.rerun = rerun.why(plan);
   for (std::int64_t stage = 0; stage < plan.pp; ++stage) {
     const auto i = static_cast<std::size_t>(stage);
-    ledger.stages.push_back(
-        stage_ledger(arch, plan, hw, stage, structure.stages[i], in_flight.chunks[i], in_flight.replay));
+    StageLedger first = stage_ledger(arch, plan, hw, stage, structure.stages[i], in_flight.chunks[i], in_flight.replay);
+    if (rerun.reruns()) {
+      StageLedger second =
+          stage_ledger(arch, retry, hw, stage, structure.stages[i], in_flight.chunks[i], in_flight.replay);
+      second.rerun_try = true;
+      if (second.headroom < first.headroom) first = std::move(second);
+    }
+    ledger.stages.push_back(std::move(first));
   }
   for (std::size_t i = 0; i < ledger.stages.size(); ++i) {
     if (ledger.stages[i].headroom < ledger.stages[ledger.worst_stage].headroom) ledger.worst_stage = i;

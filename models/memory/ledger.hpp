@@ -88,6 +88,8 @@ struct StageLedger {
   double headroom = 0;  // capacity - (required + runtime reserves) (negative: OOM)
   bool oom = false;
   std::vector<LedgerItem> top_contributors;
+  // A rerun step's (MemoryLedger::rerun): whether the synced dropless try, not the first, needs the most.
+  bool rerun_try = false;
 };
 
 // Forward passes whose activations each pipeline stage holds at once, per model chunk (one
@@ -106,6 +108,9 @@ struct MemoryLedger {
   std::size_t worst_stage = 0;  // the stage with the least headroom
   bool oom = false;
   std::string in_flight_source;
+  // Why the sync-free MoE path reruns the step (models/plan/sync_free.hpp; "" when it does not):
+  // each stage's ledger is then the try that needs more memory.
+  std::string rerun;
 };
 
 MemoryLedger build_ledger(const Architecture& arch, const Inventory& inv, const ParallelPlan& plan,

@@ -336,7 +336,6 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
                                                 s(p.stage_ranks()) + " ranks of a pipeline stage");
     }
   }
-  design_of(p).check(p, a, fail);
   if (PlanRule rule = sync_free_rule(p, a); !rule.path.empty()) fail(rule.path, rule.message);
   if (p.routing.kind == RoutingKind::measured) {
     if (!a.moe) fail("routing.model", "\"measured\" routing needs an MoE architecture");
@@ -373,6 +372,8 @@ void validate_plan(const ParallelPlan& p, const Architecture& a, const std::stri
              " block passes per stage and step (a replay of about 1.2 million tasks): a larger microbatch, more DP "
              "ranks or a smaller global batch");
   }
+  // The design's own rules last: they may read the routing and the batch the rules above checked.
+  design_of(p).check(p, a, fail);
 }
 
 }  // namespace moesim

@@ -66,14 +66,21 @@ class DdpDistributedOptimizer final : public BucketedSync {
   }
 
   void start_of_step() override {
-    // zero_grad(set_to_none=False): one FP32 fill of each bucket's flat storage per step
-    // (MultiGroupDistributedDataParallel.zero_grad).
-    for (const auto& bucket : buckets_) {
-      rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::accumulate, 0, -1},
-                               zero_bytes(rank_.plan, bucket.numel), MemoryKernel::elementwise, "zero FP32 bucket");
-    }
+    zero_buckets();
     gathers_.assign(buckets_.size(), kNoTask);
     next_gather_ = static_cast<std::ptrdiff_t>(buckets_.size()) - 1;
+  }
+
+  // The first try's reductions end its forward-backward (without overlap_grad_reduce they run
+  // now, as at the end of a step); then zero_grad_buffer. The parameter all-gathers the first
+  // try's forward waited for are not repeated: the parameters have not changed.
+  TaskId between_tries() override {
+    if (!rank_.plan.overlap_grad_reduce) {
+      for (std::size_t b = 0; b < buckets_.size(); ++b) reduce_bucket(b, kNoTask);
+    }
+    const TaskId waited = wait_for_reductions();
+    const TaskId zeroed = zero_buckets();
+    return zeroed == kNoTask ? waited : zeroed;
   }
 
   // overlap_param_gather: in the first microbatch's forward, each bucket's all-gather (of the
@@ -156,6 +163,18 @@ class DdpDistributedOptimizer final : public BucketedSync {
 
  private:
   static std::size_t idx(std::ptrdiff_t b) { return static_cast<std::size_t>(b); }
+
+  // zero_grad(set_to_none=False): one FP32 fill of each bucket's flat storage
+  // (MultiGroupDistributedDataParallel.zero_grad). Returns the last (kNoTask: no bucket).
+  TaskId zero_buckets() {
+    TaskId last = kNoTask;
+    for (const auto& bucket : buckets_) {
+      last =
+          rank_.emit.memory_kernel({rank_.rank, StreamKind::compute, PhaseTag::accumulate, 0, -1},
+                                   zero_bytes(rank_.plan, bucket.numel), MemoryKernel::elementwise, "zero FP32 bucket");
+    }
+    return last;
+  }
 
   // Bucket b of the last microbatch: divided by its group size in place on the compute stream,
   // then summed (_launch_bucket_all_reduce: div_, then all_reduce(SUM); reduce_scatter_tensor

@@ -51,6 +51,14 @@ ShardedStep sharded_step(const ParallelPlan& plan, const std::map<Communicator, 
   return out;
 }
 
+TaskId BucketedSync::wait_for_reductions() {
+  const TaskId wait = rank_.emit.kernel({rank_.rank, StreamKind::compute, PhaseTag::grad_sync, -1, -1}, TaskKind::host,
+                                        0.0, "wait for gradient reductions");
+  for (const TaskId reduced : reductions_) rank_.emit.depend(reduced, wait);
+  reductions_.clear();
+  return wait;
+}
+
 TaskId sharded_update_and_rebuild(const RankContext& rank, const std::map<Communicator, double>& by_group,
                                   const std::vector<TaskId>& reductions, bool gather) {
   const ShardedStep step = sharded_step(rank.plan, by_group);

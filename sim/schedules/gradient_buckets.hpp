@@ -49,6 +49,10 @@ class BucketedSync : public ParamSync {
   explicit BucketedSync(const RankContext& rank) : rank_(rank), buckets_(gradient_buckets(rank.tensors, rank.plan)) {}
 
  protected:
+  // A wait on the compute stream for every reduction so far (finish_grad_sync), which the next
+  // ones then replace in `reductions_`. Returns the wait.
+  TaskId wait_for_reductions();
+
   RankContext rank_;
   std::vector<Bucket> buckets_;
   std::vector<TaskId> reductions_;

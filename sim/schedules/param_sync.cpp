@@ -1,5 +1,7 @@
 #include "sim/schedules/param_sync.hpp"
 
+#include <stdexcept>
+
 #include "models/plan/designs/design.hpp"
 
 namespace moesim {
@@ -9,6 +11,10 @@ void ParamSync::start_of_step() {}
 TaskId ParamSync::before_unit(const UnitVisit&, TaskId ready) { return ready; }
 
 void ParamSync::after_unit_backward(std::int64_t, std::int32_t, TaskId) {}
+
+TaskId ParamSync::between_tries() {
+  throw std::logic_error("a rerun step under a design whose strategy does not place one (validate_plan refuses it)");
+}
 
 const Registry<ParamSyncModel>& param_sync_models() {
   static const auto registry = [] {

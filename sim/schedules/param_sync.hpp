@@ -57,6 +57,13 @@ class ParamSync {
   virtual void after_unit_backward(std::int64_t unit, std::int32_t microbatch, TaskId grads_ready);
   // After the rank's last pass: gradient norm, optimizer update, weight rebuild.
   virtual void end_of_step() = 0;
+  // Between the two tries of a step the sync-free MoE path reruns (models/plan/sync_free.hpp):
+  // what ends the first try's forward-backward (its gradient reductions, which
+  // finalize_model_grads waits for) and the zeroing of its gradients for the second
+  // (PagedStashRunner.prepare_for_rerun: zero_grad_buffer); the parameters stay as the first try
+  // left them. Returns the task the second try follows. Strategies whose designs allow a rerun
+  // step override it; the others' designs refuse one (the default throws std::logic_error).
+  virtual TaskId between_tries();
 };
 
 // One pipeline stage of a plan, as a bound on the strategy's step sees it (sim/step_bound.hpp).

@@ -66,6 +66,10 @@ class Zero2 final : public BucketedSync {
     }
   }
 
+  // The first try's reduce-scatters end its forward-backward; the second try's first microbatch
+  // then writes each partition anew (no accumulate into it), as a zeroed gradient would start.
+  TaskId between_tries() override { return wait_for_reductions(); }
+
   void end_of_step() override {
     loss_all_reduce(rank_);
     sharded_update_and_rebuild(rank_, elements_by_group(buckets_), reductions_);

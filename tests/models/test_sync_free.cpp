@@ -1,5 +1,6 @@
 // Megatron-Core's sync-free MoE path (plan.expert_parallel.rank_capacity_factor) and its paged
-// stash (plan.activations.moe_paged_stash): the rows they hold, by hand, and their refusals.
+// stash (plan.activations.moe_paged_stash): the rows they hold, by hand, and their refusals (the
+// step they rerun: tests/sim/test_sync_free_rerun.cpp).
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -68,9 +69,6 @@ TEST_CASE("The sync-free path and the paged stash refuse what Megatron-Core or m
   const InputError stash = refused({hybridep, "plan.activations.moe_paged_stash=true"});
   CHECK(stash.path() == "plan.activations.moe_paged_stash");
   CHECK_THAT(stash.message(), Contains("capacity factor must be set"));
-  const InputError skew =
-      refused({hybridep, "plan.expert_parallel.rank_capacity_factor=1.5", "plan.routing.model=\"zipf\""});
-  CHECK_THAT(skew.message(), Contains("rerun") && Contains("uniform"));
   const InputError offload =
       refused({hybridep, "plan.expert_parallel.rank_capacity_factor=1.5", "plan.activations.moe_paged_stash=true",
                "plan.activations.offload_modules=[\"moe_act\"]"});

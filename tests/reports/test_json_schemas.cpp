@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "models/common/cost_types.hpp"
 #include "tests/reports/schema_checker.hpp"
 #include "tests/support/fixtures.hpp"
 
@@ -39,6 +40,11 @@ std::string joined(const std::vector<std::string>& lines) {
   return out;
 }
 
+// Megatron-Core's sync-free MoE path over its budget: the step runs twice.
+const std::string kRerunSets =
+    " --set plan.expert_parallel.transport=hybridep --set plan.expert_parallel.rank_capacity_factor=1.5 --set "
+    "plan.routing.model=zipf";
+
 std::string scenario(const std::string& design) { return test::source_path("scenarios/fig8/moe-" + design + ".json"); }
 
 }  // namespace
@@ -56,6 +62,18 @@ TEST_CASE("Every shipped schema is draft 2020-12 and names its document version"
   for (const auto& id : {kStep, kSweep, kLedger, kCompare, kPlan, kFitRuns}) CHECK_NOTHROW(checker().schema(id));
 }
 
+TEST_CASE("The step and ledger schemas name every EP transport", "[unit]") {
+  std::set<std::string> names;
+  for (const EpTransport t : all_ep_transports()) names.emplace(name_of(t));
+  std::set<std::string> ledger, step;
+  for (const auto& n : checker().schema(kLedger)["properties"]["plan"]["properties"]["ep_transport"]["enum"])
+    ledger.insert(n.get<std::string>());
+  for (const auto& n : checker().schema(kStep)["properties"]["ep_transport"]["enum"]) step.insert(n.get<std::string>());
+  CHECK(ledger == names);
+  names.insert("none");  // a step without EP
+  CHECK(step == names);
+}
+
 TEST_CASE("simulate --json conforms to moesim-step/1", "[unit]") {
   test::TempDir dir;
   for (const char* design : {"ddp", "ddp-ep8", "fsdp"}) {
@@ -66,6 +84,11 @@ TEST_CASE("simulate --json conforms to moesim-step/1", "[unit]") {
     INFO(joined(errors));
     CHECK(errors.empty());
   }
+  // A step the sync-free MoE path reruns names why and has its rerun phase.
+  const auto rerun = cli_json(dir, "simulate " + scenario("ddp-ep8") + kRerunSets);
+  CHECK(rerun.at("rerun").get<std::string>().find("over its budget") != std::string::npos);
+  CHECK(rerun.at("exposed_s").at("rerun").get<double>() > 0);
+  CHECK(checker().check(rerun, kStep).empty());
   // A stack value the profile cannot price carries a note (composer's FlashAttention-2 on B300).
   const auto doc = cli_json(dir, "simulate " + scenario("ddp") + " --set plan.stack='\"composer\"'");
   CHECK(doc.at("stack").at("taken").dump().find("\"note\"") != std::string::npos);
@@ -103,9 +126,12 @@ TEST_CASE("sweep --json conforms to moesim-sweep/1, invalid points included", "[
 
 TEST_CASE("ledger --json conforms to moesim-ledger/1, pipeline stages included", "[unit]") {
   test::TempDir dir;
-  for (const std::string extra : {"", " --set plan.pipeline.degree=2"}) {
+  for (const std::string& extra :
+       std::vector<std::string>{"", " --set plan.pipeline.degree=2", " --set design=ddp+ep8" + kRerunSets}) {
     INFO(extra);
-    const auto errors = checker().check(cli_json(dir, "ledger " + scenario("ddp") + extra), kLedger);
+    const auto doc = cli_json(dir, "ledger " + scenario("ddp") + extra);
+    CHECK(doc.contains("rerun") == (extra.find("zipf") != std::string::npos));
+    const auto errors = checker().check(doc, kLedger);
     INFO(joined(errors));
     CHECK(errors.empty());
   }

@@ -2,6 +2,7 @@
 
 #include "models/arch/architecture.hpp"
 #include "models/memory/persistent_state.hpp"
+#include "models/plan/sync_free.hpp"
 
 namespace moesim {
 
@@ -92,7 +93,7 @@ std::string FsdpFamilyDesign::planner_refusal(const PlannerDegrees& d) const {
   return "";
 }
 
-void FsdpFamilyDesign::check(const ParallelPlan& p, const Architecture&, const PlanFail& fail) const {
+void FsdpFamilyDesign::check(const ParallelPlan& p, const Architecture& a, const PlanFail& fail) const {
   if (p.precision.weight_caches) {
     // FSDP2 frees each gathered weight after use, so no resident weight is there to keep
     // quantized copies of.
@@ -112,6 +113,14 @@ void FsdpFamilyDesign::check(const ParallelPlan& p, const Architecture&, const P
     fail("expert_parallel.a2a_overlap",
          "true is modelled for the DDP and ZeRO-2 designs (Megatron-Core's combined 1F1B); design \"fsdp\" gathers "
          "and frees each unit around its own pass (allowed: false)");
+  }
+  if (const SyncFreeRerun rerun = sync_free_rerun(p, a); rerun.reruns()) {
+    // The rerun zeroes the gradients and runs every pass again (PagedStashRunner); the FSDP
+    // strategies' gathers and reductions are placed once per step.
+    fail("expert_parallel.rank_capacity_factor",
+         "reruns this step (" + rerun.why(p) +
+             "); a rerun step is modelled for the DDP and ZeRO-2 designs (allowed: a larger factor, uniform routing "
+             "or design \"ddp\")");
   }
   if (p.etp > 1) {
     fail("expert_parallel.tensor_degree",
