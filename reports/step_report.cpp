@@ -36,8 +36,10 @@ nlohmann::json kind_map(const std::array<double, kTaskKinds>& values, double idl
 nlohmann::json phase_map(const std::array<double, kPhases>& values) {
   nlohmann::json out = nlohmann::json::object();
   for (std::size_t p = 0; p < kPhases; ++p) {
-    // Written only for a step that reruns, so that reports of the others stay as they were.
-    if (static_cast<PhaseTag>(p) == PhaseTag::rerun && values[p] == 0) continue;
+    // Written only where the step has them (a rerun, a paged stash), so that reports of the others
+    // stay as they were.
+    const auto phase = static_cast<PhaseTag>(p);
+    if ((phase == PhaseTag::rerun || phase == PhaseTag::paged_stash) && values[p] == 0) continue;
     out[name_of(static_cast<PhaseTag>(p))] = values[p];
   }
   return out;

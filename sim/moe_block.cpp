@@ -48,7 +48,12 @@ TaskId MoeBlockPass::experts_in(TaskId ready) const {
   return moesim::experts_in(emit_, plan_, at_, pass_, routed_, ready);
 }
 
-TaskId MoeBlockPass::experts(TaskId ready) const { return experts_compute(emit_, at_, pass_, routed_, ready); }
+TaskId MoeBlockPass::experts(TaskId ready) {
+  if (stash_ == nullptr) return experts_compute(emit_, at_, pass_, routed_, ready);
+  const TaskId done = experts_compute(emit_, at_, pass_, routed_, stash_->before_experts(at_, ready));
+  stash_->after_experts(at_, done);
+  return done;
+}
 
 TaskId MoeBlockPass::experts_out(TaskId ready) const {
   return moesim::experts_out(emit_, plan_, at_, pass_, routed_, ready);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "models/costs/layer_work.hpp"
+#include "sim/paged_stash_copies.hpp"
 #include "sim/schedules/expert_parallel.hpp"
 #include "sim/step_emitter.hpp"
 
@@ -18,12 +19,17 @@ class MoeBlockPass {
   // `at`: rank, phase (forward, recompute or backward), microbatch and layer. `whole`: a
   // backward's whole, else its input-gradient part (B).
   MoeBlockPass(StepEmitter& emit, const ParallelPlan& plan, const TaskPlace& at, const LayerWork& w, bool whole = true);
+  // The paged stash's copies around the grouped MLP (none by default).
+  MoeBlockPass& with(PagedStashCopies* stash) {
+    stash_ = stash;
+    return *this;
+  }
 
   // The whole pass in order; returns its last task.
   TaskId run(TaskId ready) { return back(experts_out(experts(experts_in(front(ready))))); }
   TaskId front(TaskId ready);
   TaskId experts_in(TaskId ready) const;
-  TaskId experts(TaskId ready) const;
+  TaskId experts(TaskId ready);
   TaskId experts_out(TaskId ready) const;
   TaskId back(TaskId routed);
   // Megatron-Core's delay_wgrad_compute under the EP all-to-all overlap (a backward built with
@@ -45,6 +51,7 @@ class MoeBlockPass {
   ExpertPass pass_;
   RoutedExperts routed_;
   TaskId shared_ = kNoTask;  // the shared expert's last task
+  PagedStashCopies* stash_ = nullptr;
 };
 
 }  // namespace moesim

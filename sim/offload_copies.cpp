@@ -1,5 +1,7 @@
 #include "sim/offload_copies.hpp"
 
+#include <algorithm>
+
 #include "models/memory/activations.hpp"
 
 namespace moesim {
@@ -26,6 +28,13 @@ void OffloadCopies::set_layer(std::uint32_t rank, std::uint32_t ranks, std::int6
   const RoutedRows rows = routed_rows_per_token(arch_, plan_, routed_load);
   bytes_[rank * per_rank + static_cast<std::size_t>(layer)] =
       tokens * offloaded_per_token(arch_, layer, plan_, rows).total();
+}
+
+void OffloadCopies::new_try(std::uint32_t rank) {
+  if (!active_) return;
+  const std::size_t from = slot(rank, 0, 0), to = slot(rank + 1, 0, 0);
+  std::fill(d2h_.begin() + static_cast<std::ptrdiff_t>(from), d2h_.begin() + static_cast<std::ptrdiff_t>(to), kNoTask);
+  std::fill(h2d_.begin() + static_cast<std::ptrdiff_t>(from), h2d_.begin() + static_cast<std::ptrdiff_t>(to), kNoTask);
 }
 
 std::size_t OffloadCopies::slot(std::uint32_t rank, std::int64_t u, std::int32_t mb) const {

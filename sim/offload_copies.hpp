@@ -24,6 +24,8 @@ class OffloadCopies {
   // Rank `rank` with this many ranks in all: its blocks' offloaded bytes per microbatch of
   // `tokens`, layer `l` with `routed_load` routed rows per token over top-K (1: an even share).
   void set_layer(std::uint32_t rank, std::uint32_t ranks, std::int64_t layer, double tokens, double routed_load);
+  // A rerun step's second try on `rank` (models/plan/sync_free.hpp): its copies are new ones.
+  void new_try(std::uint32_t rank);
   // After unit `u`'s forward of microbatch `mb` (ending at `done`): its copy to the host.
   void after_forward(std::uint32_t rank, std::int64_t u, std::int32_t mb, TaskId done);
   // Before the backward of `units[i]` (the backward pass's units in order) starts at `cursor`:

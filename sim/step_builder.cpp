@@ -48,7 +48,8 @@ class StepBuilder {
         out_(std::move(recycled)),
         work_(arch, plan, costs, tokens_),
         emit_(arch, plan, costs, out_),
-        units_(arch, plan, emit_, tokens_),
+        stash_(arch, plan, costs, emit_),
+        units_(arch, plan, emit_, tokens_, stash_),
         pipeline_(plan, units_.edge_tp_bytes() * plan.sequence_share()),
         offload_(arch, plan, costs, emit_) {
     places_ = layer_places(plan, arch);  // embedding, layers, head
@@ -77,6 +78,7 @@ class StepBuilder {
     for (std::uint32_t r = 0; r < out_.ranks.size(); ++r) {
       start_step(r);
       const std::vector<PipeOp> ops = stage_schedule(plan_, out_.ranks[r].stage, shape_.microbatches);
+      stash_.set_enabled(true);
       if (rerun_.reruns()) first_try(r, ops);
       run_passes(r, ops, true);
       ranks_[r].sync->end_of_step();
@@ -98,8 +100,24 @@ class StepBuilder {
         ++k;
         continue;
       }
+      if (ops[k].forward && k + 1 < ops.size() && !ops[k + 1].forward && ops[k + 1].microbatch == ops[k].microbatch &&
+          ops[k + 1].chunk == ops[k].chunk) {
+        keep_last_moe_layer(r, ops[k]);
+      }
       run_pass(r, ops[k], span);
       if (record) out_.ops.push_back(span);
+    }
+  }
+
+  // A forward pass whose own backward runs next: its last MoE layer's saved tensors stay where
+  // they are (paged_stash.py: no stash when the next schedule layer is its own backward).
+  void keep_last_moe_layer(std::uint32_t r, const PipeOp& op) {
+    const std::vector<std::int64_t>& units = units_of(r, op);
+    for (auto u = units.rbegin(); u != units.rend(); ++u) {
+      if (*u >= 0 && *u < arch_.num_layers && arch_.is_moe_layer(*u)) {
+        stash_.keep(r, *u, op.microbatch);
+        return;
+      }
     }
   }
 
@@ -117,6 +135,8 @@ class StepBuilder {
     std::swap(st.work, st.first_try);
     run_passes(r, ops, false);
     std::swap(st.work, st.first_try);
+    stash_.set_enabled(false);  // prepare_for_rerun: the second try runs without the paged stash
+    offload_.new_try(r);
     const TaskId ended = st.sync->between_tries();
     const TaskId flags = emit_.collective(
         {r, StreamKind::comm_dp, PhaseTag::rerun, -1, -1},
@@ -170,6 +190,7 @@ class StepBuilder {
         st.first_try.layers[static_cast<std::size_t>(l)] = work_.get(l, shard.rows);
       }
       offload_.set_layer(r, static_cast<std::uint32_t>(out_.ranks.size()), l, tokens_, share);
+      stash_.set_layer(r, static_cast<std::uint32_t>(out_.ranks.size()), l, tokens_, share);
     }
     st.work.edge = edge_work(arch_, plan_, costs_, tokens_);
     st.first_try.edge = st.work.edge;
@@ -298,12 +319,14 @@ class StepBuilder {
     b = offload_.before_backward(r, bu, bi, b_op.microbatch, st.sync->before_unit({true, bu, bi, b_op.microbatch}, b));
     MoeBlockPass bwd(emit_, plan_, {r, StreamKind::compute, PhaseTag::backward, b_op.microbatch, bl},
                      st.work.layers[static_cast<std::size_t>(bl)], /*whole=*/!plan_.ep_delay_wgrad);
+    bwd.with(&stash_);
     const auto b_from = static_cast<TaskId>(out_.graph.size());
     const TaskId b_in = bwd.experts_in(bwd.front(b));
     if (b_span.first == kNoTask) b_span.first = out_.graph.first_on(StreamKind::compute, b_from);
     f = st.sync->before_unit({false, fu, fi, f_op.microbatch}, f);
     MoeBlockPass fwd(emit_, plan_, {r, StreamKind::compute, PhaseTag::forward, f_op.microbatch, fl},
                      st.work.layers[static_cast<std::size_t>(fl)]);
+    fwd.with(&stash_);
     const auto f_from = static_cast<TaskId>(out_.graph.size());
     const TaskId f_pre = fwd.front(f);
     if (f_span.first == kNoTask) f_span.first = out_.graph.first_on(StreamKind::compute, f_from);
@@ -329,7 +352,8 @@ class StepBuilder {
   BuiltStep out_;
   LayerWorkCache work_;
   StepEmitter emit_;
-  UnitPasses units_;  // what each unit's pass emits
+  PagedStashCopies stash_;  // the paged stash's copies (none without moe_paged_stash)
+  UnitPasses units_;        // what each unit's pass emits
   PipelineTransfers pipeline_;
   OffloadCopies offload_;           // activation offload's copies (none without offload modules)
   std::vector<LayerPlace> places_;  // by unit + 1: the embedding, the layers, the LM head

@@ -16,6 +16,7 @@ const char* name_of(StreamKind s) {
     case StreamKind::comm_cp: return "comm_cp";
     case StreamKind::offload_d2h: return "offload_d2h";
     case StreamKind::offload_h2d: return "offload_h2d";
+    case StreamKind::stash: return "paged_stash";
     default: return "?";
   }
 }
@@ -38,6 +39,7 @@ const char* name_of(PhaseTag p) {
     case PhaseTag::cp_comm: return "cp_comm";
     case PhaseTag::offload: return "offload";
     case PhaseTag::rerun: return "rerun";
+    case PhaseTag::paged_stash: return "paged_stash";
     default: return "?";
   }
 }

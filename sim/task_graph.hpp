@@ -37,6 +37,7 @@ enum class StreamKind : std::uint8_t {
   comm_cp,      // context-parallel exchanges (a ring's passes beside the attention)
   offload_d2h,  // activation offload: saved tensors copied to pinned host memory
   offload_h2d,  // and back before the backward
+  stash,        // the paged stash's copies into its pages and back (one pack and unpack stream)
   count
 };
 inline bool stream_is_ordered(StreamKind s) { return s != StreamKind::comm_pp; }
@@ -60,10 +61,11 @@ enum class PhaseTag : std::uint8_t {
   ep_dispatch,
   ep_combine,
   pp_p2p,
-  tp_comm,  // tensor-parallel all-reduces, all-gathers and reduce-scatters of activations
-  cp_comm,  // context-parallel K/V passes or all-to-alls
-  offload,  // activation offload's copies to and from host memory
-  rerun,    // the first try of a step the sync-free MoE path runs again (models/plan/sync_free.hpp)
+  tp_comm,      // tensor-parallel all-reduces, all-gathers and reduce-scatters of activations
+  cp_comm,      // context-parallel K/V passes or all-to-alls
+  offload,      // activation offload's copies to and from host memory
+  rerun,        // the first try of a step the sync-free MoE path runs again (models/plan/sync_free.hpp)
+  paged_stash,  // the paged stash's copies of the routed experts' saved tensors (sim/paged_stash_copies.hpp)
   count
 };
 // Link classes for bandwidth sharing and per-rank byte ledgers.

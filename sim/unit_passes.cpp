@@ -6,10 +6,12 @@
 
 namespace moesim {
 
-UnitPasses::UnitPasses(const Architecture& arch, const ParallelPlan& plan, StepEmitter& emit, double tokens)
+UnitPasses::UnitPasses(const Architecture& arch, const ParallelPlan& plan, StepEmitter& emit, double tokens,
+                       PagedStashCopies& stash)
     : arch_(arch),
       plan_(plan),
       emit_(emit),
+      stash_(stash),
       tokens_(tokens),
       edge_tp_bytes_(tokens * dbl(arch.d_model) * bytes_of(plan.precision.compute)) {}
 
@@ -46,7 +48,7 @@ void UnitPasses::forward(RankUnitWork& work, std::uint32_t r, std::int64_t u, st
     cursor = emit_parts(emit_, plan_, at, w, parts, cursor);
     return;
   }
-  cursor = MoeBlockPass(emit_, plan_, at, w).run(cursor);
+  cursor = MoeBlockPass(emit_, plan_, at, w).with(&stash_).run(cursor);
 }
 
 void UnitPasses::backward(RankUnitWork& work, std::uint32_t r, std::int64_t u, std::int32_t mb, BackwardPart part,
@@ -69,7 +71,7 @@ void UnitPasses::backward(RankUnitWork& work, std::uint32_t r, std::int64_t u, s
   const LayerWork& w = work.layers[static_cast<std::size_t>(u)];
   if (whole_layer_recompute(plan_, arch_, u)) forward(work, r, u, mb, PhaseTag::recompute, cursor);
   if (w.moe) {
-    cursor = MoeBlockPass(emit_, plan_, at, w, whole).run(cursor);
+    cursor = MoeBlockPass(emit_, plan_, at, w, whole).with(&stash_).run(cursor);
     return;
   }
   // The parts in reverse, the partial recompute with the first backward kernel.

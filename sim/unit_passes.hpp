@@ -10,6 +10,7 @@
 #include "models/arch/architecture.hpp"
 #include "models/costs/layer_work.hpp"
 #include "models/plan/parallel_plan.hpp"
+#include "sim/paged_stash_copies.hpp"
 #include "sim/pipeline_schedule.hpp"
 #include "sim/schedules/tensor_parallel.hpp"
 #include "sim/step_emitter.hpp"
@@ -27,7 +28,9 @@ struct RankUnitWork {
 
 class UnitPasses {
  public:
-  UnitPasses(const Architecture& arch, const ParallelPlan& plan, StepEmitter& emit, double tokens);
+  // `stash`: the paged stash's copies around each MoE layer's grouped MLP.
+  UnitPasses(const Architecture& arch, const ParallelPlan& plan, StepEmitter& emit, double tokens,
+             PagedStashCopies& stash);
 
   // Unit `u`'s forward (phase forward) or its recompute before its backward (phase recompute).
   void forward(RankUnitWork& work, std::uint32_t r, std::int64_t u, std::int32_t mb, PhaseTag phase,
@@ -51,6 +54,7 @@ class UnitPasses {
   const Architecture& arch_;
   const ParallelPlan& plan_;
   StepEmitter& emit_;
+  PagedStashCopies& stash_;
   double tokens_ = 0;
   double edge_tp_bytes_ = 0;
 };

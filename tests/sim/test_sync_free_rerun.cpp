@@ -64,21 +64,35 @@ TEST_CASE("The sync-free path reruns a step when a rank is over its budget or it
 
 TEST_CASE("A rerun step runs its passes twice and holds the larger try's memory", "[unit]") {
   // Even routing: a stash of 1.1x the balanced rows holds them, one of 0.9x overflows and the
-  // step runs again with the same work.
+  // step runs again with the same work, the second time without the stash (as the budget alone).
   const Scenario once = qwen3({kBudget, kStash});
   const Scenario twice = qwen3({kBudget, kStash, "plan.activations.moe_paged_stash_cuda_factor=0.9"});
   const StepResult a = simulate(once).result, b = simulate(twice).result;
+  const StepResult plain = simulate(qwen3({kBudget})).result;
   CHECK(a.rerun.empty());
   CHECK_THAT(b.rerun, Contains("paged stash"));
   const auto exposed = [](const StepResult& r, PhaseTag p) { return r.exposed_s[static_cast<std::size_t>(p)]; };
   CHECK(exposed(a, PhaseTag::rerun) == 0);
-  // The first try is the step without its optimizer's end (plus zeroing the buckets and the
-  // flags' all-reduce); the second is the step as it runs once.
+  // The first try is the stashed step without its optimizer's end (plus zeroing the buckets and
+  // the flags' all-reduce); the second is the step without the stash.
   CHECK(exposed(b, PhaseTag::rerun) > 0.99 * a.step_time_s);
   CHECK(exposed(b, PhaseTag::rerun) < a.step_time_s);
-  CHECK(b.step_time_s == Approx(a.step_time_s + exposed(b, PhaseTag::rerun)).epsilon(1e-3));
+  CHECK(b.step_time_s == Approx(plain.step_time_s + exposed(b, PhaseTag::rerun)).epsilon(1e-3));
   for (const PhaseTag p : {PhaseTag::backward, PhaseTag::optimizer, PhaseTag::grad_sync})
-    CHECK(exposed(b, p) == Approx(exposed(a, p)).epsilon(1e-6));
+    CHECK(exposed(b, p) == Approx(exposed(plain, p)).epsilon(1e-6));
+  CHECK(exposed(b, PhaseTag::paged_stash) == 0);  // the first try's stash copies are its rerun phase
+  // Activation offload copies out and back in both tries.
+  const std::string offload = "plan.activations.offload_modules=[\"core_attn\"]";
+  const auto reloads = [](const Simulation& sim) {
+    std::size_t n = 0;
+    for (TaskId id = 0; id < sim.step.graph.size(); ++id)
+      n += sim.step.graph.task(id).stream == StreamKind::offload_h2d;
+    return n;
+  };
+  const std::size_t single = reloads(simulate(qwen3({kBudget, kStash, offload})));
+  CHECK(single > 0);
+  CHECK(reloads(simulate(qwen3({kBudget, kStash, "plan.activations.moe_paged_stash_cuda_factor=0.9", offload}))) ==
+        2 * single);
   // Both tries dispatch and reduce-scatter their gradients; the parameters are gathered once
   // (overlap_param_gather, in the first try's forward); the flags add 3 int32 to the all-reduces.
   CHECK(bytes_of_kind(b, CollectiveKind::all_to_all) == Approx(2 * bytes_of_kind(a, CollectiveKind::all_to_all)));
