@@ -8,7 +8,11 @@
 // (reload_paged_tensors: paged_stash_pop_kernel) on the same stream, issued when the rank's
 // grouped MLP before it in the schedule ends (the next schedule layer's reload), and its grouped
 // MLP backward waits for them. Each copy reads and writes the rows' saved bytes
-// (saved_per_token's routed-expert part) as a memory-bound copy kernel beside the compute. A
+// (saved_per_token's routed-expert part) as a memory-bound copy kernel beside the compute. With
+// host pages (moe_paged_stash_cpu_factor) a layer whose tensors no longer fit the CUDA pages
+// goes to pinned host memory whole (the copy kernel's host freelist), out and back at the host
+// link's rate; beyond both, nothing is copied (the overflow the step reruns for). Each forward
+// pass takes the pages of its MoE layers' balanced rows x each factor, in layer order. A
 // recompute pass runs no stash copies; a rerun step's second try runs without the stash.
 #pragma once
 
@@ -31,6 +35,8 @@ class PagedStashCopies {
   // The forward of microbatch `mb` that runs next has its backward right after: its last MoE
   // layer `layer` keeps its tensors (no stash, no reload).
   void keep(std::uint32_t rank, std::int64_t layer, std::int32_t mb);
+  // A forward pass with `moe_layers` MoE layers starts on `rank`: the pages it may take.
+  void begin_forward(std::uint32_t rank, std::int64_t moe_layers);
   // Around the grouped MLP at `at` (its phase forward or backward): the task its kernel follows,
   // and after it the copy it starts.
   TaskId before_experts(const TaskPlace& at, TaskId ready);
@@ -47,10 +53,14 @@ class PagedStashCopies {
   bool enabled_ = false;
   std::int64_t layers_ = 0;
   std::int32_t microbatches_ = 0;
-  std::vector<double> bytes_;         // by rank x layer: one copy's bytes (read + write)
-  std::vector<std::uint8_t> kept_;    // by rank x microbatch x layer
-  std::vector<TaskId> last_stash_;    // by rank: the latest stash copy
-  std::vector<TaskId> last_grouped_;  // by rank: the end of the latest grouped MLP
+  enum Place : std::uint8_t { on_gpu, kept, host, overflow };
+  double host_factor_ = 0;
+  std::vector<double> bytes_;                 // by rank x layer: the rows' saved bytes
+  std::vector<double> rows_;                  // by rank x layer: its rows over the balanced share
+  std::vector<Place> place_;                  // by rank x microbatch x layer
+  std::vector<double> room_gpu_, room_host_;  // by rank: the pages the forward pass has left
+  std::vector<TaskId> last_stash_;            // by rank: the latest stash copy
+  std::vector<TaskId> last_grouped_;          // by rank: the end of the latest grouped MLP
 };
 
 }  // namespace moesim

@@ -93,6 +93,7 @@ class StepBuilder {
   void run_passes(std::uint32_t r, const std::vector<PipeOp>& ops, bool record) {
     for (std::size_t k = 0; k < ops.size(); ++k) {
       OpSpan span{r, ops[k], kNoTask, kNoTask};
+      if (ops[k].forward) begin_forward(r, ops[k]);
       if (ops[k].fused_with_next && k + 1 < ops.size()) {
         OpSpan partner{r, ops[k + 1], kNoTask, kNoTask};
         run_fused(r, span, partner);
@@ -107,6 +108,13 @@ class StepBuilder {
       run_pass(r, ops[k], span);
       if (record) out_.ops.push_back(span);
     }
+  }
+
+  // The paged stash's pages a forward pass may take: its MoE layers' balanced rows x the factors.
+  void begin_forward(std::uint32_t r, const PipeOp& op) {
+    std::int64_t moe = 0;
+    for (const std::int64_t u : units_of(r, op)) moe += u >= 0 && u < arch_.num_layers && arch_.is_moe_layer(u);
+    stash_.begin_forward(r, moe);
   }
 
   // A forward pass whose own backward runs next: its last MoE layer's saved tensors stay where

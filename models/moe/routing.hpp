@@ -39,6 +39,9 @@ struct RoutingSpec {
   // moe_paged_stash: the routed experts' saved tensors packed into paged buffers sized at this
   // many times the balanced rows in flight (moe_paged_stash_buffer_size_factor_cuda; 0: off).
   double paged_stash_factor = 0;
+  // Its pinned host pages, this many times the balanced rows in flight, which a layer's tensors
+  // spill to when the CUDA pages are full (moe_paged_stash_buffer_size_factor_cpu; 0: none).
+  double paged_stash_host_factor = 0;
 };
 
 struct ExpertLoad {

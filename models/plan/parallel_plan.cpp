@@ -262,10 +262,14 @@ ParallelPlan parse_plan(const JsonReader& in) {
     p.compiled_blocks = act->boolean_or("compiled_blocks", false);
     // The CUDA stash's size factor defaults to Megatron-Core's (transformer_config.py
     // moe_paged_stash_buffer_size_factor_cuda = 1.10).
-    if (act->boolean_or("moe_paged_stash", false))
+    // Its pinned host pages: moe_paged_stash_buffer_size_factor_cpu (default 0, none).
+    if (act->boolean_or("moe_paged_stash", false)) {
       p.routing.paged_stash_factor = act->number_or("moe_paged_stash_cuda_factor", 1.10, Range::between(0.01, 64));
-    else if (act->has("moe_paged_stash_cuda_factor"))
-      act->fail("moe_paged_stash_cuda_factor", "sizes the paged stash; allowed with moe_paged_stash true");
+      p.routing.paged_stash_host_factor = act->number_or("moe_paged_stash_cpu_factor", 0, Range::between(0, 64));
+    }
+    for (const char* key : {"moe_paged_stash_cuda_factor", "moe_paged_stash_cpu_factor"})
+      if (p.routing.paged_stash_factor == 0 && act->has(key))
+        act->fail(key, "sizes the paged stash; allowed with moe_paged_stash true");
     act->finish();
   }
   if (auto al = in.optional_object("allocator")) {

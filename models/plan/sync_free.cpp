@@ -58,10 +58,11 @@ SyncFreeRerun sync_free_rerun(const ParallelPlan& p, const Architecture& a) {
     if (load > p.routing.rank_capacity_factor) out = {l, load, -1, 0};
   }
   // Stash: one pool per rank for every MoE layer's saved rows in flight, sized from the balanced
-  // rows (allocate_stash_buffers): overflows when the rank's rows over its stage's MoE layers
-  // exceed the balanced share x the CUDA factor.
-  const double stash = p.routing.paged_stash_factor;
-  if (stash <= 0) return out;
+  // rows (allocate_stash_buffers), its CUDA pages then its host pages (paged_stash_copy_kernel):
+  // overflows when the rank's rows over its stage's MoE layers exceed the balanced share x the
+  // CUDA and host factors.
+  const double stash = p.routing.paged_stash_factor + p.routing.paged_stash_host_factor;
+  if (p.routing.paged_stash_factor <= 0) return out;
   const std::vector<LayerPlace> places = layer_places(p, a);  // embedding, layers, head
   for (std::int64_t s = 0; s < p.pp; ++s) {
     std::vector<std::int64_t> layers;
@@ -85,14 +86,15 @@ std::string SyncFreeRerun::why(const ParallelPlan& p) const {
   if (stage >= 0) {
     out += std::string(out.empty() ? "" : "; ") + "stage " + std::to_string(stage) + "'s most-loaded EP rank saves " +
            two_places(stage_load) + "x the balanced rows, over its paged stash of " +
-           two_places(p.routing.paged_stash_factor) + "x";
+           two_places(p.routing.paged_stash_factor + p.routing.paged_stash_host_factor) + "x" +
+           (p.routing.paged_stash_host_factor > 0 ? " (CUDA and host pages)" : "");
   }
   return out;
 }
 
 ParallelPlan synced_dropless(ParallelPlan p) {
   p.routing.rank_capacity_factor = 0;
-  p.routing.paged_stash_factor = 0;
+  p.routing.paged_stash_factor = p.routing.paged_stash_host_factor = 0;
   return p;
 }
 

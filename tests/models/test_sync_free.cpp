@@ -77,6 +77,9 @@ TEST_CASE("The sync-free path and the paged stash refuse what Megatron-Core or m
                       "plan.activations.moe_paged_stash_cuda_factor=1.2"})
                  .message(),
              Contains("allowed with moe_paged_stash true"));
+  CHECK(refused({hybridep, "plan.expert_parallel.rank_capacity_factor=1.5",
+                 "plan.activations.moe_paged_stash_cpu_factor=1"})
+            .path() == "plan.activations.moe_paged_stash_cpu_factor");
   CHECK(refused({hybridep, "plan.expert_parallel.rank_capacity_factor=0.8"}).path() ==
         "plan.expert_parallel.rank_capacity_factor");
   CHECK_THAT(

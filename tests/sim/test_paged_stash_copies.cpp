@@ -80,3 +80,34 @@ TEST_CASE("The paged stash copies each MoE layer's expert tensors out and back a
   CHECK(sim.result.step_time_s > plain.step_time_s);
   CHECK(plain.exposed_s[static_cast<std::size_t>(PhaseTag::paged_stash)] == 0);
 }
+
+TEST_CASE("The paged stash spills a layer that no longer fits its CUDA pages to its host pages", "[unit]") {
+  // Even routing, CUDA pages for half the balanced rows and host pages for all of them: each
+  // forward's first 24 MoE layers fit the CUDA pages, the next 23 go to the host (the 48th is kept).
+  const Scenario sc =
+      qwen3({"plan.activations.moe_paged_stash=true", "plan.activations.moe_paged_stash_cuda_factor=0.5",
+             "plan.activations.moe_paged_stash_cpu_factor=1"});
+  const Simulation sim = simulate(sc);
+  CHECK(sim.result.rerun.empty());  // 1x the balanced rows fit 0.5x + 1x
+  const double T = dbl(batch_shape(sc.plan, sc.arch).microbatch_tokens), m = dbl(sim.step.microbatches);
+  const double bytes = kK * T * (kD + 3 * kH) * kBf16;
+  const ProfileCostBook costs(sc.hardware, sc.cost_models);
+  double gpu_out = 0, host_out = 0, gpu_back = 0, host_back = 0;
+  for (TaskId id = 0; id < sim.step.graph.size(); ++id) {
+    const Task& t = sim.step.graph.task(id);
+    if (t.stream != StreamKind::stash) continue;
+    const std::string label = t.label;
+    const bool to_host = label.find("host pages") != std::string::npos;
+    // The host pages over the host link, one way; the CUDA pages read and written in HBM.
+    CHECK(t.work_s == Approx(to_host ? costs.host_copy_s(bytes) : costs.memory(2 * bytes, MemoryKernel::copy)));
+    if (to_host) CHECK(t.layer >= 24);
+    (label.rfind("copy", 0) == 0 ? (to_host ? host_out : gpu_out) : (to_host ? host_back : gpu_back)) += 1;
+  }
+  CHECK(gpu_out == m * 24);
+  CHECK(host_out == m * 23);
+  CHECK((gpu_back == gpu_out && host_back == host_out));
+  // Without host pages the same stash overflows, and the step reruns.
+  CHECK_FALSE(
+      simulate(qwen3({"plan.activations.moe_paged_stash=true", "plan.activations.moe_paged_stash_cuda_factor=0.5"}))
+          .result.rerun.empty());
+}
