@@ -23,7 +23,7 @@ var moesimCharts = (function () {
     ["forward", "#1f4e79"], ["backward", "#2e75b6"], ["recompute", "#9dc3e6"], ["grad_accumulate", "#bf9000"],
     ["optimizer", "#ffd966"], ["fsdp_gather", "#548235"], ["fsdp_reduce_scatter", "#a9d18e"], ["grad_sync", "#c55a11"],
     ["weight_rebuild", "#f4b183"], ["ep_dispatch", "#7030a0"], ["ep_combine", "#c9a0dc"], ["pp_p2p", "#833c0b"], ["tp_comm", "#00b0a0"], ["cp_comm", "#70d0c0"],
-    ["idle / bubble", "#bfbfbf"]];
+    ["offload", "#a5a5a5"], ["rerun", "#c00000"], ["paged_stash", "#ff7f7f"], ["idle / bubble", "#bfbfbf"]];
 
 
   // A line per series reads up to MAX_SERIES of them: past that, the series with the best MFU.

@@ -10,6 +10,7 @@
 
 #include "reports/html/embedded_assets.hpp"
 #include "reports/html_report.hpp"
+#include "sim/timeline_metrics.hpp"
 #include "tests/support/fixtures.hpp"
 
 using namespace moesim;
@@ -154,4 +155,13 @@ TEST_CASE("html_report refuses what is not a sweep document, and unknown assets 
                                         {"points", nlohmann::json::array()},
                                         {"summary", {{"points", 0}, {"invalid", 0}}}});
   CHECK(html.find("0 points (0 invalid).") != std::string::npos);
+}
+
+TEST_CASE("The charts colour every phase of the time split", "[unit]") {
+  const std::string charts = test::slurp(test::source_path("reports/html/charts.js"));
+  for (std::size_t p = 0; p < kPhases; ++p) {
+    const std::string name = name_of(static_cast<PhaseTag>(p));
+    INFO(name);
+    CHECK(charts.find("[\"" + name + "\", \"#") != std::string::npos);
+  }
 }
