@@ -119,6 +119,19 @@ TEST_CASE("A rerun step runs its passes twice and holds the larger try's memory"
   }
 }
 
+TEST_CASE("A rerun step under a pipeline equals itself with every rank simulated", "[unit]") {
+  // EP 2 over two stages, the hot rank at 1.74x: the tries' transfers and collectives match
+  // across the simulated ranks as they do with all of them.
+  const Scenario sc = qwen3({kBudget, kStash, kZipf, "plan.expert_parallel.degree=2", "plan.pipeline.degree=2"});
+  const StepResult some = simulate(sc).result;
+  SimOptions all;
+  all.all_ranks = true;
+  const StepResult every = simulate(sc, all).result;
+  CHECK_THAT(some.rerun, Contains("layer 0"));
+  CHECK(some.simulated_ranks < every.simulated_ranks);
+  CHECK(every.step_time_s == Approx(some.step_time_s).epsilon(1e-12));
+}
+
 TEST_CASE("A rerun step is placed for the DDP and ZeRO-2 designs and refused for FSDP", "[unit]") {
   const StepResult zero2 = simulate(qwen3({kBudget, kZipf, "design=\"zero2+ep8\""})).result;
   CHECK_THAT(zero2.rerun, Contains("layer 0"));
