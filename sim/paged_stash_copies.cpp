@@ -30,12 +30,17 @@ void PagedStashCopies::set_layer(std::uint32_t rank, std::uint32_t ranks, std::i
     last_grouped_.assign(ranks, kNoTask);
     room_gpu_.assign(ranks, 0.0);
     room_host_.assign(ranks, 0.0);
+    per_row_.assign(per_rank, -1.0);
   }
-  // The routed experts' saved bytes a routed row, under the plan's recompute and formats.
-  RoutedRows one = routed_rows_per_token(arch_, plan_, 1.0), none = one;
-  one.dispatch = one.saved = 1;
-  none.dispatch = none.saved = 0;
-  const double per_row = saved_per_token(arch_, layer, plan_, one).mlp - saved_per_token(arch_, layer, plan_, none).mlp;
+  // The routed experts' saved bytes a routed row, under the plan's recompute and formats: the
+  // layer's, whichever rank holds it.
+  double& per_row = per_row_[static_cast<std::size_t>(layer)];
+  if (per_row < 0) {
+    RoutedRows one = routed_rows_per_token(arch_, plan_, 1.0), none = one;
+    one.dispatch = one.saved = 1;
+    none.dispatch = none.saved = 0;
+    per_row = saved_per_token(arch_, layer, plan_, one).mlp - saved_per_token(arch_, layer, plan_, none).mlp;
+  }
   // Over budget the first try holds the budget's rows (HybridEP drops the rest).
   const double load = std::min(share, plan_.routing.rank_capacity_factor);
   const std::size_t at = rank * per_rank + static_cast<std::size_t>(layer);

@@ -29,6 +29,7 @@ class PagedStashCopies {
 
   // Off for the second try of a rerun step (prepare_for_rerun disables moe_paged_stash).
   void set_enabled(bool on) { enabled_ = on && factor_ > 0; }
+  bool enabled() const { return enabled_; }
   // Rank `rank` of `ranks`: layer `layer`'s stashed bytes per microbatch of `tokens`, its routed
   // rows `share` x the balanced top-K rows a token.
   void set_layer(std::uint32_t rank, std::uint32_t ranks, std::int64_t layer, double tokens, double share);
@@ -57,6 +58,7 @@ class PagedStashCopies {
   double host_factor_ = 0;
   std::vector<double> bytes_;                 // by rank x layer: the rows' saved bytes
   std::vector<double> rows_;                  // by rank x layer: its rows over the balanced share
+  std::vector<double> per_row_;               // by layer: the saved bytes a routed row (-1: not yet)
   std::vector<Place> place_;                  // by rank x microbatch x layer
   std::vector<double> room_gpu_, room_host_;  // by rank: the pages the forward pass has left
   std::vector<TaskId> last_stash_;            // by rank: the latest stash copy

@@ -93,7 +93,7 @@ class StepBuilder {
   void run_passes(std::uint32_t r, const std::vector<PipeOp>& ops, bool record) {
     for (std::size_t k = 0; k < ops.size(); ++k) {
       OpSpan span{r, ops[k], kNoTask, kNoTask};
-      if (ops[k].forward) begin_forward(r, ops[k]);
+      if (ops[k].forward && stash_.enabled()) begin_forward(r, ops[k]);
       if (ops[k].fused_with_next && k + 1 < ops.size()) {
         OpSpan partner{r, ops[k + 1], kNoTask, kNoTask};
         run_fused(r, span, partner);
@@ -101,8 +101,8 @@ class StepBuilder {
         ++k;
         continue;
       }
-      if (ops[k].forward && k + 1 < ops.size() && !ops[k + 1].forward && ops[k + 1].microbatch == ops[k].microbatch &&
-          ops[k + 1].chunk == ops[k].chunk) {
+      if (stash_.enabled() && ops[k].forward && k + 1 < ops.size() && !ops[k + 1].forward &&
+          ops[k + 1].microbatch == ops[k].microbatch && ops[k + 1].chunk == ops[k].chunk) {
         keep_last_moe_layer(r, ops[k]);
       }
       run_pass(r, ops[k], span);

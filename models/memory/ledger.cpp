@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 
 #include "models/common/units.hpp"
@@ -174,14 +175,15 @@ MemoryLedger build_ledger(const Architecture& arch, const ParallelPlan& plan, co
   // frees them (prepare_for_rerun releases the stash buffers), then the synced dropless try's:
   // each stage's ledger is the try that needs more.
   const SyncFreeRerun rerun = sync_free_rerun(plan, arch);
-  const ParallelPlan retry = rerun.reruns() ? synced_dropless(plan) : ParallelPlan{};
-  if (rerun.reruns()) ledger.rerun = rerun.why(plan);
+  const std::optional<ParallelPlan> retry =
+      rerun.reruns() ? std::optional<ParallelPlan>(synced_dropless(plan)) : std::nullopt;
+  if (retry) ledger.rerun = rerun.why(plan);
   for (std::int64_t stage = 0; stage < plan.pp; ++stage) {
     const auto i = static_cast<std::size_t>(stage);
     StageLedger first = stage_ledger(arch, plan, hw, stage, structure.stages[i], in_flight.chunks[i], in_flight.replay);
-    if (rerun.reruns()) {
+    if (retry) {
       StageLedger second =
-          stage_ledger(arch, retry, hw, stage, structure.stages[i], in_flight.chunks[i], in_flight.replay);
+          stage_ledger(arch, *retry, hw, stage, structure.stages[i], in_flight.chunks[i], in_flight.replay);
       second.rerun_try = true;
       if (second.headroom < first.headroom) first = std::move(second);
     }

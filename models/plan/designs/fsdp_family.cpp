@@ -119,8 +119,8 @@ void FsdpFamilyDesign::check(const ParallelPlan& p, const Architecture& a, const
     // strategies' gathers and reductions are placed once per step.
     fail("expert_parallel.rank_capacity_factor",
          "reruns this step (" + rerun.why(p) +
-             "); a rerun step is modelled for the DDP and ZeRO-2 designs (allowed: a larger factor, uniform routing "
-             "or design \"ddp\")");
+             "); a rerun step is modelled for the DDP and ZeRO-2 designs (allowed: a budget and stash that hold the "
+             "routed rows, or design \"ddp\" or \"zero2\")");
   }
   if (p.etp > 1) {
     fail("expert_parallel.tensor_degree",
